@@ -1,0 +1,275 @@
+package queuemax
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/queuemax/queuemax/runtime/shard"
+)
+
+// Durability selects how hard SQLite works to keep committed transactions
+// across an operating-system crash or power loss.
+type Durability int
+
+const (
+	// DurabilityNormal is synchronous=NORMAL in WAL mode: a committed job
+	// survives a crash of the process, but the last transactions may be lost
+	// on power loss. This is the default, as in queue-max.
+	DurabilityNormal Durability = iota
+	// DurabilityFull is synchronous=FULL: every commit is fsynced.
+	DurabilityFull
+)
+
+// Config configures a Client. Every field's zero value means its default,
+// so Config{} opens six shards in ./data. ConfigFromEnv fills it from
+// queue-max's environment variables.
+type Config struct {
+	// Dir is the data directory holding shard_0.db … shard_N-1.db. It is
+	// created if missing. Empty means "./data" (env DATA_DIR).
+	Dir string
+	// Shards is the number of shard files. Zero means 6 (env NUM_SHARDS).
+	// Reopening a directory with a different count fails with
+	// ErrShardMismatch. At most 1024.
+	Shards int
+	// Handlers are the tasks this client can run, usually the generated
+	// Handlers(). They are fixed after Open. A client without handlers can
+	// still enqueue.
+	Handlers []Handler
+	// Logger receives the client's logs. Nil means slog.Default().
+	Logger *slog.Logger
+
+	// MaxRetries is the default number of retries after the first attempt
+	// for jobs whose task and enqueue set none. Nil means 3 (env
+	// QUEUE_MAX_RETRIES); Ptr(0) means no retries.
+	MaxRetries *int
+	// RetryDelay is the default backoff base: attempt n waits
+	// RetryDelay·2^(n−1) ±20%, capped at one hour. Zero means 60s.
+	RetryDelay time.Duration
+
+	// BusyTimeout is how long a statement waits for another connection's
+	// write lock. Zero means 30s (env DB_BUSY_TIMEOUT, in ms).
+	BusyTimeout time.Duration
+	// CacheSize is SQLite's page cache per connection, in pages. Zero means
+	// 10000 (env CACHE_SIZE).
+	CacheSize int
+	// MmapSize is SQLite's memory-mapped I/O size in bytes. Zero means
+	// 256 MiB (env MMAP_SIZE); negative disables mmap.
+	MmapSize int64
+	// Durability is DurabilityNormal (default) or DurabilityFull.
+	Durability Durability
+
+	// Workers is how many jobs Run executes at once. Zero means 10.
+	Workers int
+	// ClaimBatch is how many jobs one claim statement may take. Zero means
+	// Workers.
+	ClaimBatch int
+	// PollInterval is how often an idle Run checks for work that other
+	// processes enqueued. Zero means 100ms. Enqueues from this process wake
+	// it at once.
+	PollInterval time.Duration
+	// HeartbeatInterval is how often running jobs' heartbeats are renewed.
+	// Zero means 5s (env HEARTBEAT_INTERVAL, in ms).
+	HeartbeatInterval time.Duration
+	// StuckTimeout is how old a heartbeat must be before orphan recovery
+	// takes the job back. Zero means 30s (env STUCK_TIMEOUT, in ms). It
+	// must exceed HeartbeatInterval.
+	StuckTimeout time.Duration
+	// RecoveryInterval is how often Run recovers orphans. Zero means 10s
+	// (env RECOVERY_INTERVAL, in ms).
+	RecoveryInterval time.Duration
+	// CleanupAge is how long finished jobs and dead letters are kept before
+	// Run's maintenance deletes them. Zero means 7 days (env CLEANUP_DAYS).
+	CleanupAge time.Duration
+	// AlertThreshold raises an alert event while more than this many jobs
+	// are pending. Zero means 1000 (env QUEUE_ALERT_THRESHOLD).
+	AlertThreshold int
+	// DrainTimeout is how long Run lets running jobs finish after its
+	// context ends; then their contexts are cancelled and unfinished jobs
+	// are returned to pending. Zero means 30s.
+	DrainTimeout time.Duration
+	// RateLimit caps how many jobs Run starts, shared by all its workers.
+	// The zero Rate means no limit (env RATE_LIMIT_MAX sets it per minute).
+	RateLimit Rate
+	// CircuitThreshold is how many consecutive failures open the circuit
+	// breaker. Zero means 5 (env CIRCUIT_FAILURE_THRESHOLD).
+	CircuitThreshold int
+	// CircuitTimeout is how long the breaker stays open before a probe.
+	// Zero means 60s (env CIRCUIT_TIMEOUT, in seconds).
+	CircuitTimeout time.Duration
+	// WorkerID names this process's claims in the worker_id column. Empty
+	// means "<hostname>-<pid>".
+	WorkerID string
+
+	// now is the clock; nil means time.Now. Tests set it.
+	now func() time.Time
+}
+
+// Defaults.
+const (
+	DefaultShards          = 6
+	DefaultDir             = "./data"
+	DefaultMaxRetries      = 3
+	MaxPayloadBytes        = 10 << 20
+	MaxPayloadDepth        = 20
+	defaultRetryDelay      = 60 * time.Second
+	maxBackoff             = time.Hour
+	defaultBusyTimeout     = 30 * time.Second
+	defaultCacheSize       = 10000
+	defaultMmapSize        = 256 << 20
+	defaultWorkers         = 10
+	defaultPollInterval    = 100 * time.Millisecond
+	defaultHeartbeat       = 5 * time.Second
+	defaultStuckTimeout    = 30 * time.Second
+	defaultRecovery        = 10 * time.Second
+	defaultCleanupAge      = 7 * 24 * time.Hour
+	defaultAlertThreshold  = 1000
+	defaultDrainTimeout    = 30 * time.Second
+	defaultCircuitFailures = 5
+	defaultCircuitTimeout  = 60 * time.Second
+)
+
+// withDefaults returns c with every zero field set to its default.
+func (c Config) withDefaults() Config {
+	setDefault(&c.Dir, DefaultDir)
+	setDefault(&c.Shards, DefaultShards)
+	if c.MaxRetries == nil {
+		c.MaxRetries = Ptr(DefaultMaxRetries)
+	}
+	setDefault(&c.RetryDelay, defaultRetryDelay)
+	setDefault(&c.BusyTimeout, defaultBusyTimeout)
+	setDefault(&c.CacheSize, defaultCacheSize)
+	setDefault(&c.MmapSize, defaultMmapSize)
+	if c.MmapSize < 0 {
+		c.MmapSize = 0
+	}
+	setDefault(&c.Workers, defaultWorkers)
+	setDefault(&c.ClaimBatch, c.Workers)
+	setDefault(&c.PollInterval, defaultPollInterval)
+	setDefault(&c.HeartbeatInterval, defaultHeartbeat)
+	setDefault(&c.StuckTimeout, defaultStuckTimeout)
+	setDefault(&c.RecoveryInterval, defaultRecovery)
+	setDefault(&c.CleanupAge, defaultCleanupAge)
+	setDefault(&c.AlertThreshold, defaultAlertThreshold)
+	setDefault(&c.DrainTimeout, defaultDrainTimeout)
+	setDefault(&c.CircuitThreshold, defaultCircuitFailures)
+	setDefault(&c.CircuitTimeout, defaultCircuitTimeout)
+	if c.WorkerID == "" {
+		host, _ := os.Hostname()
+		c.WorkerID = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	return c
+}
+
+func setDefault[T comparable](p *T, def T) {
+	var zero T
+	if *p == zero {
+		*p = def
+	}
+}
+
+// validate reports the first invalid field of a defaulted config.
+func (c Config) validate() error {
+	switch {
+	case c.Shards < 1 || c.Shards > shard.MaxShards:
+		return &ConfigError{"Shards", fmt.Sprintf("%d is out of range (want 1–%d)", c.Shards, shard.MaxShards)}
+	case *c.MaxRetries < 0:
+		return &ConfigError{"MaxRetries", fmt.Sprintf("%d is negative", *c.MaxRetries)}
+	case c.RetryDelay < 0:
+		return &ConfigError{"RetryDelay", "is negative"}
+	case c.BusyTimeout < 0:
+		return &ConfigError{"BusyTimeout", "is negative"}
+	case c.Workers < 0:
+		return &ConfigError{"Workers", "is negative"}
+	case c.ClaimBatch < 0:
+		return &ConfigError{"ClaimBatch", "is negative"}
+	case c.PollInterval < 0:
+		return &ConfigError{"PollInterval", "is negative"}
+	case c.HeartbeatInterval < 0:
+		return &ConfigError{"HeartbeatInterval", "is negative"}
+	case c.StuckTimeout <= c.HeartbeatInterval:
+		return &ConfigError{"StuckTimeout", fmt.Sprintf("%s must exceed HeartbeatInterval (%s)", c.StuckTimeout, c.HeartbeatInterval)}
+	case c.RecoveryInterval < 0:
+		return &ConfigError{"RecoveryInterval", "is negative"}
+	case c.CleanupAge < 0:
+		return &ConfigError{"CleanupAge", "is negative"}
+	case c.AlertThreshold < 0:
+		return &ConfigError{"AlertThreshold", "is negative"}
+	case c.DrainTimeout < 0:
+		return &ConfigError{"DrainTimeout", "is negative"}
+	case c.CircuitThreshold < 0:
+		return &ConfigError{"CircuitThreshold", "is negative"}
+	case c.CircuitTimeout < 0:
+		return &ConfigError{"CircuitTimeout", "is negative"}
+	case c.RateLimit.Limit < 0 || (c.RateLimit.Limit > 0 && c.RateLimit.Per <= 0):
+		return &ConfigError{"RateLimit", "needs Limit ≥ 0 and a positive Per"}
+	}
+	return nil
+}
+
+// ConfigFromEnv returns a Config read from queue-max's environment variables
+// through getenv (pass os.Getenv). Unset variables leave fields at zero, so
+// defaults apply; a set but malformed variable is an error naming it. It
+// also returns the level named by QUEUE_MAX_LOG_LEVEL (default WARNING) for
+// programs that build their own logger.
+func ConfigFromEnv(getenv func(string) string) (Config, slog.Level, error) {
+	var c Config
+	var errs []string
+	intVar := func(name string, set func(int64)) {
+		v := strings.TrimSpace(getenv(name))
+		if v == "" {
+			return
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("%s=%q is not an integer", name, v))
+			return
+		}
+		set(n)
+	}
+	ms := func(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
+	if v := getenv("DATA_DIR"); v != "" {
+		c.Dir = v
+	}
+	intVar("NUM_SHARDS", func(n int64) { c.Shards = int(n) })
+	intVar("QUEUE_MAX_RETRIES", func(n int64) { c.MaxRetries = Ptr(int(n)) })
+	intVar("RATE_LIMIT_MAX", func(n int64) { c.RateLimit = Rate{Limit: int(n), Per: time.Minute} })
+	intVar("DB_BUSY_TIMEOUT", func(n int64) { c.BusyTimeout = ms(n) })
+	intVar("CACHE_SIZE", func(n int64) { c.CacheSize = int(n) })
+	intVar("MMAP_SIZE", func(n int64) { c.MmapSize = n })
+	intVar("HEARTBEAT_INTERVAL", func(n int64) { c.HeartbeatInterval = ms(n) })
+	intVar("STUCK_TIMEOUT", func(n int64) { c.StuckTimeout = ms(n) })
+	intVar("RECOVERY_INTERVAL", func(n int64) { c.RecoveryInterval = ms(n) })
+	intVar("CLEANUP_DAYS", func(n int64) { c.CleanupAge = time.Duration(n) * 24 * time.Hour })
+	intVar("QUEUE_ALERT_THRESHOLD", func(n int64) { c.AlertThreshold = int(n) })
+	intVar("CIRCUIT_FAILURE_THRESHOLD", func(n int64) { c.CircuitThreshold = int(n) })
+	intVar("CIRCUIT_TIMEOUT", func(n int64) { c.CircuitTimeout = time.Duration(n) * time.Second })
+	level := slog.LevelWarn
+	if v := strings.ToUpper(strings.TrimSpace(getenv("QUEUE_MAX_LOG_LEVEL"))); v != "" {
+		switch v {
+		case "DEBUG":
+			level = slog.LevelDebug
+		case "INFO":
+			level = slog.LevelInfo
+		case "WARNING", "WARN":
+			level = slog.LevelWarn
+		case "ERROR", "CRITICAL":
+			level = slog.LevelError
+		default:
+			errs = append(errs, fmt.Sprintf("QUEUE_MAX_LOG_LEVEL=%q is not DEBUG, INFO, WARNING or ERROR", v))
+		}
+	}
+	if len(errs) > 0 {
+		return c, level, fmt.Errorf("%w: %s", ErrInvalidConfig, strings.Join(errs, "; "))
+	}
+	return c, level, nil
+}

@@ -1,0 +1,139 @@
+package queuemax
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/queuemax/queuemax/runtime/store"
+)
+
+// Sentinel errors. Test them with errors.Is.
+var (
+	// ErrClosed is returned by every Client method after Close.
+	ErrClosed = store.ErrClosed
+	// ErrLeaseLost is returned when a worker acknowledges a job it no longer
+	// holds: orphan recovery or a purge took it back. Nothing was changed.
+	ErrLeaseLost = store.ErrLeaseLost
+	// ErrJobNotFound is returned when a JobID names no stored job.
+	ErrJobNotFound = store.ErrJobNotFound
+	// ErrShardMismatch is returned by Open when Config.Shards differs from the
+	// number of shard files already in Config.Dir.
+	ErrShardMismatch = store.ErrShardMismatch
+	// ErrNotDatabase is returned by Open when a shard file is not an SQLite
+	// database.
+	ErrNotDatabase = store.ErrNotDatabase
+	// ErrInvalidShard is returned for a shard index outside [0, Shards).
+	ErrInvalidShard = store.ErrInvalidShard
+	// ErrInvalidPayload is returned for a payload that is not a JSON object,
+	// is larger than MaxPayloadBytes, or nests deeper than MaxPayloadDepth.
+	ErrInvalidPayload = errors.New("queuemax: invalid payload")
+	// ErrInvalidPriority is returned for a priority outside 0–2.
+	ErrInvalidPriority = errors.New("queuemax: invalid priority (want 0, 1 or 2)")
+	// ErrInvalidRetries is returned for a negative retry count.
+	ErrInvalidRetries = errors.New("queuemax: invalid max retries (want 0 or more)")
+	// ErrInvalidConfig is wrapped by every Config validation error.
+	ErrInvalidConfig = errors.New("queuemax: invalid config")
+	// ErrUnknownTask is returned when a job names a task with no handler.
+	ErrUnknownTask = errors.New("queuemax: unknown task")
+	// ErrDuplicateTask is returned by Open when two handlers share a name.
+	ErrDuplicateTask = errors.New("queuemax: duplicate task name")
+	// ErrNotBound is returned by a Task that is not bound to a Client.
+	ErrNotBound = errors.New("queuemax: task not bound to a client (use the generated New(client))")
+	// ErrNoResult is returned by Result for a job that has not completed or
+	// stored no result.
+	ErrNoResult = errors.New("queuemax: job has no result")
+	// ErrRunning is returned by Run when the client is already running.
+	ErrRunning = errors.New("queuemax: client already running")
+)
+
+// ConfigError names the Config field that failed validation.
+type ConfigError struct {
+	Field string
+	Msg   string
+}
+
+func (e *ConfigError) Error() string { return "queuemax: config " + e.Field + ": " + e.Msg }
+
+// Unwrap returns ErrInvalidConfig.
+func (e *ConfigError) Unwrap() error { return ErrInvalidConfig }
+
+// PayloadError explains why a payload was rejected. It wraps ErrInvalidPayload.
+type PayloadError struct {
+	Reason string
+}
+
+func (e *PayloadError) Error() string { return "queuemax: invalid payload: " + e.Reason }
+
+// Unwrap returns ErrInvalidPayload.
+func (e *PayloadError) Unwrap() error { return ErrInvalidPayload }
+
+// LineError locates a bad record in an import file. Line is 1-based (for a
+// JSON array file, the line where the element starts).
+type LineError struct {
+	Path string
+	Line int
+	Err  error
+}
+
+func (e *LineError) Error() string { return fmt.Sprintf("%s:%d: %v", e.Path, e.Line, e.Err) }
+
+// Unwrap returns the underlying error.
+func (e *LineError) Unwrap() error { return e.Err }
+
+// PermanentError marks an error that must not be retried. Create it with
+// Permanent.
+type PermanentError struct{ Err error }
+
+func (e *PermanentError) Error() string {
+	if e.Err == nil {
+		return "permanent failure"
+	}
+	return e.Err.Error()
+}
+
+// Unwrap returns the cause.
+func (e *PermanentError) Unwrap() error { return e.Err }
+
+// Permanent wraps err so that the job goes straight to the dead-letter queue
+// without further attempts. The cause stays reachable through errors.Is/As.
+func Permanent(err error) error { return &PermanentError{Err: err} }
+
+// RetryAfterError asks for the next attempt no sooner than Delay. Create it
+// with RetryAfter.
+type RetryAfterError struct {
+	Delay time.Duration
+	Err   error
+}
+
+func (e *RetryAfterError) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("retry after %s", e.Delay)
+	}
+	return e.Err.Error()
+}
+
+// Unwrap returns the cause.
+func (e *RetryAfterError) Unwrap() error { return e.Err }
+
+// RetryAfter wraps err so that the next attempt runs after d instead of after
+// the exponential backoff (an HTTP Retry-After header, for example). The
+// attempt still counts against the job's retries.
+func RetryAfter(d time.Duration, err error) error { return &RetryAfterError{Delay: d, Err: err} }
+
+// PanicError is the error recorded for a handler that panicked.
+type PanicError struct {
+	Value any
+	Stack string
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v", e.Value) }
+
+// TimeoutError is the error recorded for a job that ran past its timeout. It
+// is retryable.
+type TimeoutError struct{ Limit time.Duration }
+
+func (e *TimeoutError) Error() string { return fmt.Sprintf("job exceeded %s timeout", e.Limit) }
+
+// Timeout reports true, so that net.Error-style checks treat it as a timeout.
+func (e *TimeoutError) Timeout() bool { return true }

@@ -1,0 +1,151 @@
+package queuemax
+
+import (
+	"context"
+	"time"
+
+	"github.com/queuemax/queuemax/runtime/store"
+)
+
+// Ptr returns a pointer to v. It fills the optional fields of Opts and
+// TaskOptions, where nil means "use the default" and Ptr(0) is an explicit
+// zero: Opts{MaxRetries: queuemax.Ptr(0)} disables retries.
+func Ptr[T any](v T) *T { return &v }
+
+// Opts overrides, for one enqueue, what the task's defaults say. Nil and zero
+// fields keep the defaults. Use it through a task handle's With method or as
+// EnqueueParams.Opts.
+type Opts struct {
+	// Priority is 0 (low), 1 (medium) or 2 (high). Nil keeps the task's.
+	Priority *Priority
+	// MaxRetries is how many times a failed job is retried: N retries mean
+	// N+1 attempts. Nil keeps the task's (or Config.MaxRetries); Ptr(0) means
+	// one attempt and no retry.
+	MaxRetries *int
+	// Key is the partition key: jobs with the same key go to the same shard
+	// (key mod Shards), which orders them by priority then FIFO. Nil means a
+	// random shard.
+	Key *int64
+	// RunAt delays the job until this time. Zero means now.
+	RunAt time.Time
+}
+
+// merge returns o with every field of p that is set overriding it.
+func (o Opts) merge(p Opts) Opts {
+	if p.Priority != nil {
+		o.Priority = p.Priority
+	}
+	if p.MaxRetries != nil {
+		o.MaxRetries = p.MaxRetries
+	}
+	if p.Key != nil {
+		o.Key = p.Key
+	}
+	if !p.RunAt.IsZero() {
+		o.RunAt = p.RunAt
+	}
+	return o
+}
+
+// Rate is a token-bucket limit: Limit tokens per Per, with a burst of Limit.
+// The zero Rate means no limit.
+type Rate struct {
+	Limit int
+	Per   time.Duration
+}
+
+// TaskOptions are a task's defaults, from its //queuemax:task annotation.
+// The zero value means: priority low, Config.MaxRetries, no timeout,
+// Config.RetryDelay, no rate limit, no in-process retry.
+type TaskOptions struct {
+	// Priority of every job of the task unless Opts overrides it.
+	Priority Priority
+	// MaxRetries of every job unless Opts overrides it. Nil means
+	// Config.MaxRetries.
+	MaxRetries *int
+	// Timeout bounds one execution: the handler's context is cancelled
+	// after it and the attempt fails with a retryable *TimeoutError. Zero
+	// means no timeout.
+	Timeout time.Duration
+	// RetryDelay is the backoff base: attempt n waits RetryDelay·2^(n−1)
+	// ±20%, capped at one hour. Zero means Config.RetryDelay.
+	RetryDelay time.Duration
+	// RateLimit caps how often the task's jobs start, across all workers of
+	// the process. The zero Rate means no limit.
+	RateLimit Rate
+	// RetryOn, when set, selects errors that are retried in the worker, at
+	// once and with a short capped backoff, up to InlineRetries times before
+	// the attempt counts as failed.
+	RetryOn func(error) bool
+	// InlineRetries is how many in-process retries RetryOn allows. Zero
+	// means 3.
+	InlineRetries int
+}
+
+// Periodic describes when a periodic task runs. Exactly one of Every and
+// Cron is set.
+type Periodic struct {
+	// Every runs the task at this fixed interval.
+	Every time.Duration
+	// Cron is a standard five-field cron spec, optionally with a leading
+	// seconds field, or a descriptor such as @hourly; CRON_TZ=Zone prefixes
+	// are accepted.
+	Cron string
+}
+
+// HandlerFunc runs one job. A non-nil result is stored as the job's result
+// (JSON-encoded); a non-nil error fails the attempt.
+type HandlerFunc func(ctx context.Context, job *Job) (result any, err error)
+
+// Handler binds a task name to the function that runs its jobs. Generated
+// code builds handlers with Define and DefineResult; hand-written ones are
+// fine too.
+type Handler struct {
+	// Name is the task name stored in every job row. It must stay stable
+	// while jobs of the task may still be stored.
+	Name string
+	// Options are the task's defaults.
+	Options TaskOptions
+	// Periodic, when set, makes the scheduler enqueue the task on a
+	// schedule. Periodic tasks take no arguments.
+	Periodic *Periodic
+	// Func runs one job.
+	Func HandlerFunc
+}
+
+// Re-exported leaf types. They are defined in the storage layer so that every
+// store implementation shares them.
+type (
+	// JobID identifies a job across all shards.
+	JobID = store.JobID
+	// Job is one stored job.
+	Job = store.Job
+	// Status is a job's state.
+	Status = store.Status
+	// Priority orders jobs within a shard: 0 low, 1 medium, 2 high.
+	Priority = store.Priority
+	// DeadLetter is one row of the dead-letter queue.
+	DeadLetter = store.DeadLetter
+	// ShardStats holds one shard's counts.
+	ShardStats = store.ShardStats
+)
+
+// Statuses and priorities.
+const (
+	StatusPending    = store.StatusPending
+	StatusScheduled  = store.StatusScheduled
+	StatusProcessing = store.StatusProcessing
+	StatusCompleted  = store.StatusCompleted
+	StatusFailed     = store.StatusFailed
+	StatusCancelled  = store.StatusCancelled
+
+	PriorityLow    = store.PriorityLow
+	PriorityMedium = store.PriorityMedium
+	PriorityHigh   = store.PriorityHigh
+)
+
+// ParseJobID parses a JobID's decimal form, or "shard:seq".
+func ParseJobID(s string) (JobID, error) { return store.ParseJobID(s) }
+
+// ParseStatus parses a status name.
+func ParseStatus(s string) (Status, error) { return store.ParseStatus(s) }

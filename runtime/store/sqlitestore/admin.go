@@ -1,0 +1,491 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/queuemax/queuemax/runtime/store"
+)
+
+// eachShard runs fn on each shard of list in a write transaction and sums
+// the counts. It stops at the first error.
+func (s *Store) eachShard(ctx context.Context, shard int, fn func(ctx context.Context, tx *sql.Tx, sh *shardDB) (int, error)) (int, error) {
+	list, err := s.shardList(shard)
+	if err != nil {
+		return 0, err
+	}
+	total := 0
+	for _, sh := range list {
+		var n int
+		err := sh.commit.do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+			var err error
+			n, err = fn(ctx, tx, sh)
+			return err
+		})
+		if err != nil {
+			return total, fmt.Errorf("shard %d: %w", sh.idx, err)
+		}
+		total += n
+	}
+	return total, nil
+}
+
+func affected(res sql.Result, err error) (int, error) {
+	if err != nil {
+		return 0, err
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}
+
+// RecoverOrphans takes back jobs whose worker stopped heartbeating; see
+// store.Store. A job that has used every attempt is dead-lettered instead of
+// being offered again, so a job that crashes its worker cannot loop forever.
+func (s *Store) RecoverOrphans(ctx context.Context, stuckBefore, now time.Time) (store.RecoverResult, error) {
+	var res store.RecoverResult
+	cut, ts := store.FormatTime(stuckBefore), store.FormatTime(now)
+	_, err := s.eachShard(ctx, store.AllShards, func(ctx context.Context, tx *sql.Tx, sh *shardDB) (int, error) {
+		const stuck = `status = 'processing' AND (heartbeat IS NULL OR heartbeat < ?1)`
+		dead, err := affected(tx.ExecContext(ctx, `INSERT INTO dead_letter_queue
+			(original_job_id, payload, error, error_type, failed_at, shard_id, task, attempts, error_stack)
+			SELECT id, payload, 'worker lost: heartbeat older than stuck timeout on last attempt', 'OrphanRecovery',
+				?2, ?3, task, tentativas, error_stack FROM fila WHERE `+stuck+` AND tentativas >= max_tentativas`,
+			cut, ts, sh.idx))
+		if err != nil {
+			return 0, err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE fila SET status = 'failed', completed_at = ?2, worker_id = NULL,
+			heartbeat = NULL, lease = NULL, last_error = 'worker lost: heartbeat older than stuck timeout on last attempt',
+			error_type = 'OrphanRecovery' WHERE `+stuck+` AND tentativas >= max_tentativas`, cut, ts); err != nil {
+			return 0, err
+		}
+		if dead > 0 {
+			if _, err := tx.ExecContext(ctx, sqlCountFailed, dead, sh.idx); err != nil {
+				return 0, err
+			}
+		}
+		requeued, err := affected(tx.ExecContext(ctx, `UPDATE fila SET status = 'pending', worker_id = NULL,
+			heartbeat = NULL, lease = NULL, next_retry_at = ?2, last_error = 'Recovered orphan',
+			error_type = 'OrphanRecovery' WHERE `+stuck, cut, ts))
+		if err != nil {
+			return 0, err
+		}
+		res.Requeued += requeued
+		res.DeadLettered += dead
+		return 0, nil
+	})
+	return res, err
+}
+
+// RetryFailed re-queues failed jobs; see store.Store. Unlike queue-max it
+// resets the attempt budget and removes the jobs' dead-letter rows, so a
+// retried job gets its full retries and is never dead-lettered twice.
+func (s *Store) RetryFailed(ctx context.Context, shard int, now time.Time) (int, error) {
+	ts := store.FormatTime(now)
+	return s.eachShard(ctx, shard, func(ctx context.Context, tx *sql.Tx, sh *shardDB) (int, error) {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM dead_letter_queue WHERE original_job_id IN
+			(SELECT id FROM fila WHERE status = 'failed')`); err != nil {
+			return 0, err
+		}
+		return affected(tx.ExecContext(ctx, `UPDATE fila SET status = 'pending', tentativas = 0, next_retry_at = ?,
+			worker_id = NULL, heartbeat = NULL, lease = NULL, last_error = NULL, error_type = NULL,
+			error_stack = NULL, completed_at = NULL WHERE status = 'failed'`, ts))
+	})
+}
+
+// RetryJob re-queues one failed job; see store.Store.
+func (s *Store) RetryJob(ctx context.Context, id store.JobID, now time.Time) error {
+	sh, err := s.shard(id.Shard())
+	if err != nil {
+		return err
+	}
+	return sh.commit.do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		n, err := affected(tx.ExecContext(ctx, `UPDATE fila SET status = 'pending', tentativas = 0, next_retry_at = ?,
+			worker_id = NULL, heartbeat = NULL, lease = NULL, last_error = NULL, error_type = NULL,
+			error_stack = NULL, completed_at = NULL WHERE id = ? AND status = 'failed'`, store.FormatTime(now), id.Seq()))
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return asItem(fmt.Errorf("%w: no failed job %d", store.ErrJobNotFound, id))
+		}
+		_, err = tx.ExecContext(ctx, `DELETE FROM dead_letter_queue WHERE original_job_id = ?`, id.Seq())
+		return err
+	})
+}
+
+// RequeueDead re-queues the job behind a dead-letter row; see store.Store.
+func (s *Store) RequeueDead(ctx context.Context, shard int, dlqID int64, now time.Time) (store.JobID, error) {
+	sh, err := s.shard(shard)
+	if err != nil {
+		return 0, err
+	}
+	var id store.JobID
+	err = sh.commit.do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		var orig sql.NullInt64
+		var payload string
+		var task sql.NullString
+		err := tx.QueryRowContext(ctx, `SELECT original_job_id, payload, task FROM dead_letter_queue WHERE id = ?`, dlqID).
+			Scan(&orig, &payload, &task)
+		if errors.Is(err, sql.ErrNoRows) {
+			return asItem(fmt.Errorf("%w: no dead letter %d in shard %d", store.ErrJobNotFound, dlqID, shard))
+		}
+		if err != nil {
+			return err
+		}
+		ts := store.FormatTime(now)
+		n := 0
+		if orig.Valid {
+			n, err = affected(tx.ExecContext(ctx, `UPDATE fila SET status = 'pending', tentativas = 0, next_retry_at = ?,
+				worker_id = NULL, heartbeat = NULL, lease = NULL, last_error = NULL, error_type = NULL,
+				error_stack = NULL, completed_at = NULL WHERE id = ? AND status = 'failed'`, ts, orig.Int64))
+			if err != nil {
+				return err
+			}
+			id = store.NewJobID(sh.idx, orig.Int64)
+		}
+		if n == 0 {
+			// The queue row is gone (cleaned up): re-create the job.
+			res, err := tx.ExecContext(ctx, `INSERT INTO fila (payload, status, priority, max_tentativas, task, created_at, shard_id)
+				VALUES (?, 'pending', 0, 4, ?, ?, ?)`, payload, task, ts, sh.idx)
+			if err != nil {
+				return err
+			}
+			seq, err := res.LastInsertId()
+			if err != nil {
+				return err
+			}
+			id = store.NewJobID(sh.idx, seq)
+		}
+		if orig.Valid {
+			_, err = tx.ExecContext(ctx, `DELETE FROM dead_letter_queue WHERE id = ? OR original_job_id = ?`, dlqID, orig.Int64)
+		} else {
+			_, err = tx.ExecContext(ctx, `DELETE FROM dead_letter_queue WHERE id = ?`, dlqID)
+		}
+		return err
+	})
+	return id, err
+}
+
+// Cleanup deletes old finished jobs and dead letters; see store.Store. It
+// compares with julianday so that both timestamp formats found in
+// queue-max files compare correctly, and it deletes failed jobs by when
+// they failed, not when they were created.
+func (s *Store) Cleanup(ctx context.Context, cutoff time.Time) (store.CleanupResult, error) {
+	var res store.CleanupResult
+	cut := store.FormatTime(cutoff)
+	_, err := s.eachShard(ctx, store.AllShards, func(ctx context.Context, tx *sql.Tx, sh *shardDB) (int, error) {
+		n, err := affected(tx.ExecContext(ctx, `DELETE FROM fila WHERE status IN ('failed', 'completed', 'cancelled')
+			AND julianday(coalesce(completed_at, created_at)) < julianday(?)`, cut))
+		if err != nil {
+			return 0, err
+		}
+		d, err := affected(tx.ExecContext(ctx, `DELETE FROM dead_letter_queue WHERE julianday(failed_at) < julianday(?)`, cut))
+		if err != nil {
+			return 0, err
+		}
+		res.Jobs += n
+		res.DeadLetters += d
+		return 0, nil
+	})
+	return res, err
+}
+
+// Purge deletes jobs by status; see store.Store.
+func (s *Store) Purge(ctx context.Context, statuses []store.Status) (int, error) {
+	q := `DELETE FROM fila WHERE status <> 'processing'`
+	var args []any
+	if len(statuses) > 0 {
+		ph := make([]string, len(statuses))
+		for i, st := range statuses {
+			ph[i] = "?"
+			args = append(args, string(st))
+		}
+		q = `DELETE FROM fila WHERE status IN (` + strings.Join(ph, ", ") + `)`
+	}
+	return s.eachShard(ctx, store.AllShards, func(ctx context.Context, tx *sql.Tx, sh *shardDB) (int, error) {
+		return affected(tx.ExecContext(ctx, q, args...))
+	})
+}
+
+// Job returns one job; see store.Store.
+func (s *Store) Job(ctx context.Context, id store.JobID) (*store.Job, error) {
+	sh, err := s.shard(id.Shard())
+	if err != nil {
+		return nil, err
+	}
+	j, err := scanJob(sh.r.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM fila WHERE id = ?`, id.Seq()), sh.idx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("%w: %d", store.ErrJobNotFound, id)
+	}
+	return j, err
+}
+
+
+
+func listLimit(p store.ListParams) int {
+	if p.Limit <= 0 {
+		return 100
+	}
+	return p.Limit
+}
+
+// Jobs lists jobs, newest first across shards; see store.Store. The limit
+// applies to the merged result, not per shard.
+func (s *Store) Jobs(ctx context.Context, p store.ListParams) ([]*store.Job, error) {
+	list, err := s.shardList(p.Shard)
+	if err != nil {
+		return nil, err
+	}
+	limit := listLimit(p)
+	q := `SELECT ` + jobColumns + ` FROM fila WHERE 1 = 1`
+	var args []any
+	if p.Status != "" {
+		q += ` AND status = ?`
+		args = append(args, string(p.Status))
+	}
+	if p.Task != "" {
+		q += ` AND task = ?`
+		args = append(args, p.Task)
+	}
+	q += ` ORDER BY id DESC LIMIT ?`
+	args = append(args, limit)
+	var out []*store.Job
+	for _, sh := range list {
+		rows, err := sh.r.QueryContext(ctx, q, args...)
+		if err != nil {
+			return nil, fmt.Errorf("shard %d: list jobs: %w", sh.idx, err)
+		}
+		for rows.Next() {
+			j, err := scanJob(rows, sh.idx)
+			if err != nil {
+				rows.Close()
+				return nil, err
+			}
+			out = append(out, j)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	// Newest first across shards by creation time, then ID.
+	slices.SortStableFunc(out, func(a, b *store.Job) int {
+		if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
+			return c
+		}
+		return int(b.ID - a.ID)
+	})
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+// DeadLetters lists dead-letter rows, newest first; see store.Store.
+func (s *Store) DeadLetters(ctx context.Context, p store.ListParams) ([]*store.DeadLetter, error) {
+	list, err := s.shardList(p.Shard)
+	if err != nil {
+		return nil, err
+	}
+	limit := listLimit(p)
+	q := `SELECT id, original_job_id, task, payload, error, error_type, attempts, failed_at FROM dead_letter_queue`
+	var args []any
+	if p.Task != "" {
+		q += ` WHERE task = ?`
+		args = append(args, p.Task)
+	}
+	q += ` ORDER BY id DESC LIMIT ?`
+	args = append(args, limit)
+	var out []*store.DeadLetter
+	for _, sh := range list {
+		rows, err := sh.r.QueryContext(ctx, q, args...)
+		if err != nil {
+			return nil, fmt.Errorf("shard %d: list dead letters: %w", sh.idx, err)
+		}
+		for rows.Next() {
+			var d store.DeadLetter
+			var orig, attempts sql.NullInt64
+			var task sql.NullString
+			var payload, failedAt string
+			if err := rows.Scan(&d.ID, &orig, &task, &payload, &d.Error, &d.ErrorType, &attempts, &failedAt); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			d.Shard = sh.idx
+			if orig.Valid {
+				d.OriginalJobID = store.NewJobID(sh.idx, orig.Int64)
+			}
+			d.Task = task.String
+			d.Payload = []byte(payload)
+			d.Attempts = int(attempts.Int64)
+			d.FailedAt = store.ParseTime(failedAt)
+			out = append(out, &d)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	slices.SortStableFunc(out, func(a, b *store.DeadLetter) int { return b.FailedAt.Compare(a.FailedAt) })
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+// Stats returns per-shard counts; see store.Store. A shard that cannot be
+// read is reported with Healthy false and its error, not as zeros.
+func (s *Store) Stats(ctx context.Context) ([]store.ShardStats, error) {
+	if s.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	out := make([]store.ShardStats, len(s.shards))
+	now := time.Now()
+	for i, sh := range s.shards {
+		st := store.ShardStats{Shard: i, Healthy: true}
+		if err := shardStats(ctx, sh, &st, now); err != nil {
+			st = store.ShardStats{Shard: i, LastError: err.Error()}
+		}
+		out[i] = st
+	}
+	return out, nil
+}
+
+func shardStats(ctx context.Context, sh *shardDB, st *store.ShardStats, now time.Time) error {
+	rows, err := sh.r.QueryContext(ctx, `SELECT status, count(*) FROM fila GROUP BY status`)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var status string
+		var n int64
+		if err := rows.Scan(&status, &n); err != nil {
+			return err
+		}
+		switch store.Status(status) {
+		case store.StatusPending:
+			st.Pending = n
+		case store.StatusScheduled:
+			st.Scheduled = n
+		case store.StatusProcessing:
+			st.Processing = n
+		case store.StatusFailed:
+			st.Failed = n
+		case store.StatusCompleted:
+			st.Completed = n
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	var oldest, avgStart sql.NullString
+	if err := sh.r.QueryRowContext(ctx, `SELECT
+		(SELECT created_at FROM fila WHERE status = 'pending' ORDER BY priority DESC, id LIMIT 1),
+		(SELECT avg(julianday(started_at)) FROM fila WHERE status = 'processing'),
+		(SELECT count(*) FROM dead_letter_queue),
+		coalesce((SELECT total_jobs_processed FROM shard_metadata WHERE shard_id = ?), 0),
+		coalesce((SELECT total_jobs_failed FROM shard_metadata WHERE shard_id = ?), 0)`, sh.idx, sh.idx).
+		Scan(&oldest, &avgStart, &st.DeadLetters, &st.TotalProcessed, &st.TotalFailed); err != nil {
+		return err
+	}
+	st.OldestPending = store.ParseTime(oldest.String)
+	if avgStart.Valid {
+		var jd float64
+		fmt.Sscan(avgStart.String, &jd)
+		started := time.UnixMilli(int64((jd - 2440587.5) * 86400000))
+		st.AvgProcessingTime = max(0, now.Sub(started))
+	}
+	return nil
+}
+
+// TaskCounts counts one task's jobs by status; see store.Store. There is no
+// index on task (it would slow every insert), so this scans each shard.
+func (s *Store) TaskCounts(ctx context.Context, task string) (map[store.Status]int64, error) {
+	if s.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	out := make(map[store.Status]int64)
+	for _, sh := range s.shards {
+		rows, err := sh.r.QueryContext(ctx, `SELECT status, count(*) FROM fila WHERE task = ? GROUP BY status`, task)
+		if err != nil {
+			return nil, fmt.Errorf("shard %d: task counts: %w", sh.idx, err)
+		}
+		for rows.Next() {
+			var st string
+			var n int64
+			if err := rows.Scan(&st, &n); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			out[store.Status(st)] += n
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// HasWork reports whether any job is pending, scheduled or processing.
+func (s *Store) HasWork(ctx context.Context) (bool, error) {
+	if s.closed.Load() {
+		return false, store.ErrClosed
+	}
+	for _, sh := range s.shards {
+		var has bool
+		if err := sh.r.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM fila WHERE status IN ('pending', 'scheduled', 'processing'))`).Scan(&has); err != nil {
+			return false, fmt.Errorf("shard %d: %w", sh.idx, err)
+		}
+		if has {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// NextDue returns the earliest scheduled time; see store.Store.
+func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
+	if s.closed.Load() {
+		return time.Time{}, false, store.ErrClosed
+	}
+	var best time.Time
+	for _, sh := range s.shards {
+		var next sql.NullString
+		if err := sh.r.QueryRowContext(ctx, `SELECT min(next_retry_at) FROM fila WHERE status = 'scheduled'`).Scan(&next); err != nil {
+			return time.Time{}, false, fmt.Errorf("shard %d: %w", sh.idx, err)
+		}
+		if t := store.ParseTime(next.String); !t.IsZero() && (best.IsZero() || t.Before(best)) {
+			best = t
+		}
+	}
+	return best, !best.IsZero(), nil
+}
+
+// DataVersion sums PRAGMA data_version over the shards, each read on the
+// same dedicated connection, so it changes whenever any other connection
+// commits to any shard.
+func (s *Store) DataVersion(ctx context.Context) (int64, error) {
+	if s.closed.Load() {
+		return 0, store.ErrClosed
+	}
+	var sum int64
+	for _, sh := range s.shards {
+		sh.dvMu.Lock()
+		var v int64
+		err := sh.dv.QueryRowContext(ctx, `PRAGMA data_version`).Scan(&v)
+		sh.dvMu.Unlock()
+		if err != nil {
+			return 0, fmt.Errorf("shard %d: data_version: %w", sh.idx, err)
+		}
+		sum += v
+	}
+	return sum, nil
+}

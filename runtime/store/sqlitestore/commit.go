@@ -1,0 +1,113 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"sync"
+)
+
+// maxGroup bounds how many operations share one transaction, so that a
+// steady stream of callers cannot grow one transaction without limit.
+const maxGroup = 512
+
+// itemError marks an error that belongs to one operation of a group (such as
+// a lost lease). It does not roll back the others.
+type itemError struct{ err error }
+
+func (e itemError) Error() string { return e.err.Error() }
+func (e itemError) Unwrap() error { return e.err }
+
+// asItem wraps err so that the committer keeps the rest of the group.
+func asItem(err error) error { return itemError{err} }
+
+// op is one caller's share of a group transaction.
+type op struct {
+	fn  func(ctx context.Context, tx *sql.Tx) error
+	err error
+	// lead receives true when this op's caller must lead the next group,
+	// or false once the op's group has committed (or failed).
+	lead chan bool
+}
+
+// committer is a group commit on one shard's writer: concurrent callers
+// queue their operations, one of them (the leader) runs the whole queue in
+// one transaction and reports to each, then hands leadership to the first
+// caller that queued meanwhile. No goroutine is started; callers do the work.
+type committer struct {
+	db    *sql.DB
+	mu    sync.Mutex
+	queue []*op
+	busy  bool
+}
+
+// do runs fn inside a transaction shared with concurrent callers and returns
+// once that transaction has committed or rolled back. An error from fn made
+// with asItem fails only this caller; any other error rolls back the group.
+func (c *committer) do(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
+	o := &op{fn: fn, lead: make(chan bool, 1)}
+	c.mu.Lock()
+	c.queue = append(c.queue, o)
+	if c.busy {
+		c.mu.Unlock()
+		if !<-o.lead {
+			return o.err
+		}
+		// Leadership was handed to us; our op is at the head of the queue.
+	} else {
+		c.busy = true
+		c.mu.Unlock()
+	}
+	c.mu.Lock()
+	n := min(len(c.queue), maxGroup)
+	group := c.queue[:n:n]
+	c.queue = c.queue[n:]
+	c.mu.Unlock()
+
+	c.run(context.WithoutCancel(ctx), group)
+
+	c.mu.Lock()
+	if len(c.queue) > 0 {
+		next := c.queue[0]
+		c.mu.Unlock()
+		next.lead <- true
+	} else {
+		c.busy = false
+		c.mu.Unlock()
+	}
+	for _, g := range group {
+		if g != o {
+			g.lead <- false
+		}
+	}
+	return o.err
+}
+
+func (c *committer) run(ctx context.Context, group []*op) {
+	fail := func(err error) {
+		for _, g := range group {
+			g.err = err
+		}
+	}
+	tx, err := c.db.BeginTx(ctx, nil)
+	if err != nil {
+		fail(err)
+		return
+	}
+	for _, g := range group {
+		err := g.fn(ctx, tx)
+		var ie itemError
+		if errors.As(err, &ie) {
+			g.err = ie.err
+			continue
+		}
+		if err != nil {
+			tx.Rollback()
+			fail(err)
+			return
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		fail(err)
+	}
+}

@@ -1,0 +1,366 @@
+// Package sqlitestore is the SQLite implementation of store.Store: one WAL
+// database file per shard (shard_0.db …) in a data directory, using the pure-Go
+// modernc.org/sqlite driver.
+//
+// Each shard has one writer connection (SQLite allows one writer at a time;
+// more connections would only queue on the file lock) that every write goes
+// through, grouped into shared transactions by a committer, and a small pool
+// of reader connections for listings and stats.
+//
+// Not API: import github.com/queuemax/queuemax instead.
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/queuemax/queuemax/runtime/shard"
+	"github.com/queuemax/queuemax/runtime/store"
+	sqlite "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// Options configures Open. Zero values mean the defaults noted.
+type Options struct {
+	Dir         string        // required
+	Shards      int           // required, 1–1024
+	BusyTimeout time.Duration // zero: 30s
+	CacheSize   int           // pages; zero: 10000
+	MmapSize    int64         // bytes; zero: no mmap
+	FullSync    bool          // synchronous=FULL instead of NORMAL
+	// ReadOnly opens existing shard files without creating the directory,
+	// files or running migrations (for inspection tools).
+	ReadOnly bool
+}
+
+// Store is the SQLite store. Create it with Open.
+type Store struct {
+	shards []*shardDB
+	closed atomic.Bool
+	// claimSQL caches claim statements filtered by task lists.
+	claimSQL sync.Map // string (joined task list) -> string
+}
+
+var _ store.Store = (*Store)(nil)
+
+type shardDB struct {
+	idx    int
+	path   string
+	w      *sql.DB // writer: exactly one connection, BEGIN IMMEDIATE
+	r      *sql.DB // readers
+	dv     *sql.Conn
+	dvMu   sync.Mutex
+	commit committer
+	stmts  stmts
+	// full remembers that the last claim filled its batch, so the next
+	// claim can skip the read-only probe for work.
+	full atomic.Bool
+}
+
+var shardFileRE = regexp.MustCompile(`^shard_(\d+)\.db$`)
+
+// Open opens or creates the shard files in o.Dir and migrates them.
+func Open(ctx context.Context, o Options) (*Store, error) {
+	if o.Shards < 1 || o.Shards > shard.MaxShards {
+		return nil, fmt.Errorf("queuemax: shards %d out of range (want 1–%d)", o.Shards, shard.MaxShards)
+	}
+	if o.BusyTimeout == 0 {
+		o.BusyTimeout = 30 * time.Second
+	}
+	if o.CacheSize == 0 {
+		o.CacheSize = 10000
+	}
+	if o.ReadOnly {
+		if fi, err := os.Stat(o.Dir); err != nil {
+			return nil, fmt.Errorf("queuemax: data dir: %w", err)
+		} else if !fi.IsDir() {
+			return nil, fmt.Errorf("queuemax: data dir %s is not a directory", o.Dir)
+		}
+	} else if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("queuemax: create data dir: %w", err)
+	}
+	if err := checkShardCount(o.Dir, o.Shards, o.ReadOnly); err != nil {
+		return nil, err
+	}
+	s := &Store{}
+	for i := range o.Shards {
+		sh, err := openShard(ctx, o, i)
+		if err != nil {
+			s.Close()
+			return nil, err
+		}
+		s.shards = append(s.shards, sh)
+	}
+	return s, nil
+}
+
+// checkShardCount refuses a directory whose shard files do not match n: a
+// different count would strand jobs in unused files and change routing.
+func checkShardCount(dir string, n int, readOnly bool) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("queuemax: read data dir: %w", err)
+	}
+	var found []int
+	for _, e := range entries {
+		if m := shardFileRE.FindStringSubmatch(e.Name()); m != nil {
+			i, _ := strconv.Atoi(m[1])
+			found = append(found, i)
+		}
+	}
+	if len(found) == 0 {
+		if readOnly {
+			return fmt.Errorf("queuemax: data dir %s holds no shard files", dir)
+		}
+		return nil
+	}
+	slices.Sort(found)
+	if len(found) != n || found[len(found)-1] != n-1 {
+		return fmt.Errorf("%w: %s holds %d shard files (shard_%d.db is the last), config says %d",
+			store.ErrShardMismatch, dir, len(found), found[len(found)-1], n)
+	}
+	return nil
+}
+
+func dsn(path string, o Options, readOnly bool) string {
+	q := url.Values{}
+	sync := "NORMAL"
+	if o.FullSync {
+		sync = "FULL"
+	}
+	pragmas := []string{
+		fmt.Sprintf("busy_timeout(%d)", o.BusyTimeout.Milliseconds()),
+		"journal_mode(WAL)",
+		"synchronous(" + sync + ")",
+		fmt.Sprintf("cache_size(%d)", o.CacheSize),
+		fmt.Sprintf("mmap_size(%d)", o.MmapSize),
+		"temp_store(MEMORY)",
+		"foreign_keys(ON)",
+	}
+	if readOnly {
+		pragmas = append(pragmas, "query_only(1)")
+	}
+	for _, p := range pragmas {
+		q.Add("_pragma", p)
+	}
+	if !readOnly {
+		q.Set("_txlock", "immediate")
+	}
+	return "file:" + path + "?" + q.Encode()
+}
+
+func openShard(ctx context.Context, o Options, i int) (*shardDB, error) {
+	path := filepath.Join(o.Dir, fmt.Sprintf("shard_%d.db", i))
+	sh := &shardDB{idx: i, path: path}
+	wrap := func(op string, err error) error {
+		var se *sqlite.Error
+		if errors.As(err, &se) && (se.Code() == sqlite3.SQLITE_NOTADB || se.Code() == sqlite3.SQLITE_CORRUPT) {
+			return fmt.Errorf("%w: %s: %v", store.ErrNotDatabase, path, err)
+		}
+		return fmt.Errorf("queuemax: shard %d (%s): %s: %w", i, path, op, err)
+	}
+	if o.ReadOnly {
+		if _, err := os.Stat(path); err != nil {
+			return nil, fmt.Errorf("queuemax: shard %d: %w", i, err)
+		}
+	}
+	var err error
+	if !o.ReadOnly {
+		sh.w, err = sql.Open("sqlite", dsn(path, o, false))
+		if err != nil {
+			return nil, wrap("open", err)
+		}
+		sh.w.SetMaxOpenConns(1)
+		sh.w.SetMaxIdleConns(1)
+		sh.w.SetConnMaxLifetime(0)
+		sh.w.SetConnMaxIdleTime(0)
+		if err := migrate(ctx, sh.w, i); err != nil {
+			sh.close()
+			return nil, wrap("migrate", err)
+		}
+	}
+	sh.r, err = sql.Open("sqlite", dsn(path, o, true))
+	if err != nil {
+		sh.close()
+		return nil, wrap("open", err)
+	}
+	sh.r.SetMaxOpenConns(4)
+	sh.r.SetMaxIdleConns(4)
+	if o.ReadOnly {
+		if err := checkReadable(ctx, sh.r); err != nil {
+			sh.close()
+			return nil, wrap("read", err)
+		}
+	}
+	sh.dv, err = sh.r.Conn(ctx)
+	if err != nil {
+		sh.close()
+		return nil, wrap("open", err)
+	}
+	if !o.ReadOnly {
+		if err := sh.stmts.prepare(ctx, sh.w); err != nil {
+			sh.close()
+			return nil, wrap("prepare", err)
+		}
+	}
+	sh.commit.db = sh.w
+	return sh, nil
+}
+
+func checkReadable(ctx context.Context, db *sql.DB) error {
+	var n int
+	return db.QueryRowContext(ctx, `SELECT count(*) FROM fila WHERE 0`).Scan(&n)
+}
+
+func (sh *shardDB) close() error {
+	var errs []error
+	sh.stmts.close()
+	if sh.dv != nil {
+		errs = append(errs, sh.dv.Close())
+	}
+	if sh.r != nil {
+		errs = append(errs, sh.r.Close())
+	}
+	if sh.w != nil {
+		errs = append(errs, sh.w.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// migrate creates the schema on a new file and brings an existing one (ours
+// or queue-max's) up to schemaVersion, one transaction per step.
+func migrate(ctx context.Context, db *sql.DB, shardIdx int) error {
+	// The first statement reads the file header, so a file that is not a
+	// database fails here.
+	var fresh int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) = 0 FROM sqlite_master WHERE type = 'table' AND name = 'fila'`).Scan(&fresh); err != nil {
+		return err
+	}
+	if _, err := db.ExecContext(ctx, baseSchema); err != nil {
+		return err
+	}
+	version := 2 // a queue-max file without our metadata row
+	if fresh == 1 {
+		version = 0
+	}
+	var v sql.NullInt64
+	err := db.QueryRowContext(ctx, `SELECT version FROM shard_metadata WHERE shard_id = ?`, shardIdx).Scan(&v)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		if _, err := db.ExecContext(ctx, `INSERT INTO shard_metadata (shard_id, version, created_at) VALUES (?, ?, ?)`,
+			shardIdx, version, store.FormatTime(time.Now())); err != nil {
+			return err
+		}
+	case err != nil:
+		return err
+	case v.Valid:
+		version = int(v.Int64)
+	}
+	for _, m := range migrations {
+		if m.version <= version {
+			continue
+		}
+		if err := applyMigration(ctx, db, shardIdx, m); err != nil {
+			return fmt.Errorf("migration %d (%s): %w", m.version, m.name, err)
+		}
+	}
+	return nil
+}
+
+func applyMigration(ctx context.Context, db *sql.DB, shardIdx int, m migration) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	for _, c := range m.addColumns {
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info(?) WHERE name = ?`, c[0], c[1]).Scan(&n); err != nil {
+			return err
+		}
+		if n == 0 {
+			if _, err := tx.ExecContext(ctx, fmt.Sprintf(`ALTER TABLE %s ADD COLUMN %s %s`, c[0], c[1], c[2])); err != nil {
+				return err
+			}
+		}
+	}
+	for _, s := range m.stmts {
+		if _, err := tx.ExecContext(ctx, s); err != nil {
+			return fmt.Errorf("%s: %w", strings.SplitN(s, "\n", 2)[0], err)
+		}
+	}
+	if m.version == 3 {
+		if _, err := tx.ExecContext(ctx, `UPDATE fila SET shard_id = ? WHERE shard_id IS NULL`, shardIdx); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE dead_letter_queue SET shard_id = ? WHERE shard_id IS NULL`, shardIdx); err != nil {
+			return err
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE shard_metadata SET version = ? WHERE shard_id = ?`, m.version, shardIdx); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// Shards returns the number of shards.
+func (s *Store) Shards() int { return len(s.shards) }
+
+// Close closes every shard. It is safe to call more than once.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	var errs []error
+	for _, sh := range s.shards {
+		errs = append(errs, sh.close())
+	}
+	return errors.Join(errs...)
+}
+
+func (s *Store) shard(i int) (*shardDB, error) {
+	if s.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	if i < 0 || i >= len(s.shards) {
+		return nil, fmt.Errorf("%w: %d (valid: 0–%d)", store.ErrInvalidShard, i, len(s.shards)-1)
+	}
+	return s.shards[i], nil
+}
+
+// shardList returns one shard, or every shard for store.AllShards.
+func (s *Store) shardList(i int) ([]*shardDB, error) {
+	if s.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	if i == store.AllShards {
+		return s.shards, nil
+	}
+	sh, err := s.shard(i)
+	if err != nil {
+		return nil, err
+	}
+	return []*shardDB{sh}, nil
+}
+
+func randomOrder(n int) []int {
+	order := make([]int, n)
+	for i := range order {
+		order[i] = i
+	}
+	rand.Shuffle(n, func(i, j int) { order[i], order[j] = order[j], order[i] })
+	return order
+}

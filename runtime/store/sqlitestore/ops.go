@@ -1,0 +1,408 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/queuemax/queuemax/runtime/store"
+)
+
+type scanner interface{ Scan(dest ...any) error }
+
+// scanJob reads jobColumns into a Job of shard sh.
+func scanJob(r scanner, sh int) (*store.Job, error) {
+	var (
+		j                                                                  store.Job
+		id, prio, attempts, maxAttempts, retryDelay                        int64
+		key, lease                                                         sql.NullInt64
+		payload, status                                                    string
+		lastErr, errType, errStack, worker, hb, created, started, finished sql.NullString
+		next, task, result                                                 sql.NullString
+	)
+	if err := r.Scan(&id, &key, &payload, &status, &prio, &attempts, &maxAttempts, &retryDelay,
+		&lastErr, &errType, &errStack, &worker, &hb, &created, &started, &finished, &next, &task, &lease, &result); err != nil {
+		return nil, err
+	}
+	j.ID = store.NewJobID(sh, id)
+	j.Shard = sh
+	if key.Valid {
+		k := key.Int64
+		j.PartitionKey = &k
+	}
+	j.Payload = []byte(payload)
+	j.Status = store.Status(status)
+	j.Priority = store.Priority(prio)
+	j.Attempts = int(attempts)
+	j.MaxAttempts = int(maxAttempts)
+	j.RetryDelay = time.Duration(retryDelay) * time.Second
+	j.LastError, j.ErrorType, j.ErrorStack = lastErr.String, errType.String, errStack.String
+	j.WorkerID = worker.String
+	j.Heartbeat = store.ParseTime(hb.String)
+	j.CreatedAt = store.ParseTime(created.String)
+	j.StartedAt = store.ParseTime(started.String)
+	j.CompletedAt = store.ParseTime(finished.String)
+	j.NextRetryAt = store.ParseTime(next.String)
+	j.Task = task.String
+	j.Lease = lease.Int64
+	if result.Valid {
+		j.Result = []byte(result.String)
+	}
+	return &j, nil
+}
+
+func nullTime(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return store.FormatTime(t)
+}
+
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// Insert stores jobs; see store.Store.
+func (s *Store) Insert(ctx context.Context, jobs []store.InsertParams) ([]store.JobID, error) {
+	if s.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	ids := make([]store.JobID, len(jobs))
+	byShard := make(map[int][]int) // shard -> indexes into jobs
+	for i, j := range jobs {
+		if _, err := s.shard(j.Shard); err != nil {
+			return nil, err
+		}
+		byShard[j.Shard] = append(byShard[j.Shard], i)
+	}
+	insert := func(sh *shardDB, idxs []int) error {
+		return sh.commit.do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+			st := tx.StmtContext(ctx, sh.stmts.insert)
+			for _, i := range idxs {
+				j := jobs[i]
+				status := store.StatusPending
+				var next any
+				if j.RunAt.After(j.Now) {
+					status = store.StatusScheduled
+					next = store.FormatTime(j.RunAt)
+				}
+				var key any
+				if j.PartitionKey != nil {
+					key = *j.PartitionKey
+				}
+				res, err := st.ExecContext(ctx, key, string(j.Payload), string(status), int(j.Priority), j.MaxAttempts,
+					int64(j.RetryDelay/time.Second), nullString(j.Task), store.FormatTime(j.Now), next, sh.idx)
+				if err != nil {
+					return fmt.Errorf("shard %d: insert job: %w", sh.idx, err)
+				}
+				seq, err := res.LastInsertId()
+				if err != nil {
+					return err
+				}
+				ids[i] = store.NewJobID(sh.idx, seq)
+			}
+			return nil
+		})
+	}
+	if len(byShard) == 1 {
+		for sh, idxs := range byShard {
+			return ids, insert(s.shards[sh], idxs)
+		}
+	}
+	// Several shards: write them in parallel; on any failure delete what
+	// the others wrote, so the batch is all or nothing.
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+		ok   []int
+	)
+	for sh, idxs := range byShard {
+		wg.Go(func() {
+			err := insert(s.shards[sh], idxs)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, err)
+			} else {
+				ok = append(ok, sh)
+			}
+		})
+	}
+	wg.Wait()
+	if len(errs) == 0 {
+		return ids, nil
+	}
+	for _, sh := range ok {
+		idxs := byShard[sh]
+		shd := s.shards[sh]
+		err := shd.commit.do(context.WithoutCancel(ctx), func(ctx context.Context, tx *sql.Tx) error {
+			for _, i := range idxs {
+				if _, err := tx.ExecContext(ctx, `DELETE FROM fila WHERE id = ?`, ids[i].Seq()); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("shard %d: undo partial batch: %w", sh, err))
+		}
+	}
+	return nil, errors.Join(errs...)
+}
+
+// Claim claims ready jobs; see store.Store.
+func (s *Store) Claim(ctx context.Context, p store.ClaimParams) ([]*store.Job, error) {
+	if s.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	order := p.Order
+	if order == nil {
+		order = randomOrder(len(s.shards))
+	}
+	now := store.FormatTime(p.Now)
+	var out []*store.Job
+	var firstErr error
+	for _, i := range order {
+		if len(out) >= p.Max {
+			break
+		}
+		sh, err := s.shard(i)
+		if err != nil {
+			return out, err
+		}
+		if !sh.full.Load() {
+			var has bool
+			if err := sh.r.QueryRowContext(ctx, sqlHasReady, now).Scan(&has); err != nil {
+				if firstErr == nil {
+					firstErr = fmt.Errorf("shard %d: probe: %w", i, err)
+				}
+				continue
+			}
+			if !has {
+				continue
+			}
+		}
+		want := p.Max - len(out)
+		jobs, err := s.claimShard(ctx, sh, p, now, want)
+		if err != nil {
+			if firstErr == nil {
+				firstErr = fmt.Errorf("shard %d: claim: %w", i, err)
+			}
+			continue
+		}
+		sh.full.Store(len(jobs) == want)
+		out = append(out, jobs...)
+	}
+	if len(out) > 0 {
+		return out, nil
+	}
+	return out, firstErr
+}
+
+func (s *Store) claimShard(ctx context.Context, sh *shardDB, p store.ClaimParams, now string, want int) ([]*store.Job, error) {
+	lease := rand.Int64N(1<<62) + 1
+	var jobs []*store.Job
+	err := sh.commit.do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		jobs = jobs[:0]
+		if _, err := tx.StmtContext(ctx, sh.stmts.promote).ExecContext(ctx, now); err != nil {
+			return err
+		}
+		var rows *sql.Rows
+		var err error
+		if len(p.Tasks) == 0 {
+			rows, err = tx.StmtContext(ctx, sh.stmts.claim).QueryContext(ctx, p.WorkerID, now, lease, want)
+		} else {
+			args := []any{p.WorkerID, now, lease, want}
+			for _, t := range p.Tasks {
+				args = append(args, t)
+			}
+			rows, err = tx.QueryContext(ctx, s.claimSQLFor(len(p.Tasks)), args...)
+		}
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			j, err := scanJob(rows, sh.idx)
+			if err != nil {
+				return err
+			}
+			jobs = append(jobs, j)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+	// RETURNING order is unspecified: restore priority, then FIFO.
+	slices.SortFunc(jobs, func(a, b *store.Job) int {
+		if a.Priority != b.Priority {
+			return int(b.Priority - a.Priority)
+		}
+		return int(a.ID.Seq() - b.ID.Seq())
+	})
+	return jobs, nil
+}
+
+func (s *Store) claimSQLFor(n int) string {
+	if q, ok := s.claimSQL.Load(n); ok {
+		return q.(string)
+	}
+	ph := make([]string, n)
+	for i := range ph {
+		ph[i] = fmt.Sprintf("?%d", i+5)
+	}
+	q := sqlClaimHead + ` AND task IN (` + strings.Join(ph, ", ") + `)` + sqlClaimTail
+	s.claimSQL.Store(n, q)
+	return q
+}
+
+// perShard runs fn once per shard that items touch, each shard's items in one
+// group transaction, the shards in parallel, and collects one error per item.
+func perShard[T any](ctx context.Context, s *Store, items []T, id func(T) store.JobID,
+	fn func(ctx context.Context, tx *sql.Tx, sh *shardDB, item T) error) []error {
+	errs := make([]error, len(items))
+	if s.closed.Load() {
+		for i := range errs {
+			errs[i] = store.ErrClosed
+		}
+		return errs
+	}
+	byShard := make(map[int][]int)
+	for i, it := range items {
+		sh := id(it).Shard()
+		if _, err := s.shard(sh); err != nil {
+			errs[i] = err
+			continue
+		}
+		byShard[sh] = append(byShard[sh], i)
+	}
+	run := func(sh *shardDB, idxs []int) {
+		itemErrs := make([]error, len(idxs))
+		err := sh.commit.do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+			for k, i := range idxs {
+				err := fn(ctx, tx, sh, items[i])
+				var ie itemError
+				if errors.As(err, &ie) {
+					itemErrs[k] = ie.err
+				} else if err != nil {
+					return err
+				} else {
+					itemErrs[k] = nil
+				}
+			}
+			return nil
+		})
+		for k, i := range idxs {
+			if err != nil {
+				errs[i] = err
+			} else {
+				errs[i] = itemErrs[k]
+			}
+		}
+	}
+	if len(byShard) == 1 {
+		for sh, idxs := range byShard {
+			run(s.shards[sh], idxs)
+		}
+		return errs
+	}
+	var wg sync.WaitGroup
+	for sh, idxs := range byShard {
+		wg.Go(func() { run(s.shards[sh], idxs) })
+	}
+	wg.Wait()
+	return errs
+}
+
+func leaseLost(res sql.Result, err error) error {
+	if err != nil {
+		return err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return asItem(store.ErrLeaseLost)
+	}
+	return nil
+}
+
+// Complete records successful jobs; see store.Store.
+func (s *Store) Complete(ctx context.Context, acks []store.CompleteParams) []error {
+	return perShard(ctx, s, acks, func(a store.CompleteParams) store.JobID { return a.ID },
+		func(ctx context.Context, tx *sql.Tx, sh *shardDB, a store.CompleteParams) error {
+			var err error
+			if a.Result == nil {
+				err = leaseLost(tx.StmtContext(ctx, sh.stmts.completeDelete).ExecContext(ctx, a.ID.Seq(), a.Token))
+			} else {
+				err = leaseLost(tx.StmtContext(ctx, sh.stmts.completeKeep).ExecContext(ctx,
+					string(a.Result), store.FormatTime(a.Now), a.ID.Seq(), a.Token))
+			}
+			if err != nil {
+				return err
+			}
+			_, err = tx.StmtContext(ctx, sh.stmts.countProcessed).ExecContext(ctx, 1, sh.idx)
+			return err
+		})
+}
+
+// Fail records failed executions; see store.Store.
+func (s *Store) Fail(ctx context.Context, fails []store.FailParams) []error {
+	return perShard(ctx, s, fails, func(f store.FailParams) store.JobID { return f.ID },
+		func(ctx context.Context, tx *sql.Tx, sh *shardDB, f store.FailParams) error {
+			if !f.Dead {
+				status := store.StatusPending
+				if f.RetryAt.After(f.Now) {
+					status = store.StatusScheduled
+				}
+				return leaseLost(tx.StmtContext(ctx, sh.stmts.failRetry).ExecContext(ctx, string(status),
+					store.FormatTime(f.RetryAt), f.Error, f.ErrorType, nullString(f.Stack), f.ID.Seq(), f.Token))
+			}
+			var payload string
+			var task sql.NullString
+			var attempts int
+			err := tx.StmtContext(ctx, sh.stmts.failDead).QueryRowContext(ctx, store.FormatTime(f.Now),
+				f.Error, f.ErrorType, nullString(f.Stack), f.ID.Seq(), f.Token).Scan(&payload, &task, &attempts)
+			if errors.Is(err, sql.ErrNoRows) {
+				return asItem(store.ErrLeaseLost)
+			}
+			if err != nil {
+				return err
+			}
+			if _, err := tx.StmtContext(ctx, sh.stmts.insertDLQ).ExecContext(ctx, f.ID.Seq(), payload, f.Error,
+				f.ErrorType, store.FormatTime(f.Now), sh.idx, task, attempts, nullString(f.Stack)); err != nil {
+				return err
+			}
+			_, err = tx.StmtContext(ctx, sh.stmts.countFailed).ExecContext(ctx, 1, sh.idx)
+			return err
+		})
+}
+
+// Heartbeat renews heartbeats; see store.Store.
+func (s *Store) Heartbeat(ctx context.Context, leases []store.Lease, now time.Time) []error {
+	ts := store.FormatTime(now)
+	return perShard(ctx, s, leases, func(l store.Lease) store.JobID { return l.ID },
+		func(ctx context.Context, tx *sql.Tx, sh *shardDB, l store.Lease) error {
+			return leaseLost(tx.StmtContext(ctx, sh.stmts.heartbeat).ExecContext(ctx, ts, l.ID.Seq(), l.Token))
+		})
+}
+
+// Release returns running jobs to pending; see store.Store.
+func (s *Store) Release(ctx context.Context, leases []store.Lease) []error {
+	return perShard(ctx, s, leases, func(l store.Lease) store.JobID { return l.ID },
+		func(ctx context.Context, tx *sql.Tx, sh *shardDB, l store.Lease) error {
+			return leaseLost(tx.StmtContext(ctx, sh.stmts.release).ExecContext(ctx, l.ID.Seq(), l.Token))
+		})
+}

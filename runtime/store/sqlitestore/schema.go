@@ -1,0 +1,97 @@
+package sqlitestore
+
+// schemaVersion is the version written to shard_metadata.version once every
+// migration has run. Versions 1 and 2 are queue-max's; 3 and later are ours.
+const schemaVersion = 3
+
+// baseSchema creates queue-max's tables exactly as queue-max 0.2.0 does
+// (same names, columns, types, defaults and CHECK), so that files written by
+// either side stay readable by the other. It is idempotent.
+const baseSchema = `
+CREATE TABLE IF NOT EXISTS fila (
+	id INTEGER PRIMARY KEY AUTOINCREMENT,
+	pagina_id INTEGER,
+	payload TEXT NOT NULL,
+	status TEXT NOT NULL DEFAULT 'pending'
+		CHECK (status IN ('pending','processing','failed','completed','cancelled','scheduled')),
+	priority INTEGER NOT NULL DEFAULT 0,
+	tentativas INTEGER NOT NULL DEFAULT 0,
+	max_tentativas INTEGER NOT NULL DEFAULT 3,
+	retry_delay INTEGER NOT NULL DEFAULT 60,
+	last_error TEXT,
+	error_type TEXT,
+	error_stack TEXT,
+	worker_id TEXT,
+	heartbeat TEXT,
+	created_at TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP,
+	started_at TEXT,
+	completed_at TEXT,
+	next_retry_at TEXT
+);
+CREATE TABLE IF NOT EXISTS shard_metadata (
+	shard_id INTEGER PRIMARY KEY,
+	version INTEGER DEFAULT 1,
+	created_at TEXT DEFAULT CURRENT_TIMESTAMP,
+	last_vacuum TEXT,
+	total_jobs_processed INTEGER DEFAULT 0,
+	total_jobs_failed INTEGER DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS dead_letter_queue (
+	id INTEGER PRIMARY KEY AUTOINCREMENT,
+	original_job_id INTEGER,
+	payload TEXT NOT NULL,
+	error TEXT NOT NULL,
+	error_type TEXT NOT NULL,
+	failed_at TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP,
+	shard_id INTEGER
+);
+CREATE INDEX IF NOT EXISTS idx_heartbeat ON fila(heartbeat) WHERE status = 'processing';
+CREATE INDEX IF NOT EXISTS idx_dlq_failed_at ON dead_letter_queue(failed_at);
+`
+
+// migration moves one shard file from version-1 to version. Each runs in
+// its own transaction together with the version bump, so a file is never
+// left half-migrated.
+type migration struct {
+	version int
+	name    string
+	stmts   []string
+	// addColumns are (table, column, definition) triples added only when
+	// missing, since SQLite has no ADD COLUMN IF NOT EXISTS.
+	addColumns [][3]string
+}
+
+var migrations = []migration{
+	{
+		version: 3,
+		name:    "queuemax columns, claim index, one timestamp format",
+		addColumns: [][3]string{
+			{"fila", "task", "TEXT"},
+			{"fila", "lease", "INTEGER"},
+			{"fila", "result", "TEXT"},
+			{"fila", "shard_id", "INTEGER"},
+			{"dead_letter_queue", "task", "TEXT"},
+			{"dead_letter_queue", "attempts", "INTEGER"},
+			{"dead_letter_queue", "error_stack", "TEXT"},
+		},
+		stmts: []string{
+			// queue-max's pop index cannot serve ORDER BY priority DESC, id
+			// (SQLite sorts every ready row per pop); these replace it.
+			`DROP INDEX IF EXISTS idx_pop_job`,
+			`DROP INDEX IF EXISTS idx_status_priority`,
+			`DROP INDEX IF EXISTS idx_next_retry`,
+			`DROP INDEX IF EXISTS idx_created_at`,
+			`DROP INDEX IF EXISTS idx_status_created`,
+			`CREATE INDEX IF NOT EXISTS idx_qm_claim ON fila(status, priority DESC, id)`,
+			`CREATE INDEX IF NOT EXISTS idx_qm_due ON fila(next_retry_at) WHERE status = 'scheduled'`,
+			`CREATE INDEX IF NOT EXISTS idx_qm_finished ON fila(completed_at) WHERE status IN ('failed', 'completed')`,
+			`CREATE INDEX IF NOT EXISTS idx_qm_dlq_job ON dead_letter_queue(original_job_id)`,
+			// queue-max keeps retry-delayed jobs pending with a future
+			// next_retry_at; we keep them out of the ready set.
+			`UPDATE fila SET status = 'scheduled' WHERE status = 'pending' AND next_retry_at IS NOT NULL AND next_retry_at > strftime('%Y-%m-%dT%H:%M:%fZ', 'now')`,
+			// One timestamp format everywhere (queue-max mixes two).
+			`UPDATE fila SET created_at = strftime('%Y-%m-%dT%H:%M:%fZ', created_at) WHERE created_at NOT LIKE '%Z'`,
+			`UPDATE dead_letter_queue SET failed_at = strftime('%Y-%m-%dT%H:%M:%fZ', failed_at) WHERE failed_at NOT LIKE '%Z'`,
+		},
+	},
+}

@@ -1,0 +1,89 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+)
+
+// jobColumns is the column list scanJob reads, in order.
+const jobColumns = `id, pagina_id, payload, status, priority, tentativas, max_tentativas, retry_delay,
+	last_error, error_type, error_stack, worker_id, heartbeat, created_at, started_at, completed_at,
+	next_retry_at, task, lease, result`
+
+const (
+	sqlInsert = `INSERT INTO fila (pagina_id, payload, status, priority, tentativas, max_tentativas, retry_delay,
+		task, created_at, next_retry_at, shard_id) VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?)`
+	// sqlPromote makes scheduled jobs whose time has come ready; it reads
+	// only the small partial index idx_qm_due.
+	sqlPromote = `UPDATE fila SET status = 'pending' WHERE status = 'scheduled' AND next_retry_at <= ?`
+	// sqlClaim claims a batch in one statement. The subquery walks
+	// idx_qm_claim in order (status, priority DESC, id), so it stops after
+	// LIMIT rows instead of sorting the shard.
+	sqlClaimHead = `UPDATE fila SET status = 'processing', worker_id = ?1, heartbeat = ?2, started_at = ?2,
+		tentativas = tentativas + 1, lease = ?3, completed_at = NULL
+		WHERE id IN (SELECT id FROM fila WHERE status = 'pending'
+			AND (next_retry_at IS NULL OR next_retry_at <= ?2)`
+	sqlClaimTail = ` ORDER BY priority DESC, id LIMIT ?4)
+		RETURNING ` + jobColumns
+	sqlClaim = sqlClaimHead + sqlClaimTail
+	// sqlHasReady is the read-only probe run before taking the write lock.
+	sqlHasReady = `SELECT EXISTS (SELECT 1 FROM fila WHERE status = 'pending')
+		OR EXISTS (SELECT 1 FROM fila WHERE status = 'scheduled' AND next_retry_at <= ?)`
+	sqlCompleteDelete = `DELETE FROM fila WHERE id = ? AND lease = ? AND status = 'processing'`
+	sqlCompleteKeep   = `UPDATE fila SET status = 'completed', result = ?, completed_at = ?, worker_id = NULL,
+		heartbeat = NULL, lease = NULL, last_error = NULL, error_type = NULL, error_stack = NULL
+		WHERE id = ? AND lease = ? AND status = 'processing'`
+	sqlCountProcessed = `UPDATE shard_metadata SET total_jobs_processed = total_jobs_processed + ? WHERE shard_id = ?`
+	sqlCountFailed    = `UPDATE shard_metadata SET total_jobs_failed = total_jobs_failed + ? WHERE shard_id = ?`
+	sqlFailRetry      = `UPDATE fila SET status = ?, next_retry_at = ?, last_error = ?, error_type = ?, error_stack = ?,
+		worker_id = NULL, heartbeat = NULL, lease = NULL
+		WHERE id = ? AND lease = ? AND status = 'processing'`
+	sqlFailDead = `UPDATE fila SET status = 'failed', completed_at = ?, last_error = ?, error_type = ?, error_stack = ?,
+		worker_id = NULL, heartbeat = NULL, lease = NULL
+		WHERE id = ? AND lease = ? AND status = 'processing'
+		RETURNING payload, task, tentativas`
+	sqlInsertDLQ = `INSERT INTO dead_letter_queue (original_job_id, payload, error, error_type, failed_at, shard_id,
+		task, attempts, error_stack) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	sqlHeartbeat = `UPDATE fila SET heartbeat = ? WHERE id = ? AND lease = ? AND status = 'processing'`
+	sqlRelease   = `UPDATE fila SET status = 'pending', tentativas = max(tentativas - 1, 0), worker_id = NULL,
+		heartbeat = NULL, lease = NULL WHERE id = ? AND lease = ? AND status = 'processing'`
+)
+
+// stmts are one shard writer's prepared statements. With a single writer
+// connection, tx.StmtContext reuses them without re-preparing.
+type stmts struct {
+	insert, promote, claim, completeDelete, completeKeep, countProcessed, countFailed,
+	failRetry, failDead, insertDLQ, heartbeat, release *sql.Stmt
+}
+
+func (s *stmts) prepare(ctx context.Context, db *sql.DB) error {
+	for _, p := range []struct {
+		dst **sql.Stmt
+		sql string
+	}{
+		{&s.insert, sqlInsert}, {&s.promote, sqlPromote}, {&s.claim, sqlClaim},
+		{&s.completeDelete, sqlCompleteDelete}, {&s.completeKeep, sqlCompleteKeep},
+		{&s.countProcessed, sqlCountProcessed}, {&s.countFailed, sqlCountFailed},
+		{&s.failRetry, sqlFailRetry}, {&s.failDead, sqlFailDead}, {&s.insertDLQ, sqlInsertDLQ},
+		{&s.heartbeat, sqlHeartbeat}, {&s.release, sqlRelease},
+	} {
+		st, err := db.PrepareContext(ctx, p.sql)
+		if err != nil {
+			return err
+		}
+		*p.dst = st
+	}
+	return nil
+}
+
+func (s *stmts) close() error {
+	var errs []error
+	for _, st := range []*sql.Stmt{s.insert, s.promote, s.claim, s.completeDelete, s.completeKeep,
+		s.countProcessed, s.countFailed, s.failRetry, s.failDead, s.insertDLQ, s.heartbeat, s.release} {
+		if st != nil {
+			errs = append(errs, st.Close())
+		}
+	}
+	return errors.Join(errs...)
+}

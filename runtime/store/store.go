@@ -1,0 +1,202 @@
+// Package store defines the storage seam of queuemax: the Store interface that
+// the engine drives, the job row types it returns, and the errors it reports.
+// The SQLite implementation lives in runtime/store/sqlitestore; every
+// implementation must pass the conformance suite in runtime/store/storetest.
+//
+// Not API: import github.com/queuemax/queuemax instead.
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+// Errors returned by every Store implementation. The root package re-exports
+// them, so callers test them with errors.Is against queuemax.ErrX.
+var (
+	// ErrLeaseLost is returned for a complete, fail, heartbeat or release
+	// whose lease no longer holds: the job was recovered as an orphan, purged,
+	// or claimed again by another worker. Nothing was changed.
+	ErrLeaseLost = errors.New("queuemax: job lease lost (job was recovered, purged or re-claimed)")
+	// ErrJobNotFound is returned when a job ID names no stored job.
+	ErrJobNotFound = errors.New("queuemax: job not found")
+	// ErrClosed is returned by every operation after Close.
+	ErrClosed = errors.New("queuemax: queue closed")
+	// ErrShardMismatch is returned by Open when the data directory holds a
+	// different number of shard files than configured.
+	ErrShardMismatch = errors.New("queuemax: shard count does not match data directory")
+	// ErrNotDatabase is returned by Open when a shard file is not an SQLite
+	// database.
+	ErrNotDatabase = errors.New("queuemax: shard file is not a database")
+	// ErrInvalidShard is returned when a shard index is out of range.
+	ErrInvalidShard = errors.New("queuemax: shard index out of range")
+)
+
+// AllShards selects every shard in calls that take a shard index.
+const AllShards = -1
+
+// Store is the storage seam: everything the engine does to durable state goes
+// through it. Implementations are safe for concurrent use. Operations that
+// take a batch apply it in one transaction per shard; operations that take
+// one item may be grouped with concurrent callers into a shared transaction
+// (group commit) and return only once that transaction has committed.
+type Store interface {
+	// Shards returns the number of shards.
+	Shards() int
+	// Insert stores jobs and returns their IDs in input order. Jobs are
+	// routed by Shard (each InsertParams has Shard already resolved). A
+	// single job joins a group commit with concurrent inserts to its shard;
+	// several jobs are written in one transaction per shard, the shards in
+	// parallel. If any shard fails, rows already written to other shards are
+	// deleted again before Insert returns the error.
+	Insert(ctx context.Context, jobs []InsertParams) ([]JobID, error)
+	// Claim claims up to p.Max ready jobs for p.WorkerID, visiting shards in
+	// p.Order (or a random order when nil). Each claim is one atomic
+	// statement per shard; claimed jobs get status processing, attempts+1, a
+	// heartbeat and a fresh lease token.
+	Claim(ctx context.Context, p ClaimParams) ([]*Job, error)
+	// Complete records successful jobs. It returns one error per item:
+	// nil, ErrLeaseLost, or the storage error that failed the transaction.
+	Complete(ctx context.Context, acks []CompleteParams) []error
+	// Fail records failed executions: a retry at RetryAt, or the
+	// dead-letter queue when Dead is set. One error per item, as Complete.
+	Fail(ctx context.Context, fails []FailParams) []error
+	// Heartbeat renews the heartbeat of running jobs. One error per item.
+	Heartbeat(ctx context.Context, leases []Lease, now time.Time) []error
+	// Release returns running jobs to pending without spending an attempt
+	// (used when a worker stops before finishing them). One error per item.
+	Release(ctx context.Context, leases []Lease) []error
+
+	// RecoverOrphans returns processing jobs whose heartbeat is older than
+	// stuckBefore to pending; a job that has used all its attempts goes to
+	// the dead-letter queue instead. It returns how many of each.
+	RecoverOrphans(ctx context.Context, stuckBefore, now time.Time) (RecoverResult, error)
+	// RetryFailed re-queues failed jobs of one shard (or AllShards) with a
+	// fresh attempt budget and removes their dead-letter rows.
+	RetryFailed(ctx context.Context, shard int, now time.Time) (int, error)
+	// RetryJob re-queues one failed job. It returns ErrJobNotFound if no
+	// failed job has that ID.
+	RetryJob(ctx context.Context, id JobID, now time.Time) error
+	// RequeueDead re-queues the job behind dead-letter row dlqID of shard,
+	// re-creating it if its queue row was cleaned up, and deletes the
+	// dead-letter row. It returns the job's ID.
+	RequeueDead(ctx context.Context, shard int, dlqID int64, now time.Time) (JobID, error)
+	// Cleanup deletes failed and completed jobs that finished before cutoff,
+	// and dead-letter rows written before it.
+	Cleanup(ctx context.Context, cutoff time.Time) (CleanupResult, error)
+	// Purge deletes jobs with one of the given statuses (all jobs when
+	// statuses is empty). Processing jobs are only deleted when listed
+	// explicitly.
+	Purge(ctx context.Context, statuses []Status) (int, error)
+
+	// Job returns one job.
+	Job(ctx context.Context, id JobID) (*Job, error)
+	// Jobs lists jobs matching p, newest first.
+	Jobs(ctx context.Context, p ListParams) ([]*Job, error)
+	// DeadLetters lists dead-letter rows, newest first.
+	DeadLetters(ctx context.Context, p ListParams) ([]*DeadLetter, error)
+	// Stats returns per-shard counts. It reads indexes, never the payloads.
+	Stats(ctx context.Context) ([]ShardStats, error)
+	// TaskCounts returns job counts per status for one task name.
+	TaskCounts(ctx context.Context, task string) (map[Status]int64, error)
+	// HasWork reports whether any job is pending, scheduled or processing.
+	HasWork(ctx context.Context) (bool, error)
+	// NextDue returns the earliest time a scheduled job becomes due, and
+	// false if none is scheduled.
+	NextDue(ctx context.Context) (time.Time, bool, error)
+	// DataVersion returns a number that changes whenever another connection
+	// (in this process or another) commits a change to any shard. Workers
+	// poll it cheaply to wake up on foreign enqueues.
+	DataVersion(ctx context.Context) (int64, error)
+
+	// Close releases every resource. Later calls return ErrClosed.
+	Close() error
+}
+
+// InsertParams describes one job to insert. Payload must already be a
+// validated JSON object.
+type InsertParams struct {
+	Shard        int
+	Task         string
+	Payload      json.RawMessage
+	PartitionKey *int64
+	Priority     Priority
+	MaxAttempts  int
+	RetryDelay   time.Duration // stored as the row's retry_delay, in seconds
+	RunAt        time.Time     // zero or not after Now: ready at once
+	Now          time.Time
+}
+
+// ClaimParams selects jobs to claim.
+type ClaimParams struct {
+	WorkerID string
+	Max      int
+	Now      time.Time
+	// Order lists shards to visit; nil means a fresh random order.
+	Order []int
+	// Tasks, when not empty, restricts claims to these task names.
+	Tasks []string
+}
+
+// Lease identifies one claim of one job.
+type Lease struct {
+	ID    JobID
+	Token int64
+}
+
+// CompleteParams acknowledges one successful execution.
+type CompleteParams struct {
+	Lease
+	Result json.RawMessage // nil: the row is deleted; otherwise kept as completed
+	Now    time.Time
+}
+
+// FailParams records one failed execution.
+type FailParams struct {
+	Lease
+	Error     string
+	ErrorType string
+	Stack     string
+	Dead      bool      // no retry: mark failed and copy to the dead-letter queue
+	RetryAt   time.Time // when !Dead: not eligible before this time
+	Now       time.Time
+}
+
+// RecoverResult counts what RecoverOrphans did.
+type RecoverResult struct {
+	Requeued     int
+	DeadLettered int
+}
+
+// CleanupResult counts what Cleanup deleted.
+type CleanupResult struct {
+	Jobs        int
+	DeadLetters int
+}
+
+// ListParams filters listings. Zero fields do not filter.
+type ListParams struct {
+	Shard  int // AllShards (-1) for every shard; use Shards to pick one
+	Status Status
+	Task   string
+	Limit  int // 0 means 100
+}
+
+// ShardStats holds one shard's counts.
+type ShardStats struct {
+	Shard             int
+	Pending           int64 // ready now
+	Scheduled         int64 // waiting for a run-at or retry time
+	Processing        int64
+	Failed            int64 // dead (also in the dead-letter queue)
+	Completed         int64 // kept because they carry a result
+	DeadLetters       int64
+	TotalProcessed    int64 // shard_metadata.total_jobs_processed
+	TotalFailed       int64 // shard_metadata.total_jobs_failed
+	OldestPending     time.Time
+	AvgProcessingTime time.Duration // mean age of running claims
+	Healthy           bool
+	LastError         string
+}

@@ -1,0 +1,177 @@
+package queuemax
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Task is a typed handle on one task: it enqueues jobs whose payload is A,
+// encoded as a JSON object. Generated code embeds a Task in each task's stub
+// type (SendEmailTask) and adds methods that take the function's own
+// parameters. A Task is a small value; copies share the Client. The zero
+// Task is not bound to a client and returns ErrNotBound.
+type Task[A any] struct {
+	c    *Client
+	name string
+	def  TaskOptions
+	opts Opts
+}
+
+// NewTask returns the handle for task name on c with the task's defaults.
+func NewTask[A any](c *Client, name string, defaults TaskOptions) Task[A] {
+	return Task[A]{c: c, name: name, def: defaults}
+}
+
+// Name returns the task name stored in each job row.
+func (t Task[A]) Name() string { return t.name }
+
+// Client returns the client the handle is bound to, or nil.
+func (t Task[A]) Client() *Client { return t.c }
+
+// With returns a copy of t whose enqueues use o on top of earlier overrides.
+func (t Task[A]) With(o Opts) Task[A] {
+	t.opts = t.opts.merge(o)
+	return t
+}
+
+// Enqueue stores one job with payload args and returns its ID. The job is
+// durable once Enqueue returns nil; Enqueue does not wait for it to run.
+// It is safe for concurrent use; concurrent enqueues to one shard share a
+// transaction (group commit).
+func (t Task[A]) Enqueue(ctx context.Context, args A) (JobID, error) {
+	if t.c == nil {
+		return 0, ErrNotBound
+	}
+	return t.c.enqueueOne(ctx, t.name, &t.def, args, t.opts)
+}
+
+// EnqueueAt stores one job that becomes ready at at.
+func (t Task[A]) EnqueueAt(ctx context.Context, at time.Time, args A) (JobID, error) {
+	return t.With(Opts{RunAt: at}).Enqueue(ctx, args)
+}
+
+// EnqueueIn stores one job that becomes ready after d.
+func (t Task[A]) EnqueueIn(ctx context.Context, d time.Duration, args A) (JobID, error) {
+	if t.c == nil {
+		return 0, ErrNotBound
+	}
+	return t.EnqueueAt(ctx, t.c.now().Add(d), args)
+}
+
+// EnqueueMany stores one job per element of args, in one transaction per
+// shard, and returns their IDs in order. If any payload is invalid nothing
+// is stored.
+func (t Task[A]) EnqueueMany(ctx context.Context, args []A) ([]JobID, error) {
+	if t.c == nil {
+		return nil, ErrNotBound
+	}
+	params := make([]EnqueueParams, len(args))
+	for i, a := range args {
+		params[i] = EnqueueParams{Task: t.name, Payload: a, Opts: t.opts, defaults: &t.def}
+	}
+	return t.c.EnqueueMany(ctx, params)
+}
+
+// Stats returns the counts of this task's jobs by status.
+func (t Task[A]) Stats(ctx context.Context) (TaskStats, error) {
+	if t.c == nil {
+		return TaskStats{}, ErrNotBound
+	}
+	return t.c.TaskStats(ctx, t.name)
+}
+
+// TaskStats counts one task's stored jobs by status.
+type TaskStats struct {
+	Name       string `json:"name"`
+	Pending    int64  `json:"pending"`
+	Scheduled  int64  `json:"scheduled"`
+	Processing int64  `json:"processing"`
+	Failed     int64  `json:"failed"`
+	Completed  int64  `json:"completed"`
+}
+
+// Define returns the Handler for a task whose function takes args A and
+// returns only an error. The payload is decoded into A; a payload that does
+// not decode fails the job permanently.
+func Define[A any](name string, o TaskOptions, fn func(context.Context, A) error) Handler {
+	return Handler{Name: name, Options: o, Func: func(ctx context.Context, job *Job) (any, error) {
+		var a A
+		if err := decodePayload(job.Payload, &a); err != nil {
+			return nil, Permanent(fmt.Errorf("task %s: decode payload: %w", name, err))
+		}
+		return nil, fn(ctx, a)
+	}}
+}
+
+// DefineResult returns the Handler for a task whose function returns a
+// result R, which is stored with the completed job (see Result).
+func DefineResult[A, R any](name string, o TaskOptions, fn func(context.Context, A) (R, error)) Handler {
+	return Handler{Name: name, Options: o, Func: func(ctx context.Context, job *Job) (any, error) {
+		var a A
+		if err := decodePayload(job.Payload, &a); err != nil {
+			return nil, Permanent(fmt.Errorf("task %s: decode payload: %w", name, err))
+		}
+		r, err := fn(ctx, a)
+		if err != nil {
+			return nil, err
+		}
+		return r, nil
+	}}
+}
+
+// Call runs fn synchronously on args after a round trip through the same
+// JSON codec the queue uses, so that what works with Call works in a worker.
+// o.Timeout, when set, bounds ctx.
+func Call[A any](ctx context.Context, o TaskOptions, fn func(context.Context, A) error, args A) error {
+	_, err := CallResult(ctx, o, func(ctx context.Context, a A) (struct{}, error) { return struct{}{}, fn(ctx, a) }, args)
+	return err
+}
+
+// CallResult is Call for a task that returns a result; the result makes the
+// same round trip through JSON.
+func CallResult[A, R any](ctx context.Context, o TaskOptions, fn func(context.Context, A) (R, error), args A) (R, error) {
+	var zero R
+	raw, err := encodePayload(args)
+	if err != nil {
+		return zero, err
+	}
+	var a A
+	if err := decodePayload(raw, &a); err != nil {
+		return zero, fmt.Errorf("queuemax: decode payload: %w", err)
+	}
+	if o.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.Timeout)
+		defer cancel()
+	}
+	r, err := fn(ctx, a)
+	if err != nil {
+		return zero, err
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return zero, fmt.Errorf("queuemax: encode result: %w", err)
+	}
+	var out R
+	if err := json.Unmarshal(b, &out); err != nil {
+		return zero, fmt.Errorf("queuemax: decode result: %w", err)
+	}
+	return out, nil
+}
+
+// Result decodes the stored result of a completed job into R. It returns
+// ErrNoResult while the job has not completed, and ErrJobNotFound once the
+// job is gone.
+func Result[R any](ctx context.Context, c *Client, id JobID) (R, error) {
+	var r R
+	raw, err := c.Result(ctx, id)
+	if err != nil {
+		return r, err
+	}
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return r, fmt.Errorf("queuemax: decode result of job %d: %w", id, err)
+	}
+	return r, nil
+}
