@@ -226,8 +226,6 @@ func (s *Store) Job(ctx context.Context, id store.JobID) (*store.Job, error) {
 	return j, err
 }
 
-
-
 func listLimit(p store.ListParams) int {
 	if p.Limit <= 0 {
 		return 100
