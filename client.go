@@ -4,20 +4,44 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/queuemax/queuemax/runtime/shard"
 	"github.com/queuemax/queuemax/runtime/store"
+	"github.com/queuemax/queuemax/runtime/store/sqlitestore"
+	"github.com/robfig/cron/v3"
 )
-
-var errTODO = errors.New("queuemax: not yet built")
 
 // Client is an open queue: a data directory of shard files, the handlers
 // that run its tasks, and (while Run is active) the workers. It is safe for
 // concurrent use. Open it with Open; Close it when done.
 type Client struct {
 	cfg      Config
+	log      *slog.Logger
 	st       store.Store
 	handlers map[string]*Handler
+	names    []string // handler names, for claim filters
+	started  time.Time
+	events   events
+
+	// wake is signalled (without blocking) after every local enqueue, so
+	// that an idle Run claims at once. Buffer 1: one pending wake-up is
+	// enough, since the fetcher claims everything ready when it wakes.
+	wake    chan struct{}
+	running atomic.Bool
+	closed  atomic.Bool
+
+	alertMu   sync.Mutex
+	alertAt   time.Time // last alert check
+	alertHigh bool      // pending was above the threshold at the last check
+	alertSent time.Time // last alert event
+
+	engine atomic.Pointer[engine] // the running engine, while Run is active
 }
 
 // EnqueueParams describes one job for EnqueueMany.
@@ -38,44 +62,283 @@ type EnqueueParams struct {
 // migrates their schema, and returns a Client. It starts no goroutines: call
 // Run to process jobs. Open fails with a *ConfigError for a bad field,
 // ErrShardMismatch if the directory holds another shard count,
-// ErrNotDatabase for a corrupt shard file, and ErrDuplicateTask.
-func Open(ctx context.Context, cfg Config) (*Client, error) { return nil, errTODO }
+// ErrNotDatabase for a shard file that is not a database, and
+// ErrDuplicateTask for two handlers with one name.
+func Open(ctx context.Context, cfg Config) (*Client, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	c := &Client{
+		cfg:      cfg,
+		log:      cfg.Logger,
+		handlers: make(map[string]*Handler),
+		wake:     make(chan struct{}, 1),
+	}
+	for i := range cfg.Handlers {
+		h := &cfg.Handlers[i]
+		if err := checkHandler(h); err != nil {
+			return nil, err
+		}
+		if _, dup := c.handlers[h.Name]; dup {
+			return nil, fmt.Errorf("%w: %q", ErrDuplicateTask, h.Name)
+		}
+		c.handlers[h.Name] = h
+		c.names = append(c.names, h.Name)
+	}
+	if _, ok := c.handlers[""]; ok {
+		c.names = nil // a catch-all handler takes every task
+	}
+	st, err := sqlitestore.Open(ctx, sqlitestore.Options{
+		Dir:         cfg.Dir,
+		Shards:      cfg.Shards,
+		BusyTimeout: cfg.BusyTimeout,
+		CacheSize:   cfg.CacheSize,
+		MmapSize:    cfg.MmapSize,
+		FullSync:    cfg.Durability == DurabilityFull,
+	})
+	if err != nil {
+		return nil, err
+	}
+	c.st = st
+	c.started = c.now()
+	return c, nil
+}
 
-// Close closes the shard files. Run must have returned first. Later calls
+// checkHandler validates one handler's definition.
+func checkHandler(h *Handler) error {
+	if h.Func == nil {
+		return fmt.Errorf("%w: handler %q has no Func", ErrInvalidConfig, h.Name)
+	}
+	o := h.Options
+	switch {
+	case !o.Priority.Valid():
+		return fmt.Errorf("handler %q: %w", h.Name, ErrInvalidPriority)
+	case o.MaxRetries != nil && *o.MaxRetries < 0:
+		return fmt.Errorf("handler %q: %w", h.Name, ErrInvalidRetries)
+	case o.Timeout < 0 || o.RetryDelay < 0 || o.InlineRetries < 0:
+		return fmt.Errorf("%w: handler %q: negative timeout, retry delay or inline retries", ErrInvalidConfig, h.Name)
+	case o.RateLimit.Limit < 0 || (o.RateLimit.Limit > 0 && o.RateLimit.Per <= 0):
+		return fmt.Errorf("%w: handler %q: rate limit needs Limit ≥ 0 and a positive Per", ErrInvalidConfig, h.Name)
+	}
+	if p := h.Periodic; p != nil {
+		if (p.Every > 0) == (p.Cron != "") {
+			return fmt.Errorf("%w: periodic task %q: set exactly one of Every and Cron", ErrInvalidConfig, h.Name)
+		}
+		if p.Every < 0 {
+			return fmt.Errorf("%w: periodic task %q: negative Every", ErrInvalidConfig, h.Name)
+		}
+		if p.Cron != "" {
+			if _, err := cron.ParseStandard(p.Cron); err != nil {
+				return fmt.Errorf("%w: periodic task %q: cron %q: %v", ErrInvalidConfig, h.Name, p.Cron, err)
+			}
+		}
+	}
+	return nil
+}
+
+// Close closes the shard files. Call it after Run has returned; later calls
 // return ErrClosed.
-func (c *Client) Close() error { return errTODO }
+func (c *Client) Close() error {
+	if c.closed.Swap(true) {
+		return ErrClosed
+	}
+	return c.st.Close()
+}
 
-// Run processes jobs until ctx ends, then drains: it stops claiming, lets
-// running jobs finish for up to Config.DrainTimeout, cancels the rest and
-// returns them to pending. It returns nil after a drain caused by ctx, and
-// only after every goroutine it started has exited.
-func (c *Client) Run(ctx context.Context) error { return errTODO }
+// Shards returns the number of shards.
+func (c *Client) Shards() int { return c.cfg.Shards }
 
-func (c *Client) now() time.Time { return c.cfg.now() }
+// Dir returns the data directory.
+func (c *Client) Dir() string { return c.cfg.Dir }
+
+func (c *Client) now() time.Time { return c.cfg.now().UTC() }
+
+// notify wakes an idle fetcher.
+func (c *Client) notify() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
 
 // Enqueue stores one job of task with payload (a struct, map or
-// json.RawMessage that encodes to a JSON object) and returns its ID.
+// json.RawMessage that encodes to a JSON object) and returns its ID. The job
+// is durable once Enqueue returns nil. Task defaults come from the handler
+// registered under task, if any. Concurrent enqueues to one shard share a
+// transaction. It returns ErrInvalidPayload, ErrInvalidPriority or
+// ErrInvalidRetries for bad input, and ErrClosed after Close.
 func (c *Client) Enqueue(ctx context.Context, task string, payload any, o Opts) (JobID, error) {
 	return c.enqueueOne(ctx, task, nil, payload, o)
 }
 
 func (c *Client) enqueueOne(ctx context.Context, task string, def *TaskOptions, payload any, o Opts) (JobID, error) {
-	return 0, errTODO
+	p, err := c.prepare(EnqueueParams{Task: task, Payload: payload, Opts: o, defaults: def})
+	if err != nil {
+		return 0, err
+	}
+	ids, err := c.st.Insert(ctx, []store.InsertParams{p})
+	if err != nil {
+		return 0, err
+	}
+	c.afterInsert(ctx, []store.InsertParams{p}, ids)
+	return ids[0], nil
+}
+
+// prepare validates one job and resolves its defaults and shard.
+func (c *Client) prepare(e EnqueueParams) (store.InsertParams, error) {
+	if c.closed.Load() {
+		return store.InsertParams{}, ErrClosed
+	}
+	raw, err := encodePayload(e.Payload)
+	if err != nil {
+		return store.InsertParams{}, err
+	}
+	def := e.defaults
+	if def == nil {
+		if h, ok := c.handlers[e.Task]; ok {
+			def = &h.Options
+		} else {
+			def = &TaskOptions{}
+		}
+	}
+	prio := def.Priority
+	if e.Opts.Priority != nil {
+		prio = *e.Opts.Priority
+	}
+	if !prio.Valid() {
+		return store.InsertParams{}, fmt.Errorf("%w: got %d", ErrInvalidPriority, prio)
+	}
+	retries := *c.cfg.MaxRetries
+	if def.MaxRetries != nil {
+		retries = *def.MaxRetries
+	}
+	if e.Opts.MaxRetries != nil {
+		retries = *e.Opts.MaxRetries
+	}
+	if retries < 0 {
+		return store.InsertParams{}, fmt.Errorf("%w: got %d", ErrInvalidRetries, retries)
+	}
+	delay := def.RetryDelay
+	if delay == 0 {
+		delay = c.cfg.RetryDelay
+	}
+	p := store.InsertParams{
+		Task:         e.Task,
+		Payload:      raw,
+		PartitionKey: e.Opts.Key,
+		Priority:     prio,
+		MaxAttempts:  retries + 1,
+		RetryDelay:   delay,
+		RunAt:        e.Opts.RunAt,
+		Now:          c.now(),
+	}
+	if e.Opts.Key != nil {
+		p.Shard = shard.ForKey(*e.Opts.Key, c.cfg.Shards)
+	} else {
+		p.Shard = rand.IntN(c.cfg.Shards)
+	}
+	return p, nil
+}
+
+func (c *Client) afterInsert(ctx context.Context, ps []store.InsertParams, ids []JobID) {
+	c.notify()
+	if c.hasSubscribers(EventEnqueued) {
+		for i, id := range ids {
+			c.emit(ctx, Event{Kind: EventEnqueued, JobID: id, Shard: id.Shard(), Task: ps[i].Task})
+		}
+	}
+	c.checkAlert(ctx, false)
 }
 
 // EnqueueMany stores jobs in one transaction per shard, the shards written
 // in parallel, and returns their IDs in order. Every job is validated first:
-// on any invalid job nothing is stored.
+// if any is invalid nothing is stored and the error names its index. If a
+// shard fails to commit, what other shards wrote is removed again.
 func (c *Client) EnqueueMany(ctx context.Context, jobs []EnqueueParams) ([]JobID, error) {
-	return nil, errTODO
+	ps := make([]store.InsertParams, len(jobs))
+	for i, e := range jobs {
+		p, err := c.prepare(e)
+		if err != nil {
+			if errors.Is(err, ErrClosed) {
+				return nil, err
+			}
+			return nil, fmt.Errorf("job %d: %w", i, err)
+		}
+		ps[i] = p
+	}
+	if len(ps) == 0 {
+		return nil, nil
+	}
+	ids, err := c.st.Insert(ctx, ps)
+	if err != nil {
+		return nil, err
+	}
+	c.afterInsert(ctx, ps, ids)
+	return ids, nil
+}
+
+// checkAlert emits EventAlert when pending jobs exceed the threshold. It
+// counts at most once a second (force skips that throttle), through the
+// status index rather than per enqueue, and emits on the rising edge and
+// then at most once a minute while pending stays high.
+func (c *Client) checkAlert(ctx context.Context, force bool) {
+	if !c.hasSubscribers(EventAlert) || eventsSuppressed(ctx) {
+		return
+	}
+	now := c.now()
+	c.alertMu.Lock()
+	if !force && now.Sub(c.alertAt) < time.Second {
+		c.alertMu.Unlock()
+		return
+	}
+	c.alertAt = now
+	c.alertMu.Unlock()
+	ss, err := c.st.Stats(ctx)
+	if err != nil {
+		return
+	}
+	var pending int64
+	for _, s := range ss {
+		pending += s.Pending + s.Scheduled
+	}
+	c.alertMu.Lock()
+	high := pending > int64(c.cfg.AlertThreshold)
+	send := high && (!c.alertHigh || now.Sub(c.alertSent) >= time.Minute)
+	c.alertHigh = high
+	if send {
+		c.alertSent = now
+	}
+	c.alertMu.Unlock()
+	if send {
+		c.emit(ctx, Event{Kind: EventAlert, AlertType: "QUEUE_SIZE", Pending: pending, Threshold: c.cfg.AlertThreshold})
+	}
 }
 
 // TaskStats returns the counts of one task's jobs by status.
 func (c *Client) TaskStats(ctx context.Context, task string) (TaskStats, error) {
-	return TaskStats{}, errTODO
+	m, err := c.st.TaskCounts(ctx, task)
+	if err != nil {
+		return TaskStats{}, err
+	}
+	return TaskStats{Name: task, Pending: m[StatusPending], Scheduled: m[StatusScheduled],
+		Processing: m[StatusProcessing], Failed: m[StatusFailed], Completed: m[StatusCompleted]}, nil
 }
 
-// Result returns the stored JSON result of a completed job.
+// Job returns one stored job, or ErrJobNotFound (a job that completed
+// without a result is deleted).
+func (c *Client) Job(ctx context.Context, id JobID) (*Job, error) { return c.st.Job(ctx, id) }
+
+// Result returns the stored JSON result of a completed job: ErrNoResult if
+// it has not completed or returned no result, ErrJobNotFound if no such job
+// is stored.
 func (c *Client) Result(ctx context.Context, id JobID) (json.RawMessage, error) {
-	return nil, errTODO
+	j, err := c.st.Job(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if j.Status != StatusCompleted || j.Result == nil {
+		return nil, fmt.Errorf("%w: job %d is %s", ErrNoResult, id, j.Status)
+	}
+	return j.Result, nil
 }

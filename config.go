@@ -67,9 +67,10 @@ type Config struct {
 	// ClaimBatch is how many jobs one claim statement may take. Zero means
 	// Workers.
 	ClaimBatch int
-	// PollInterval is how often an idle Run checks for work that other
-	// processes enqueued. Zero means 100ms. Enqueues from this process wake
-	// it at once.
+	// PollInterval is how often an idle Run checks (with SQLite's
+	// PRAGMA data_version, which costs no table read) whether another
+	// process committed, so a foreign enqueue is picked up within about
+	// this long. Zero means 5ms. Enqueues from this process wake it at once.
 	PollInterval time.Duration
 	// HeartbeatInterval is how often running jobs' heartbeats are renewed.
 	// Zero means 5s (env HEARTBEAT_INTERVAL, in ms).
@@ -100,6 +101,12 @@ type Config struct {
 	// CircuitTimeout is how long the breaker stays open before a probe.
 	// Zero means 60s (env CIRCUIT_TIMEOUT, in seconds).
 	CircuitTimeout time.Duration
+	// Autoscale, when set, varies the number of jobs Run executes at once
+	// between Autoscale.Min and Autoscale.Max by the backlog; Workers is the
+	// starting point.
+	Autoscale *Autoscale
+	// Hooks are callbacks around each job Run executes.
+	Hooks Hooks
 	// WorkerID names this process's claims in the worker_id column. Empty
 	// means "<hostname>-<pid>".
 	WorkerID string
@@ -121,7 +128,7 @@ const (
 	defaultCacheSize       = 10000
 	defaultMmapSize        = 256 << 20
 	defaultWorkers         = 10
-	defaultPollInterval    = 100 * time.Millisecond
+	defaultPollInterval    = 5 * time.Millisecond
 	defaultHeartbeat       = 5 * time.Second
 	defaultStuckTimeout    = 30 * time.Second
 	defaultRecovery        = 10 * time.Second

@@ -100,7 +100,7 @@ func (s *Store) Insert(ctx context.Context, jobs []store.InsertParams) ([]store.
 					key = *j.PartitionKey
 				}
 				res, err := st.ExecContext(ctx, key, string(j.Payload), string(status), int(j.Priority), j.MaxAttempts,
-					int64(j.RetryDelay/time.Second), nullString(j.Task), store.FormatTime(j.Now), next, sh.idx)
+					retrySeconds(j.RetryDelay), nullString(j.Task), store.FormatTime(j.Now), next, sh.idx)
 				if err != nil {
 					return fmt.Errorf("shard %d: insert job: %w", sh.idx, err)
 				}
@@ -405,4 +405,10 @@ func (s *Store) Release(ctx context.Context, leases []store.Lease) []error {
 		func(ctx context.Context, tx *sql.Tx, sh *shardDB, l store.Lease) error {
 			return leaseLost(tx.StmtContext(ctx, sh.stmts.release).ExecContext(ctx, l.ID.Seq(), l.Token))
 		})
+}
+
+// retrySeconds converts a backoff base to the retry_delay column's whole
+// seconds, rounding up so that a sub-second base is not stored as zero.
+func retrySeconds(d time.Duration) int64 {
+	return int64((d + time.Second - 1) / time.Second)
 }

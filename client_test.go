@@ -1,0 +1,335 @@
+package queuemax
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) != "" {
+		os.Exit(childMain())
+	}
+	goleak.VerifyTestMain(m)
+}
+
+type testBundle struct {
+	c   *Client
+	ctx context.Context
+	dir string
+}
+
+// setup opens a client on a fresh directory; cfg's Dir and Logger are
+// filled in when empty.
+func setup(t *testing.T, cfg Config) *testBundle {
+	t.Helper()
+	if cfg.Dir == "" {
+		cfg.Dir = t.TempDir()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	c, err := Open(t.Context(), cfg)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return &testBundle{c: c, ctx: t.Context(), dir: cfg.Dir}
+}
+
+// run starts c.Run and returns a stop function that cancels it and checks
+// that Run returned nil.
+func run(t *testing.T, c *Client) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.WithoutCancel(t.Context()))
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("Run returned %v, want nil", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+func TestOpen_ConfigErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		cfg       Config
+		wantField string
+	}{
+		{"NegativeShards", Config{Shards: -1}, "Shards"},
+		{"TooManyShards", Config{Shards: 1025}, "Shards"},
+		{"NegativeRetries", Config{MaxRetries: Ptr(-1)}, "MaxRetries"},
+		{"StuckBelowHeartbeat", Config{HeartbeatInterval: time.Minute, StuckTimeout: time.Second}, "StuckTimeout"},
+		{"RateWithoutPer", Config{RateLimit: Rate{Limit: 5}}, "RateLimit"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tt.cfg.Dir = t.TempDir()
+			_, err := Open(t.Context(), tt.cfg)
+			var ce *ConfigError
+			if !errors.As(err, &ce) || ce.Field != tt.wantField || !errors.Is(err, ErrInvalidConfig) {
+				t.Errorf("Open error = %v, want *ConfigError for %s", err, tt.wantField)
+			}
+		})
+	}
+}
+
+func TestOpen_BadDirectories(t *testing.T) {
+	t.Parallel()
+	t.Run("ShardMismatch", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, Config{Shards: 3})
+		id, err := b.c.Enqueue(b.ctx, "t", map[string]int{"a": 1}, Opts{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.c.Close()
+		for _, n := range []int{2, 4} {
+			if _, err := Open(t.Context(), Config{Dir: b.dir, Shards: n}); !errors.Is(err, ErrShardMismatch) {
+				t.Errorf("Open(shards=%d) on a 3-shard dir error = %v, want ErrShardMismatch", n, err)
+			}
+		}
+		c, err := Open(t.Context(), Config{Dir: b.dir, Shards: 3})
+		if err != nil {
+			t.Fatalf("reopen: %v", err)
+		}
+		defer c.Close()
+		if _, err := c.Job(t.Context(), id); err != nil {
+			t.Errorf("job lost after refused opens: %v", err)
+		}
+	})
+	t.Run("NotADatabase", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		for i := range 2 {
+			content := []byte("")
+			if i == 1 {
+				content = []byte(strings.Repeat("this is not sqlite ", 100))
+			}
+			if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("shard_%d.db", i)), content, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, err := Open(t.Context(), Config{Dir: dir, Shards: 2})
+		if !errors.Is(err, ErrNotDatabase) {
+			t.Errorf("Open error = %v, want ErrNotDatabase", err)
+		}
+		b, _ := os.ReadFile(filepath.Join(dir, "shard_1.db"))
+		if !strings.HasPrefix(string(b), "this is not sqlite") {
+			t.Errorf("Open modified the corrupt shard file")
+		}
+	})
+	t.Run("DirCannotBeCreated", func(t *testing.T) {
+		t.Parallel()
+		file := filepath.Join(t.TempDir(), "file")
+		os.WriteFile(file, nil, 0o644)
+		_, err := Open(t.Context(), Config{Dir: filepath.Join(file, "data")})
+		if err == nil || !strings.Contains(err.Error(), "create data dir") {
+			t.Errorf("Open error = %v, want a create data dir error", err)
+		}
+	})
+	t.Run("DuplicateHandler", func(t *testing.T) {
+		t.Parallel()
+		h := Define("t.A", TaskOptions{}, func(context.Context, struct{}) error { return nil })
+		_, err := Open(t.Context(), Config{Dir: t.TempDir(), Handlers: []Handler{h, h}})
+		if !errors.Is(err, ErrDuplicateTask) {
+			t.Errorf("Open error = %v, want ErrDuplicateTask", err)
+		}
+	})
+	t.Run("BadCron", func(t *testing.T) {
+		t.Parallel()
+		h := Define("t.P", TaskOptions{}, func(context.Context, struct{}) error { return nil })
+		h.Periodic = &Periodic{Cron: "61 * * * *"}
+		_, err := Open(t.Context(), Config{Dir: t.TempDir(), Handlers: []Handler{h}})
+		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "t.P") {
+			t.Errorf("Open error = %v, want ErrInvalidConfig naming t.P", err)
+		}
+	})
+}
+
+func TestClient_EnqueueValidation(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{Shards: 2})
+	deep := strings.Repeat(`{"a":`, 21) + "1" + strings.Repeat("}", 21)
+	okDeep := strings.Repeat(`{"a":`, 20) + "1" + strings.Repeat("}", 20)
+	tests := []struct {
+		name    string
+		payload any
+		opts    Opts
+		wantErr error
+	}{
+		{"Object", map[string]int{"a": 1}, Opts{}, nil},
+		{"Struct", struct{ A int }{1}, Opts{}, nil},
+		{"Array", []int{1}, Opts{}, ErrInvalidPayload},
+		{"String", "x", Opts{}, ErrInvalidPayload},
+		{"Null", nil, Opts{}, ErrInvalidPayload},
+		{"RawNotJSON", json.RawMessage(`{"a":`), Opts{}, ErrInvalidPayload},
+		{"Unencodable", map[string]any{"f": func() {}}, Opts{}, ErrInvalidPayload},
+		{"TooLarge", map[string]string{"a": strings.Repeat("x", MaxPayloadBytes)}, Opts{}, ErrInvalidPayload},
+		{"TooDeep", json.RawMessage(deep), Opts{}, ErrInvalidPayload},
+		{"TwentyLevels", json.RawMessage(okDeep), Opts{}, nil},
+		{"BadPriority", map[string]int{}, Opts{Priority: Ptr(Priority(3))}, ErrInvalidPriority},
+		{"NegativePriority", map[string]int{}, Opts{Priority: Ptr(Priority(-1))}, ErrInvalidPriority},
+		{"NegativeRetries", map[string]int{}, Opts{MaxRetries: Ptr(-1)}, ErrInvalidRetries},
+		{"ZeroRetries", map[string]int{}, Opts{MaxRetries: Ptr(0)}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := b.c.Enqueue(b.ctx, "t", tt.payload, tt.opts)
+			if !errors.Is(err, tt.wantErr) {
+				t.Errorf("Enqueue error = %v, want %v", err, tt.wantErr)
+			}
+		})
+	}
+	// Nothing invalid was stored: exactly the four valid jobs are.
+	s, err := b.c.Stats(b.ctx)
+	if err != nil || s.Pending != 4 {
+		t.Errorf("Stats = %d pending, %v; want the 4 valid jobs", s.Pending, err)
+	}
+}
+
+func TestClient_EnqueueStoresOptions(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{Shards: 6, MaxRetries: Ptr(7)})
+	id, err := b.c.Enqueue(b.ctx, "t.X", map[string]int{"a": 1}, Opts{Key: Ptr(int64(-1)), Priority: Ptr(PriorityHigh), MaxRetries: Ptr(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := b.c.Job(b.ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.Shard != 5 || *j.PartitionKey != -1 || j.Priority != PriorityHigh || j.MaxAttempts != 1 || j.Task != "t.X" {
+		t.Errorf("job = shard %d key %d prio %d max %d task %q; want 5, -1, 2, 1, t.X", j.Shard, *j.PartitionKey, j.Priority, j.MaxAttempts, j.Task)
+	}
+	id, _ = b.c.Enqueue(b.ctx, "t.X", map[string]int{}, Opts{})
+	j, _ = b.c.Job(b.ctx, id)
+	if j.MaxAttempts != 8 {
+		t.Errorf("default MaxAttempts = %d, want Config.MaxRetries+1 = 8", j.MaxAttempts)
+	}
+}
+
+func TestClient_EnqueueManyAllOrNothing(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{Shards: 4})
+	params := []EnqueueParams{
+		{Task: "t", Payload: map[string]int{"a": 1}},
+		{Task: "t", Payload: []int{1}},
+	}
+	if _, err := b.c.EnqueueMany(b.ctx, params); !errors.Is(err, ErrInvalidPayload) || !strings.Contains(err.Error(), "job 1") {
+		t.Fatalf("EnqueueMany error = %v, want ErrInvalidPayload naming job 1", err)
+	}
+	if s, _ := b.c.Stats(b.ctx); s.Pending != 0 {
+		t.Fatalf("pending after failed batch = %d, want 0", s.Pending)
+	}
+	params = params[:0]
+	for i := range 100 {
+		params = append(params, EnqueueParams{Task: "t", Payload: map[string]int{"i": i}})
+	}
+	ids, err := b.c.EnqueueMany(b.ctx, params)
+	if err != nil || len(ids) != 100 {
+		t.Fatalf("EnqueueMany = %d ids, %v", len(ids), err)
+	}
+	for i, id := range ids {
+		j, err := b.c.Job(b.ctx, id)
+		if err != nil || string(j.Payload) != fmt.Sprintf(`{"i":%d}`, i) {
+			t.Fatalf("job %d = %v, %v; want payload i=%d", i, j, err, i)
+		}
+	}
+}
+
+func TestClient_UseAfterClose(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{Shards: 1})
+	if err := b.c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.c.Enqueue(b.ctx, "t", map[string]int{}, Opts{}); !errors.Is(err, ErrClosed) {
+		t.Errorf("Enqueue after Close = %v, want ErrClosed", err)
+	}
+	if _, err := b.c.Stats(b.ctx); !errors.Is(err, ErrClosed) {
+		t.Errorf("Stats after Close = %v, want ErrClosed", err)
+	}
+	if err := b.c.Run(b.ctx); !errors.Is(err, ErrClosed) {
+		t.Errorf("Run after Close = %v, want ErrClosed", err)
+	}
+	if err := b.c.Close(); !errors.Is(err, ErrClosed) {
+		t.Errorf("second Close = %v, want ErrClosed", err)
+	}
+}
+
+func TestClient_SurvivesReopen(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	b := setup(t, Config{Dir: dir, Shards: 3})
+	var ids []JobID
+	for i := range 30 {
+		id, err := b.c.Enqueue(b.ctx, "t", map[string]int{"i": i}, Opts{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	if err := b.c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b2 := setup(t, Config{Dir: dir, Shards: 3})
+	for i, id := range ids {
+		j, err := b2.c.Job(b2.ctx, id)
+		if err != nil || string(j.Payload) != fmt.Sprintf(`{"i":%d}`, i) || j.Status != StatusPending {
+			t.Fatalf("job %d after reopen = %+v, %v", i, j, err)
+		}
+	}
+}
+
+func TestConfigFromEnv(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{
+		"NUM_SHARDS": "4", "DATA_DIR": "/tmp/x", "QUEUE_MAX_RETRIES": "0", "RATE_LIMIT_MAX": "120",
+		"DB_BUSY_TIMEOUT": "1000", "CACHE_SIZE": "500", "MMAP_SIZE": "0", "HEARTBEAT_INTERVAL": "2000",
+		"STUCK_TIMEOUT": "9000", "RECOVERY_INTERVAL": "3000", "CLEANUP_DAYS": "2", "QUEUE_ALERT_THRESHOLD": "50",
+		"CIRCUIT_FAILURE_THRESHOLD": "3", "CIRCUIT_TIMEOUT": "30", "QUEUE_MAX_LOG_LEVEL": "debug",
+	}
+	cfg, level, err := ConfigFromEnv(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Config{Dir: "/tmp/x", Shards: 4, MaxRetries: Ptr(0), RateLimit: Rate{120, time.Minute}, BusyTimeout: time.Second,
+		CacheSize: 500, HeartbeatInterval: 2 * time.Second, StuckTimeout: 9 * time.Second, RecoveryInterval: 3 * time.Second,
+		CleanupAge: 48 * time.Hour, AlertThreshold: 50, CircuitThreshold: 3, CircuitTimeout: 30 * time.Second}
+	if diff := cmp.Diff(want, cfg, cmp.AllowUnexported(Config{})); diff != "" {
+		t.Errorf("ConfigFromEnv mismatch (-want +got):\n%s", diff)
+	}
+	if level != slog.LevelDebug {
+		t.Errorf("level = %v, want DEBUG", level)
+	}
+	_, _, err = ConfigFromEnv(func(k string) string {
+		if k == "NUM_SHARDS" {
+			return "six"
+		}
+		return ""
+	})
+	if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "NUM_SHARDS") {
+		t.Errorf("bad NUM_SHARDS error = %v, want one naming NUM_SHARDS", err)
+	}
+}

@@ -1,0 +1,385 @@
+package queuemax
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"runtime/debug"
+	"time"
+
+	"github.com/queuemax/queuemax/runtime/store"
+)
+
+// Claim claims up to max ready jobs for workerID, visiting shards in random
+// order, highest priority first and FIFO within a shard. Each claimed job
+// carries a fresh lease; acknowledge it with Complete or Fail (and keep it
+// alive with Heartbeat) or orphan recovery takes it back after
+// Config.StuckTimeout. Run does all of this for you; Claim is for programs
+// that drive the queue by hand. When the client has handlers, only their
+// tasks are claimed.
+func (c *Client) Claim(ctx context.Context, workerID string, max int) ([]*Job, error) {
+	if max < 1 {
+		return nil, nil
+	}
+	return c.st.Claim(ctx, store.ClaimParams{WorkerID: workerID, Max: max, Now: c.now(), Tasks: c.names})
+}
+
+// Complete records the success of a claimed job and stores result (JSON
+// encoded) if it is not nil; a job without a result is deleted. It returns
+// ErrLeaseLost, changing nothing, if the claim no longer holds.
+func (c *Client) Complete(ctx context.Context, job *Job, result any) error {
+	var raw json.RawMessage
+	if result != nil && !isNilValue(result) {
+		b, err := json.Marshal(result)
+		if err != nil {
+			// The job ran; a result we cannot store must not re-run it.
+			return c.fail(ctx, job, Permanent(fmt.Errorf("encode result: %w", err)), "")
+		}
+		raw = b
+	}
+	err := c.st.Complete(ctx, []store.CompleteParams{{Lease: lease(job), Result: raw, Now: c.now()}})[0]
+	if err != nil {
+		return err
+	}
+	c.emit(ctx, Event{Kind: EventCompleted, JobID: job.ID, Shard: job.Shard, Task: job.Task, Attempt: job.Attempts})
+	return nil
+}
+
+func isNilValue(v any) bool {
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Interface:
+		return rv.IsNil()
+	}
+	return false
+}
+
+func lease(j *Job) store.Lease { return store.Lease{ID: j.ID, Token: j.Lease} }
+
+// FailOutcome reports what Fail did with a job.
+type FailOutcome struct {
+	// Dead is true when the job went to the dead-letter queue.
+	Dead bool
+	// RetryAt is when the job runs again, if it is not dead.
+	RetryAt time.Time
+	// Decision is the classification of the error.
+	Decision Decision
+}
+
+// Fail records a failed attempt of a claimed job. The error is classified
+// (see Classify): a permanent error, or a job that has used all its
+// attempts, goes to the dead-letter queue; otherwise the job is retried
+// after the backoff or the error's Retry-After delay. The decision and the
+// write are one atomic, lease-fenced step: it returns ErrLeaseLost,
+// changing nothing, if the claim no longer holds.
+func (c *Client) Fail(ctx context.Context, job *Job, jobErr error) (FailOutcome, error) {
+	out := c.failOutcome(job, jobErr)
+	return out, c.record(ctx, job, jobErr, out, stackOf(jobErr))
+}
+
+func (c *Client) fail(ctx context.Context, job *Job, jobErr error, stack string) error {
+	return c.record(ctx, job, jobErr, c.failOutcome(job, jobErr), stack)
+}
+
+func (c *Client) failOutcome(job *Job, jobErr error) FailOutcome {
+	d := Classify(jobErr)
+	out := FailOutcome{Decision: d, Dead: d.Permanent || job.Attempts >= job.MaxAttempts}
+	if !out.Dead {
+		delay := d.Delay
+		if delay <= 0 {
+			// The handler's setting wins (the row keeps whole seconds only).
+			base := job.RetryDelay
+			if h, ok := c.handlers[job.Task]; ok && h.Options.RetryDelay > 0 {
+				base = h.Options.RetryDelay
+			}
+			if base <= 0 {
+				base = c.cfg.RetryDelay
+			}
+			delay = Backoff(base, job.Attempts)
+		}
+		out.RetryAt = c.now().Add(delay)
+	}
+	return out
+}
+
+func stackOf(err error) string {
+	if pe, ok := errors.AsType[*PanicError](err); ok {
+		return pe.Stack
+	}
+	return ""
+}
+
+// errorType names err's concrete type, as queue-max's error_type column
+// holds the exception class.
+func errorType(err error) string {
+	for {
+		switch e := err.(type) {
+		case *PermanentError:
+			if e.Err == nil {
+				return "PermanentError"
+			}
+			err = e.Err
+			continue
+		case *RetryAfterError:
+			if e.Err == nil {
+				return "RetryAfterError"
+			}
+			err = e.Err
+			continue
+		}
+		return fmt.Sprintf("%T", err)
+	}
+}
+
+func (c *Client) record(ctx context.Context, job *Job, jobErr error, out FailOutcome, stack string) error {
+	msg := "unknown error"
+	if jobErr != nil {
+		msg = jobErr.Error()
+	}
+	now := c.now()
+	err := c.st.Fail(ctx, []store.FailParams{{Lease: lease(job), Error: msg, ErrorType: errorType(jobErr),
+		Stack: stack, Dead: out.Dead, RetryAt: out.RetryAt, Now: now}})[0]
+	if err != nil {
+		return err
+	}
+	if out.Dead {
+		c.emit(ctx, Event{Kind: EventFailed, JobID: job.ID, Shard: job.Shard, Task: job.Task, Attempt: job.Attempts, Error: msg})
+	} else {
+		c.emit(ctx, Event{Kind: EventRetried, JobID: job.ID, Shard: job.Shard, Task: job.Task, Attempt: job.Attempts, Error: msg, RetryAt: out.RetryAt})
+		c.notify()
+	}
+	return nil
+}
+
+// Heartbeat renews the heartbeat of claimed jobs so that orphan recovery
+// leaves them alone. Run does this by itself every
+// Config.HeartbeatInterval. It returns ErrLeaseLost if any claim no longer
+// holds (the others are still renewed).
+func (c *Client) Heartbeat(ctx context.Context, jobs ...*Job) error {
+	ls := make([]store.Lease, len(jobs))
+	for i, j := range jobs {
+		ls[i] = lease(j)
+	}
+	return errors.Join(c.st.Heartbeat(ctx, ls, c.now())...)
+}
+
+// Release returns claimed jobs to pending without spending an attempt.
+func (c *Client) Release(ctx context.Context, jobs ...*Job) error {
+	ls := make([]store.Lease, len(jobs))
+	for i, j := range jobs {
+		ls[i] = lease(j)
+	}
+	err := errors.Join(c.st.Release(ctx, ls)...)
+	c.notify()
+	return err
+}
+
+// RetryFailed re-queues every failed (dead-lettered) job of one shard, or of
+// all shards when shard is negative, with a fresh attempt budget, and removes
+// their dead-letter rows. It returns how many jobs it re-queued.
+func (c *Client) RetryFailed(ctx context.Context, shard int) (int, error) {
+	if shard < 0 {
+		shard = store.AllShards
+	}
+	n, err := c.st.RetryFailed(ctx, shard, c.now())
+	if n > 0 {
+		c.notify()
+	}
+	return n, err
+}
+
+// RetryJob re-queues one failed job as RetryFailed does. It returns
+// ErrJobNotFound if no failed job has that ID.
+func (c *Client) RetryJob(ctx context.Context, id JobID) error {
+	err := c.st.RetryJob(ctx, id, c.now())
+	if err == nil {
+		c.notify()
+	}
+	return err
+}
+
+// RequeueDead re-queues the job behind dead-letter row dlqID of shard (see
+// DeadLetters), re-creating it if its row was cleaned up, and returns its ID.
+func (c *Client) RequeueDead(ctx context.Context, shard int, dlqID int64) (JobID, error) {
+	id, err := c.st.RequeueDead(ctx, shard, dlqID, c.now())
+	if err == nil {
+		c.notify()
+	}
+	return id, err
+}
+
+// CleanupResult counts what Cleanup deleted.
+type CleanupResult = store.CleanupResult
+
+// Cleanup deletes failed and completed jobs that finished more than olderThan
+// ago, and dead-letter rows as old. Zero means Config.CleanupAge. Run calls
+// it every hour.
+func (c *Client) Cleanup(ctx context.Context, olderThan time.Duration) (CleanupResult, error) {
+	if olderThan <= 0 {
+		olderThan = c.cfg.CleanupAge
+	}
+	return c.st.Cleanup(ctx, c.now().Add(-olderThan))
+}
+
+// Purge deletes jobs with the given statuses and returns how many. With no
+// status it deletes every job except running ones: a running job is only
+// deleted when StatusProcessing is named, and then its worker's late
+// acknowledgement fails with ErrLeaseLost. The dead-letter queue is kept.
+func (c *Client) Purge(ctx context.Context, statuses ...Status) (int, error) {
+	for _, s := range statuses {
+		if _, err := store.ParseStatus(string(s)); err != nil {
+			return 0, err
+		}
+	}
+	return c.st.Purge(ctx, statuses)
+}
+
+// RecoverResult counts what RecoverOrphans did.
+type RecoverResult = store.RecoverResult
+
+// RecoverOrphans takes back jobs whose heartbeat is older than
+// Config.StuckTimeout: they return to pending, or go to the dead-letter
+// queue if that was their last attempt. Run calls it every
+// Config.RecoveryInterval.
+func (c *Client) RecoverOrphans(ctx context.Context) (RecoverResult, error) {
+	now := c.now()
+	res, err := c.st.RecoverOrphans(ctx, now.Add(-c.cfg.StuckTimeout), now)
+	if res.Requeued > 0 {
+		c.notify()
+	}
+	return res, err
+}
+
+// WaitUntilEmpty blocks until no job is pending, scheduled or running, or
+// until ctx ends (returning its error). It checks every 50ms.
+func (c *Client) WaitUntilEmpty(ctx context.Context) error {
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for {
+		has, err := c.st.HasWork(ctx)
+		if err != nil {
+			return err
+		}
+		if !has {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-t.C:
+		}
+	}
+}
+
+// ListParams filters Jobs and DeadLetters. The zero value lists up to 100
+// jobs of any status from every shard, newest first.
+type ListParams struct {
+	Status Status
+	Task   string
+	// Shard limits the listing to one shard; nil means all.
+	Shard *int
+	// Limit caps the merged result; zero means 100.
+	Limit int
+}
+
+func (p ListParams) store() store.ListParams {
+	sp := store.ListParams{Shard: store.AllShards, Status: p.Status, Task: p.Task, Limit: p.Limit}
+	if p.Shard != nil {
+		sp.Shard = *p.Shard
+	}
+	return sp
+}
+
+// Jobs lists stored jobs, newest first; the limit applies to the merged
+// list, not per shard.
+func (c *Client) Jobs(ctx context.Context, p ListParams) ([]*Job, error) {
+	if p.Status != "" {
+		if _, err := store.ParseStatus(string(p.Status)); err != nil {
+			return nil, err
+		}
+	}
+	return c.st.Jobs(ctx, p.store())
+}
+
+// FailedJobs lists up to limit failed jobs, newest first.
+func (c *Client) FailedJobs(ctx context.Context, limit int) ([]*Job, error) {
+	return c.Jobs(ctx, ListParams{Status: StatusFailed, Limit: limit})
+}
+
+// ProcessingJobs lists up to limit running jobs, newest first.
+func (c *Client) ProcessingJobs(ctx context.Context, limit int) ([]*Job, error) {
+	return c.Jobs(ctx, ListParams{Status: StatusProcessing, Limit: limit})
+}
+
+// DeadLetters lists dead-letter rows, newest first.
+func (c *Client) DeadLetters(ctx context.Context, p ListParams) ([]*DeadLetter, error) {
+	return c.st.DeadLetters(ctx, p.store())
+}
+
+// Stats is a snapshot of the queue: every field of queue-max's get_stats,
+// plus per-shard figures.
+type Stats struct {
+	Pending         int64        `json:"pending"`    // ready now
+	Scheduled       int64        `json:"scheduled"`  // waiting for a run-at or retry time
+	Processing      int64        `json:"processing"` // running
+	Failed          int64        `json:"failed"`     // dead-lettered and still in the queue table
+	Completed       int64        `json:"completed"`  // completed and kept for their result
+	DeadLetters     int64        `json:"dead_letters"`
+	TotalProcessed  int64        `json:"total_processed"` // completions ever recorded
+	TotalFailed     int64        `json:"total_failed"`    // dead-letterings ever recorded
+	NumShards       int          `json:"num_shards"`
+	MaxRetries      int          `json:"max_retries"`
+	RateLimit       int          `json:"rate_limit"`        // tokens per RateLimitPer; 0 = none
+	RateLimitPer    string       `json:"rate_limit_per"`    // e.g. "1m0s"
+	TokensAvailable float64      `json:"tokens_available"`  // -1 when not limited
+	CircuitState    string       `json:"circuit_state"`     // closed, open, half_open
+	CircuitFailures int          `json:"circuit_failures"`  // consecutive failures
+	UptimeSeconds   float64      `json:"uptime_seconds"`    // since Open
+	IsHealthy       bool         `json:"is_healthy"`        // every shard readable and circuit not open
+	PerShard        []ShardStats `json:"shards"`
+}
+
+// Stats returns queue statistics. Counts come from the status index, not
+// from scanning payloads. A shard that cannot be read is reported unhealthy
+// with its error instead of as zeros.
+func (c *Client) Stats(ctx context.Context) (Stats, error) {
+	ss, err := c.st.Stats(ctx)
+	if err != nil {
+		return Stats{}, err
+	}
+	s := Stats{
+		NumShards:       c.cfg.Shards,
+		MaxRetries:      *c.cfg.MaxRetries,
+		RateLimit:       c.cfg.RateLimit.Limit,
+		TokensAvailable: -1,
+		CircuitState:    "closed",
+		UptimeSeconds:   c.now().Sub(c.started).Seconds(),
+		IsHealthy:       true,
+		PerShard:        ss,
+	}
+	if c.cfg.RateLimit.Limit > 0 {
+		s.RateLimitPer = c.cfg.RateLimit.Per.String()
+	}
+	for _, sh := range ss {
+		s.Pending += sh.Pending
+		s.Scheduled += sh.Scheduled
+		s.Processing += sh.Processing
+		s.Failed += sh.Failed
+		s.Completed += sh.Completed
+		s.DeadLetters += sh.DeadLetters
+		s.TotalProcessed += sh.TotalProcessed
+		s.TotalFailed += sh.TotalFailed
+		s.IsHealthy = s.IsHealthy && sh.Healthy
+	}
+	if e := c.engine.Load(); e != nil {
+		e.fillStats(&s)
+	}
+	return s, nil
+}
+
+// panicError turns a recovered panic into a *PanicError with its stack.
+func panicError(r any) *PanicError {
+	return &PanicError{Value: r, Stack: string(debug.Stack())}
+}

@@ -1,0 +1,277 @@
+package queuemax
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// These tests run the test binary itself as a second OS process (the
+// child), selected by environment variables, as cmd/stringer's tests do.
+const (
+	childEnv      = "QUEUEMAX_TEST_CHILD"
+	childDirEnv   = "QUEUEMAX_TEST_DIR"
+	childShardEnv = "QUEUEMAX_TEST_SHARDS"
+)
+
+func childMain() int {
+	dir := os.Getenv(childDirEnv)
+	shards, _ := strconv.Atoi(os.Getenv(childShardEnv))
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	out := bufio.NewWriter(os.Stdout)
+	defer out.Flush()
+	say := func(format string, args ...any) { fmt.Fprintf(out, format+"\n", args...); out.Flush() }
+	switch mode := os.Getenv(childEnv); mode {
+	case "claim":
+		c, err := Open(ctx, Config{Dir: dir, Shards: shards})
+		if err != nil {
+			say("error %v", err)
+			return 1
+		}
+		defer c.Close()
+		for {
+			jobs, err := c.Claim(ctx, fmt.Sprint("child-", os.Getpid()), 25)
+			if err != nil {
+				say("error %v", err)
+				return 1
+			}
+			if len(jobs) == 0 {
+				if has, _ := c.st.HasWork(ctx); !has {
+					return 0
+				}
+				continue
+			}
+			for _, j := range jobs {
+				if err := c.Complete(ctx, j, nil); err != nil {
+					say("error %v", err)
+					return 1
+				}
+				say("%d", j.ID)
+			}
+		}
+	case "hang", "late":
+		goFile := filepath.Join(dir, "go")
+		h := DefineResult("t.Long", TaskOptions{}, func(ctx context.Context, _ echoArgs) (string, error) {
+			say("started")
+			// Ignore ctx on purpose: a late worker that does not notice it
+			// lost its job.
+			for {
+				if _, err := os.Stat(goFile); err == nil {
+					return "child", nil
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		})
+		c, err := Open(ctx, Config{Dir: dir, Shards: shards, Logger: slog.New(slog.DiscardHandler), Handlers: []Handler{h}, HeartbeatInterval: 100 * time.Millisecond,
+			StuckTimeout: 300 * time.Millisecond, RecoveryInterval: time.Hour, DrainTimeout: time.Second})
+		if err != nil {
+			say("error %v", err)
+			return 1
+		}
+		defer c.Close()
+		runCtx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		done := make(chan error, 1)
+		go func() { done <- c.Run(runCtx) }()
+		for {
+			select {
+			case err := <-done:
+				if err != nil {
+					say("error %v", err)
+					return 1
+				}
+				return 0
+			case <-time.After(10 * time.Millisecond):
+			}
+			if ws, ok := c.WorkerStats(); ok && ws.LeaseLost > 0 {
+				say("lease_lost processed=%d", ws.Processed)
+				cancel()
+			}
+		}
+	default:
+		fmt.Fprintf(os.Stderr, "unknown child mode %q\n", mode)
+		return 2
+	}
+}
+
+type child struct {
+	cmd   *exec.Cmd
+	lines chan string
+}
+
+func startChild(t *testing.T, mode, dir string, shards int) *child {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"="+mode, childDirEnv+"="+dir, childShardEnv+"="+strconv.Itoa(shards))
+	cmd.Stderr = os.Stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ch := &child{cmd: cmd, lines: make(chan string, 100000)}
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			ch.lines <- sc.Text()
+		}
+		io.Copy(io.Discard, stdout)
+		close(ch.lines)
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGCONT)
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	return ch
+}
+
+// expect waits for a line with prefix from the child.
+func (ch *child) expect(t *testing.T, prefix string) string {
+	t.Helper()
+	timeout := time.After(60 * time.Second)
+	for {
+		select {
+		case l, ok := <-ch.lines:
+			if !ok {
+				t.Fatalf("child exited before printing %q", prefix)
+			}
+			if strings.HasPrefix(l, "error") {
+				t.Fatalf("child: %s", l)
+			}
+			if strings.HasPrefix(l, prefix) {
+				return l
+			}
+		case <-timeout:
+			t.Fatalf("child did not print %q", prefix)
+		}
+	}
+}
+
+func TestProcesses_NeverClaimTheSameJob(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{Shards: 4})
+	const n = 3000
+	params := make([]EnqueueParams, n)
+	for i := range params {
+		params[i] = EnqueueParams{Task: "t", Payload: echoArgs{i}}
+	}
+	ids, err := b.c.EnqueueMany(b.ctx, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kids := []*child{startChild(t, "claim", b.dir, 4), startChild(t, "claim", b.dir, 4)}
+	seen := make(map[JobID]int)
+	perChild := make([]int, len(kids))
+	for i, k := range kids {
+		for l := range k.lines {
+			if strings.HasPrefix(l, "error") {
+				t.Fatalf("child %d: %s", i, l)
+			}
+			v, err := strconv.ParseInt(l, 10, 64)
+			if err != nil {
+				t.Fatalf("child %d printed %q", i, l)
+			}
+			seen[JobID(v)]++
+			perChild[i]++
+		}
+		if err := k.cmd.Wait(); err != nil {
+			t.Fatalf("child %d: %v", i, err)
+		}
+	}
+	for _, id := range ids {
+		if seen[id] != 1 {
+			t.Errorf("job %d claimed %d times, want once", id, seen[id])
+		}
+	}
+	if len(seen) != n {
+		t.Errorf("claimed %d distinct jobs, want %d", len(seen), n)
+	}
+	t.Logf("claims per process: %v", perChild)
+}
+
+func TestProcesses_KilledWorkerJobIsRecovered(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	b := setup(t, Config{Dir: dir, Shards: 2})
+	id, err := b.c.Enqueue(b.ctx, "t.Long", echoArgs{}, Opts{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kid := startChild(t, "hang", dir, 2)
+	kid.expect(t, "started")
+	kid.cmd.Process.Signal(syscall.SIGKILL)
+	kid.cmd.Wait()
+
+	var runs int
+	h := DefineResult("t.Long", TaskOptions{}, func(context.Context, echoArgs) (string, error) { runs++; return "survivor", nil })
+	w := setup(t, Config{Dir: dir, Shards: 2, Handlers: []Handler{h}, HeartbeatInterval: 50 * time.Millisecond,
+		StuckTimeout: 300 * time.Millisecond, RecoveryInterval: 50 * time.Millisecond})
+	evs := collect(w.c, EventCompleted)
+	stop := run(t, w.c)
+	waitEvents(t, evs, 1)
+	stop()
+	j, err := w.c.Job(w.ctx, id)
+	if err != nil || string(j.Result) != `"survivor"` || j.Attempts != 2 || runs != 1 {
+		t.Errorf("job = %+v, %v, runs=%d; want completed once by the survivor on attempt 2", j, err, runs)
+	}
+}
+
+func TestProcesses_PausedWorkerLateCompletionRejected(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	b := setup(t, Config{Dir: dir, Shards: 1})
+	id, err := b.c.Enqueue(b.ctx, "t.Long", echoArgs{}, Opts{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kid := startChild(t, "late", dir, 1)
+	kid.expect(t, "started")
+	kid.cmd.Process.Signal(syscall.SIGSTOP)
+
+	h := DefineResult("t.Long", TaskOptions{}, func(context.Context, echoArgs) (string, error) { return "survivor", nil })
+	w := setup(t, Config{Dir: dir, Shards: 1, Handlers: []Handler{h}, HeartbeatInterval: 50 * time.Millisecond,
+		StuckTimeout: 300 * time.Millisecond, RecoveryInterval: 50 * time.Millisecond})
+	evs := collect(w.c, EventCompleted)
+	stop := run(t, w.c)
+	waitEvents(t, evs, 1)
+	stop()
+
+	// Resume the paused worker and let its handler finish.
+	if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	kid.cmd.Process.Signal(syscall.SIGCONT)
+	if l := kid.expect(t, "lease_lost"); l != "lease_lost processed=0" {
+		t.Errorf("child reported %q, want its completion rejected", l)
+	}
+	if err := kid.cmd.Wait(); err != nil {
+		t.Errorf("child exit: %v", err)
+	}
+	j, err := w.c.Job(w.ctx, id)
+	if err != nil || string(j.Result) != `"survivor"` || j.Status != StatusCompleted {
+		t.Errorf("job = %+v, %v; want the survivor's completion", j, err)
+	}
+	s, _ := w.c.Stats(w.ctx)
+	if s.TotalProcessed != 1 {
+		t.Errorf("total processed = %d, want 1", s.TotalProcessed)
+	}
+}

@@ -1,0 +1,651 @@
+package queuemax
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/queuemax/queuemax/runtime/breaker"
+	"github.com/queuemax/queuemax/runtime/ratelimit"
+	"github.com/queuemax/queuemax/runtime/scale"
+	"github.com/queuemax/queuemax/runtime/store"
+)
+
+// errStopping is the cancellation cause of a drain.
+var errStopping = errors.New("queuemax: client stopping")
+
+// Hooks are optional callbacks around each job Run executes. They run on the
+// job's goroutine; a panicking hook is recovered and logged.
+type Hooks struct {
+	// OnStart runs before the handler.
+	OnStart func(ctx context.Context, job *Job)
+	// OnComplete runs after a success has been committed.
+	OnComplete func(ctx context.Context, job *Job, result any)
+	// OnError runs after a failure has been recorded.
+	OnError func(ctx context.Context, job *Job, err error, out FailOutcome)
+}
+
+// Autoscale makes Run vary how many jobs it executes at once between Min and
+// Max by the pending backlog, with queue-max's rule: above UpThreshold add
+// max(1, pending/UpThreshold) workers, below DownThreshold remove one,
+// checking every CheckInterval and acting at most once per Cooldown. Zero
+// fields mean Min 1, Max 10, UpThreshold 100, DownThreshold 10,
+// CheckInterval 60s and Cooldown 30s.
+type Autoscale = scale.Policy
+
+// WorkerState is the state of Run's engine.
+type WorkerState string
+
+// Worker states.
+const (
+	WorkerIdle     WorkerState = "initialized"
+	WorkerRunning  WorkerState = "running"
+	WorkerStopping WorkerState = "stopping"
+	WorkerStopped  WorkerState = "stopped"
+)
+
+// WorkerStats describes the engine of a running (or stopped) Run.
+type WorkerStats struct {
+	WorkerID          string        `json:"worker_id"`
+	State             WorkerState   `json:"state"`
+	Concurrency       int           `json:"concurrency"` // current worker count (changes with autoscaling)
+	Running           int           `json:"running"`     // jobs executing now
+	Processed         int64         `json:"processed"`   // completed
+	Failed            int64         `json:"failed"`      // dead-lettered
+	Retried           int64         `json:"retried"`     // failed attempts that will retry
+	LeaseLost         int64         `json:"lease_lost"`  // acknowledgements rejected because the job was taken back
+	StartedAt         time.Time     `json:"started_at"`
+	Uptime            time.Duration `json:"uptime"`
+	ThroughputPerHour float64       `json:"throughput_jobs_per_hour"` // processed per wall-clock hour of uptime
+	CurrentJobs       []JobID       `json:"current_jobs"`
+}
+
+type runningJob struct {
+	job    *Job
+	cancel context.CancelCauseFunc
+	lost   atomic.Bool
+}
+
+// engine is the state of one Run.
+type engine struct {
+	c        *Client
+	log      *slog.Logger
+	limiter  *ratelimit.Limiter
+	limiters map[string]*ratelimit.Limiter // per task
+	breaker  *breaker.Breaker
+	auto     *scale.Policy
+
+	limit    atomic.Int64 // how many jobs may run at once
+	active   atomic.Int64
+	slotFree chan struct{} // buffer 1: a freed slot wakes the fetcher
+
+	mu      sync.Mutex
+	running map[JobID]*runningJob
+
+	state                               atomic.Value // WorkerState
+	started                             time.Time
+	processed, failed, retried, lostCnt atomic.Int64
+
+	jobCtx context.Context // parent of job contexts; outlives Run's ctx
+	jobWG  sync.WaitGroup
+}
+
+func (c *Client) newEngine(jobCtx context.Context) (*engine, error) {
+	e := &engine{
+		c:        c,
+		log:      c.log,
+		limiters: make(map[string]*ratelimit.Limiter),
+		slotFree: make(chan struct{}, 1),
+		running:  make(map[JobID]*runningJob),
+		started:  c.now(),
+		jobCtx:   jobCtx,
+	}
+	e.state.Store(WorkerRunning)
+	e.limit.Store(int64(c.cfg.Workers))
+	if r := c.cfg.RateLimit; r.Limit > 0 {
+		l, err := ratelimit.New(r.Limit, r.Per, 0)
+		if err != nil {
+			return nil, &ConfigError{"RateLimit", err.Error()}
+		}
+		e.limiter = l
+	}
+	for name, h := range c.handlers {
+		if r := h.Options.RateLimit; r.Limit > 0 {
+			l, err := ratelimit.New(r.Limit, r.Per, 0)
+			if err != nil {
+				return nil, fmt.Errorf("%w: handler %q: %v", ErrInvalidConfig, name, err)
+			}
+			e.limiters[name] = l
+		}
+	}
+	b, err := breaker.New(breaker.Config{
+		Threshold: c.cfg.CircuitThreshold,
+		Timeout:   c.cfg.CircuitTimeout,
+		OnStateChange: func(from, to breaker.State) {
+			c.log.Warn("circuit breaker changed state", "from", from.String(), "to", to.String())
+		},
+	})
+	if err != nil {
+		return nil, &ConfigError{"CircuitThreshold", err.Error()}
+	}
+	e.breaker = b
+	if c.cfg.Autoscale != nil {
+		p := c.cfg.Autoscale.WithDefaults()
+		if err := p.Validate(); err != nil {
+			return nil, &ConfigError{"Autoscale", err.Error()}
+		}
+		e.auto = &p
+		e.limit.Store(int64(max(p.Min, min(p.Max, c.cfg.Workers))))
+	}
+	return e, nil
+}
+
+// Run processes jobs until ctx ends, then drains: it stops claiming, lets
+// running jobs finish for up to Config.DrainTimeout, cancels the rest and
+// returns them to pending without spending an attempt. While it runs it
+// renews running jobs' heartbeats, recovers orphans every
+// Config.RecoveryInterval, deletes jobs older than Config.CleanupAge every
+// hour and raises alerts. It returns nil after a drain caused by ctx, and
+// only after every goroutine it started has exited. Only one Run may be
+// active per Client (ErrRunning).
+func (c *Client) Run(ctx context.Context) error {
+	if c.closed.Load() {
+		return ErrClosed
+	}
+	if !c.running.CompareAndSwap(false, true) {
+		return ErrRunning
+	}
+	defer c.running.Store(false)
+
+	jobCtx, cancelJobs := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer cancelJobs(errStopping)
+	e, err := c.newEngine(jobCtx)
+	if err != nil {
+		return err
+	}
+	c.engine.Store(e)
+	c.log.InfoContext(ctx, "queuemax started", "worker_id", c.cfg.WorkerID, "shards", c.cfg.Shards,
+		"workers", e.limit.Load(), "tasks", len(c.handlers))
+
+	// Services that keep running during the drain stop with svcCtx.
+	svcCtx, stopSvc := context.WithCancelCause(context.WithoutCancel(ctx))
+	var svc sync.WaitGroup
+	svc.Go(func() { e.heartbeats(svcCtx) })
+	svc.Go(func() { e.maintenance(svcCtx) })
+	if e.auto != nil {
+		svc.Go(func() { e.autoscale(svcCtx) })
+	}
+	var fetch sync.WaitGroup
+	fetch.Go(func() { e.fetch(ctx) })
+
+	<-ctx.Done()
+	e.state.Store(WorkerStopping)
+	fetch.Wait()
+	c.log.InfoContext(jobCtx, "queuemax draining", "running", e.active.Load(), "drain_timeout", c.cfg.DrainTimeout)
+	drained := make(chan struct{})
+	go func() { e.jobWG.Wait(); close(drained) }()
+	timer := time.NewTimer(c.cfg.DrainTimeout)
+	select {
+	case <-drained:
+		timer.Stop()
+	case <-timer.C:
+		c.log.WarnContext(jobCtx, "drain timeout: cancelling running jobs", "running", e.active.Load())
+		cancelJobs(errStopping)
+		<-drained
+	}
+	stopSvc(errStopping)
+	svc.Wait()
+	e.state.Store(WorkerStopped)
+	c.log.InfoContext(jobCtx, "queuemax stopped", "processed", e.processed.Load(), "failed", e.failed.Load(), "retried", e.retried.Load())
+	return nil
+}
+
+// WorkerStats returns the statistics of the current (or last) Run, and
+// false if Run has never started.
+func (c *Client) WorkerStats() (WorkerStats, bool) {
+	e := c.engine.Load()
+	if e == nil {
+		return WorkerStats{}, false
+	}
+	return e.stats(), true
+}
+
+func (e *engine) stats() WorkerStats {
+	now := e.c.now()
+	s := WorkerStats{
+		WorkerID:    e.c.cfg.WorkerID,
+		State:       e.state.Load().(WorkerState),
+		Concurrency: int(e.limit.Load()),
+		Running:     int(e.active.Load()),
+		Processed:   e.processed.Load(),
+		Failed:      e.failed.Load(),
+		Retried:     e.retried.Load(),
+		LeaseLost:   e.lostCnt.Load(),
+		StartedAt:   e.started,
+		Uptime:      now.Sub(e.started),
+	}
+	if h := s.Uptime.Hours(); h > 0 {
+		s.ThroughputPerHour = float64(s.Processed) / h
+	}
+	e.mu.Lock()
+	for id := range e.running {
+		s.CurrentJobs = append(s.CurrentJobs, id)
+	}
+	e.mu.Unlock()
+	return s
+}
+
+func (e *engine) fillStats(s *Stats) {
+	if e.limiter != nil {
+		s.TokensAvailable = e.limiter.Remaining()
+	}
+	bs := e.breaker.Stats()
+	s.CircuitState = bs.State.String()
+	s.CircuitFailures = bs.Failures
+	s.IsHealthy = s.IsHealthy && bs.State != breaker.Open
+}
+
+// fetch claims jobs while slots are free and starts one goroutine per job.
+func (e *engine) fetch(ctx context.Context) {
+	c := e.c
+	poll := time.NewTicker(c.cfg.PollInterval)
+	defer poll.Stop()
+	var lastVersion int64
+	for ctx.Err() == nil {
+		free := int(e.limit.Load() - e.active.Load())
+		if free <= 0 {
+			select {
+			case <-ctx.Done():
+			case <-e.slotFree:
+			}
+			continue
+		}
+		n := min(free, c.cfg.ClaimBatch)
+		ticket, ok := e.breaker.Allow()
+		if !ok {
+			wait := time.NewTimer(max(e.breaker.Stats().RecoveryRemaining, 10*time.Millisecond))
+			select {
+			case <-ctx.Done():
+			case <-wait.C:
+			}
+			wait.Stop()
+			continue
+		}
+		if ticket.Probe() {
+			n = 1
+		}
+		if e.limiter != nil {
+			if err := e.limiter.Acquire(ctx); err != nil {
+				ticket.Release()
+				return
+			}
+			got := 1
+			for got < n && e.limiter.TryAcquire() {
+				got++
+			}
+			n = got
+		}
+		if v, err := c.st.DataVersion(ctx); err == nil {
+			lastVersion = v
+		}
+		jobs, err := c.Claim(ctx, c.cfg.WorkerID, n)
+		if e.limiter != nil {
+			for range n - len(jobs) {
+				e.limiter.Refund()
+			}
+		}
+		if err != nil && ctx.Err() == nil && !errors.Is(err, ErrClosed) {
+			e.log.WarnContext(ctx, "claim failed", "err", err)
+		}
+		if len(jobs) == 0 {
+			ticket.Release()
+			e.idle(ctx, poll, lastVersion)
+			continue
+		}
+		for i, j := range jobs {
+			var t *breaker.Ticket
+			if i == 0 && ticket.Probe() {
+				t = &ticket
+			}
+			e.start(j, t)
+		}
+	}
+}
+
+// idle waits for a reason to claim again: a local enqueue, a commit by
+// another connection (PRAGMA data_version, checked every PollInterval), a
+// scheduled job coming due, or ctx's end.
+func (e *engine) idle(ctx context.Context, poll *time.Ticker, lastVersion int64) {
+	c := e.c
+	var due <-chan time.Time
+	if t, ok, err := c.st.NextDue(ctx); err == nil && ok {
+		timer := time.NewTimer(max(0, t.Sub(c.now())) + time.Millisecond)
+		defer timer.Stop()
+		due = timer.C
+	}
+	// A full re-check now and then covers clock steps and missed signals.
+	fallback := time.NewTimer(time.Second + rand.N(time.Second))
+	defer fallback.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.wake:
+			return
+		case <-due:
+			return
+		case <-fallback.C:
+			return
+		case <-poll.C:
+			v, err := c.st.DataVersion(ctx)
+			if err != nil || v != lastVersion {
+				return
+			}
+		}
+	}
+}
+
+// start runs one claimed job on its own goroutine.
+func (e *engine) start(j *Job, t *breaker.Ticket) {
+	jctx, cancel := context.WithCancelCause(e.jobCtx)
+	rj := &runningJob{job: j, cancel: cancel}
+	e.mu.Lock()
+	e.running[j.ID] = rj
+	e.mu.Unlock()
+	e.active.Add(1)
+	e.jobWG.Go(func() {
+		defer func() {
+			cancel(nil)
+			e.mu.Lock()
+			delete(e.running, j.ID)
+			e.mu.Unlock()
+			e.active.Add(-1)
+			select {
+			case e.slotFree <- struct{}{}:
+			default:
+			}
+		}()
+		e.execute(jctx, rj, t)
+	})
+}
+
+func (e *engine) execute(ctx context.Context, rj *runningJob, t *breaker.Ticket) {
+	c, j := e.c, rj.job
+	settle := func(err error, retryable bool) {
+		switch {
+		case t != nil && err == nil:
+			t.Success()
+		case t != nil && retryable:
+			t.Failure()
+		case t != nil:
+			t.Release()
+		case err == nil:
+			e.breaker.Success()
+		case retryable:
+			e.breaker.Failure()
+		}
+	}
+	h, ok := c.handlers[j.Task]
+	if !ok {
+		h, ok = c.handlers[""]
+	}
+	if !ok {
+		if t != nil {
+			t.Release()
+		}
+		e.finish(ctx, rj, nil, Permanent(fmt.Errorf("%w: %q (no handler registered)", ErrUnknownTask, j.Task)))
+		return
+	}
+	if l := e.limiters[h.Name]; l != nil {
+		if err := l.Acquire(ctx); err != nil {
+			if t != nil {
+				t.Release()
+			}
+			e.release(rj)
+			return
+		}
+	}
+	e.hook(ctx, "on_start", func() {
+		if c.cfg.Hooks.OnStart != nil {
+			c.cfg.Hooks.OnStart(ctx, j)
+		}
+	})
+	result, err := e.call(ctx, h, j)
+	if err != nil && context.Cause(e.jobCtx) != nil && errors.Is(err, context.Canceled) {
+		// Cancelled by the drain timeout: give the job back unspent.
+		if t != nil {
+			t.Release()
+		}
+		e.release(rj)
+		return
+	}
+	settle(err, err != nil && !Classify(err).Permanent)
+	e.finish(ctx, rj, result, err)
+}
+
+// call runs the handler with the task's timeout, converting panics into
+// errors and retrying in-process on errors RetryOn selects.
+func (e *engine) call(ctx context.Context, h *Handler, j *Job) (any, error) {
+	o := h.Options
+	inline := 0
+	if o.RetryOn != nil {
+		inline = o.InlineRetries
+		if inline == 0 {
+			inline = 3
+		}
+	}
+	for attempt := 0; ; attempt++ {
+		result, err := e.callOnce(ctx, h, j)
+		if err == nil || attempt >= inline || !o.RetryOn(err) || ctx.Err() != nil {
+			return result, err
+		}
+		d := min(100*time.Millisecond<<attempt, 5*time.Second)
+		e.log.DebugContext(ctx, "inline retry", "task", j.Task, "job_id", int64(j.ID), "attempt", attempt+1, "err", err)
+		timer := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return nil, context.Cause(ctx)
+		case <-timer.C:
+		}
+	}
+}
+
+func (e *engine) callOnce(ctx context.Context, h *Handler, j *Job) (result any, err error) {
+	if limit := h.Options.Timeout; limit > 0 {
+		parent := ctx
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, limit)
+		defer cancel()
+		defer func() {
+			// A handler that returns an error after its deadline passed
+			// (and not because the whole run is stopping) timed out.
+			if err != nil && parent.Err() == nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				if _, ok := errors.AsType[*TimeoutError](err); !ok {
+					err = fmt.Errorf("%w: %w", &TimeoutError{Limit: limit}, err)
+				}
+			}
+		}()
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			result, err = nil, panicError(r)
+		}
+	}()
+	return h.Func(ctx, j)
+}
+
+// finish records the outcome of an attempt.
+func (e *engine) finish(ctx context.Context, rj *runningJob, result any, jobErr error) {
+	c, j := e.c, rj.job
+	// Acknowledgements must reach the store even while draining.
+	ackCtx := context.WithoutCancel(ctx)
+	if rj.lost.Load() {
+		e.lostCnt.Add(1)
+		e.log.WarnContext(ackCtx, "job lease lost while running; result discarded", "task", j.Task, "job_id", int64(j.ID))
+		return
+	}
+	if jobErr == nil {
+		err := c.Complete(ackCtx, j, result)
+		switch {
+		case errors.Is(err, ErrLeaseLost):
+			e.lostCnt.Add(1)
+			e.log.WarnContext(ackCtx, "job lease lost; completion rejected", "task", j.Task, "job_id", int64(j.ID))
+		case err != nil:
+			e.log.ErrorContext(ackCtx, "record completion", "task", j.Task, "job_id", int64(j.ID), "err", err)
+		default:
+			e.processed.Add(1)
+			e.log.LogAttrs(ackCtx, slog.LevelDebug, "job completed", slog.String("task", j.Task), slog.Int64("job_id", int64(j.ID)))
+			e.hook(ackCtx, "on_complete", func() {
+				if c.cfg.Hooks.OnComplete != nil {
+					c.cfg.Hooks.OnComplete(ackCtx, j, result)
+				}
+			})
+		}
+		return
+	}
+	out := c.failOutcome(j, jobErr)
+	err := c.record(ackCtx, j, jobErr, out, stackOf(jobErr))
+	switch {
+	case errors.Is(err, ErrLeaseLost):
+		e.lostCnt.Add(1)
+		e.log.WarnContext(ackCtx, "job lease lost; failure rejected", "task", j.Task, "job_id", int64(j.ID))
+		return
+	case err != nil:
+		e.log.ErrorContext(ackCtx, "record failure", "task", j.Task, "job_id", int64(j.ID), "err", err)
+		return
+	case out.Dead:
+		e.failed.Add(1)
+		e.log.ErrorContext(ackCtx, "job dead-lettered", "task", j.Task, "job_id", int64(j.ID), "attempt", j.Attempts, "err", jobErr)
+	default:
+		e.retried.Add(1)
+		e.log.WarnContext(ackCtx, "job failed; retry scheduled", "task", j.Task, "job_id", int64(j.ID), "attempt", j.Attempts,
+			"retry_at", out.RetryAt, "err", jobErr)
+	}
+	e.hook(ackCtx, "on_error", func() {
+		if c.cfg.Hooks.OnError != nil {
+			c.cfg.Hooks.OnError(ackCtx, j, jobErr, out)
+		}
+	})
+}
+
+func (e *engine) release(rj *runningJob) {
+	if err := e.c.Release(context.WithoutCancel(e.jobCtx), rj.job); err != nil && !errors.Is(err, ErrLeaseLost) {
+		e.log.Error("return unfinished job to pending", "job_id", int64(rj.job.ID), "err", err)
+	}
+}
+
+func (e *engine) hook(ctx context.Context, name string, fn func()) {
+	defer func() {
+		if r := recover(); r != nil {
+			e.log.ErrorContext(ctx, "hook panicked", "hook", name, "panic", fmt.Sprint(r))
+		}
+	}()
+	fn()
+}
+
+// heartbeats renews running jobs' heartbeats every HeartbeatInterval. A job
+// whose lease was lost is cancelled: another worker owns it now.
+func (e *engine) heartbeats(ctx context.Context) {
+	t := time.NewTicker(e.c.cfg.HeartbeatInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		e.mu.Lock()
+		rjs := make([]*runningJob, 0, len(e.running))
+		for _, rj := range e.running {
+			rjs = append(rjs, rj)
+		}
+		e.mu.Unlock()
+		if len(rjs) == 0 {
+			continue
+		}
+		ls := make([]store.Lease, len(rjs))
+		for i, rj := range rjs {
+			ls[i] = lease(rj.job)
+		}
+		for i, err := range e.c.st.Heartbeat(ctx, ls, e.c.now()) {
+			switch {
+			case errors.Is(err, ErrLeaseLost):
+				rjs[i].lost.Store(true)
+				rjs[i].cancel(ErrLeaseLost)
+			case err != nil && ctx.Err() == nil:
+				e.log.WarnContext(ctx, "heartbeat failed", "job_id", int64(rjs[i].job.ID), "err", err)
+			}
+		}
+	}
+}
+
+// maintenance recovers orphans, cleans up old jobs and checks the alert
+// threshold.
+func (e *engine) maintenance(ctx context.Context) {
+	c := e.c
+	t := time.NewTicker(c.cfg.RecoveryInterval)
+	defer t.Stop()
+	lastCleanup := time.Time{}
+	for {
+		res, err := c.RecoverOrphans(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			e.log.WarnContext(ctx, "orphan recovery failed", "err", err)
+		case res.Requeued+res.DeadLettered > 0:
+			e.log.WarnContext(ctx, "recovered orphaned jobs", "requeued", res.Requeued, "dead_lettered", res.DeadLettered)
+		}
+		if now := c.now(); now.Sub(lastCleanup) >= time.Hour {
+			lastCleanup = now
+			if res, err := c.Cleanup(ctx, 0); err != nil && ctx.Err() == nil {
+				e.log.WarnContext(ctx, "cleanup failed", "err", err)
+			} else if res.Jobs+res.DeadLetters > 0 {
+				e.log.InfoContext(ctx, "cleaned up old jobs", "jobs", res.Jobs, "dead_letters", res.DeadLetters)
+			}
+		}
+		c.checkAlert(ctx, true)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// autoscale adjusts the engine's concurrency by the backlog.
+func (e *engine) autoscale(ctx context.Context) {
+	p := *e.auto
+	t := time.NewTicker(p.CheckInterval)
+	defer t.Stop()
+	var last time.Time
+	for {
+		if s, err := e.c.st.Stats(ctx); err == nil {
+			var pending int64
+			for _, sh := range s {
+				pending += sh.Pending
+			}
+			cur := int(e.limit.Load())
+			now := e.c.now()
+			target := p.Target(cur, pending, now.Sub(last), !last.IsZero())
+			if target != cur {
+				e.limit.Store(int64(target))
+				last = now
+				e.log.InfoContext(ctx, "autoscaled workers", "from", cur, "to", target, "pending", pending)
+				select {
+				case e.slotFree <- struct{}{}:
+				default:
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,378 @@
+package queuemax
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+type echoArgs struct {
+	N int `json:"n"`
+}
+
+// eventCounter collects events of some kinds on a channel.
+func collect(c *Client, kinds ...EventKind) <-chan Event {
+	ch := make(chan Event, 10000)
+	for _, k := range kinds {
+		c.On(k, func(e Event) { ch <- e })
+	}
+	return ch
+}
+
+func waitEvents(t *testing.T, ch <-chan Event, n int) []Event {
+	t.Helper()
+	var out []Event
+	timeout := time.After(30 * time.Second)
+	for len(out) < n {
+		select {
+		case e := <-ch:
+			out = append(out, e)
+		case <-timeout:
+			t.Fatalf("got %d events, want %d: %+v", len(out), n, out)
+		}
+	}
+	return out
+}
+
+type httpErr struct{ code int }
+
+func (e httpErr) Error() string   { return fmt.Sprintf("http %d", e.code) }
+func (e httpErr) StatusCode() int { return e.code }
+
+func TestClient_Run(t *testing.T) {
+	t.Parallel()
+
+	t.Run("ProcessesTypedJobsAndStoresResults", func(t *testing.T) {
+		t.Parallel()
+		var sum atomic.Int64
+		add := Define("t.Add", TaskOptions{}, func(_ context.Context, a echoArgs) error { sum.Add(int64(a.N)); return nil })
+		dbl := DefineResult("t.Double", TaskOptions{}, func(_ context.Context, a echoArgs) (echoArgs, error) { return echoArgs{a.N * 2}, nil })
+		b := setup(t, Config{Shards: 3, Handlers: []Handler{add, dbl}})
+		done := collect(b.c, EventCompleted)
+		stop := run(t, b.c)
+		addT := NewTask[echoArgs](b.c, "t.Add", TaskOptions{})
+		var args []echoArgs
+		for i := 1; i <= 100; i++ {
+			args = append(args, echoArgs{i})
+		}
+		if _, err := addT.EnqueueMany(b.ctx, args); err != nil {
+			t.Fatal(err)
+		}
+		id, err := NewTask[echoArgs](b.c, "t.Double", TaskOptions{}).Enqueue(b.ctx, echoArgs{21})
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitEvents(t, done, 101)
+		if got := sum.Load(); got != 5050 {
+			t.Errorf("sum = %d, want 5050", got)
+		}
+		res, err := Result[echoArgs](b.ctx, b.c, id)
+		if err != nil || res.N != 42 {
+			t.Errorf("Result = %v, %v; want 42", res, err)
+		}
+		stop()
+		s, _ := b.c.Stats(b.ctx)
+		if s.TotalProcessed != 101 || s.Pending != 0 || s.Completed != 1 {
+			t.Errorf("stats processed=%d pending=%d completed=%d, want 101, 0, 1", s.TotalProcessed, s.Pending, s.Completed)
+		}
+		ws, _ := b.c.WorkerStats()
+		if ws.Processed != 101 || ws.State != WorkerStopped {
+			t.Errorf("worker stats = %+v, want 101 processed and stopped", ws)
+		}
+	})
+
+	t.Run("RetriesWithBackoffThenDeadLetters", func(t *testing.T) {
+		t.Parallel()
+		var calls atomic.Int64
+		h := Define("t.Fail", TaskOptions{MaxRetries: Ptr(2), RetryDelay: time.Millisecond},
+			func(context.Context, echoArgs) error { calls.Add(1); return httpErr{503} })
+		b := setup(t, Config{Shards: 2, Handlers: []Handler{h}})
+		evs := collect(b.c, EventRetried, EventFailed)
+		run(t, b.c)
+		id, err := b.c.Enqueue(b.ctx, "t.Fail", echoArgs{1}, Opts{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := waitEvents(t, evs, 3)
+		kinds := []EventKind{got[0].Kind, got[1].Kind, got[2].Kind}
+		if fmt.Sprint(kinds) != fmt.Sprint([]EventKind{EventRetried, EventRetried, EventFailed}) {
+			t.Errorf("events = %v, want retried, retried, failed", kinds)
+		}
+		if got[2].Attempt != 3 || got[2].Error != "http 503" || got[2].JobID != id {
+			t.Errorf("failed event = %+v, want attempt 3 of job %d", got[2], id)
+		}
+		j, _ := b.c.Job(b.ctx, id)
+		if j.Status != StatusFailed || j.Attempts != 3 || j.ErrorType != "queuemax.httpErr" {
+			t.Errorf("job = %s attempts=%d type=%s, want failed after 3 attempts", j.Status, j.Attempts, j.ErrorType)
+		}
+		dl, _ := b.c.DeadLetters(b.ctx, ListParams{})
+		if len(dl) != 1 || dl[0].OriginalJobID != id {
+			t.Errorf("dead letters = %+v, want one for job %d", dl, id)
+		}
+		if calls.Load() != 3 {
+			t.Errorf("handler calls = %d, want 3", calls.Load())
+		}
+	})
+
+	t.Run("PermanentErrorsSkipRetries", func(t *testing.T) {
+		t.Parallel()
+		h := Define("t.P", TaskOptions{MaxRetries: Ptr(5), RetryDelay: time.Millisecond}, func(_ context.Context, a echoArgs) error {
+			if a.N == 0 {
+				return httpErr{404}
+			}
+			return Permanent(errors.New("bad input"))
+		})
+		b := setup(t, Config{Shards: 1, Handlers: []Handler{h}})
+		evs := collect(b.c, EventRetried, EventFailed)
+		run(t, b.c)
+		b.c.Enqueue(b.ctx, "t.P", echoArgs{0}, Opts{})
+		b.c.Enqueue(b.ctx, "t.P", echoArgs{1}, Opts{})
+		for _, e := range waitEvents(t, evs, 2) {
+			if e.Kind != EventFailed || e.Attempt != 1 {
+				t.Errorf("event = %+v, want failed on attempt 1", e)
+			}
+		}
+	})
+
+	t.Run("PanicIsRecordedWithStack", func(t *testing.T) {
+		t.Parallel()
+		h := Define("t.Panic", TaskOptions{MaxRetries: Ptr(0)}, func(context.Context, echoArgs) error { panic("kaboom") })
+		b := setup(t, Config{Shards: 1, Handlers: []Handler{h}})
+		evs := collect(b.c, EventFailed)
+		run(t, b.c)
+		id, _ := b.c.Enqueue(b.ctx, "t.Panic", echoArgs{}, Opts{})
+		waitEvents(t, evs, 1)
+		j, _ := b.c.Job(b.ctx, id)
+		if j.LastError != "panic: kaboom" || j.ErrorType != "*queuemax.PanicError" || !strings.Contains(j.ErrorStack, "worker_test.go") {
+			t.Errorf("job error = %q %q stack=%q", j.LastError, j.ErrorType, j.ErrorStack)
+		}
+	})
+
+	t.Run("TimeoutCancelsHandler", func(t *testing.T) {
+		t.Parallel()
+		h := Define("t.Slow", TaskOptions{MaxRetries: Ptr(0), Timeout: 20 * time.Millisecond}, func(ctx context.Context, _ echoArgs) error {
+			<-ctx.Done()
+			return ctx.Err()
+		})
+		b := setup(t, Config{Shards: 1, Handlers: []Handler{h}})
+		evs := collect(b.c, EventFailed)
+		run(t, b.c)
+		id, _ := b.c.Enqueue(b.ctx, "t.Slow", echoArgs{}, Opts{})
+		waitEvents(t, evs, 1)
+		j, _ := b.c.Job(b.ctx, id)
+		if !strings.Contains(j.LastError, "job exceeded 20ms timeout") {
+			t.Errorf("last error = %q, want a timeout", j.LastError)
+		}
+	})
+
+	t.Run("DrainLetsRunningJobsFinish", func(t *testing.T) {
+		t.Parallel()
+		started, release := make(chan struct{}), make(chan struct{})
+		h := Define("t.Wait", TaskOptions{}, func(ctx context.Context, _ echoArgs) error {
+			close(started)
+			<-release
+			return nil
+		})
+		b := setup(t, Config{Shards: 1, Handlers: []Handler{h}})
+		stop := run(t, b.c)
+		id, _ := b.c.Enqueue(b.ctx, "t.Wait", echoArgs{}, Opts{})
+		<-started
+		stopped := make(chan struct{})
+		go func() { stop(); close(stopped) }()
+		close(release)
+		<-stopped
+		if _, err := b.c.Job(b.ctx, id); !errors.Is(err, ErrJobNotFound) {
+			t.Errorf("job after drain: %v, want completed (deleted)", err)
+		}
+	})
+
+	t.Run("DrainTimeoutReturnsJobsToPending", func(t *testing.T) {
+		t.Parallel()
+		started := make(chan struct{})
+		h := Define("t.Stuck", TaskOptions{}, func(ctx context.Context, _ echoArgs) error {
+			close(started)
+			<-ctx.Done()
+			return ctx.Err()
+		})
+		b := setup(t, Config{Shards: 1, Handlers: []Handler{h}, DrainTimeout: 10 * time.Millisecond})
+		stop := run(t, b.c)
+		id, _ := b.c.Enqueue(b.ctx, "t.Stuck", echoArgs{}, Opts{})
+		<-started
+		stop()
+		j, err := b.c.Job(b.ctx, id)
+		if err != nil || j.Status != StatusPending || j.Attempts != 0 {
+			t.Errorf("job after drain timeout = %+v, %v; want pending with its attempt refunded", j, err)
+		}
+	})
+
+	t.Run("LeaseLostCompletionRejected", func(t *testing.T) {
+		t.Parallel()
+		started, release := make(chan struct{}), make(chan struct{})
+		h := DefineResult("t.Lost", TaskOptions{}, func(ctx context.Context, _ echoArgs) (string, error) {
+			close(started)
+			<-release
+			return "stale", nil
+		})
+		b := setup(t, Config{Shards: 1, Handlers: []Handler{h}})
+		stop := run(t, b.c)
+		id, _ := b.c.Enqueue(b.ctx, "t.Lost", echoArgs{}, Opts{})
+		<-started
+		// Another worker takes the job over (as after a stuck timeout).
+		if _, err := b.c.st.RecoverOrphans(b.ctx, time.Now().Add(time.Hour), time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		other, err := b.c.Claim(b.ctx, "other", 1)
+		if err != nil || len(other) != 1 {
+			t.Fatalf("Claim by other = %v, %v", other, err)
+		}
+		close(release)
+		stop()
+		ws, _ := b.c.WorkerStats()
+		if ws.LeaseLost != 1 || ws.Processed != 0 {
+			t.Errorf("worker stats lease_lost=%d processed=%d, want 1 and 0", ws.LeaseLost, ws.Processed)
+		}
+		if err := b.c.Complete(b.ctx, other[0], "fresh"); err != nil {
+			t.Fatalf("Complete by owner: %v", err)
+		}
+		if r, err := Result[string](b.ctx, b.c, id); r != "fresh" {
+			t.Errorf("result = %q, %v; want the owner's", r, err)
+		}
+	})
+
+	t.Run("OnlyRegisteredTasksAreClaimed", func(t *testing.T) {
+		t.Parallel()
+		h := Define("t.Mine", TaskOptions{}, func(context.Context, echoArgs) error { return nil })
+		b := setup(t, Config{Shards: 1, Handlers: []Handler{h}})
+		evs := collect(b.c, EventCompleted)
+		run(t, b.c)
+		other, _ := b.c.Enqueue(b.ctx, "t.Theirs", echoArgs{}, Opts{})
+		b.c.Enqueue(b.ctx, "t.Mine", echoArgs{}, Opts{})
+		waitEvents(t, evs, 1)
+		j, err := b.c.Job(b.ctx, other)
+		if err != nil || j.Status != StatusPending {
+			t.Errorf("foreign task job = %+v, %v; want untouched", j, err)
+		}
+	})
+
+	t.Run("ScheduledJobsWaitForRunAt", func(t *testing.T) {
+		t.Parallel()
+		var ranAt atomic.Int64
+		h := Define("t.Later", TaskOptions{}, func(context.Context, echoArgs) error { ranAt.Store(time.Now().UnixNano()); return nil })
+		b := setup(t, Config{Shards: 2, Handlers: []Handler{h}})
+		evs := collect(b.c, EventCompleted)
+		run(t, b.c)
+		at := time.Now().Add(150 * time.Millisecond)
+		if _, err := NewTask[echoArgs](b.c, "t.Later", TaskOptions{}).EnqueueAt(b.ctx, at, echoArgs{}); err != nil {
+			t.Fatal(err)
+		}
+		waitEvents(t, evs, 1)
+		if ran := time.Unix(0, ranAt.Load()); ran.Before(at) {
+			t.Errorf("job ran at %v, before its run-at %v", ran, at)
+		}
+	})
+
+	t.Run("BreakerOpensAfterFailures", func(t *testing.T) {
+		t.Parallel()
+		h := Define("t.Down", TaskOptions{MaxRetries: Ptr(0)}, func(context.Context, echoArgs) error { return httpErr{503} })
+		b := setup(t, Config{Shards: 1, Handlers: []Handler{h}, CircuitThreshold: 2, Workers: 1})
+		evs := collect(b.c, EventFailed)
+		run(t, b.c)
+		for range 3 {
+			b.c.Enqueue(b.ctx, "t.Down", echoArgs{}, Opts{})
+		}
+		waitEvents(t, evs, 2)
+		var s Stats
+		for s.CircuitState != "open" {
+			s, _ = b.c.Stats(b.ctx)
+			if s.CircuitState == "closed" && s.CircuitFailures == 0 {
+				t.Fatalf("stats = %+v, want failures counted", s)
+			}
+		}
+		if s.IsHealthy {
+			t.Errorf("IsHealthy = true with an open circuit")
+		}
+	})
+}
+
+func TestClient_Events(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{Shards: 1, AlertThreshold: 2})
+	var mu sync.Mutex
+	var got []string
+	b.c.On(EventEnqueued, func(e Event) { panic("callback bug") })
+	b.c.On(EventEnqueued, func(e Event) { mu.Lock(); got = append(got, string(e.Kind)); mu.Unlock() })
+	unsub := b.c.On(EventAlert, func(e Event) {
+		mu.Lock()
+		got = append(got, fmt.Sprintf("alert %s %d>%d", e.AlertType, e.Pending, e.Threshold))
+		mu.Unlock()
+	})
+	for range 2 {
+		if _, err := b.c.Enqueue(b.ctx, "t", echoArgs{}, Opts{}); err != nil {
+			t.Fatalf("Enqueue with a panicking callback: %v", err)
+		}
+	}
+	if _, err := b.c.Enqueue(WithoutEvents(b.ctx), "t", echoArgs{}, Opts{}); err != nil {
+		t.Fatal(err)
+	}
+	b.c.checkAlert(b.ctx, true)
+	unsub()
+	b.c.checkAlert(b.ctx, true)
+	want := []string{"job_enqueued", "job_enqueued", "alert QUEUE_SIZE 3>2"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("events = %q, want %q", got, want)
+	}
+}
+
+func TestClassify(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		err       error
+		permanent bool
+		delay     time.Duration
+	}{
+		{errors.New("connect to port 443 failed"), false, 0},
+		{errors.New("404 not found"), false, 0},
+		{httpErr{400}, true, 0},
+		{httpErr{404}, true, 0},
+		{httpErr{408}, false, 0},
+		{httpErr{429}, false, 0},
+		{httpErr{500}, false, 0},
+		{fmt.Errorf("wrapped: %w", httpErr{403}), true, 0},
+		{Permanent(errors.New("x")), true, 0},
+		{RetryAfter(3 * time.Second, httpErr{429}), false, 3 * time.Second},
+		{context.DeadlineExceeded, false, 0},
+		{&TimeoutError{Limit: time.Second}, false, 0},
+	}
+	for _, tt := range tests {
+		d := Classify(tt.err)
+		if d.Permanent != tt.permanent || d.Delay != tt.delay {
+			t.Errorf("Classify(%v) = %+v, want permanent=%v delay=%v", tt.err, d, tt.permanent, tt.delay)
+		}
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		n      int
+		lo, hi time.Duration
+	}{
+		{1, 48 * time.Second, 72 * time.Second},
+		{2, 96 * time.Second, 144 * time.Second},
+		{3, 192 * time.Second, 288 * time.Second},
+		{7, 3072 * time.Second, time.Hour},
+		{8, time.Hour, time.Hour},
+		{100, time.Hour, time.Hour},
+	} {
+		for range 200 {
+			if d := Backoff(time.Minute, tt.n); d < tt.lo || d > tt.hi {
+				t.Fatalf("Backoff(1m, %d) = %v, want within [%v, %v]", tt.n, d, tt.lo, tt.hi)
+			}
+		}
+	}
+}
