@@ -331,13 +331,13 @@ type Stats struct {
 	TotalFailed     int64        `json:"total_failed"`    // dead-letterings ever recorded
 	NumShards       int          `json:"num_shards"`
 	MaxRetries      int          `json:"max_retries"`
-	RateLimit       int          `json:"rate_limit"`        // tokens per RateLimitPer; 0 = none
-	RateLimitPer    string       `json:"rate_limit_per"`    // e.g. "1m0s"
-	TokensAvailable float64      `json:"tokens_available"`  // -1 when not limited
-	CircuitState    string       `json:"circuit_state"`     // closed, open, half_open
-	CircuitFailures int          `json:"circuit_failures"`  // consecutive failures
-	UptimeSeconds   float64      `json:"uptime_seconds"`    // since Open
-	IsHealthy       bool         `json:"is_healthy"`        // every shard readable and circuit not open
+	RateLimit       int          `json:"rate_limit"`       // tokens per RateLimitPer; 0 = none
+	RateLimitPer    string       `json:"rate_limit_per"`   // e.g. "1m0s"
+	TokensAvailable float64      `json:"tokens_available"` // -1 when not limited
+	CircuitState    string       `json:"circuit_state"`    // closed, open, half_open
+	CircuitFailures int          `json:"circuit_failures"` // consecutive failures
+	UptimeSeconds   float64      `json:"uptime_seconds"`   // since Open
+	IsHealthy       bool         `json:"is_healthy"`       // every shard readable and circuit not open
 	PerShard        []ShardStats `json:"shards"`
 }
 

@@ -344,7 +344,7 @@ func TestClassify(t *testing.T) {
 		{httpErr{500}, false, 0},
 		{fmt.Errorf("wrapped: %w", httpErr{403}), true, 0},
 		{Permanent(errors.New("x")), true, 0},
-		{RetryAfter(3 * time.Second, httpErr{429}), false, 3 * time.Second},
+		{RetryAfter(3*time.Second, httpErr{429}), false, 3 * time.Second},
 		{context.DeadlineExceeded, false, 0},
 		{&TimeoutError{Limit: time.Second}, false, 0},
 	}
