@@ -14,7 +14,7 @@ import (
 
 // eachShard runs fn on each shard of list in a write transaction and sums
 // the counts. It stops at the first error.
-func (s *Store) eachShard(ctx context.Context, shard int, fn func(ctx context.Context, tx *sql.Tx, sh *shardDB) (int, error)) (int, error) {
+func (s *Store) eachShard(ctx context.Context, shard int, fn func(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shardDB) (int, error)) (int, error) {
 	list, err := s.shardList(shard)
 	if err != nil {
 		return 0, err
@@ -22,9 +22,9 @@ func (s *Store) eachShard(ctx context.Context, shard int, fn func(ctx context.Co
 	total := 0
 	for _, sh := range list {
 		var n int
-		err := sh.commit.do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		err := sh.commit.do(ctx, func(ctx context.Context, tx *sql.Tx, counts *groupCounts) error {
 			var err error
-			n, err = fn(ctx, tx, sh)
+			n, err = fn(ctx, tx, counts, sh)
 			return err
 		})
 		if err != nil {
@@ -49,7 +49,7 @@ func affected(res sql.Result, err error) (int, error) {
 func (s *Store) RecoverOrphans(ctx context.Context, stuckBefore, now time.Time) (store.RecoverResult, error) {
 	var res store.RecoverResult
 	cut, ts := store.FormatTime(stuckBefore), store.FormatTime(now)
-	_, err := s.eachShard(ctx, store.AllShards, func(ctx context.Context, tx *sql.Tx, sh *shardDB) (int, error) {
+	_, err := s.eachShard(ctx, store.AllShards, func(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shardDB) (int, error) {
 		const stuck = `status = 'processing' AND (heartbeat IS NULL OR heartbeat < ?1)`
 		dead, err := affected(tx.ExecContext(ctx, `INSERT INTO dead_letter_queue
 			(original_job_id, payload, error, error_type, failed_at, shard_id, task, attempts, error_stack)
@@ -64,11 +64,7 @@ func (s *Store) RecoverOrphans(ctx context.Context, stuckBefore, now time.Time) 
 			error_type = 'OrphanRecovery' WHERE `+stuck+` AND tentativas >= max_tentativas`, cut, ts); err != nil {
 			return 0, err
 		}
-		if dead > 0 {
-			if _, err := tx.ExecContext(ctx, sqlCountFailed, dead, sh.idx); err != nil {
-				return 0, err
-			}
-		}
+		counts.failed += dead
 		requeued, err := affected(tx.ExecContext(ctx, `UPDATE fila SET status = 'pending', worker_id = NULL,
 			heartbeat = NULL, lease = NULL, next_retry_at = ?2, last_error = 'Recovered orphan',
 			error_type = 'OrphanRecovery' WHERE `+stuck, cut, ts))
@@ -87,7 +83,7 @@ func (s *Store) RecoverOrphans(ctx context.Context, stuckBefore, now time.Time) 
 // retried job gets its full retries and is never dead-lettered twice.
 func (s *Store) RetryFailed(ctx context.Context, shard int, now time.Time) (int, error) {
 	ts := store.FormatTime(now)
-	return s.eachShard(ctx, shard, func(ctx context.Context, tx *sql.Tx, sh *shardDB) (int, error) {
+	return s.eachShard(ctx, shard, func(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shardDB) (int, error) {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM dead_letter_queue WHERE original_job_id IN
 			(SELECT id FROM fila WHERE status = 'failed')`); err != nil {
 			return 0, err
@@ -104,7 +100,7 @@ func (s *Store) RetryJob(ctx context.Context, id store.JobID, now time.Time) err
 	if err != nil {
 		return err
 	}
-	return sh.commit.do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	return sh.commit.do(ctx, func(ctx context.Context, tx *sql.Tx, counts *groupCounts) error {
 		n, err := affected(tx.ExecContext(ctx, `UPDATE fila SET status = 'pending', tentativas = 0, next_retry_at = ?,
 			worker_id = NULL, heartbeat = NULL, lease = NULL, last_error = NULL, error_type = NULL,
 			error_stack = NULL, completed_at = NULL WHERE id = ? AND status = 'failed'`, store.FormatTime(now), id.Seq()))
@@ -126,7 +122,7 @@ func (s *Store) RequeueDead(ctx context.Context, shard int, dlqID int64, now tim
 		return 0, err
 	}
 	var id store.JobID
-	err = sh.commit.do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err = sh.commit.do(ctx, func(ctx context.Context, tx *sql.Tx, counts *groupCounts) error {
 		var orig sql.NullInt64
 		var payload string
 		var task sql.NullString
@@ -179,7 +175,7 @@ func (s *Store) RequeueDead(ctx context.Context, shard int, dlqID int64, now tim
 func (s *Store) Cleanup(ctx context.Context, cutoff time.Time) (store.CleanupResult, error) {
 	var res store.CleanupResult
 	cut := store.FormatTime(cutoff)
-	_, err := s.eachShard(ctx, store.AllShards, func(ctx context.Context, tx *sql.Tx, sh *shardDB) (int, error) {
+	_, err := s.eachShard(ctx, store.AllShards, func(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shardDB) (int, error) {
 		n, err := affected(tx.ExecContext(ctx, `DELETE FROM fila WHERE status IN ('failed', 'completed', 'cancelled')
 			AND julianday(coalesce(completed_at, created_at)) < julianday(?)`, cut))
 		if err != nil {
@@ -208,7 +204,7 @@ func (s *Store) Purge(ctx context.Context, statuses []store.Status) (int, error)
 		}
 		q = `DELETE FROM fila WHERE status IN (` + strings.Join(ph, ", ") + `)`
 	}
-	return s.eachShard(ctx, store.AllShards, func(ctx context.Context, tx *sql.Tx, sh *shardDB) (int, error) {
+	return s.eachShard(ctx, store.AllShards, func(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shardDB) (int, error) {
 		return affected(tx.ExecContext(ctx, q, args...))
 	})
 }

@@ -23,12 +23,19 @@ func asItem(err error) error { return itemError{err} }
 
 // op is one caller's share of a group transaction.
 type op struct {
-	fn  func(ctx context.Context, tx *sql.Tx) error
+	fn  opFunc
 	err error
 	// lead receives true when this op's caller must lead the next group,
 	// or false once the op's group has committed (or failed).
 	lead chan bool
 }
+
+// opFunc is one operation of a group. It adds to counts what the shard's
+// lifetime counters should gain; they are written once per group.
+type opFunc func(ctx context.Context, tx *sql.Tx, counts *groupCounts) error
+
+// groupCounts accumulates shard_metadata counter increments of a group.
+type groupCounts struct{ processed, failed int }
 
 // committer is a group commit on one shard's writer: concurrent callers
 // queue their operations, one of them (the leader) runs the whole queue in
@@ -36,6 +43,7 @@ type op struct {
 // caller that queued meanwhile. No goroutine is started; callers do the work.
 type committer struct {
 	db    *sql.DB
+	shard int
 	mu    sync.Mutex
 	queue []*op
 	busy  bool
@@ -44,7 +52,7 @@ type committer struct {
 // do runs fn inside a transaction shared with concurrent callers and returns
 // once that transaction has committed or rolled back. An error from fn made
 // with asItem fails only this caller; any other error rolls back the group.
-func (c *committer) do(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
+func (c *committer) do(ctx context.Context, fn opFunc) error {
 	o := &op{fn: fn, lead: make(chan bool, 1)}
 	c.mu.Lock()
 	c.queue = append(c.queue, o)
@@ -94,14 +102,31 @@ func (c *committer) run(ctx context.Context, group []*op) {
 		fail(err)
 		return
 	}
+	var counts groupCounts
 	for _, g := range group {
-		err := g.fn(ctx, tx)
+		before := counts
+		err := g.fn(ctx, tx, &counts)
 		var ie itemError
 		if errors.As(err, &ie) {
 			g.err = ie.err
+			counts = before
 			continue
 		}
 		if err != nil {
+			tx.Rollback()
+			fail(err)
+			return
+		}
+	}
+	if counts.processed > 0 {
+		if _, err := tx.ExecContext(ctx, sqlCountProcessed, counts.processed, c.shard); err != nil {
+			tx.Rollback()
+			fail(err)
+			return
+		}
+	}
+	if counts.failed > 0 {
+		if _, err := tx.ExecContext(ctx, sqlCountFailed, counts.failed, c.shard); err != nil {
 			tx.Rollback()
 			fail(err)
 			return

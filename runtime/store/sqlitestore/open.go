@@ -217,6 +217,7 @@ func openShard(ctx context.Context, o Options, i int) (*shardDB, error) {
 		}
 	}
 	sh.commit.db = sh.w
+	sh.commit.shard = i
 	return sh, nil
 }
 

@@ -85,7 +85,7 @@ func (s *Store) Insert(ctx context.Context, jobs []store.InsertParams) ([]store.
 		byShard[j.Shard] = append(byShard[j.Shard], i)
 	}
 	insert := func(sh *shardDB, idxs []int) error {
-		return sh.commit.do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		return sh.commit.do(ctx, func(ctx context.Context, tx *sql.Tx, counts *groupCounts) error {
 			st := tx.StmtContext(ctx, sh.stmts.insert)
 			for _, i := range idxs {
 				j := jobs[i]
@@ -145,7 +145,7 @@ func (s *Store) Insert(ctx context.Context, jobs []store.InsertParams) ([]store.
 	for _, sh := range ok {
 		idxs := byShard[sh]
 		shd := s.shards[sh]
-		err := shd.commit.do(context.WithoutCancel(ctx), func(ctx context.Context, tx *sql.Tx) error {
+		err := shd.commit.do(context.WithoutCancel(ctx), func(ctx context.Context, tx *sql.Tx, counts *groupCounts) error {
 			for _, i := range idxs {
 				if _, err := tx.ExecContext(ctx, `DELETE FROM fila WHERE id = ?`, ids[i].Seq()); err != nil {
 					return err
@@ -212,7 +212,7 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) ([]*store.Job, e
 func (s *Store) claimShard(ctx context.Context, sh *shardDB, p store.ClaimParams, now string, want int) ([]*store.Job, error) {
 	lease := rand.Int64N(1<<62) + 1
 	var jobs []*store.Job
-	err := sh.commit.do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := sh.commit.do(ctx, func(ctx context.Context, tx *sql.Tx, counts *groupCounts) error {
 		jobs = jobs[:0]
 		if _, err := tx.StmtContext(ctx, sh.stmts.promote).ExecContext(ctx, now); err != nil {
 			return err
@@ -270,7 +270,7 @@ func (s *Store) claimSQLFor(n int) string {
 // perShard runs fn once per shard that items touch, each shard's items in one
 // group transaction, the shards in parallel, and collects one error per item.
 func perShard[T any](ctx context.Context, s *Store, items []T, id func(T) store.JobID,
-	fn func(ctx context.Context, tx *sql.Tx, sh *shardDB, item T) error) []error {
+	fn func(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shardDB, item T) error) []error {
 	errs := make([]error, len(items))
 	if s.closed.Load() {
 		for i := range errs {
@@ -289,12 +289,14 @@ func perShard[T any](ctx context.Context, s *Store, items []T, id func(T) store.
 	}
 	run := func(sh *shardDB, idxs []int) {
 		itemErrs := make([]error, len(idxs))
-		err := sh.commit.do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		err := sh.commit.do(ctx, func(ctx context.Context, tx *sql.Tx, counts *groupCounts) error {
 			for k, i := range idxs {
-				err := fn(ctx, tx, sh, items[i])
+				before := *counts
+				err := fn(ctx, tx, counts, sh, items[i])
 				var ie itemError
 				if errors.As(err, &ie) {
 					itemErrs[k] = ie.err
+					*counts = before
 				} else if err != nil {
 					return err
 				} else {
@@ -342,7 +344,7 @@ func leaseLost(res sql.Result, err error) error {
 // Complete records successful jobs; see store.Store.
 func (s *Store) Complete(ctx context.Context, acks []store.CompleteParams) []error {
 	return perShard(ctx, s, acks, func(a store.CompleteParams) store.JobID { return a.ID },
-		func(ctx context.Context, tx *sql.Tx, sh *shardDB, a store.CompleteParams) error {
+		func(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shardDB, a store.CompleteParams) error {
 			var err error
 			if a.Result == nil {
 				err = leaseLost(tx.StmtContext(ctx, sh.stmts.completeDelete).ExecContext(ctx, a.ID.Seq(), a.Token))
@@ -353,15 +355,15 @@ func (s *Store) Complete(ctx context.Context, acks []store.CompleteParams) []err
 			if err != nil {
 				return err
 			}
-			_, err = tx.StmtContext(ctx, sh.stmts.countProcessed).ExecContext(ctx, 1, sh.idx)
-			return err
+			counts.processed++
+			return nil
 		})
 }
 
 // Fail records failed executions; see store.Store.
 func (s *Store) Fail(ctx context.Context, fails []store.FailParams) []error {
 	return perShard(ctx, s, fails, func(f store.FailParams) store.JobID { return f.ID },
-		func(ctx context.Context, tx *sql.Tx, sh *shardDB, f store.FailParams) error {
+		func(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shardDB, f store.FailParams) error {
 			if !f.Dead {
 				status := store.StatusPending
 				if f.RetryAt.After(f.Now) {
@@ -385,8 +387,8 @@ func (s *Store) Fail(ctx context.Context, fails []store.FailParams) []error {
 				f.ErrorType, store.FormatTime(f.Now), sh.idx, task, attempts, nullString(f.Stack)); err != nil {
 				return err
 			}
-			_, err = tx.StmtContext(ctx, sh.stmts.countFailed).ExecContext(ctx, 1, sh.idx)
-			return err
+			counts.failed++
+			return nil
 		})
 }
 
@@ -394,7 +396,7 @@ func (s *Store) Fail(ctx context.Context, fails []store.FailParams) []error {
 func (s *Store) Heartbeat(ctx context.Context, leases []store.Lease, now time.Time) []error {
 	ts := store.FormatTime(now)
 	return perShard(ctx, s, leases, func(l store.Lease) store.JobID { return l.ID },
-		func(ctx context.Context, tx *sql.Tx, sh *shardDB, l store.Lease) error {
+		func(ctx context.Context, tx *sql.Tx, _ *groupCounts, sh *shardDB, l store.Lease) error {
 			return leaseLost(tx.StmtContext(ctx, sh.stmts.heartbeat).ExecContext(ctx, ts, l.ID.Seq(), l.Token))
 		})
 }
@@ -402,7 +404,7 @@ func (s *Store) Heartbeat(ctx context.Context, leases []store.Lease, now time.Ti
 // Release returns running jobs to pending; see store.Store.
 func (s *Store) Release(ctx context.Context, leases []store.Lease) []error {
 	return perShard(ctx, s, leases, func(l store.Lease) store.JobID { return l.ID },
-		func(ctx context.Context, tx *sql.Tx, sh *shardDB, l store.Lease) error {
+		func(ctx context.Context, tx *sql.Tx, _ *groupCounts, sh *shardDB, l store.Lease) error {
 			return leaseLost(tx.StmtContext(ctx, sh.stmts.release).ExecContext(ctx, l.ID.Seq(), l.Token))
 		})
 }

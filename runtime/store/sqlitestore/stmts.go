@@ -53,7 +53,7 @@ const (
 // stmts are one shard writer's prepared statements. With a single writer
 // connection, tx.StmtContext reuses them without re-preparing.
 type stmts struct {
-	insert, promote, claim, completeDelete, completeKeep, countProcessed, countFailed,
+	insert, promote, claim, completeDelete, completeKeep,
 	failRetry, failDead, insertDLQ, heartbeat, release *sql.Stmt
 }
 
@@ -64,7 +64,6 @@ func (s *stmts) prepare(ctx context.Context, db *sql.DB) error {
 	}{
 		{&s.insert, sqlInsert}, {&s.promote, sqlPromote}, {&s.claim, sqlClaim},
 		{&s.completeDelete, sqlCompleteDelete}, {&s.completeKeep, sqlCompleteKeep},
-		{&s.countProcessed, sqlCountProcessed}, {&s.countFailed, sqlCountFailed},
 		{&s.failRetry, sqlFailRetry}, {&s.failDead, sqlFailDead}, {&s.insertDLQ, sqlInsertDLQ},
 		{&s.heartbeat, sqlHeartbeat}, {&s.release, sqlRelease},
 	} {
@@ -80,7 +79,7 @@ func (s *stmts) prepare(ctx context.Context, db *sql.DB) error {
 func (s *stmts) close() error {
 	var errs []error
 	for _, st := range []*sql.Stmt{s.insert, s.promote, s.claim, s.completeDelete, s.completeKeep,
-		s.countProcessed, s.countFailed, s.failRetry, s.failDead, s.insertDLQ, s.heartbeat, s.release} {
+		s.failRetry, s.failDead, s.insertDLQ, s.heartbeat, s.release} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}
