@@ -1,0 +1,52 @@
+# queuemax — make targets. Only Go is needed.
+GO ?= go
+PKGS := ./...
+
+.PHONY: all test test-short vet lint fmt generate check-generated golden demo bench bench-go clean
+
+all: test
+
+## test: vet, check formatting and generated files, then run every test with -race and -shuffle
+test: lint check-generated
+	$(GO) test -race -shuffle=on -timeout 20m $(PKGS)
+
+## test-short: the quick run (smaller volume tests, no race detector)
+test-short:
+	$(GO) test -short $(PKGS)
+
+## vet: go vet over the module and the golden test cases
+vet:
+	$(GO) vet $(PKGS)
+	$(GO) vet ./testdata/golden/...
+
+## lint: gofmt must be clean, then vet
+lint: vet
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go') | grep -v '^testdata/golden/_broken/'); \
+	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+
+fmt:
+	gofmt -w $$(git ls-files '*.go' | grep -v '^testdata/golden/_broken/')
+
+## generate: run the generator over the examples
+generate:
+	$(GO) generate ./examples/...
+
+## check-generated: the committed generated files must match a fresh go generate
+check-generated: generate
+	@git diff --exit-code -- examples/ || (echo "examples/: generated files are stale; run make generate and commit"; exit 1)
+
+## golden: rewrite the generator's golden files
+golden:
+	$(GO) test ./gen -run TestGolden -update
+
+## demo: generate, enqueue and process real tasks on the embedded SQLite runtime
+demo:
+	$(GO) generate ./examples/tasks
+	$(GO) run ./examples/demo
+
+## bench: Go benchmarks of the store and client (full-size runs)
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1x $(PKGS)
+
+clean:
+	rm -rf data

@@ -1,0 +1,63 @@
+// Package queuemax runs durable background jobs on an embedded, sharded
+// SQLite store: no server to run, one WAL file per shard, typed task stubs
+// generated from annotated functions. It is the Go counterpart of the Python
+// library queue-max 0.2.0, reads and writes the same on-disk schema, and
+// fixes its known weaknesses.
+//
+// # Tasks
+//
+// Annotate a plain function and run go generate:
+//
+//	//go:generate go tool queuemax-gen
+//
+//	// SendEmail delivers one message.
+//	//
+//	//queuemax:task priority=2 retries=5 timeout=30s
+//	func SendEmail(ctx context.Context, to, subject string) error { ... }
+//
+// The generator (cmd/queuemax-gen) writes queuemax_gen.go with a typed
+// handle per task (SendEmailTask with Delay, ScheduleAt, ScheduleIn, Map,
+// With and Call), its payload struct (SendEmailArgs), the Handlers for
+// Config.Handlers, and New, which binds every handle to a Client.
+//
+// Without the generator, Define builds a Handler from a typed function and
+// NewTask a typed handle; Client.Enqueue takes any JSON-object payload.
+//
+// # Running a client
+//
+//	c, err := queuemax.Open(ctx, queuemax.Config{Dir: "data", Handlers: tasks.Handlers()})
+//	if err != nil { ... }
+//	defer c.Close()
+//	t := tasks.New(c)
+//	id, err := t.SendEmail.Delay(ctx, "a@example.com", "Hi")
+//	err = c.Run(ctx) // blocks; cancel ctx to drain and stop
+//
+// Open does I/O but starts no goroutine; Run owns every goroutine it starts
+// and returns only after all have exited. A Config works at its zero value
+// (six shards in ./data); ConfigFromEnv reads queue-max's environment
+// variables.
+//
+// # Delivery
+//
+// A job is durable once its enqueue returns. Claims are atomic per shard
+// (one UPDATE … RETURNING), so two workers, in one process or several,
+// never hold the same job. Every claim carries a fresh lease token; Run
+// renews running jobs' heartbeats, and a worker whose job was taken back by
+// orphan recovery has its late completion or failure rejected with
+// ErrLeaseLost. Execution is at least once: a job whose worker dies is run
+// again after Config.StuckTimeout.
+//
+// # Retries and the dead-letter queue
+//
+// A failed attempt is retried after Config.RetryDelay·2^(n−1) ±20%, capped
+// at one hour, until the job's retries are used up; then it goes to the
+// dead-letter queue. Errors are classified by type (see Classify):
+// Permanent(err) and 4xx statuses skip the retries, RetryAfter(d, err)
+// sets the delay.
+//
+// # Shutdown
+//
+// Cancelling Run's context stops claiming, lets running jobs finish for up
+// to Config.DrainTimeout, then cancels their contexts and returns the
+// unfinished jobs to pending without spending an attempt.
+package queuemax
