@@ -91,8 +91,11 @@ type engine struct {
 	started                             time.Time
 	processed, failed, retried, lostCnt atomic.Int64
 
-	jobCtx context.Context // parent of job contexts; outlives Run's ctx
-	jobWG  sync.WaitGroup
+	jobCtx     context.Context // parent of job contexts; outlives Run's ctx
+	cancelJobs context.CancelCauseFunc
+	jobWG      sync.WaitGroup
+	stop       context.CancelFunc // ends Run's claiming (Stop)
+	done       chan struct{}      // closed when Run returns
 }
 
 func (c *Client) newEngine(jobCtx context.Context) (*engine, error) {
@@ -168,6 +171,11 @@ func (c *Client) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	ctx, e.stop = context.WithCancel(ctx)
+	defer e.stop()
+	e.cancelJobs = cancelJobs
+	e.done = make(chan struct{})
+	defer close(e.done)
 	c.engine.Store(e)
 	c.log.InfoContext(ctx, "queuemax started", "worker_id", c.cfg.WorkerID, "shards", c.cfg.Shards,
 		"workers", e.limit.Load(), "tasks", len(c.handlers))
@@ -203,6 +211,59 @@ func (c *Client) Run(ctx context.Context) error {
 	e.state.Store(WorkerStopped)
 	c.log.InfoContext(jobCtx, "queuemax stopped", "processed", e.processed.Load(), "failed", e.failed.Load(), "retried", e.retried.Load())
 	return nil
+}
+
+// Stop stops the running Run: it stops claiming, lets running jobs finish
+// until ctx ends (or Config.DrainTimeout passes), then cancels the rest and
+// returns them to pending. It returns when Run has returned, or ctx's error
+// if ctx ends first (the drain still completes). Stop without a running Run
+// returns nil.
+func (c *Client) Stop(ctx context.Context) error {
+	e := c.engine.Load()
+	if e == nil {
+		return nil
+	}
+	e.stop()
+	select {
+	case <-e.done:
+		return nil
+	case <-ctx.Done():
+		e.cancelJobs(errStopping)
+		<-e.done
+		return context.Cause(ctx)
+	}
+}
+
+// WaitIdle blocks until Run has no job running and no job of any task is
+// ready to claim (scheduled jobs are not waited for), or until ctx ends. It
+// checks every 20ms.
+func (c *Client) WaitIdle(ctx context.Context) error {
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for {
+		running := 0
+		if e := c.engine.Load(); e != nil {
+			running = int(e.active.Load())
+		}
+		if running == 0 {
+			ready := 0
+			ss, err := c.st.Stats(ctx)
+			if err != nil {
+				return err
+			}
+			for _, s := range ss {
+				ready += int(s.Pending)
+			}
+			if ready == 0 {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-t.C:
+		}
+	}
 }
 
 // WorkerStats returns the statistics of the current (or last) Run, and

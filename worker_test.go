@@ -376,3 +376,75 @@ func TestBackoff(t *testing.T) {
 		}
 	}
 }
+
+func TestClient_RunAutoscales(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	h := Define("t.Block", TaskOptions{}, func(ctx context.Context, _ echoArgs) error {
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return nil
+	})
+	b := setup(t, Config{Shards: 2, Handlers: []Handler{h}, Workers: 1,
+		Autoscale: &Autoscale{Min: 1, Max: 6, UpThreshold: 50, DownThreshold: 5, CheckInterval: 10 * time.Millisecond, Cooldown: time.Nanosecond}})
+	params := make([]EnqueueParams, 400)
+	for i := range params {
+		params[i] = EnqueueParams{Task: "t.Block", Payload: echoArgs{i}}
+	}
+	if _, err := b.c.EnqueueMany(b.ctx, params); err != nil {
+		t.Fatal(err)
+	}
+	run(t, b.c)
+	waitFor := func(what string, cond func(WorkerStats) bool) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for range tick.C {
+			if ws, ok := b.c.WorkerStats(); ok && cond(ws) {
+				return
+			}
+			if time.Now().After(deadline) {
+				ws, _ := b.c.WorkerStats()
+				t.Fatalf("%s: worker stats %+v", what, ws)
+			}
+		}
+	}
+	waitFor("scale up to Max under a backlog", func(ws WorkerStats) bool { return ws.Concurrency == 6 && ws.Running == 6 })
+	t.Log("scaled up")
+	close(release)
+	if err := b.c.WaitIdle(b.ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Log("idle")
+	waitFor("scale down to Min once drained", func(ws WorkerStats) bool { return ws.Concurrency == 1 })
+}
+
+func TestClient_Stop(t *testing.T) {
+	t.Parallel()
+	started := make(chan struct{})
+	h := Define("t.Stuck", TaskOptions{}, func(ctx context.Context, _ echoArgs) error {
+		close(started)
+		<-ctx.Done()
+		return ctx.Err()
+	})
+	b := setup(t, Config{Shards: 1, Handlers: []Handler{h}})
+	done := make(chan error, 1)
+	go func() { done <- b.c.Run(context.WithoutCancel(b.ctx)) }()
+	id, _ := b.c.Enqueue(b.ctx, "t.Stuck", echoArgs{}, Opts{})
+	<-started
+	ctx, cancel := context.WithTimeout(b.ctx, 20*time.Millisecond)
+	defer cancel()
+	if err := b.c.Stop(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Stop = %v, want the deadline (the job ignored the drain until cancelled)", err)
+	}
+	if err := <-done; err != nil {
+		t.Errorf("Run = %v, want nil", err)
+	}
+	j, _ := b.c.Job(b.ctx, id)
+	if j.Status != StatusPending || j.Attempts != 0 {
+		t.Errorf("job after Stop = %s attempts=%d, want pending with the attempt refunded", j.Status, j.Attempts)
+	}
+}
