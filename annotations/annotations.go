@@ -1,0 +1,666 @@
+// Package annotations parses queuemax's //queuemax: directives.
+//
+// It is pure: a directive line goes in, a [Directive] and an [ErrorList]
+// come out. Package gen finds the lines in Go source, resolves the names
+// they mention and reports errors at file:line:col.
+//
+// # Grammar
+//
+// A directive is a line comment with no space after the slashes, in the
+// doc comment of a top-level function:
+//
+//	//queuemax:task [key=value ...]
+//	//queuemax:periodic (every=DURATION | cron="SPEC") [key=value ...]
+//
+// Pairs are separated by spaces or tabs. A value that holds spaces is
+// written as a Go string literal ("…" or `…`) and unquoted with
+// strconv.Unquote. Keys of both directives:
+//
+//	name=STRING            stable task name stored in every job row; default import/path.Func
+//	priority=0|1|2         default priority (0 low, 2 high)
+//	retries=N              retries after the first attempt, N ≥ 0 (0 disables retries)
+//	timeout=DURATION       bound on one attempt, a time.ParseDuration string > 0
+//	retry_delay=DURATION   backoff base, > 0
+//	rate_limit=N/UNIT      token bucket, UNIT s, m, h or a duration: 10/s, 100/m, 5/30s
+//	retry_on=LIST          comma-separated sentinel errors or error types to retry
+//	                       in the worker: io.ErrUnexpectedEOF,*net.OpError,ErrBusy
+//	inline_retries=N       how many in-worker retries retry_on allows, N ≥ 1
+//
+// Keys of //queuemax:periodic only, exactly one of:
+//
+//	every=DURATION         fixed interval, at least 1s
+//	cron="SPEC"            a standard cron spec checked with cron.ParseStandard:
+//	                       five fields, @hourly, "@every 90m", "CRON_TZ=Europe/Paris 0 3 * * *"
+package annotations
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/robfig/cron/v3"
+)
+
+// Prefix starts every directive line.
+const Prefix = "//queuemax:"
+
+// Kind says which directive a line holds.
+type Kind int
+
+const (
+	// KindTask is //queuemax:task.
+	KindTask Kind = iota + 1
+	// KindPeriodic is //queuemax:periodic.
+	KindPeriodic
+)
+
+// String returns the directive as written after the slashes, such as
+// "queuemax:task".
+func (k Kind) String() string {
+	switch k {
+	case KindTask:
+		return "queuemax:task"
+	case KindPeriodic:
+		return "queuemax:periodic"
+	}
+	return "queuemax:?"
+}
+
+// Directive is one parsed directive line. Fields left out of the line keep
+// their zero value, except where a pointer marks "set".
+type Directive struct {
+	Kind Kind
+	// Name is the stable task name. Empty means the default.
+	Name string
+	// Priority is 0–2; nil means unset.
+	Priority *int
+	// Retries is the retry count; nil means unset, and a pointer to 0 is an
+	// explicit "no retries".
+	Retries *int
+	// Timeout bounds one attempt; zero means unset.
+	Timeout time.Duration
+	// RetryDelay is the backoff base; zero means unset.
+	RetryDelay time.Duration
+	// RateLimit is the token bucket; the zero Rate means unset.
+	RateLimit Rate
+	// RetryOn lists the errors to retry in the worker, in source order.
+	RetryOn []ErrorRef
+	// InlineRetries is how many in-worker retries RetryOn allows; zero
+	// means unset.
+	InlineRetries int
+	// Every is the interval of a periodic task.
+	Every time.Duration
+	// Cron is the cron spec of a periodic task, unquoted.
+	Cron string
+}
+
+// Rate is Limit tokens per Per.
+type Rate struct {
+	Limit int
+	Per   time.Duration
+}
+
+// ErrorRef names one retry_on entry: a sentinel error variable or an error
+// type, optionally qualified by an import name and optionally behind a
+// pointer. Which of the two it is depends on what the name resolves to.
+type ErrorRef struct {
+	// Pointer is set for a leading '*'.
+	Pointer bool
+	// Pkg is the import name before the dot, empty for a name of the
+	// package itself.
+	Pkg string
+	// Name is the identifier.
+	Name string
+	// Offset is the byte offset of the entry in the line.
+	Offset int
+}
+
+// String returns the entry as written: "*net.OpError".
+func (r ErrorRef) String() string {
+	s := r.Name
+	if r.Pkg != "" {
+		s = r.Pkg + "." + s
+	}
+	if r.Pointer {
+		s = "*" + s
+	}
+	return s
+}
+
+// Error is one problem in a directive line.
+type Error struct {
+	// Kind is the directive the problem is in; zero when the directive
+	// itself is unknown.
+	Kind Kind
+	// Offset is the byte offset in the line of the text at fault.
+	Offset int
+	// Msg describes the problem in lowercase, without a trailing period.
+	Msg string
+}
+
+// Error returns "queuemax:task: msg".
+func (e *Error) Error() string {
+	if e.Kind == 0 {
+		return "queuemax: " + e.Msg
+	}
+	return e.Kind.String() + ": " + e.Msg
+}
+
+// ErrorList is every problem of a line, sorted by offset.
+type ErrorList []*Error
+
+// Error joins the messages with newlines.
+func (l ErrorList) Error() string {
+	var b strings.Builder
+	for i, e := range l {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		fmt.Fprintf(&b, "%d: %s", e.Offset, e.Error())
+	}
+	return b.String()
+}
+
+// Err returns l, or nil when l is empty.
+func (l ErrorList) Err() error {
+	if len(l) == 0 {
+		return nil
+	}
+	return l
+}
+
+// IsDirective reports whether line, the text of one comment including its
+// slashes, is a queuemax directive (well formed or not).
+func IsDirective(line string) bool { return strings.HasPrefix(line, Prefix) }
+
+// keys of //queuemax:task, in documentation order.
+var taskKeys = []string{"name", "priority", "retries", "timeout", "retry_delay", "rate_limit", "retry_on", "inline_retries"}
+
+// extra keys of //queuemax:periodic.
+var periodicKeys = []string{"every", "cron"}
+
+// verbs after the prefix.
+var verbs = []string{"task", "periodic"}
+
+// Parse parses one directive line, the text of a line comment including
+// its leading "//". It returns the directive (nil only when the line is not
+// a queuemax directive at all or names an unknown one) and every problem
+// found, as an ErrorList; the directive is meaningful only if the error is
+// nil.
+func Parse(line string) (*Directive, error) {
+	if !IsDirective(line) {
+		return nil, ErrorList{{Offset: 0, Msg: fmt.Sprintf("not a directive: want a line starting with %q", Prefix)}}
+	}
+	rest := line[len(Prefix):]
+	verbEnd := strings.IndexFunc(rest, isSpace)
+	if verbEnd < 0 {
+		verbEnd = len(rest)
+	}
+	verb := rest[:verbEnd]
+	d := &Directive{}
+	switch verb {
+	case "task":
+		d.Kind = KindTask
+	case "periodic":
+		d.Kind = KindPeriodic
+	default:
+		msg := fmt.Sprintf("unknown directive %q", "queuemax:"+verb)
+		if s := suggest(verb, verbs); s != "" {
+			msg += fmt.Sprintf(" (did you mean %q?)", "queuemax:"+s)
+		} else {
+			msg += " (want queuemax:task or queuemax:periodic)"
+		}
+		return nil, ErrorList{{Offset: 0, Msg: msg}}
+	}
+	p := parser{line: line, d: d, seen: map[string]int{}}
+	p.pairs(len(Prefix) + verbEnd)
+	p.finish()
+	sort.SliceStable(p.errs, func(i, j int) bool { return p.errs[i].Offset < p.errs[j].Offset })
+	return d, p.errs.Err()
+}
+
+type parser struct {
+	line string
+	d    *Directive
+	errs ErrorList
+	seen map[string]int // key → offset of its first occurrence
+}
+
+func (p *parser) errorf(off int, format string, args ...any) {
+	p.errs = append(p.errs, &Error{Kind: p.d.Kind, Offset: off, Msg: fmt.Sprintf(format, args...)})
+}
+
+func isSpace(r rune) bool { return r == ' ' || r == '\t' }
+
+// pairs scans key=value pairs from offset i.
+func (p *parser) pairs(i int) {
+	s := p.line
+	for {
+		for i < len(s) && (s[i] == ' ' || s[i] == '\t') {
+			i++
+		}
+		if i >= len(s) {
+			return
+		}
+		start := i
+		for i < len(s) && s[i] != '=' && s[i] != ' ' && s[i] != '\t' && s[i] != '"' && s[i] != '`' {
+			i++
+		}
+		key := s[start:i]
+		if i >= len(s) || s[i] != '=' {
+			// Skip the rest of the word, quoted parts included.
+			i = skipWord(s, i)
+			if key == "" {
+				p.errorf(start, "want key=value, got %q", s[start:i])
+			} else {
+				p.errorf(start, "want key=value, got %q (missing =value)", s[start:i])
+			}
+			continue
+		}
+		i++ // '='
+		valStart := i
+		var val string
+		if i < len(s) && (s[i] == '"' || s[i] == '`') {
+			end, ok := quoteEnd(s, i)
+			if !ok {
+				p.errorf(valStart, "unterminated quoted value for %q", key)
+				return
+			}
+			lit := s[i:end]
+			i = end
+			if i < len(s) && !isSpace(rune(s[i])) {
+				j := skipWord(s, i)
+				p.errorf(valStart, "want a space after the quoted value of %q, got %q", key, s[i:j])
+				i = j
+				continue
+			}
+			u, err := strconv.Unquote(lit)
+			if err != nil {
+				p.errorf(valStart, "bad quoted value for %q: %s", key, lit)
+				continue
+			}
+			val = u
+		} else {
+			i = skipWord(s, i)
+			val = s[valStart:i]
+		}
+		if key == "" {
+			p.errorf(start, "missing key before =")
+			continue
+		}
+		p.pair(key, val, start, valStart)
+	}
+}
+
+// skipWord returns the offset of the next space or tab at or after i,
+// stepping over quoted parts.
+func skipWord(s string, i int) int {
+	for i < len(s) && s[i] != ' ' && s[i] != '\t' {
+		if s[i] == '"' || s[i] == '`' {
+			if end, ok := quoteEnd(s, i); ok {
+				i = end
+				continue
+			}
+			return len(s)
+		}
+		i++
+	}
+	return i
+}
+
+// quoteEnd returns the offset just past the string literal starting at i.
+func quoteEnd(s string, i int) (int, bool) {
+	q := s[i]
+	for j := i + 1; j < len(s); j++ {
+		switch {
+		case q == '"' && s[j] == '\\':
+			j++
+		case s[j] == q:
+			return j + 1, true
+		}
+	}
+	return 0, false
+}
+
+// validKeys returns the keys of the directive's kind.
+func (p *parser) validKeys() []string {
+	if p.d.Kind == KindPeriodic {
+		return append(append([]string(nil), taskKeys...), periodicKeys...)
+	}
+	return taskKeys
+}
+
+func (p *parser) pair(key, val string, keyOff, valOff int) {
+	if !contains(p.validKeys(), key) {
+		switch {
+		case p.d.Kind == KindTask && contains(periodicKeys, key):
+			p.errorf(keyOff, "key %q is only valid in queuemax:periodic", key)
+		default:
+			msg := fmt.Sprintf("unknown key %q", key)
+			if s := suggest(key, p.validKeys()); s != "" {
+				msg += fmt.Sprintf(" (did you mean %q?)", s)
+			}
+			p.errorf(keyOff, "%s", msg)
+		}
+		return
+	}
+	if _, dup := p.seen[key]; dup {
+		p.errorf(keyOff, "duplicate key %q", key)
+		return
+	}
+	p.seen[key] = keyOff
+	bad := func(format string, args ...any) {
+		p.errorf(valOff, "bad %s %q: %s", key, val, fmt.Sprintf(format, args...))
+	}
+	switch key {
+	case "name":
+		switch {
+		case val == "":
+			p.errorf(valOff, "empty name")
+		case strings.IndexFunc(val, func(r rune) bool { return unicode.IsSpace(r) || !unicode.IsPrint(r) }) >= 0:
+			bad("want no spaces or control characters")
+		case !utf8.ValidString(val):
+			bad("want valid UTF-8")
+		default:
+			p.d.Name = val
+		}
+	case "priority":
+		n, err := strconv.Atoi(val)
+		if err != nil || n < 0 || n > 2 {
+			bad("want 0 (low), 1 (medium) or 2 (high)")
+			return
+		}
+		p.d.Priority = &n
+	case "retries":
+		n, err := strconv.Atoi(val)
+		if err != nil || n < 0 {
+			bad("want an integer ≥ 0")
+			return
+		}
+		p.d.Retries = &n
+	case "inline_retries":
+		n, err := strconv.Atoi(val)
+		if err != nil || n < 1 {
+			bad("want an integer ≥ 1")
+			return
+		}
+		p.d.InlineRetries = n
+	case "timeout", "retry_delay":
+		d, err := time.ParseDuration(val)
+		switch {
+		case err != nil:
+			bad("want a duration such as 30s or 5m")
+			return
+		case d <= 0:
+			bad("want a positive duration")
+			return
+		}
+		if key == "timeout" {
+			p.d.Timeout = d
+		} else {
+			p.d.RetryDelay = d
+		}
+	case "every":
+		d, err := time.ParseDuration(val)
+		switch {
+		case err != nil:
+			bad("want a duration such as 1h or 15m")
+			return
+		case d < time.Second:
+			bad("want at least 1s")
+			return
+		}
+		p.d.Every = d
+	case "cron":
+		if err := checkCron(val); err != nil {
+			bad("%v", err)
+			return
+		}
+		p.d.Cron = val
+	case "rate_limit":
+		r, err := parseRate(val)
+		if err != nil {
+			bad("%v", err)
+			return
+		}
+		p.d.RateLimit = r
+	case "retry_on":
+		p.retryOn(val, valOff)
+	}
+}
+
+// checkCron validates a cron spec with cron.ParseStandard, turning its
+// panics on malformed time zone prefixes into errors.
+func checkCron(spec string) (err error) {
+	if strings.HasPrefix(spec, "TZ=") || strings.HasPrefix(spec, "CRON_TZ=") {
+		if !strings.Contains(spec, " ") {
+			return fmt.Errorf("want a schedule after the time zone")
+		}
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("malformed spec")
+		}
+	}()
+	if _, err := cron.ParseStandard(spec); err != nil {
+		return err
+	}
+	return nil
+}
+
+// parseRate parses N/UNIT.
+func parseRate(s string) (Rate, error) {
+	n, unit, ok := strings.Cut(s, "/")
+	if !ok {
+		return Rate{}, fmt.Errorf("want N/s, N/m or N/h")
+	}
+	limit, err := strconv.Atoi(n)
+	if err != nil || limit < 1 {
+		return Rate{}, fmt.Errorf("want a count ≥ 1 before /")
+	}
+	var per time.Duration
+	switch unit {
+	case "s":
+		per = time.Second
+	case "m":
+		per = time.Minute
+	case "h":
+		per = time.Hour
+	default:
+		d, err := time.ParseDuration(unit)
+		if err != nil || d <= 0 {
+			return Rate{}, fmt.Errorf("want s, m, h or a positive duration after /")
+		}
+		per = d
+	}
+	return Rate{Limit: limit, Per: per}, nil
+}
+
+// retryOn parses a comma-separated list of [*][pkg.]Name entries.
+func (p *parser) retryOn(val string, valOff int) {
+	// Offsets of entries are exact for unquoted values; a quoted value
+	// reports every entry at the value's offset.
+	quoted := valOff < len(p.line) && (p.line[valOff] == '"' || p.line[valOff] == '`')
+	seen := map[string]bool{}
+	off := 0
+	for entry := range strings.SplitSeq(val, ",") {
+		entryOff := valOff
+		if !quoted {
+			entryOff += off
+		}
+		off += len(entry) + 1
+		text := strings.TrimSpace(entry)
+		ref, ok := parseErrorRef(text)
+		if !ok {
+			if text == "" {
+				p.errorf(entryOff, "bad retry_on %q: empty entry", val)
+			} else {
+				p.errorf(entryOff, "bad retry_on entry %q: want an error variable or type such as io.EOF or *net.OpError", text)
+			}
+			continue
+		}
+		if seen[ref.String()] {
+			p.errorf(entryOff, "duplicate retry_on entry %q", ref.String())
+			continue
+		}
+		seen[ref.String()] = true
+		ref.Offset = entryOff
+		p.d.RetryOn = append(p.d.RetryOn, ref)
+	}
+}
+
+func parseErrorRef(s string) (ErrorRef, bool) {
+	var r ErrorRef
+	if strings.HasPrefix(s, "*") {
+		r.Pointer = true
+		s = s[1:]
+	}
+	pkg, name, qualified := strings.Cut(s, ".")
+	if !qualified {
+		pkg, name = "", s
+	} else if !isIdent(pkg) {
+		return r, false
+	}
+	if !isIdent(name) || name == "_" || pkg == "_" {
+		return r, false
+	}
+	r.Pkg, r.Name = pkg, name
+	return r, true
+}
+
+func isIdent(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, r := range s {
+		if !unicode.IsLetter(r) && r != '_' && (i == 0 || !unicode.IsDigit(r)) {
+			return false
+		}
+	}
+	return !isKeyword(s)
+}
+
+func isKeyword(s string) bool {
+	switch s {
+	case "break", "case", "chan", "const", "continue", "default", "defer", "else",
+		"fallthrough", "for", "func", "go", "goto", "if", "import", "interface",
+		"map", "package", "range", "return", "select", "struct", "switch", "type", "var":
+		return true
+	}
+	return false
+}
+
+// finish checks rules that span keys.
+func (p *parser) finish() {
+	if off, ok := p.seen["inline_retries"]; ok {
+		if _, ok := p.seen["retry_on"]; !ok {
+			p.errorf(off, "inline_retries needs retry_on")
+		}
+	}
+	if p.d.Kind != KindPeriodic {
+		return
+	}
+	everyOff, every := p.seen["every"]
+	cronOff, hasCron := p.seen["cron"]
+	switch {
+	case every && hasCron:
+		p.errorf(max(everyOff, cronOff), "set every= or cron=, not both")
+	case !every && !hasCron:
+		p.errorf(0, "missing schedule: set every=DURATION or cron=\"SPEC\"")
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// suggest returns the candidate closest to s within edit distance 2, or "".
+func suggest(s string, candidates []string) string {
+	best, bestDist := "", 3
+	for _, c := range candidates {
+		if d := editDistance(s, c); d < bestDist {
+			best, bestDist = c, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// String formats d as a canonical directive line that Parse reads back to
+// an equal Directive (offsets of retry_on entries aside).
+func (d *Directive) String() string {
+	var b strings.Builder
+	b.WriteString("//")
+	b.WriteString(d.Kind.String())
+	if d.Name != "" {
+		b.WriteString(" name=" + quoteIfNeeded(d.Name))
+	}
+	if d.Priority != nil {
+		fmt.Fprintf(&b, " priority=%d", *d.Priority)
+	}
+	if d.Retries != nil {
+		fmt.Fprintf(&b, " retries=%d", *d.Retries)
+	}
+	if d.Timeout != 0 {
+		b.WriteString(" timeout=" + d.Timeout.String())
+	}
+	if d.RetryDelay != 0 {
+		b.WriteString(" retry_delay=" + d.RetryDelay.String())
+	}
+	if d.RateLimit != (Rate{}) {
+		fmt.Fprintf(&b, " rate_limit=%d/%s", d.RateLimit.Limit, d.RateLimit.Per)
+	}
+	if len(d.RetryOn) > 0 {
+		refs := make([]string, len(d.RetryOn))
+		for i, r := range d.RetryOn {
+			refs[i] = r.String()
+		}
+		b.WriteString(" retry_on=" + strings.Join(refs, ","))
+	}
+	if d.InlineRetries != 0 {
+		fmt.Fprintf(&b, " inline_retries=%d", d.InlineRetries)
+	}
+	if d.Every != 0 {
+		b.WriteString(" every=" + d.Every.String())
+	}
+	if d.Cron != "" {
+		b.WriteString(" cron=" + strconv.Quote(d.Cron))
+	}
+	return b.String()
+}
+
+func quoteIfNeeded(s string) string {
+	if strings.ContainsAny(s, " \t\"`=") || s == "" {
+		return strconv.Quote(s)
+	}
+	return s
+}

@@ -1,0 +1,818 @@
+package gen
+
+import (
+	"fmt"
+	"go/ast"
+	"go/scanner"
+	"go/token"
+	"go/types"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"golang.org/x/tools/go/packages"
+
+	"github.com/queuemax/queuemax/annotations"
+)
+
+// queuemaxPath is the import path of the package generated code targets.
+const queuemaxPath = "github.com/queuemax/queuemax"
+
+// pkgModel is everything emit needs, in plain values.
+type pkgModel struct {
+	// Path and Name are the package's import path and name.
+	Path, Name string
+	// Tasks are sorted by Func.
+	Tasks []taskSpec
+	// Imports are the packages the tasks' types and retry_on entries
+	// mention, sorted by path, so that emit imports them by their real
+	// names.
+	Imports []importSpec
+	// Taken are the package-scope names that an import of the generated
+	// file would clash with, sorted; emit imports those packages under
+	// another name.
+	Taken []string
+}
+
+type importSpec struct{ Path, Name string }
+
+// taskSpec is one annotated function.
+type taskSpec struct {
+	// Func is the function's name.
+	Func string
+	// Name is the stable task name stored in job rows.
+	Name string
+	// File and Line locate the function: base file name only.
+	File string
+	Line int
+	// Params are the parameters after ctx.
+	Params []param
+	// Result is T of a (T, error) function, or nil.
+	Result *typeRef
+
+	Priority      int
+	Retries       *int
+	Timeout       time.Duration
+	RetryDelay    time.Duration
+	RateLimit     annotations.Rate
+	RetryOn       []errorMatch
+	InlineRetries int
+
+	// Periodic is set for //queuemax:periodic, with Every or Cron.
+	Periodic bool
+	Every    time.Duration
+	Cron     string
+}
+
+// param is one payload parameter.
+type param struct {
+	// Name is the parameter's name in the function.
+	Name string
+	// Local is the name generated methods give it: Name, renamed when it
+	// would collide with a generated identifier.
+	Local string
+	// Field and JSON are the payload struct's field name and JSON key.
+	Field, JSON string
+	Type        typeRef
+}
+
+// errorMatch is one resolved retry_on entry.
+type errorMatch struct {
+	// Path is the import path of the package declaring Name.
+	Path, Name string
+	// Type is set for an error type (errors.As), unset for a sentinel
+	// variable (errors.Is).
+	Type bool
+	// Pointer is set for *T.
+	Pointer bool
+}
+
+type refKind int
+
+const (
+	refBasic refKind = iota + 1
+	refNamed
+	refPointer
+	refSlice
+	refArray
+	refMap
+	refStruct
+)
+
+// typeRef is a Go type written as emit renders it.
+type typeRef struct {
+	Kind refKind
+	// Path and Name name a basic or named type; Path is empty for
+	// predeclared types.
+	Path, Name string
+	// Args are a generic named type's type arguments.
+	Args []typeRef
+	// Key and Elem are the parts of composite types.
+	Key, Elem *typeRef
+	// Len is an array's length.
+	Len int64
+	// Fields are an anonymous struct's fields.
+	Fields []fieldRef
+}
+
+type fieldRef struct {
+	Name     string
+	Embedded bool
+	Type     typeRef
+	Tag      string
+}
+
+// analyser holds the state of one package's analysis.
+type analyser struct {
+	pkg     *packages.Package
+	fset    *token.FileSet
+	errs    errorList
+	imports map[string]string // path → name
+	errorT  *types.Interface
+}
+
+// analyse turns one loaded package into a model and reports every
+// problem in it. dir is the package's directory ("" if it has no files).
+func analyse(pkg *packages.Package) (m pkgModel, dir string, errs scanner.ErrorList) {
+	a := &analyser{
+		pkg:     pkg,
+		fset:    pkg.Fset,
+		imports: map[string]string{},
+		errorT:  types.Universe.Lookup("error").Type().Underlying().(*types.Interface),
+	}
+	m = pkgModel{Path: pkg.PkgPath, Name: pkg.Name}
+	if len(pkg.GoFiles) > 0 {
+		dir = filepath.Dir(pkg.GoFiles[0])
+	}
+	a.packageErrors()
+	if pkg.Types == nil || pkg.TypesInfo == nil {
+		return m, dir, a.errs.list
+	}
+	var decls []*funcDirective
+	for _, f := range pkg.Syntax {
+		decls = append(decls, a.scanFile(f)...)
+	}
+	fatal := a.typeErrorsIn(decls)
+	for _, d := range decls {
+		if fatal[d] {
+			continue
+		}
+		if t, ok := a.task(d); ok {
+			m.Tasks = append(m.Tasks, t)
+		}
+	}
+	sort.Slice(m.Tasks, func(i, j int) bool { return m.Tasks[i].Func < m.Tasks[j].Func })
+	a.checkNames(m.Tasks, decls)
+	for path, name := range a.imports {
+		if path != pkg.PkgPath {
+			m.Imports = append(m.Imports, importSpec{Path: path, Name: name})
+		}
+	}
+	sort.Slice(m.Imports, func(i, j int) bool { return m.Imports[i].Path < m.Imports[j].Path })
+	names := []string{"queuemax", "context", "time", "errors"}
+	for _, im := range m.Imports {
+		names = append(names, im.Name)
+	}
+	for _, name := range names {
+		if pkg.Types.Scope().Lookup(name) != nil && !slices.Contains(m.Taken, name) {
+			m.Taken = append(m.Taken, name)
+		}
+	}
+	sort.Strings(m.Taken)
+	return m, dir, a.errs.list
+}
+
+func (a *analyser) errorf(pos token.Pos, format string, args ...any) {
+	a.errs.add(a.fset.Position(pos), fmt.Sprintf(format, args...))
+}
+
+// packageErrors records load errors that are fatal whatever the
+// directives: the go command's own errors and syntax errors. Type errors
+// are fatal only where they touch an annotated signature (typeErrorsIn).
+func (a *analyser) packageErrors() {
+	for _, e := range a.pkg.Errors {
+		// Whatever is wrong with the generated file, it is about to be
+		// replaced.
+		if filepath.Base(parsePos(e.Pos).Filename) == FileName || strings.Contains(e.Msg, FileName+":") {
+			continue
+		}
+		switch e.Kind {
+		case packages.TypeError:
+			continue
+		case packages.ListError:
+			// "# pkg\n..." is the compiler's output for the files as
+			// they are on disk, stale queuemax_gen.go included; the type
+			// checker has judged the cut version instead.
+			if strings.HasPrefix(e.Msg, "# ") {
+				continue
+			}
+		}
+		a.errs.add(parsePos(e.Pos), e.Msg)
+	}
+}
+
+// funcDirective is a function with a directive in its doc comment.
+type funcDirective struct {
+	fn      *ast.FuncDecl
+	file    *ast.File
+	comment *ast.Comment
+	dir     *annotations.Directive
+}
+
+// scanFile finds the directives of one file, reports malformed and
+// detached ones, and returns those attached to functions.
+func (a *analyser) scanFile(f *ast.File) []*funcDirective {
+	name := a.fset.Position(f.Package).Filename
+	if filepath.Base(name) == FileName || ast.IsGenerated(f) {
+		return nil
+	}
+	var out []*funcDirective
+	consumed := map[*ast.Comment]bool{}
+	for _, decl := range f.Decls {
+		fd, ok := decl.(*ast.FuncDecl)
+		if !ok || fd.Doc == nil {
+			continue
+		}
+		var first *funcDirective
+		for _, c := range fd.Doc.List {
+			if !annotations.IsDirective(c.Text) {
+				continue
+			}
+			consumed[c] = true
+			d, err := annotations.Parse(c.Text)
+			a.annotationErrors(c, err)
+			if first != nil {
+				a.errorf(c.Slash, "%s: more than one queuemax directive on %s", kindOf(d), fd.Name.Name)
+				continue
+			}
+			first = &funcDirective{fn: fd, file: f, comment: c, dir: d}
+			if err != nil {
+				first.dir = nil
+			}
+		}
+		if first != nil && first.dir != nil {
+			out = append(out, first)
+		}
+	}
+	for _, cg := range f.Comments {
+		for _, c := range cg.List {
+			if spaced(c.Text) {
+				a.errorf(c.Slash, "queuemax: write the directive as %q, with no space after //", "//"+strings.TrimSpace(c.Text[2:]))
+				continue
+			}
+			if !annotations.IsDirective(c.Text) || consumed[c] {
+				continue
+			}
+			d, err := annotations.Parse(c.Text)
+			if d == nil {
+				a.annotationErrors(c, err)
+				continue
+			}
+			msg := "directive not attached to a function"
+			if followedByFunc(a.fset, f, cg) {
+				msg += " (remove the blank line below it)"
+			}
+			a.errorf(c.Slash, "%s: %s", d.Kind, msg)
+		}
+	}
+	return out
+}
+
+// spaced reports whether a comment looks like a directive with a space
+// after the slashes, which Go tools read as prose.
+func spaced(text string) bool {
+	rest, ok := strings.CutPrefix(text, "//")
+	if !ok || !strings.HasPrefix(rest, " ") && !strings.HasPrefix(rest, "\t") {
+		return false
+	}
+	rest = strings.TrimLeft(rest, " \t")
+	for _, verb := range []string{"task", "periodic"} {
+		if d := "queuemax:" + verb; rest == d || strings.HasPrefix(rest, d+" ") {
+			return true
+		}
+	}
+	return false
+}
+
+func kindOf(d *annotations.Directive) string {
+	if d == nil {
+		return "queuemax"
+	}
+	return d.Kind.String()
+}
+
+// annotationErrors reports the parser's errors at their columns.
+func (a *analyser) annotationErrors(c *ast.Comment, err error) {
+	if err == nil {
+		return
+	}
+	list, ok := err.(annotations.ErrorList)
+	if !ok {
+		a.errorf(c.Slash, "%v", err)
+		return
+	}
+	for _, e := range list {
+		a.errorf(c.Slash+token.Pos(e.Offset), "%s", e.Error())
+	}
+}
+
+// followedByFunc reports whether the next declaration after cg is a
+// function without a doc comment, starting after a blank line: the
+// directive was most likely meant for it.
+func followedByFunc(fset *token.FileSet, f *ast.File, cg *ast.CommentGroup) bool {
+	for _, decl := range f.Decls {
+		if decl.Pos() < cg.End() {
+			continue
+		}
+		fd, ok := decl.(*ast.FuncDecl)
+		return ok && fd.Doc == nil && fset.Position(fd.Pos()).Line > fset.Position(cg.End()).Line+1
+	}
+	return false
+}
+
+// typeErrorsIn reports the type errors located in an annotated signature
+// and returns the directives whose signature has one: analysing those
+// would only repeat the problem.
+func (a *analyser) typeErrorsIn(decls []*funcDirective) map[*funcDirective]bool {
+	fatal := map[*funcDirective]bool{}
+	for _, e := range a.pkg.TypeErrors {
+		for _, d := range decls {
+			if e.Fset != a.fset && e.Fset != nil {
+				continue
+			}
+			if d.fn.Type.Pos() <= e.Pos && e.Pos < d.fn.Type.End() {
+				a.errorf(e.Pos, "%s", e.Msg)
+				fatal[d] = true
+			}
+		}
+	}
+	return fatal
+}
+
+// task checks one annotated function and builds its spec.
+func (a *analyser) task(d *funcDirective) (taskSpec, bool) {
+	fd, dir := d.fn, d.dir
+	label := fmt.Sprintf("%s %s", dir.Kind, fd.Name.Name)
+	n := len(a.errs.list)
+	fail := func(pos token.Pos, format string, args ...any) {
+		a.errorf(pos, "%s: %s", label, fmt.Sprintf(format, args...))
+	}
+	pos := a.fset.Position(fd.Name.Pos())
+	t := taskSpec{
+		Func:          fd.Name.Name,
+		Name:          dir.Name,
+		File:          filepath.Base(pos.Filename),
+		Line:          pos.Line,
+		Retries:       dir.Retries,
+		Timeout:       dir.Timeout,
+		RetryDelay:    dir.RetryDelay,
+		RateLimit:     dir.RateLimit,
+		InlineRetries: dir.InlineRetries,
+		Periodic:      dir.Kind == annotations.KindPeriodic,
+		Every:         dir.Every,
+		Cron:          dir.Cron,
+	}
+	if t.Name == "" {
+		t.Name = a.pkg.PkgPath + "." + fd.Name.Name
+	}
+	if dir.Priority != nil {
+		t.Priority = *dir.Priority
+	}
+	if fd.Recv != nil {
+		fail(fd.Name.Pos(), "directive on a method; annotate a top-level function")
+		return t, false
+	}
+	if !fd.Name.IsExported() {
+		fail(fd.Name.Pos(), "function must be exported")
+	}
+	if fd.Type.TypeParams != nil && len(fd.Type.TypeParams.List) > 0 {
+		fail(fd.Type.TypeParams.Pos(), "function must not be generic")
+		return t, false
+	}
+	fn, ok := a.pkg.TypesInfo.Defs[fd.Name].(*types.Func)
+	if !ok {
+		return t, false
+	}
+	sig := fn.Signature()
+
+	// Parameters: ctx first, then named, non-variadic, encodable ones.
+	params := sig.Params()
+	if params.Len() == 0 || !isContext(params.At(0).Type()) {
+		got := "none"
+		if params.Len() > 0 {
+			got = a.typeString(params.At(0).Type())
+		}
+		fail(fd.Name.Pos(), "first parameter must be context.Context, got %s", got)
+	}
+	fields := fieldIdents(fd.Type.Params)
+	for i := 1; i < params.Len(); i++ {
+		v := params.At(i)
+		at := fields[i].pos
+		switch {
+		case fields[i].name == nil:
+			fail(at, "parameter %d (%s) must be named", i+1, a.typeString(v.Type()))
+			continue
+		case v.Name() == "_":
+			fail(at, "parameter %d (%s) must be named, not _", i+1, a.typeString(v.Type()))
+			continue
+		case sig.Variadic() && i == params.Len()-1:
+			fail(at, "parameter %s is variadic; take a slice instead", v.Name())
+			continue
+		case t.Periodic:
+			fail(at, "periodic task must take only ctx, got parameter %s", v.Name())
+			continue
+		}
+		if why := a.jsonProblem(v.Type(), "", map[types.Type]bool{}); why != "" {
+			fail(at, "parameter %s has type %s, which is not JSON-encodable (%s)", v.Name(), a.typeString(v.Type()), why)
+			continue
+		}
+		t.Params = append(t.Params, param{
+			Name:  v.Name(),
+			Field: exportedName(v.Name()),
+			JSON:  snakeName(v.Name()),
+			Type:  a.ref(v.Type()),
+		})
+	}
+	checkFields(t.Params, fields, fail)
+
+	// Results: error or (T, error).
+	results := sig.Results()
+	resultsPos := fd.Name.Pos()
+	if fd.Type.Results != nil {
+		resultsPos = fd.Type.Results.Pos()
+	}
+	switch {
+	case results.Len() == 1 && isError(results.At(0).Type()):
+	case results.Len() == 2 && isError(results.At(1).Type()):
+		rt := results.At(0).Type()
+		if why := a.jsonProblem(rt, "", map[types.Type]bool{}); why != "" {
+			fail(resultsPos, "result type %s is not JSON-encodable (%s)", a.typeString(rt), why)
+		} else {
+			r := a.ref(rt)
+			t.Result = &r
+		}
+	default:
+		fail(resultsPos, "results must be error or (T, error), got %s", a.tupleString(results))
+	}
+
+	t.RetryOn = a.retryOn(d, label)
+	localNames(&t)
+	return t, len(a.errs.list) == n
+}
+
+// fieldIdent is one declared parameter: its name (nil if unnamed) and
+// position.
+type fieldIdent struct {
+	name *ast.Ident
+	pos  token.Pos
+}
+
+// fieldIdents flattens a parameter list so that it lines up with the
+// signature's tuple.
+func fieldIdents(fl *ast.FieldList) []fieldIdent {
+	var out []fieldIdent
+	for _, f := range fl.List {
+		if len(f.Names) == 0 {
+			out = append(out, fieldIdent{pos: f.Type.Pos()})
+			continue
+		}
+		for _, n := range f.Names {
+			out = append(out, fieldIdent{name: n, pos: n.Pos()})
+		}
+	}
+	return out
+}
+
+// checkFields reports parameters that map to the same payload field or
+// JSON key, such as userID and userId.
+func checkFields(ps []param, fields []fieldIdent, fail func(token.Pos, string, ...any)) {
+	byField := map[string]string{}
+	byJSON := map[string]string{}
+	for _, p := range ps {
+		pos := token.NoPos
+		for _, f := range fields {
+			if f.name != nil && f.name.Name == p.Name {
+				pos = f.pos
+			}
+		}
+		if other, ok := byField[p.Field]; ok {
+			fail(pos, "parameters %s and %s both map to payload field %s; rename one", other, p.Name, p.Field)
+			continue
+		}
+		if other, ok := byJSON[p.JSON]; ok {
+			fail(pos, "parameters %s and %s both map to JSON key %q; rename one", other, p.Name, p.JSON)
+			continue
+		}
+		byField[p.Field] = p.Name
+		byJSON[p.JSON] = p.Name
+	}
+}
+
+// localNames picks the names generated methods give parameters, renaming
+// those that would shadow an identifier the method bodies use.
+func localNames(t *taskSpec) {
+	lower := unexportedName(t.Func)
+	reserved := map[string]bool{
+		"t": true, "ctx": true, "at": true, "d": true, "o": true, "id": true, "args": true,
+		"i": true, "v": true, "err": true, "make": true, "len": true,
+		"queuemax": true, "context": true, "time": true, "errors": true,
+		t.Func + "Args": true, t.Func + "Task": true, lower + "Options": true, lower + "Func": true,
+	}
+	for i := range t.Params {
+		p := &t.Params[i]
+		p.Local = p.Name
+		for reserved[p.Local] {
+			p.Local += "_"
+		}
+	}
+}
+
+// retryOn resolves the retry_on entries against the file's imports and the
+// package scope.
+func (a *analyser) retryOn(d *funcDirective, label string) []errorMatch {
+	if len(d.dir.RetryOn) == 0 {
+		return nil
+	}
+	imports := map[string]*types.Package{}
+	for _, spec := range d.file.Imports {
+		var obj types.Object
+		if spec.Name != nil {
+			obj = a.pkg.TypesInfo.Defs[spec.Name]
+		} else {
+			obj = a.pkg.TypesInfo.Implicits[spec]
+		}
+		if pn, ok := obj.(*types.PkgName); ok {
+			imports[pn.Name()] = pn.Imported()
+		}
+	}
+	var out []errorMatch
+	for _, ref := range d.dir.RetryOn {
+		pos := d.comment.Slash + token.Pos(ref.Offset)
+		fail := func(format string, args ...any) {
+			a.errorf(pos, "%s: retry_on %s: %s", label, ref, fmt.Sprintf(format, args...))
+		}
+		var obj types.Object
+		if ref.Pkg == "" {
+			obj = a.pkg.Types.Scope().Lookup(ref.Name)
+		} else {
+			p, ok := imports[ref.Pkg]
+			if !ok {
+				fail("package %s is not imported by %s", ref.Pkg, filepath.Base(a.fset.Position(d.file.Package).Filename))
+				continue
+			}
+			if obj = p.Scope().Lookup(ref.Name); obj != nil && !obj.Exported() {
+				obj = nil
+			}
+		}
+		switch obj := obj.(type) {
+		case nil:
+			fail("undefined")
+		case *types.Var:
+			switch {
+			case ref.Pointer:
+				fail("%s is a variable; drop the *", strings.TrimPrefix(ref.String(), "*"))
+			case !types.Implements(obj.Type(), a.errorT):
+				fail("%s has type %s, which does not implement error", ref, a.typeString(obj.Type()))
+			default:
+				out = append(out, a.match(obj, false, false))
+			}
+		case *types.TypeName:
+			typ := obj.Type()
+			if n, ok := typ.(*types.Named); ok && n.TypeParams().Len() > 0 {
+				fail("%s is generic", ref)
+				continue
+			}
+			if ref.Pointer {
+				typ = types.NewPointer(typ)
+			}
+			switch {
+			case types.Implements(typ, a.errorT):
+				out = append(out, a.match(obj, true, ref.Pointer))
+			case !ref.Pointer && types.Implements(types.NewPointer(typ), a.errorT):
+				fail("%s does not implement error (did you mean *%s?)", ref, ref)
+			default:
+				fail("%s does not implement error", ref)
+			}
+		default:
+			fail("%s is not an error variable or type", ref)
+		}
+	}
+	return out
+}
+
+func (a *analyser) match(obj types.Object, isType, pointer bool) errorMatch {
+	a.imports[obj.Pkg().Path()] = obj.Pkg().Name()
+	return errorMatch{Path: obj.Pkg().Path(), Name: obj.Name(), Type: isType, Pointer: pointer}
+}
+
+// checkNames reports duplicate task names and generated identifiers that
+// collide with the package's own declarations.
+func (a *analyser) checkNames(tasks []taskSpec, decls []*funcDirective) {
+	byFunc := map[string]*funcDirective{}
+	for _, d := range decls {
+		byFunc[d.fn.Name.Name] = d
+	}
+	// Duplicates are reported at every directive after the first in
+	// source order.
+	ordered := append([]taskSpec(nil), tasks...)
+	sort.SliceStable(ordered, func(i, j int) bool {
+		return byFunc[ordered[i].Func].comment.Slash < byFunc[ordered[j].Func].comment.Slash
+	})
+	first := map[string]taskSpec{}
+	for _, t := range ordered {
+		d := byFunc[t.Func]
+		if prev, dup := first[t.Name]; dup {
+			a.errorf(d.comment.Slash, "%s %s: duplicate task name %q (also %s at %s:%d)", d.dir.Kind, t.Func, t.Name, prev.Func, prev.File, prev.Line)
+			continue
+		}
+		first[t.Name] = t
+	}
+	scope := a.pkg.Types.Scope()
+	taken := map[string]string{}
+	for _, t := range tasks {
+		d := byFunc[t.Func]
+		lower := unexportedName(t.Func)
+		for _, name := range []string{t.Func + "Args", t.Func + "Task", lower + "Options", lower + "Func"} {
+			if obj := scope.Lookup(name); obj != nil {
+				p := a.fset.Position(obj.Pos())
+				a.errorf(d.fn.Name.Pos(), "%s %s: generated name %s collides with the declaration at %s:%d", d.dir.Kind, t.Func, name, filepath.Base(p.Filename), p.Line)
+			}
+			if other, ok := taken[name]; ok {
+				a.errorf(d.fn.Name.Pos(), "%s %s: generated name %s collides with one generated for %s", d.dir.Kind, t.Func, name, other)
+			}
+			taken[name] = t.Func
+		}
+	}
+	if len(tasks) == 0 {
+		return
+	}
+	for _, name := range []string{"Tasks", "New", "Handlers"} {
+		if obj := scope.Lookup(name); obj != nil {
+			p := a.fset.Position(obj.Pos())
+			a.errorf(obj.Pos(), "queuemax: generated name %s collides with the declaration at %s:%d", name, filepath.Base(p.Filename), p.Line)
+		}
+	}
+}
+
+func isContext(t types.Type) bool {
+	n, ok := types.Unalias(t).(*types.Named)
+	return ok && n.Obj().Pkg() != nil && n.Obj().Pkg().Path() == "context" && n.Obj().Name() == "Context"
+}
+
+func isError(t types.Type) bool {
+	return types.Identical(t, types.Universe.Lookup("error").Type())
+}
+
+// qualifier writes types of other packages with their package name.
+func (a *analyser) qualifier(p *types.Package) string {
+	if p == a.pkg.Types {
+		return ""
+	}
+	return p.Name()
+}
+
+func (a *analyser) typeString(t types.Type) string { return types.TypeString(t, a.qualifier) }
+
+func (a *analyser) tupleString(t *types.Tuple) string {
+	if t.Len() == 0 {
+		return "none"
+	}
+	parts := make([]string, t.Len())
+	for i := range t.Len() {
+		parts[i] = a.typeString(t.At(i).Type())
+	}
+	return "(" + strings.Join(parts, ", ") + ")"
+}
+
+// jsonProblem says why encoding/json cannot round-trip a value of type t,
+// or returns "". path names the field being checked, "" at the top.
+func (a *analyser) jsonProblem(t types.Type, path string, seen map[types.Type]bool) string {
+	at := func(why string) string {
+		if path == "" {
+			return why
+		}
+		return "field " + path + ": " + why
+	}
+	if seen[t] {
+		return ""
+	}
+	seen[t] = true
+	if hasMethod(t, "MarshalJSON") || hasMethod(t, "MarshalText") {
+		if _, isIface := t.Underlying().(*types.Interface); !isIface {
+			return ""
+		}
+	}
+	switch u := t.Underlying().(type) {
+	case *types.Basic:
+		switch {
+		case u.Kind() == types.UnsafePointer:
+			return at("an unsafe.Pointer")
+		case u.Info()&types.IsComplex != 0:
+			return at("a complex number")
+		case u.Kind() == types.Invalid:
+			return at("a type that does not type-check")
+		}
+	case *types.Chan:
+		return at("a channel")
+	case *types.Signature:
+		return at("a function")
+	case *types.Interface:
+		if u.Empty() {
+			return at("an empty interface, which does not decode to a concrete type")
+		}
+		return at("an interface, not a concrete type")
+	case *types.TypeParam:
+		return at("a type parameter")
+	case *types.Pointer:
+		return a.jsonProblem(u.Elem(), path, seen)
+	case *types.Slice:
+		return a.jsonProblem(u.Elem(), path, seen)
+	case *types.Array:
+		return a.jsonProblem(u.Elem(), path, seen)
+	case *types.Map:
+		k := u.Key()
+		kb, isBasic := k.Underlying().(*types.Basic)
+		if !(isBasic && kb.Info()&(types.IsString|types.IsInteger) != 0) && !hasMethod(k, "MarshalText") {
+			return at(fmt.Sprintf("a map with key type %s", a.typeString(k)))
+		}
+		return a.jsonProblem(u.Elem(), path, seen)
+	case *types.Struct:
+		for i := range u.NumFields() {
+			f := u.Field(i)
+			if !f.Exported() && !f.Embedded() {
+				continue
+			}
+			if tag := reflect.StructTag(u.Tag(i)).Get("json"); tag == "-" {
+				continue
+			}
+			p := f.Name()
+			if path != "" {
+				p = path + "." + p
+			}
+			if why := a.jsonProblem(f.Type(), p, seen); why != "" {
+				return why
+			}
+		}
+	}
+	return ""
+}
+
+// hasMethod reports whether t or *t has the named method.
+func hasMethod(t types.Type, name string) bool {
+	for _, typ := range []types.Type{t, types.NewPointer(t)} {
+		obj, _, _ := types.LookupFieldOrMethod(typ, true, nil, name)
+		if _, ok := obj.(*types.Func); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// ref converts a checked type to a typeRef, recording the imports it
+// needs.
+func (a *analyser) ref(t types.Type) typeRef {
+	switch t := t.(type) {
+	case *types.Alias:
+		return a.named(t.Obj(), t.TypeArgs())
+	case *types.Named:
+		return a.named(t.Obj(), t.TypeArgs())
+	case *types.Basic:
+		return typeRef{Kind: refBasic, Name: t.Name()}
+	case *types.Pointer:
+		e := a.ref(t.Elem())
+		return typeRef{Kind: refPointer, Elem: &e}
+	case *types.Slice:
+		e := a.ref(t.Elem())
+		return typeRef{Kind: refSlice, Elem: &e}
+	case *types.Array:
+		e := a.ref(t.Elem())
+		return typeRef{Kind: refArray, Elem: &e, Len: t.Len()}
+	case *types.Map:
+		k, e := a.ref(t.Key()), a.ref(t.Elem())
+		return typeRef{Kind: refMap, Key: &k, Elem: &e}
+	case *types.Struct:
+		r := typeRef{Kind: refStruct}
+		for i := range t.NumFields() {
+			f := t.Field(i)
+			r.Fields = append(r.Fields, fieldRef{Name: f.Name(), Embedded: f.Embedded(), Type: a.ref(f.Type()), Tag: t.Tag(i)})
+		}
+		return r
+	}
+	// jsonProblem rejected every other kind before ref runs.
+	panic(fmt.Sprintf("queuemax-gen: unexpected type %T %s", t, t))
+}
+
+func (a *analyser) named(obj *types.TypeName, args *types.TypeList) typeRef {
+	r := typeRef{Kind: refNamed, Name: obj.Name()}
+	if obj.Pkg() != nil {
+		r.Path = obj.Pkg().Path()
+		a.imports[r.Path] = obj.Pkg().Name()
+	}
+	for i := range args.Len() {
+		r.Args = append(r.Args, a.ref(args.At(i)))
+	}
+	return r
+}
