@@ -321,24 +321,26 @@ func (c *Client) DeadLetters(ctx context.Context, p ListParams) ([]*DeadLetter, 
 // Stats is a snapshot of the queue: every field of queue-max's get_stats,
 // plus per-shard figures.
 type Stats struct {
-	Pending         int64        `json:"pending"`    // ready now
-	Scheduled       int64        `json:"scheduled"`  // waiting for a run-at or retry time
-	Processing      int64        `json:"processing"` // running
-	Failed          int64        `json:"failed"`     // dead-lettered and still in the queue table
-	Completed       int64        `json:"completed"`  // completed and kept for their result
-	DeadLetters     int64        `json:"dead_letters"`
-	TotalProcessed  int64        `json:"total_processed"` // completions ever recorded
-	TotalFailed     int64        `json:"total_failed"`    // dead-letterings ever recorded
-	NumShards       int          `json:"num_shards"`
-	MaxRetries      int          `json:"max_retries"`
-	RateLimit       int          `json:"rate_limit"`       // tokens per RateLimitPer; 0 = none
-	RateLimitPer    string       `json:"rate_limit_per"`   // e.g. "1m0s"
-	TokensAvailable float64      `json:"tokens_available"` // -1 when not limited
-	CircuitState    string       `json:"circuit_state"`    // closed, open, half_open
-	CircuitFailures int          `json:"circuit_failures"` // consecutive failures
-	UptimeSeconds   float64      `json:"uptime_seconds"`   // since Open
-	IsHealthy       bool         `json:"is_healthy"`       // every shard readable and circuit not open
-	PerShard        []ShardStats `json:"shards"`
+	Pending         int64   `json:"pending"`    // ready now
+	Scheduled       int64   `json:"scheduled"`  // waiting for a run-at or retry time
+	Processing      int64   `json:"processing"` // running
+	Failed          int64   `json:"failed"`     // dead-lettered and still in the queue table
+	Completed       int64   `json:"completed"`  // completed and kept for their result
+	DeadLetters     int64   `json:"dead_letters"`
+	TotalProcessed  int64   `json:"total_processed"` // completions ever recorded
+	TotalFailed     int64   `json:"total_failed"`    // dead-letterings ever recorded
+	NumShards       int     `json:"num_shards"`
+	MaxRetries      int     `json:"max_retries"`
+	RateLimit       int     `json:"rate_limit"`       // tokens per RateLimitPer; 0 = none
+	RateLimitPer    string  `json:"rate_limit_per"`   // e.g. "1m0s"
+	TokensAvailable float64 `json:"tokens_available"` // -1 when not limited
+	CircuitState    string  `json:"circuit_state"`    // the worst task breaker's: closed, open, half_open
+	CircuitFailures int     `json:"circuit_failures"` // the most consecutive failures of any task
+	// Circuits maps each task to its breaker's state while Run is active.
+	Circuits      map[string]string `json:"circuits,omitempty"`
+	UptimeSeconds float64           `json:"uptime_seconds"` // since Open
+	IsHealthy     bool              `json:"is_healthy"`     // every shard readable and circuit not open
+	PerShard      []ShardStats      `json:"shards"`
 }
 
 // Stats returns queue statistics. Counts come from the status index, not

@@ -166,6 +166,9 @@ func CallResult[A, R any](ctx context.Context, o TaskOptions, fn func(context.Co
 // job is gone.
 func Result[R any](ctx context.Context, c *Client, id JobID) (R, error) {
 	var r R
+	if c == nil {
+		return r, ErrNotBound
+	}
 	raw, err := c.Result(ctx, id)
 	if err != nil {
 		return r, err

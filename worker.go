@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -77,7 +78,11 @@ type engine struct {
 	log      *slog.Logger
 	limiter  *ratelimit.Limiter
 	limiters map[string]*ratelimit.Limiter // per task
-	breaker  *breaker.Breaker
+	// breakers holds one circuit breaker per task, so that one failing
+	// downstream does not stop unrelated tasks. With a catch-all handler
+	// (name "") there is a single breaker under "".
+	breakers map[string]*breaker.Breaker
+	order    []string // breaker names, sorted, for a stable claim plan
 	auto     *scale.Policy
 
 	limit    atomic.Int64 // how many jobs may run at once
@@ -126,17 +131,26 @@ func (c *Client) newEngine(jobCtx context.Context) (*engine, error) {
 			e.limiters[name] = l
 		}
 	}
-	b, err := breaker.New(breaker.Config{
-		Threshold: c.cfg.CircuitThreshold,
-		Timeout:   c.cfg.CircuitTimeout,
-		OnStateChange: func(from, to breaker.State) {
-			c.log.Warn("circuit breaker changed state", "from", from.String(), "to", to.String())
-		},
-	})
-	if err != nil {
-		return nil, &ConfigError{"CircuitThreshold", err.Error()}
+	e.breakers = make(map[string]*breaker.Breaker)
+	names := c.names
+	if names == nil {
+		names = []string{""}
 	}
-	e.breaker = b
+	for _, name := range names {
+		b, err := breaker.New(breaker.Config{
+			Threshold: c.cfg.CircuitThreshold,
+			Timeout:   c.cfg.CircuitTimeout,
+			OnStateChange: func(from, to breaker.State) {
+				c.log.Warn("circuit breaker changed state", "task", name, "from", from.String(), "to", to.String())
+			},
+		})
+		if err != nil {
+			return nil, &ConfigError{"CircuitThreshold", err.Error()}
+		}
+		e.breakers[name] = b
+		e.order = append(e.order, name)
+	}
+	slices.Sort(e.order)
 	if c.cfg.Autoscale != nil {
 		p := c.cfg.Autoscale.WithDefaults()
 		if err := p.Validate(); err != nil {
@@ -305,10 +319,93 @@ func (e *engine) fillStats(s *Stats) {
 	if e.limiter != nil {
 		s.TokensAvailable = e.limiter.Remaining()
 	}
-	bs := e.breaker.Stats()
-	s.CircuitState = bs.State.String()
-	s.CircuitFailures = bs.Failures
-	s.IsHealthy = s.IsHealthy && bs.State != breaker.Open
+	rank := map[breaker.State]int{breaker.Closed: 0, breaker.HalfOpen: 1, breaker.Open: 2}
+	worst := breaker.Closed
+	s.Circuits = make(map[string]string, len(e.breakers))
+	for name, b := range e.breakers {
+		bs := b.Stats()
+		s.Circuits[name] = bs.State.String()
+		if rank[bs.State] > rank[worst] {
+			worst = bs.State
+		}
+		s.CircuitFailures = max(s.CircuitFailures, bs.Failures)
+	}
+	s.CircuitState = worst.String()
+	s.IsHealthy = s.IsHealthy && worst != breaker.Open
+}
+
+// breakerFor returns the breaker that guards task.
+func (e *engine) breakerFor(task string) *breaker.Breaker {
+	if b, ok := e.breakers[task]; ok {
+		return b
+	}
+	return e.breakers[""]
+}
+
+// claimGroup is one claim of a fetch round: tasks (nil: any task) and at
+// most max jobs, with the breaker probe ticket and task rate limiter that
+// guard it.
+type claimGroup struct {
+	tasks   []string
+	max     int
+	probe   *breaker.Ticket
+	limiter *ratelimit.Limiter // tokens for max jobs were taken; unused ones are refunded
+}
+
+// plan decides what a fetch round of up to n jobs may claim. Tasks whose
+// breaker is open, or whose rate limiter has no token, are left out: they
+// cost no claim and hold no worker slot while they wait. A half-open task
+// gets one probe job. retryIn is how soon a left-out task may be claimable
+// again (an hour if none is left out).
+func (e *engine) plan(n int) (groups []claimGroup, retryIn time.Duration) {
+	retryIn = time.Hour
+	var free []string // closed breaker, no task limiter
+	excluded := false
+	for _, name := range e.order {
+		b := e.breakers[name]
+		t, ok := b.Allow()
+		if !ok {
+			excluded = true
+			retryIn = min(retryIn, b.Stats().RecoveryRemaining)
+			continue
+		}
+		want := n
+		if t.Probe() {
+			want = 1
+		}
+		l := e.limiters[name]
+		if l != nil {
+			got := 0
+			for got < want && l.TryAcquire() {
+				got++
+			}
+			if got == 0 {
+				t.Release()
+				excluded = true
+				retryIn = min(retryIn, l.RetryAfter())
+				continue
+			}
+			want = got
+		}
+		switch {
+		case t.Probe():
+			groups = append(groups, claimGroup{tasks: []string{name}, max: 1, probe: &t, limiter: l})
+		case l != nil:
+			groups = append(groups, claimGroup{tasks: []string{name}, max: want, limiter: l})
+		default:
+			free = append(free, name)
+		}
+	}
+	if len(free) > 0 {
+		tasks := free
+		if !excluded && len(groups) == 0 {
+			tasks = e.c.names // every task: the usual filter (nil with a catch-all)
+		} else if len(free) == 1 && free[0] == "" {
+			tasks = nil
+		}
+		groups = append(groups, claimGroup{tasks: tasks, max: n})
+	}
+	return groups, retryIn
 }
 
 // fetch claims jobs while slots are free and starts one goroutine per job.
@@ -327,22 +424,10 @@ func (e *engine) fetch(ctx context.Context) {
 			continue
 		}
 		n := min(free, c.cfg.ClaimBatch)
-		ticket, ok := e.breaker.Allow()
-		if !ok {
-			wait := time.NewTimer(max(e.breaker.Stats().RecoveryRemaining, 10*time.Millisecond))
-			select {
-			case <-ctx.Done():
-			case <-wait.C:
-			}
-			wait.Stop()
-			continue
-		}
-		if ticket.Probe() {
-			n = 1
-		}
 		if e.limiter != nil {
+			// Tokens are taken per job started, never per poll: one is
+			// awaited, more taken if available, unused ones refunded.
 			if err := e.limiter.Acquire(ctx); err != nil {
-				ticket.Release()
 				return
 			}
 			got := 1
@@ -351,38 +436,60 @@ func (e *engine) fetch(ctx context.Context) {
 			}
 			n = got
 		}
+		groups, retryIn := e.plan(n)
 		if v, err := c.st.DataVersion(ctx); err == nil {
 			lastVersion = v
 		}
-		jobs, err := c.Claim(ctx, c.cfg.WorkerID, n)
+		claimed := 0
+		for _, g := range groups {
+			var jobs []*Job
+			if room := min(g.max, n-claimed); room > 0 {
+				jobs, _ = e.claim(ctx, g.tasks, room)
+			}
+			if g.limiter != nil {
+				for range g.max - len(jobs) {
+					g.limiter.Refund()
+				}
+			}
+			if g.probe != nil && len(jobs) == 0 {
+				g.probe.Release() // a probe that finds no job must not wedge the breaker
+			}
+			for _, j := range jobs {
+				e.start(j, g.probe)
+			}
+			claimed += len(jobs)
+		}
 		if e.limiter != nil {
-			for range n - len(jobs) {
+			for range n - claimed {
 				e.limiter.Refund()
 			}
 		}
-		if err != nil && ctx.Err() == nil && !errors.Is(err, ErrClosed) {
-			e.log.WarnContext(ctx, "claim failed", "err", err)
-		}
-		if len(jobs) == 0 {
-			ticket.Release()
-			e.idle(ctx, poll, lastVersion)
-			continue
-		}
-		for i, j := range jobs {
-			var t *breaker.Ticket
-			if i == 0 && ticket.Probe() {
-				t = &ticket
-			}
-			e.start(j, t)
+		if claimed == 0 {
+			e.idle(ctx, poll, lastVersion, retryIn)
 		}
 	}
 }
 
+// claim claims up to max jobs of tasks (nil: any task).
+func (e *engine) claim(ctx context.Context, tasks []string, max int) ([]*Job, error) {
+	if len(tasks) == 1 && tasks[0] == "" {
+		tasks = nil // the catch-all handler's group covers every task
+	}
+	jobs, err := e.c.st.Claim(ctx, store.ClaimParams{WorkerID: e.c.cfg.WorkerID, Max: max, Now: e.c.now(), Tasks: tasks})
+	if err != nil && ctx.Err() == nil && !errors.Is(err, ErrClosed) {
+		e.log.WarnContext(ctx, "claim failed", "err", err)
+	}
+	return jobs, err
+}
+
 // idle waits for a reason to claim again: a local enqueue, a commit by
 // another connection (PRAGMA data_version, checked every PollInterval), a
-// scheduled job coming due, or ctx's end.
-func (e *engine) idle(ctx context.Context, poll *time.Ticker, lastVersion int64) {
+// scheduled job coming due, a left-out task becoming claimable (retryIn),
+// or ctx's end.
+func (e *engine) idle(ctx context.Context, poll *time.Ticker, lastVersion int64, retryIn time.Duration) {
 	c := e.c
+	retry := time.NewTimer(max(retryIn, time.Millisecond))
+	defer retry.Stop()
 	var due <-chan time.Time
 	if t, ok, err := c.st.NextDue(ctx); err == nil && ok {
 		timer := time.NewTimer(max(0, t.Sub(c.now())) + time.Millisecond)
@@ -399,6 +506,8 @@ func (e *engine) idle(ctx context.Context, poll *time.Ticker, lastVersion int64)
 		case <-c.wake:
 			return
 		case <-due:
+			return
+		case <-retry.C:
 			return
 		case <-fallback.C:
 			return
@@ -446,9 +555,9 @@ func (e *engine) execute(ctx context.Context, rj *runningJob, t *breaker.Ticket)
 		case t != nil:
 			t.Release()
 		case err == nil:
-			e.breaker.Success()
+			e.breakerFor(j.Task).Success()
 		case retryable:
-			e.breaker.Failure()
+			e.breakerFor(j.Task).Failure()
 		}
 	}
 	h, ok := c.handlers[j.Task]
@@ -461,15 +570,6 @@ func (e *engine) execute(ctx context.Context, rj *runningJob, t *breaker.Ticket)
 		}
 		e.finish(ctx, rj, nil, Permanent(fmt.Errorf("%w: %q (no handler registered)", ErrUnknownTask, j.Task)))
 		return
-	}
-	if l := e.limiters[h.Name]; l != nil {
-		if err := l.Acquire(ctx); err != nil {
-			if t != nil {
-				t.Release()
-			}
-			e.release(rj)
-			return
-		}
 	}
 	e.hook(ctx, "on_start", func() {
 		if c.cfg.Hooks.OnStart != nil {
@@ -582,7 +682,7 @@ func (e *engine) finish(ctx context.Context, rj *runningJob, result any, jobErr 
 		return
 	case out.Dead:
 		e.failed.Add(1)
-		e.log.ErrorContext(ackCtx, "job dead-lettered", "task", j.Task, "job_id", int64(j.ID), "attempt", j.Attempts, "err", jobErr)
+		e.log.WarnContext(ackCtx, "job dead-lettered", "task", j.Task, "job_id", int64(j.ID), "attempt", j.Attempts, "err", jobErr)
 	default:
 		e.retried.Add(1)
 		e.log.WarnContext(ackCtx, "job failed; retry scheduled", "task", j.Task, "job_id", int64(j.ID), "attempt", j.Attempts,

@@ -448,3 +448,68 @@ func TestClient_Stop(t *testing.T) {
 		t.Errorf("job after Stop = %s attempts=%d, want pending with the attempt refunded", j.Status, j.Attempts)
 	}
 }
+
+func TestClient_RunPerTaskBreakers(t *testing.T) {
+	t.Parallel()
+	var healthy atomic.Bool
+	a := Define("t.A", TaskOptions{MaxRetries: Ptr(0)}, func(context.Context, echoArgs) error {
+		if healthy.Load() {
+			return nil
+		}
+		return httpErr{503}
+	})
+	bh := Define("t.B", TaskOptions{}, func(context.Context, echoArgs) error { return nil })
+	b := setup(t, Config{Shards: 1, Handlers: []Handler{a, bh}, CircuitThreshold: 2, CircuitTimeout: 50 * time.Millisecond, Workers: 1})
+	failed := collect(b.c, EventFailed)
+	completed := collect(b.c, EventCompleted)
+	run(t, b.c)
+	b.c.Enqueue(b.ctx, "t.A", echoArgs{}, Opts{})
+	b.c.Enqueue(b.ctx, "t.A", echoArgs{}, Opts{})
+	waitEvents(t, failed, 2)
+	s, _ := b.c.Stats(b.ctx)
+	if s.Circuits["t.A"] != "open" || s.Circuits["t.B"] != "closed" || s.CircuitState != "open" {
+		t.Fatalf("circuits = %v (overall %s), want t.A open and t.B closed", s.Circuits, s.CircuitState)
+	}
+	// t.B keeps running while t.A's breaker is open.
+	b.c.Enqueue(b.ctx, "t.B", echoArgs{}, Opts{})
+	if e := waitEvents(t, completed, 1)[0]; e.Task != "t.B" {
+		t.Fatalf("completed %s, want t.B", e.Task)
+	}
+	// After the timeout t.A's probe finds no job and is released; a later
+	// t.A job is still let through, and its success closes the breaker.
+	healthy.Store(true)
+	b.c.Enqueue(b.ctx, "t.A", echoArgs{}, Opts{})
+	if e := waitEvents(t, completed, 1)[0]; e.Task != "t.A" {
+		t.Fatalf("completed %s, want t.A", e.Task)
+	}
+	s, _ = b.c.Stats(b.ctx)
+	if s.Circuits["t.A"] != "closed" {
+		t.Errorf("t.A circuit = %s after a successful probe, want closed", s.Circuits["t.A"])
+	}
+}
+
+func TestClient_RunRateLimitedTaskDoesNotBlockOthers(t *testing.T) {
+	t.Parallel()
+	slow := Define("t.Slow", TaskOptions{RateLimit: Rate{Limit: 1, Per: time.Hour}}, func(context.Context, echoArgs) error { return nil })
+	fast := Define("t.Fast", TaskOptions{}, func(context.Context, echoArgs) error { return nil })
+	b := setup(t, Config{Shards: 1, Handlers: []Handler{slow, fast}, Workers: 2})
+	evs := collect(b.c, EventCompleted)
+	for range 5 {
+		b.c.Enqueue(b.ctx, "t.Slow", echoArgs{}, Opts{})
+	}
+	for range 20 {
+		b.c.Enqueue(b.ctx, "t.Fast", echoArgs{}, Opts{})
+	}
+	run(t, b.c)
+	count := map[string]int{}
+	for _, e := range waitEvents(t, evs, 21) {
+		count[e.Task]++
+	}
+	if count["t.Slow"] != 1 || count["t.Fast"] != 20 {
+		t.Errorf("completed %v, want 1 t.Slow (one token per hour) and all 20 t.Fast", count)
+	}
+	ts, _ := b.c.TaskStats(b.ctx, "t.Slow")
+	if ts.Pending != 4 || ts.Processing != 0 {
+		t.Errorf("t.Slow stats = %+v, want 4 pending and none holding a worker", ts)
+	}
+}

@@ -1,0 +1,238 @@
+// Command demo enqueues typed jobs from the annotated functions in
+// examples/tasks and processes them on the embedded SQLite runtime, showing
+// progress, then prints the queue's statistics. Run it with make demo (which
+// regenerates the task stubs first) or go run ./examples/demo.
+//
+// Flags:
+//
+//	-dir     data directory (default ./data, the runtime's default)
+//	-emails  number of SendEmail jobs (default 5000)
+//
+// Ctrl-C drains: running jobs finish, the rest stay queued for the next run.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/queuemax/queuemax"
+	"github.com/queuemax/queuemax/examples/tasks"
+)
+
+func main() {
+	dir := flag.String("dir", queuemax.DefaultDir, "data directory")
+	emails := flag.Int("emails", 5000, "number of SendEmail jobs")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, *dir, *emails); err != nil {
+		fmt.Fprintln(os.Stderr, "demo:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, dir string, emails int) error {
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError + 4})) // the progress line reports outcomes
+	c, err := queuemax.Open(ctx, queuemax.Config{
+		Dir:        dir,
+		Handlers:   tasks.Handlers(),
+		Logger:     log,
+		Workers:    16,
+		RetryDelay: 200 * time.Millisecond, // short backoff so retries show up within the demo
+	})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	t := tasks.New(c)
+
+	// A local webhook receiver: the first call to each /flaky URL answers
+	// 503 with Retry-After, later ones 200; /gone answers 404.
+	var seen sync.Map
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case strings.HasPrefix(r.URL.Path, "/gone"):
+			w.WriteHeader(http.StatusNotFound)
+		case strings.HasPrefix(r.URL.Path, "/flaky"):
+			if _, again := seen.LoadOrStore(r.URL.Path, true); !again {
+				w.Header().Set("Retry-After", "1")
+				w.WriteHeader(http.StatusServiceUnavailable)
+				return
+			}
+			w.WriteHeader(http.StatusOK)
+		default:
+			w.WriteHeader(http.StatusOK)
+		}
+	}))
+	defer srv.Close()
+
+	// Count outcomes of the jobs this run enqueues.
+	var mu sync.Mutex
+	mine := make(map[queuemax.JobID]bool)
+	var done, dead, retried atomic.Int64
+	track := func(e queuemax.Event) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return mine[e.JobID]
+	}
+	c.On(queuemax.EventCompleted, func(e queuemax.Event) {
+		if track(e) {
+			done.Add(1)
+		}
+	})
+	c.On(queuemax.EventFailed, func(e queuemax.Event) {
+		if track(e) {
+			dead.Add(1)
+		}
+	})
+	c.On(queuemax.EventRetried, func(e queuemax.Event) {
+		if track(e) {
+			retried.Add(1)
+		}
+	})
+	add := func(ids ...queuemax.JobID) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, id := range ids {
+			mine[id] = true
+		}
+	}
+
+	fmt.Printf("queuemax demo: data dir %s, %d shards\n", c.Dir(), c.Shards())
+	start := time.Now()
+	to := make([]string, emails)
+	for i := range to {
+		to[i] = fmt.Sprintf("user%d@example.com", i)
+	}
+	ids, err := t.SendEmail.Map(ctx, to, "Welcome!")
+	if err != nil {
+		return err
+	}
+	add(ids...)
+	// Malformed addresses fail permanently: straight to the dead-letter queue.
+	for _, bad := range []string{"not-an-address", "@nobody", "x@"} {
+		id, err := t.SendEmail.Delay(ctx, bad, "Welcome!")
+		if err != nil {
+			return err
+		}
+		add(id)
+	}
+	users := make([]int64, 300)
+	for i := range users {
+		users[i] = int64(i + 1)
+	}
+	reportIDs, err := t.GenerateReport.With(queuemax.Opts{Priority: queuemax.Ptr(queuemax.PriorityHigh)}).Map(ctx, users, "2026-10")
+	if err != nil {
+		return err
+	}
+	add(reportIDs...)
+	for i := range 40 {
+		path := fmt.Sprintf("/flaky/%d", i)
+		if i%4 == 0 {
+			path = fmt.Sprintf("/gone/%d", i)
+		}
+		id, err := t.CallWebhook.Delay(ctx, srv.URL+path, map[string]string{"event": "signup", "n": fmt.Sprint(i)})
+		if err != nil {
+			return err
+		}
+		add(id)
+	}
+	later, err := t.SendEmail.ScheduleIn(ctx, 2*time.Second, "later@example.com", "Sent two seconds after enqueue")
+	if err != nil {
+		return err
+	}
+	add(later)
+	cleanup, err := t.CleanupOldData.Delay(ctx)
+	if err != nil {
+		return err
+	}
+	add(cleanup)
+	mu.Lock()
+	total := int64(len(mine))
+	mu.Unlock()
+	fmt.Printf("enqueued %d jobs in %v (typed stubs from queuemax_gen.go)\n", total, time.Since(start).Round(time.Millisecond))
+
+	// Run the workers with the tasks' dependencies in their context.
+	outbox := &tasks.Outbox{}
+	runCtx, stopRun := context.WithCancel(tasks.WithDeps(ctx, tasks.Deps{Mailer: outbox, HTTP: srv.Client(), Retention: outbox}))
+	runErr := make(chan error, 1)
+	go func() { runErr <- c.Run(runCtx) }()
+
+	tty := isTerminal(os.Stdout)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	runStart, lastPrint := time.Now(), time.Time{}
+	for finished := false; !finished; {
+		select {
+		case <-ctx.Done():
+			fmt.Println("\ninterrupted: draining")
+			finished = true
+		case <-tick.C:
+		}
+		d, x, r := done.Load(), dead.Load(), retried.Load()
+		finished = finished || d+x >= total
+		if tty || finished || time.Since(lastPrint) >= time.Second {
+			lastPrint = time.Now()
+			rate := float64(d+x) / time.Since(runStart).Seconds()
+			line := fmt.Sprintf("%s %d/%d done  %6.0f jobs/s  retried %d  dead-lettered %d", bar(d+x, total, 30), d+x, total, rate, r, x)
+			if tty {
+				fmt.Printf("\r%s", line)
+			} else {
+				fmt.Println(line)
+			}
+		}
+	}
+	if tty {
+		fmt.Println()
+	}
+	stopRun()
+	if err := <-runErr; err != nil {
+		return err
+	}
+
+	if rep, err := t.GenerateReport.Result(ctx, reportIDs[0]); err == nil {
+		fmt.Printf("report result for user %d: %d orders, %d cents\n", rep.UserID, rep.Orders, rep.TotalCents)
+	}
+	fmt.Printf("emails delivered: %d\n", len(outbox.Messages()))
+	dl, err := c.DeadLetters(ctx, queuemax.ListParams{Limit: 3})
+	if err != nil {
+		return err
+	}
+	fmt.Println("dead-letter queue (newest 3):")
+	for _, d := range dl {
+		fmt.Printf("  job %d %s: %s\n", d.OriginalJobID, shortTask(d.Task), d.Error)
+	}
+	s, err := c.Stats(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("queue stats: pending=%d scheduled=%d processing=%d failed=%d completed(with result)=%d dead_letters=%d total_processed=%d circuit=%s shards=%d\n",
+		s.Pending, s.Scheduled, s.Processing, s.Failed, s.Completed, s.DeadLetters, s.TotalProcessed, s.CircuitState, s.NumShards)
+	return nil
+}
+
+func shortTask(name string) string { return name[strings.LastIndex(name, "/")+1:] }
+
+func bar(n, total int64, width int) string {
+	if total == 0 {
+		total = 1
+	}
+	full := int(n * int64(width) / total)
+	return "[" + strings.Repeat("=", full) + strings.Repeat(" ", width-full) + "]"
+}
+
+func isTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
