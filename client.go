@@ -65,6 +65,15 @@ type EnqueueParams struct {
 // ErrNotDatabase for a shard file that is not a database, and
 // ErrDuplicateTask for two handlers with one name.
 func Open(ctx context.Context, cfg Config) (*Client, error) {
+	if cfg.Shards == 0 {
+		dir := cfg.Dir
+		if dir == "" {
+			dir = DefaultDir
+		}
+		// An unreadable directory counts as new; opening it reports why.
+		n, _ := sqlitestore.CountShards(dir)
+		cfg.Shards = n // 0 (a new directory) becomes the default below
+	}
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -96,6 +105,7 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 		CacheSize:   cfg.CacheSize,
 		MmapSize:    cfg.MmapSize,
 		FullSync:    cfg.Durability == DurabilityFull,
+		ReadOnly:    cfg.ReadOnly,
 	})
 	if err != nil {
 		return nil, err

@@ -333,3 +333,37 @@ func TestConfigFromEnv(t *testing.T) {
 		t.Errorf("bad NUM_SHARDS error = %v, want one naming NUM_SHARDS", err)
 	}
 }
+
+func TestOpen_ReadOnlyAndShardDetection(t *testing.T) {
+	t.Parallel()
+	missing := filepath.Join(t.TempDir(), "nope")
+	if _, err := Open(t.Context(), Config{Dir: missing, ReadOnly: true}); err == nil {
+		t.Error("read-only Open of a missing dir succeeded")
+	}
+	if _, err := os.Stat(missing); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("read-only Open created %s", missing)
+	}
+	b := setup(t, Config{Shards: 3})
+	b.c.Enqueue(b.ctx, "t", echoArgs{}, Opts{})
+	b.c.Close()
+
+	ro := setup(t, Config{Dir: b.dir, ReadOnly: true})
+	if ro.c.Shards() != 3 {
+		t.Errorf("Shards() = %d, want the 3 found in the directory", ro.c.Shards())
+	}
+	if s, err := ro.c.Stats(ro.ctx); err != nil || s.Pending != 1 {
+		t.Errorf("read-only Stats = %d pending, %v; want 1", s.Pending, err)
+	}
+	if _, err := ro.c.Enqueue(ro.ctx, "t", echoArgs{}, Opts{}); !errors.Is(err, ErrReadOnly) {
+		t.Errorf("read-only Enqueue error = %v, want ErrReadOnly", err)
+	}
+	if _, err := ro.c.Purge(ro.ctx); !errors.Is(err, ErrReadOnly) {
+		t.Errorf("read-only Purge error = %v, want ErrReadOnly", err)
+	}
+	if err := ro.c.Run(ro.ctx); !errors.Is(err, ErrReadOnly) {
+		t.Errorf("read-only Run error = %v, want ErrReadOnly", err)
+	}
+	if s, _ := ro.c.Stats(ro.ctx); s.Pending != 1 {
+		t.Errorf("pending after refused writes = %d, want 1", s.Pending)
+	}
+}

@@ -31,10 +31,15 @@ type Config struct {
 	// Dir is the data directory holding shard_0.db … shard_N-1.db. It is
 	// created if missing. Empty means "./data" (env DATA_DIR).
 	Dir string
-	// Shards is the number of shard files. Zero means 6 (env NUM_SHARDS).
-	// Reopening a directory with a different count fails with
-	// ErrShardMismatch. At most 1024.
+	// Shards is the number of shard files. Zero means the number already
+	// in Dir, or 6 for a new directory (env NUM_SHARDS). Reopening a
+	// directory with a different count fails with ErrShardMismatch. At
+	// most 1024.
 	Shards int
+	// ReadOnly opens an existing data directory without creating, migrating
+	// or changing anything, for inspection tools: Open fails if Dir or its
+	// shard files do not exist, and every write returns ErrReadOnly.
+	ReadOnly bool
 	// Handlers are the tasks this client can run, usually the generated
 	// Handlers(). They are fixed after Open. A client without handlers can
 	// still enqueue.

@@ -23,6 +23,9 @@ var (
 	// ErrNotDatabase is returned by Open when a shard file is not an SQLite
 	// database.
 	ErrNotDatabase = store.ErrNotDatabase
+	// ErrReadOnly is returned by every write through a client opened with
+	// Config.ReadOnly.
+	ErrReadOnly = store.ErrReadOnly
 	// ErrInvalidShard is returned for a shard index outside [0, Shards).
 	ErrInvalidShard = store.ErrInvalidShard
 	// ErrInvalidPayload is returned for a payload that is not a JSON object,

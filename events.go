@@ -27,10 +27,16 @@ const (
 	// Config.AlertThreshold, and again at most once a minute while it stays
 	// above.
 	EventAlert EventKind = "alert"
+	// EventCircuit follows a task's circuit breaker changing state (Task,
+	// From, To).
+	EventCircuit EventKind = "circuit_state_changed"
+	// EventPeriodic follows the scheduler enqueueing a periodic task's run
+	// for one scheduled time (Task, JobID, Slot).
+	EventPeriodic EventKind = "periodic_enqueued"
 )
 
 // EventKinds lists every kind.
-var EventKinds = []EventKind{EventEnqueued, EventCompleted, EventFailed, EventRetried, EventAlert}
+var EventKinds = []EventKind{EventEnqueued, EventCompleted, EventFailed, EventRetried, EventAlert, EventCircuit, EventPeriodic}
 
 // Event describes something that happened to the queue. Only the fields
 // that apply to its Kind are set.
@@ -47,6 +53,10 @@ type Event struct {
 	AlertType string // "QUEUE_SIZE"
 	Pending   int64
 	Threshold int
+	// Circuit fields: the breaker states, "closed", "open" or "half_open".
+	From, To string
+	// Periodic fields: the scheduled time the job was enqueued for.
+	Slot time.Time
 }
 
 // events is the callback registry. Callbacks run synchronously on the

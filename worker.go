@@ -142,6 +142,7 @@ func (c *Client) newEngine(jobCtx context.Context) (*engine, error) {
 			Timeout:   c.cfg.CircuitTimeout,
 			OnStateChange: func(from, to breaker.State) {
 				c.log.Warn("circuit breaker changed state", "task", name, "from", from.String(), "to", to.String())
+				c.emit(context.Background(), Event{Kind: EventCircuit, Task: name, From: from.String(), To: to.String()})
 			},
 		})
 		if err != nil {
@@ -173,6 +174,9 @@ func (c *Client) newEngine(jobCtx context.Context) (*engine, error) {
 func (c *Client) Run(ctx context.Context) error {
 	if c.closed.Load() {
 		return ErrClosed
+	}
+	if c.cfg.ReadOnly {
+		return ErrReadOnly
 	}
 	if !c.running.CompareAndSwap(false, true) {
 		return ErrRunning

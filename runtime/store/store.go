@@ -30,6 +30,8 @@ var (
 	// ErrNotDatabase is returned by Open when a shard file is not an SQLite
 	// database.
 	ErrNotDatabase = errors.New("queuemax: shard file is not a database")
+	// ErrReadOnly is returned by every write to a store opened read-only.
+	ErrReadOnly = errors.New("queuemax: opened read-only")
 	// ErrInvalidShard is returned when a shard index is out of range.
 	ErrInvalidShard = errors.New("queuemax: shard index out of range")
 )

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"sync"
+
+	"github.com/queuemax/queuemax/runtime/store"
 )
 
 // maxGroup bounds how many operations share one transaction, so that a
@@ -53,6 +55,9 @@ type committer struct {
 // once that transaction has committed or rolled back. An error from fn made
 // with asItem fails only this caller; any other error rolls back the group.
 func (c *committer) do(ctx context.Context, fn opFunc) error {
+	if c.db == nil {
+		return store.ErrReadOnly
+	}
 	o := &op{fn: fn, lead: make(chan bool, 1)}
 	c.mu.Lock()
 	c.queue = append(c.queue, o)

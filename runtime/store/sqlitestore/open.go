@@ -107,6 +107,25 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	return s, nil
 }
 
+// CountShards returns how many shard files dir holds (0 if none, or if dir
+// does not exist).
+func CountShards(dir string) (int, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("queuemax: read data dir: %w", err)
+	}
+	n := 0
+	for _, e := range entries {
+		if shardFileRE.MatchString(e.Name()) {
+			n++
+		}
+	}
+	return n, nil
+}
+
 // checkShardCount refuses a directory whose shard files do not match n: a
 // different count would strand jobs in unused files and change routing.
 func checkShardCount(dir string, n int, readOnly bool) error {
