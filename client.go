@@ -14,7 +14,6 @@ import (
 	"github.com/queuemax/queuemax/runtime/shard"
 	"github.com/queuemax/queuemax/runtime/store"
 	"github.com/queuemax/queuemax/runtime/store/sqlitestore"
-	"github.com/robfig/cron/v3"
 )
 
 // Client is an open queue: a data directory of shard files, the handlers
@@ -132,16 +131,11 @@ func checkHandler(h *Handler) error {
 		return fmt.Errorf("%w: handler %q: rate limit needs Limit ≥ 0 and a positive Per", ErrInvalidConfig, h.Name)
 	}
 	if p := h.Periodic; p != nil {
-		if (p.Every > 0) == (p.Cron != "") {
-			return fmt.Errorf("%w: periodic task %q: set exactly one of Every and Cron", ErrInvalidConfig, h.Name)
+		if _, _, err := parsePeriodic(p); err != nil {
+			return fmt.Errorf("%w: periodic task %q: %v", ErrInvalidConfig, h.Name, err)
 		}
-		if p.Every < 0 {
-			return fmt.Errorf("%w: periodic task %q: negative Every", ErrInvalidConfig, h.Name)
-		}
-		if p.Cron != "" {
-			if _, err := cron.ParseStandard(p.Cron); err != nil {
-				return fmt.Errorf("%w: periodic task %q: cron %q: %v", ErrInvalidConfig, h.Name, p.Cron, err)
-			}
+		if p.Misfire != "" && p.Misfire != MisfireSkip && p.Misfire != MisfireRunOnce {
+			return fmt.Errorf("%w: periodic task %q: misfire policy %q (want skip or catch_up)", ErrInvalidConfig, h.Name, p.Misfire)
 		}
 	}
 	return nil

@@ -87,10 +87,13 @@ type TaskOptions struct {
 type Periodic struct {
 	// Every runs the task at this fixed interval.
 	Every time.Duration
-	// Cron is a standard five-field cron spec, optionally with a leading
-	// seconds field, or a descriptor such as @hourly; CRON_TZ=Zone prefixes
-	// are accepted.
+	// Cron is a standard five-field cron spec or a descriptor such as
+	// @hourly or @every 1h; a CRON_TZ=Zone prefix sets its time zone (UTC
+	// otherwise).
 	Cron string
+	// Misfire says what happens to a slot missed while no scheduler ran:
+	// MisfireSkip (the default) or MisfireRunOnce.
+	Misfire MisfirePolicy
 }
 
 // HandlerFunc runs one job. A non-nil result is stored as the job's result

@@ -100,6 +100,8 @@ func childMain() int {
 				cancel()
 			}
 		}
+	case "sched":
+		return schedChild(dir, shards, os.Stdin, say)
 	default:
 		fmt.Fprintf(os.Stderr, "unknown child mode %q\n", mode)
 		return 2

@@ -189,6 +189,10 @@ func (c *Client) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	sched, err := c.newScheduler()
+	if err != nil {
+		return err
+	}
 	ctx, e.stop = context.WithCancel(ctx)
 	defer e.stop()
 	e.cancelJobs = cancelJobs
@@ -208,6 +212,11 @@ func (c *Client) Run(ctx context.Context) error {
 	}
 	var fetch sync.WaitGroup
 	fetch.Go(func() { e.fetch(ctx) })
+	fetch.Go(func() { // periodic tasks; stops with claiming
+		if err := sched.run(ctx); err != nil {
+			c.log.ErrorContext(ctx, "periodic scheduler stopped", "err", err)
+		}
+	})
 
 	<-ctx.Done()
 	e.state.Store(WorkerStopping)

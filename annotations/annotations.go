@@ -29,6 +29,7 @@
 // Keys of //queuemax:periodic only, exactly one of:
 //
 //	every=DURATION         fixed interval, at least 1s
+//	misfire=skip|catch_up  what to do with slots missed while no scheduler ran (default skip)
 //	cron="SPEC"            a standard cron spec checked with cron.ParseStandard:
 //	                       five fields, @hourly, "@every 90m", "CRON_TZ=Europe/Paris 0 3 * * *"
 package annotations
@@ -96,6 +97,9 @@ type Directive struct {
 	Every time.Duration
 	// Cron is the cron spec of a periodic task, unquoted.
 	Cron string
+	// Misfire is a periodic task's misfire policy, "skip" or "catch_up";
+	// empty means unset (skip).
+	Misfire string
 }
 
 // Rate is Limit tokens per Per.
@@ -181,7 +185,7 @@ func IsDirective(line string) bool { return strings.HasPrefix(line, Prefix) }
 var taskKeys = []string{"name", "priority", "retries", "timeout", "retry_delay", "rate_limit", "retry_on", "inline_retries"}
 
 // extra keys of //queuemax:periodic.
-var periodicKeys = []string{"every", "cron"}
+var periodicKeys = []string{"every", "cron", "misfire"}
 
 // verbs after the prefix.
 var verbs = []string{"task", "periodic"}
@@ -415,6 +419,12 @@ func (p *parser) pair(key, val string, keyOff, valOff int) {
 			return
 		}
 		p.d.Every = d
+	case "misfire":
+		if val != "skip" && val != "catch_up" {
+			bad("want skip or catch_up")
+			return
+		}
+		p.d.Misfire = val
 	case "cron":
 		if err := checkCron(val); err != nil {
 			bad("%v", err)
@@ -654,6 +664,9 @@ func (d *Directive) String() string {
 	}
 	if d.Cron != "" {
 		b.WriteString(" cron=" + strconv.Quote(d.Cron))
+	}
+	if d.Misfire != "" {
+		b.WriteString(" misfire=" + d.Misfire)
 	}
 	return b.String()
 }

@@ -214,6 +214,17 @@ func TestParse(t *testing.T) {
 			wantErr: []string{`25: queuemax:periodic: bad cron "CRON_TZ=UTC": want a schedule after the time zone`},
 		},
 		{
+			name: "Misfire",
+			in:   "//queuemax:periodic every=1h misfire=catch_up",
+			want: &annotations.Directive{Kind: annotations.KindPeriodic, Every: time.Hour, Misfire: "catch_up"},
+		},
+		{
+			name:    "BadMisfire",
+			in:      "//queuemax:periodic every=1h misfire=later",
+			want:    &annotations.Directive{Kind: annotations.KindPeriodic, Every: time.Hour},
+			wantErr: []string{`37: queuemax:periodic: bad misfire "later": want skip or catch_up`},
+		},
+		{
 			name:    "EveryTooShort",
 			in:      "//queuemax:periodic every=500ms",
 			want:    &annotations.Directive{Kind: annotations.KindPeriodic},

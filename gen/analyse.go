@@ -65,6 +65,7 @@ type taskSpec struct {
 	Periodic bool
 	Every    time.Duration
 	Cron     string
+	Misfire  string
 }
 
 // param is one payload parameter.
@@ -374,6 +375,7 @@ func (a *analyser) task(d *funcDirective) (taskSpec, bool) {
 		Periodic:      dir.Kind == annotations.KindPeriodic,
 		Every:         dir.Every,
 		Cron:          dir.Cron,
+		Misfire:       dir.Misfire,
 	}
 	if t.Name == "" {
 		t.Name = a.pkg.PkgPath + "." + fd.Name.Name

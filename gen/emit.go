@@ -188,10 +188,19 @@ func registry(m pkgModel) []jen.Code {
 }
 
 func periodic(t taskSpec) jen.Code {
+	d := jen.Dict{}
 	if t.Cron != "" {
-		return jen.Dict{jen.Id("Cron"): jen.Lit(t.Cron)}
+		d[jen.Id("Cron")] = jen.Lit(t.Cron)
+	} else {
+		d[jen.Id("Every")] = duration(t.Every)
 	}
-	return jen.Dict{jen.Id("Every"): duration(t.Every)}
+	switch t.Misfire {
+	case "skip":
+		d[jen.Id("Misfire")] = qm("MisfireSkip")
+	case "catch_up":
+		d[jen.Id("Misfire")] = qm("MisfireRunOnce")
+	}
+	return d
 }
 
 // duration renders d in its largest exact unit: 90 * time.Minute.

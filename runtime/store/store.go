@@ -113,8 +113,50 @@ type Store interface {
 	// poll it cheaply to wake up on foreign enqueues.
 	DataVersion(ctx context.Context) (int64, error)
 
+	// PeriodicRegister records a periodic task's schedule. A new task, or
+	// one whose schedule or misfire policy changed, gets p.Next as its next
+	// run; otherwise the stored next run is kept, so a restart neither
+	// skips nor repeats a slot.
+	PeriodicRegister(ctx context.Context, p PeriodicParams) error
+	// PeriodicList returns every registered periodic task.
+	PeriodicList(ctx context.Context) ([]PeriodicState, error)
+	// PeriodicFire atomically claims slot p.Slot of p.Task — only while the
+	// stored next run still equals p.Due — records it under the unique key
+	// (task, slot), inserts p.Job (when p.Slot is not zero) and moves the
+	// next run to p.Next, in one transaction. It returns fired=false,
+	// changing nothing, when another scheduler got there first.
+	PeriodicFire(ctx context.Context, p PeriodicFireParams) (id JobID, fired bool, err error)
+
 	// Close releases every resource. Later calls return ErrClosed.
 	Close() error
+}
+
+// PeriodicParams registers one periodic task.
+type PeriodicParams struct {
+	Task     string
+	Schedule string // the spec, e.g. "@every 1h0m0s" or "0 3 * * *"
+	Misfire  string // "skip" or "catch_up"
+	Next     time.Time
+	Now      time.Time
+}
+
+// PeriodicState is a periodic task as stored.
+type PeriodicState struct {
+	Task      string
+	Schedule  string
+	Misfire   string
+	NextRun   time.Time
+	LastRun   time.Time // zero if it never fired
+	LastJobID JobID
+}
+
+// PeriodicFireParams fires (or skips) one slot of a periodic task.
+type PeriodicFireParams struct {
+	Task string
+	Due  time.Time // the next run the caller read; the compare-and-swap key
+	Slot time.Time // the slot to enqueue; zero skips the due slots without a job
+	Next time.Time // the new next run
+	Job  InsertParams
 }
 
 // InsertParams describes one job to insert. Payload must already be a

@@ -2,7 +2,7 @@ package sqlitestore
 
 // schemaVersion is the version written to shard_metadata.version once every
 // migration has run. Versions 1 and 2 are queue-max's; 3 and later are ours.
-const schemaVersion = 3
+const schemaVersion = 4
 
 // baseSchema creates queue-max's tables exactly as queue-max 0.2.0 does
 // (same names, columns, types, defaults and CHECK), so that files written by
@@ -92,6 +92,32 @@ var migrations = []migration{
 			// One timestamp format everywhere (queue-max mixes two).
 			`UPDATE fila SET created_at = strftime('%Y-%m-%dT%H:%M:%fZ', created_at) WHERE created_at NOT LIKE '%Z'`,
 			`UPDATE dead_letter_queue SET failed_at = strftime('%Y-%m-%dT%H:%M:%fZ', failed_at) WHERE failed_at NOT LIKE '%Z'`,
+		},
+	},
+	{
+		version: 4,
+		name:    "periodic task schedules and the slots they fired",
+		stmts: []string{
+			// Only shard 0's file is used: it coordinates every scheduler
+			// that shares the data directory.
+			`CREATE TABLE IF NOT EXISTS qm_periodic (
+				task TEXT PRIMARY KEY,
+				schedule TEXT NOT NULL,
+				misfire TEXT NOT NULL DEFAULT 'skip',
+				next_run TEXT NOT NULL,
+				last_run TEXT,
+				last_job_id INTEGER,
+				updated_at TEXT NOT NULL
+			)`,
+			// One row per (task, scheduled time): the unique key that makes
+			// each slot fire once, whatever the number of schedulers.
+			`CREATE TABLE IF NOT EXISTS qm_periodic_runs (
+				task TEXT NOT NULL,
+				slot TEXT NOT NULL,
+				job_id INTEGER NOT NULL,
+				fired_at TEXT NOT NULL,
+				PRIMARY KEY (task, slot)
+			)`,
 		},
 	},
 }

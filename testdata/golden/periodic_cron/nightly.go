@@ -5,7 +5,7 @@ import "context"
 
 // Nightly runs at 03:00 in the server's zone.
 //
-//queuemax:periodic cron="0 3 * * *" timeout=1h
+//queuemax:periodic cron="0 3 * * *" timeout=1h misfire=catch_up
 func Nightly(ctx context.Context) error {
 	return nil
 }

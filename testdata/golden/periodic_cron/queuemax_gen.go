@@ -37,7 +37,10 @@ func Handlers() []queuemax.Handler {
 	hourlyHandler := queuemax.Define("github.com/queuemax/queuemax/testdata/golden/periodic_cron.Hourly", hourlyOptions, hourlyFunc)
 	hourlyHandler.Periodic = &queuemax.Periodic{Cron: "@hourly"}
 	nightlyHandler := queuemax.Define("github.com/queuemax/queuemax/testdata/golden/periodic_cron.Nightly", nightlyOptions, nightlyFunc)
-	nightlyHandler.Periodic = &queuemax.Periodic{Cron: "0 3 * * *"}
+	nightlyHandler.Periodic = &queuemax.Periodic{
+		Cron:    "0 3 * * *",
+		Misfire: queuemax.MisfireRunOnce,
+	}
 	parisMorningHandler := queuemax.Define("github.com/queuemax/queuemax/testdata/golden/periodic_cron.ParisMorning", parisMorningOptions, parisMorningFunc)
 	parisMorningHandler.Periodic = &queuemax.Periodic{Cron: "CRON_TZ=Europe/Paris 30 6 * * 1-5"}
 	return []queuemax.Handler{
