@@ -50,6 +50,9 @@ func run(ctx context.Context, dir string, emails int) error {
 		Logger:     log,
 		Workers:    16,
 		RetryDelay: 200 * time.Millisecond, // short backoff so retries show up within the demo
+		// The flaky webhook answers 503 often enough to open its task's
+		// circuit breaker; probe again after a second (default 60s).
+		CircuitTimeout: time.Second,
 	})
 	if err != nil {
 		return err
@@ -80,7 +83,12 @@ func run(ctx context.Context, dir string, emails int) error {
 	// Count outcomes of the jobs this run enqueues.
 	var mu sync.Mutex
 	mine := make(map[queuemax.JobID]bool)
-	var done, dead, retried atomic.Int64
+	var done, dead, retried, trips atomic.Int64
+	c.On(queuemax.EventCircuit, func(e queuemax.Event) {
+		if e.To == "open" {
+			trips.Add(1)
+		}
+	})
 	track := func(e queuemax.Event) bool {
 		mu.Lock()
 		defer mu.Unlock()
@@ -185,7 +193,8 @@ func run(ctx context.Context, dir string, emails int) error {
 		if tty || finished || time.Since(lastPrint) >= time.Second {
 			lastPrint = time.Now()
 			rate := float64(d+x) / time.Since(runStart).Seconds()
-			line := fmt.Sprintf("%s %d/%d done  %6.0f jobs/s  retried %d  dead-lettered %d", bar(d+x, total, 30), d+x, total, rate, r, x)
+			line := fmt.Sprintf("%s %d/%d done  %6.0f jobs/s  retried %d  dead-lettered %d  breaker trips %d",
+				bar(d+x, total, 30), d+x, total, rate, r, x, trips.Load())
 			if tty {
 				fmt.Printf("\r%s", line)
 			} else {
