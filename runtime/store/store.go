@@ -108,9 +108,9 @@ type Store interface {
 	// NextDue returns the earliest time a scheduled job becomes due, and
 	// false if none is scheduled.
 	NextDue(ctx context.Context) (time.Time, bool, error)
-	// DataVersion returns a number that changes whenever another connection
+	// DataVersion returns a number that changes whenever any connection
 	// (in this process or another) commits a change to any shard. Workers
-	// poll it cheaply to wake up on foreign enqueues.
+	// poll it cheaply to wake up on other processes' enqueues.
 	DataVersion(ctx context.Context) (int64, error)
 
 	// PeriodicRegister records a periodic task's schedule. A new task, or
