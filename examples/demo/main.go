@@ -63,8 +63,11 @@ func run(ctx context.Context, dir string, emails int) error {
 	// A local webhook receiver: the first call to each /flaky URL answers
 	// 503 with Retry-After, later ones 200; /gone answers 404.
 	var seen sync.Map
+	var pings atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
+		case r.URL.Path == "/monitor": // PingMonitor, enqueued every 2s by the scheduler
+			pings.Add(1)
 		case strings.HasPrefix(r.URL.Path, "/gone"):
 			w.WriteHeader(http.StatusNotFound)
 		case strings.HasPrefix(r.URL.Path, "/flaky"):
@@ -173,7 +176,8 @@ func run(ctx context.Context, dir string, emails int) error {
 
 	// Run the workers with the tasks' dependencies in their context.
 	outbox := &tasks.Outbox{}
-	runCtx, stopRun := context.WithCancel(tasks.WithDeps(ctx, tasks.Deps{Mailer: outbox, HTTP: srv.Client(), Retention: outbox}))
+	runCtx, stopRun := context.WithCancel(tasks.WithDeps(ctx, tasks.Deps{Mailer: outbox, HTTP: srv.Client(), Retention: outbox,
+		MonitorURL: srv.URL + "/monitor"}))
 	runErr := make(chan error, 1)
 	go func() { runErr <- c.Run(runCtx) }()
 
@@ -193,8 +197,8 @@ func run(ctx context.Context, dir string, emails int) error {
 		if tty || finished || time.Since(lastPrint) >= time.Second {
 			lastPrint = time.Now()
 			rate := float64(d+x) / time.Since(runStart).Seconds()
-			line := fmt.Sprintf("%s %d/%d done  %6.0f jobs/s  retried %d  dead-lettered %d  breaker trips %d",
-				bar(d+x, total, 30), d+x, total, rate, r, x, trips.Load())
+			line := fmt.Sprintf("%s %d/%d done  %6.0f jobs/s  retried %d  dead-lettered %d  breaker trips %d  monitor pings %d",
+				bar(d+x, total, 30), d+x, total, rate, r, x, trips.Load(), pings.Load())
 			if tty {
 				fmt.Printf("\r%s", line)
 			} else {
@@ -214,6 +218,18 @@ func run(ctx context.Context, dir string, emails int) error {
 		fmt.Printf("report result for user %d: %d orders, %d cents\n", rep.UserID, rep.Orders, rep.TotalCents)
 	}
 	fmt.Printf("emails delivered: %d\n", len(outbox.Messages()))
+	periodic, err := c.PeriodicTasks(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Println("periodic tasks:")
+	for _, p := range periodic {
+		last := "never"
+		if !p.LastRun.IsZero() {
+			last = p.LastRun.Local().Format("15:04:05") + " (" + p.LastOutcome + ")"
+		}
+		fmt.Printf("  %-20s %-13s last %-22s next %s\n", shortTask(p.Task), p.Schedule, last, p.NextRun.Local().Format("15:04:05"))
+	}
 	dl, err := c.DeadLetters(ctx, queuemax.ListParams{Limit: 3})
 	if err != nil {
 		return err

@@ -21,6 +21,9 @@ type Deps struct {
 	Retention Retention
 	// Now is the clock. Nil means time.Now.
 	Now func() time.Time
+	// MonitorURL is where PingMonitor reports that the workers are alive
+	// (a dead man's switch such as healthchecks.io). Empty means nowhere.
+	MonitorURL string
 }
 
 type depsKey struct{}

@@ -22,6 +22,8 @@ type Tasks struct {
 	CleanupOldData CleanupOldDataTask
 	// GenerateReport enqueues GenerateReport (report.go:24).
 	GenerateReport GenerateReportTask
+	// PingMonitor enqueues PingMonitor (monitor.go:15).
+	PingMonitor PingMonitorTask
 	// SendEmail enqueues SendEmail (email.go:15).
 	SendEmail SendEmailTask
 }
@@ -33,6 +35,7 @@ func New(c *queuemax.Client) *Tasks {
 		CallWebhook:    CallWebhookTask{queuemax.NewTask[CallWebhookArgs](c, "github.com/queuemax/queuemax/examples/tasks.CallWebhook", callWebhookOptions)},
 		CleanupOldData: CleanupOldDataTask{queuemax.NewTask[CleanupOldDataArgs](c, "github.com/queuemax/queuemax/examples/tasks.CleanupOldData", cleanupOldDataOptions)},
 		GenerateReport: GenerateReportTask{queuemax.NewTask[GenerateReportArgs](c, "github.com/queuemax/queuemax/examples/tasks.GenerateReport", generateReportOptions)},
+		PingMonitor:    PingMonitorTask{queuemax.NewTask[PingMonitorArgs](c, "github.com/queuemax/queuemax/examples/tasks.PingMonitor", pingMonitorOptions)},
 		SendEmail:      SendEmailTask{queuemax.NewTask[SendEmailArgs](c, "github.com/queuemax/queuemax/examples/tasks.SendEmail", sendEmailOptions)},
 	}
 }
@@ -42,10 +45,13 @@ func New(c *queuemax.Client) *Tasks {
 func Handlers() []queuemax.Handler {
 	cleanupOldDataHandler := queuemax.Define("github.com/queuemax/queuemax/examples/tasks.CleanupOldData", cleanupOldDataOptions, cleanupOldDataFunc)
 	cleanupOldDataHandler.Periodic = &queuemax.Periodic{Every: time.Hour}
+	pingMonitorHandler := queuemax.Define("github.com/queuemax/queuemax/examples/tasks.PingMonitor", pingMonitorOptions, pingMonitorFunc)
+	pingMonitorHandler.Periodic = &queuemax.Periodic{Every: 2 * time.Second}
 	return []queuemax.Handler{
 		queuemax.Define("github.com/queuemax/queuemax/examples/tasks.CallWebhook", callWebhookOptions, callWebhookFunc),
 		cleanupOldDataHandler,
 		queuemax.DefineResult("github.com/queuemax/queuemax/examples/tasks.GenerateReport", generateReportOptions, generateReportFunc),
+		pingMonitorHandler,
 		queuemax.Define("github.com/queuemax/queuemax/examples/tasks.SendEmail", sendEmailOptions, sendEmailFunc),
 	}
 }
@@ -323,6 +329,83 @@ func (t GenerateReportTask) Result(ctx context.Context, id queuemax.JobID) (Repo
 // GenerateReport must keep the signature this file was generated from (report.go:24):
 // after changing it, run go generate.
 var _ func(context.Context, int64, string) (Report, error) = GenerateReport
+
+// PingMonitorArgs is the payload of PingMonitor (monitor.go:15).
+//
+// Each field holds one parameter after ctx; a job stores the payload as
+// a JSON object with snake_case keys.
+type PingMonitorArgs struct{}
+
+// pingMonitorOptions are the defaults of PingMonitor from its annotation (monitor.go:15).
+var pingMonitorOptions = queuemax.TaskOptions{
+	MaxRetries: queuemax.Ptr(0),
+	Timeout:    time.Second,
+}
+
+// pingMonitorFunc calls PingMonitor (monitor.go:15) with the fields of its payload.
+func pingMonitorFunc(ctx context.Context, a PingMonitorArgs) error {
+	return PingMonitor(ctx)
+}
+
+// PingMonitorTask enqueues PingMonitor (monitor.go:15).
+//
+// Get one bound to a client from [New]. An unbound handle (the zero
+// value) returns [queuemax.ErrNotBound] from its enqueue methods, while
+// Call still works. Stats, Name and Client come from the embedded
+// [queuemax.Task]. A handle is a small value, safe to copy and to use
+// concurrently.
+type PingMonitorTask struct {
+	queuemax.Task[PingMonitorArgs]
+}
+
+// Delay enqueues one PingMonitor job to run as soon as a worker is free and
+// returns its ID. The job is durable once Delay returns nil; Delay does not
+// wait for it to run.
+//
+// Delay returns [queuemax.ErrNotBound] for an unbound handle,
+// [queuemax.ErrClosed] after [queuemax.Client.Close], or ctx's error if
+// ctx ends first. It is safe for concurrent use.
+func (t PingMonitorTask) Delay(ctx context.Context) (queuemax.JobID, error) {
+	return t.Enqueue(ctx, PingMonitorArgs{})
+}
+
+// ScheduleAt enqueues one PingMonitor job that becomes ready at at, and
+// returns its ID. The job is durable once ScheduleAt returns nil.
+func (t PingMonitorTask) ScheduleAt(ctx context.Context, at time.Time) (queuemax.JobID, error) {
+	return t.EnqueueAt(ctx, at, PingMonitorArgs{})
+}
+
+// ScheduleIn enqueues one PingMonitor job that becomes ready after d, and
+// returns its ID. The job is durable once ScheduleIn returns nil.
+func (t PingMonitorTask) ScheduleIn(ctx context.Context, d time.Duration) (queuemax.JobID, error) {
+	return t.EnqueueIn(ctx, d, PingMonitorArgs{})
+}
+
+// MapArgs enqueues one PingMonitor job per payload and returns their IDs in
+// order. The jobs are stored in one transaction per shard: if any is
+// invalid, none is stored.
+func (t PingMonitorTask) MapArgs(ctx context.Context, args []PingMonitorArgs) ([]queuemax.JobID, error) {
+	return t.EnqueueMany(ctx, args)
+}
+
+// With returns a copy of t whose enqueues apply o (priority, retries,
+// partition key, run-at) on top of the task's defaults and earlier
+// overrides. t itself is unchanged.
+func (t PingMonitorTask) With(o queuemax.Opts) PingMonitorTask {
+	return PingMonitorTask{t.Task.With(o)}
+}
+
+// Call runs PingMonitor synchronously in this goroutine and returns its error,
+// after a round trip of the arguments through the JSON codec workers use,
+// so what works with Call works in a worker. It enqueues nothing and
+// works on an unbound handle; the periodic task's timeout bounds ctx.
+func (t PingMonitorTask) Call(ctx context.Context) error {
+	return queuemax.Call(ctx, pingMonitorOptions, pingMonitorFunc, PingMonitorArgs{})
+}
+
+// PingMonitor must keep the signature this file was generated from (monitor.go:15):
+// after changing it, run go generate.
+var _ func(context.Context) error = PingMonitor
 
 // SendEmailArgs is the payload of SendEmail (email.go:15).
 //

@@ -6,7 +6,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -242,6 +244,7 @@ func TestHandlers(t *testing.T) {
 		{Name: pkg + "CallWebhook", Options: queuemax.TaskOptions{MaxRetries: queuemax.Ptr(3), Timeout: 10 * time.Second, RateLimit: queuemax.Rate{Limit: 10, Per: time.Second}, InlineRetries: 2}},
 		{Name: pkg + "CleanupOldData", Options: queuemax.TaskOptions{MaxRetries: queuemax.Ptr(0)}, Periodic: &queuemax.Periodic{Every: time.Hour}},
 		{Name: pkg + "GenerateReport", Options: queuemax.TaskOptions{Priority: queuemax.PriorityMedium, Timeout: 2 * time.Minute}},
+		{Name: pkg + "PingMonitor", Options: queuemax.TaskOptions{MaxRetries: queuemax.Ptr(0), Timeout: time.Second}, Periodic: &queuemax.Periodic{Every: 2 * time.Second}},
 		{Name: pkg + "SendEmail", Options: queuemax.TaskOptions{Priority: queuemax.PriorityHigh, MaxRetries: queuemax.Ptr(5), Timeout: 30 * time.Second}},
 	}
 	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(queuemax.TaskOptions{}, "RetryOn")); diff != "" {
@@ -263,12 +266,38 @@ func TestHandlers(t *testing.T) {
 func TestNew(t *testing.T) {
 	t.Parallel()
 	h := tasks.New(nil)
-	got := []string{h.CallWebhook.Name(), h.CleanupOldData.Name(), h.GenerateReport.Name(), h.SendEmail.Name()}
+	got := []string{h.CallWebhook.Name(), h.CleanupOldData.Name(), h.GenerateReport.Name(), h.PingMonitor.Name(), h.SendEmail.Name()}
 	var want []string
 	for _, x := range tasks.Handlers() {
 		want = append(want, x.Name)
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("handle names mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestPingMonitor(t *testing.T) {
+	t.Parallel()
+	var pings atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
+		}
+		pings.Add(1)
+	}))
+	defer srv.Close()
+	ctx := tasks.WithDeps(t.Context(), tasks.Deps{HTTP: srv.Client(), MonitorURL: srv.URL})
+	var h tasks.Tasks // unbound: Call still works
+	for range 2 {
+		if err := h.PingMonitor.Call(ctx); err != nil {
+			t.Fatalf("PingMonitor.Call: %v", err)
+		}
+	}
+	if pings.Load() != 2 {
+		t.Errorf("pings = %d, want 2", pings.Load())
+	}
+	if err := h.PingMonitor.Call(tasks.WithDeps(t.Context(), tasks.Deps{HTTP: srv.Client(), MonitorURL: srv.URL + "/x\x7f"})); err == nil {
+		t.Error("PingMonitor with a bad URL succeeded")
 	}
 }
