@@ -55,6 +55,27 @@
 // Permanent(err) and 4xx statuses skip the retries, RetryAfter(d, err)
 // sets the delay.
 //
+// # Periodic tasks
+//
+// A //queuemax:periodic function (or a Handler with Periodic set) runs on a
+// schedule:
+//
+//	//queuemax:periodic cron="0 3 * * *" misfire=catch_up
+//	func NightlyReport(ctx context.Context) error { ... }
+//
+// Run starts the scheduler; RunScheduler runs it alone. Any number of
+// processes may run it on one data directory: each scheduled time is
+// claimed in the store with a unique key, in the transaction that inserts
+// the job, so it is enqueued exactly once. PeriodicTasks lists next and
+// last runs.
+//
+// # Events
+//
+// On registers a callback for a kind of event (job_enqueued, job_completed,
+// job_failed, job_retried, alert, circuit_state_changed, periodic_enqueued)
+// and returns a function that removes it; WithoutEvents silences the calls
+// made with one context.
+//
 // # Shutdown
 //
 // Cancelling Run's context stops claiming, lets running jobs finish for up
