@@ -246,12 +246,14 @@ func (c *Client) prepare(e EnqueueParams) (store.InsertParams, error) {
 }
 
 func (c *Client) afterInsert(ctx context.Context, ps []store.InsertParams, ids []JobID) {
-	c.notify()
+	// Emit before waking the workers, so that a job's enqueue event always
+	// precedes its completion.
 	if c.hasSubscribers(EventEnqueued) {
 		for i, id := range ids {
 			c.emit(ctx, Event{Kind: EventEnqueued, JobID: id, Shard: id.Shard(), Task: ps[i].Task})
 		}
 	}
+	c.notify()
 	c.checkAlert(ctx, false)
 }
 

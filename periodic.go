@@ -34,13 +34,13 @@ type PeriodicInfo struct {
 	Schedule string    `json:"schedule"` // "@every 1h0m0s" or the cron spec
 	Misfire  string    `json:"misfire"`
 	NextRun  time.Time `json:"next_run"`
-	LastRun  time.Time `json:"last_run"` // the last slot enqueued; zero if none
+	LastRun  time.Time `json:"last_run,omitzero"` // the last slot enqueued; zero if none
 	// LastJobID is the job enqueued for LastRun, and LastOutcome its state:
 	// "pending", "scheduled", "processing", "completed", "failed", or ""
 	// if it never ran. A completed job without a result is deleted, so a
 	// job that is gone reads "completed".
-	LastJobID   JobID  `json:"last_job_id"`
-	LastOutcome string `json:"last_outcome"`
+	LastJobID   JobID  `json:"last_job_id,omitzero"`
+	LastOutcome string `json:"last_outcome,omitempty"`
 }
 
 // PeriodicTasks lists the periodic tasks registered in the data directory
