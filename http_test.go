@@ -1,0 +1,578 @@
+package queuemax
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+const adminTestToken = "s3cret-token"
+
+// adminFixture is a client with one failed (dead-lettered) job and one
+// pending job, and its admin handler mounted under /admin/.
+type adminFixture struct {
+	b       *testBundle
+	h       http.Handler
+	failed  JobID
+	pending JobID
+	dlq     *DeadLetter
+}
+
+func adminOKHandler(name string) Handler {
+	return Handler{Name: name, Func: func(context.Context, *Job) (any, error) { return nil, nil }}
+}
+
+func newAdminFixture(t *testing.T, opts AdminOptions) *adminFixture {
+	t.Helper()
+	b := setup(t, Config{Shards: 2, Handlers: []Handler{adminOKHandler("test.ok"), adminOKHandler("test.fail")}})
+	f := &adminFixture{b: b}
+	var err error
+	if f.failed, err = b.c.Enqueue(b.ctx, "test.fail", map[string]int{"n": 1}, Opts{}); err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := b.c.Claim(b.ctx, "w1", 1)
+	if err != nil || len(jobs) != 1 {
+		t.Fatalf("Claim = %v, %v", jobs, err)
+	}
+	if _, err := b.c.Fail(b.ctx, jobs[0], Permanent(errors.New("boom"))); err != nil {
+		t.Fatal(err)
+	}
+	if f.pending, err = b.c.Enqueue(b.ctx, "test.ok", map[string]int{"n": 2}, Opts{}); err != nil {
+		t.Fatal(err)
+	}
+	dls, err := b.c.DeadLetters(b.ctx, ListParams{})
+	if err != nil || len(dls) != 1 {
+		t.Fatalf("DeadLetters = %v, %v", dls, err)
+	}
+	f.dlq = dls[0]
+	mux := http.NewServeMux()
+	mux.Handle("/admin/", http.StripPrefix("/admin", NewAdminHandler(b.c, opts)))
+	f.h = mux
+	return f
+}
+
+type adminResponse struct {
+	status int
+	header http.Header
+	body   map[string]any
+	raw    string
+}
+
+// do sends one request through the fixture's mux. auth is the whole
+// Authorization header ("" for none).
+func (f *adminFixture) do(t *testing.T, method, path, auth, contentType, body string) adminResponse {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req := httptest.NewRequestWithContext(t.Context(), method, path, rd)
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	rec := httptest.NewRecorder()
+	f.h.ServeHTTP(rec, req)
+	res := adminResponse{status: rec.Code, header: rec.Header(), raw: rec.Body.String()}
+	if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
+		t.Errorf("%s %s: Content-Type %q, want application/json", method, path, ct)
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &res.body); err != nil {
+		t.Errorf("%s %s: body is not a JSON object: %v\n%s", method, path, err, res.raw)
+	}
+	return res
+}
+
+func TestAdminHandler(t *testing.T) {
+	t.Parallel()
+	bearer := "Bearer " + adminTestToken
+	big := `{"task": "test.ok", "payload": {"x": "` + strings.Repeat("a", 2<<10) + `"}}`
+	tests := []struct {
+		name        string
+		method      string
+		path        func(f *adminFixture) string
+		auth        string
+		contentType string
+		body        string
+		wantStatus  int
+		wantIn      string                                               // substring of the raw body
+		check       func(t *testing.T, f *adminFixture, r adminResponse) // optional
+	}{
+		{name: "Stats", method: "GET", path: adminPath("/admin/stats"), wantStatus: 200,
+			check: func(t *testing.T, f *adminFixture, r adminResponse) {
+				if r.body["num_shards"] != 2.0 || r.body["failed"] != 1.0 || r.body["pending"] != 1.0 {
+					t.Errorf("stats = %s", r.raw)
+				}
+				if sh, _ := r.body["shards"].([]any); len(sh) != 2 {
+					t.Errorf("stats shards = %v, want 2", r.body["shards"])
+				}
+			}},
+		{name: "StatsHead", method: "HEAD", path: adminPath("/admin/stats"), wantStatus: 200},
+		{name: "Jobs", method: "GET", path: adminPath("/admin/jobs"), wantStatus: 200,
+			check: func(t *testing.T, f *adminFixture, r adminResponse) {
+				if js, _ := r.body["jobs"].([]any); len(js) != 2 {
+					t.Errorf("jobs = %s, want 2", r.raw)
+				}
+			}},
+		{name: "JobsFiltered", method: "GET", path: func(f *adminFixture) string {
+			return fmt.Sprintf("/admin/jobs?status=failed&task=test.fail&shard=%d&limit=5", f.failed.Shard())
+		}, wantStatus: 200, check: func(t *testing.T, f *adminFixture, r adminResponse) {
+			js, _ := r.body["jobs"].([]any)
+			if len(js) != 1 || js[0].(map[string]any)["last_error"] != "boom" || js[0].(map[string]any)["id"] != float64(f.failed) {
+				t.Errorf("jobs = %s, want the failed job", r.raw)
+			}
+		}},
+		{name: "JobsBadStatus", method: "GET", path: adminPath("/admin/jobs?status=bogus"), wantStatus: 400, wantIn: "status"},
+		{name: "JobsBadLimit", method: "GET", path: adminPath("/admin/jobs?limit=0"), wantStatus: 400, wantIn: "limit"},
+		{name: "JobsLimitNotNumber", method: "GET", path: adminPath("/admin/jobs?limit=ten"), wantStatus: 400, wantIn: "limit"},
+		{name: "JobsBadShard", method: "GET", path: adminPath("/admin/jobs?shard=2"), wantStatus: 400, wantIn: "shard"},
+		{name: "JobsUnknownParam", method: "GET", path: adminPath("/admin/jobs?colour=red"), wantStatus: 400, wantIn: "colour"},
+		{name: "Job", method: "GET", path: func(f *adminFixture) string { return fmt.Sprintf("/admin/jobs/%d", f.pending) },
+			wantStatus: 200, wantIn: `"status": "pending"`},
+		{name: "JobShardSeq", method: "GET", path: func(f *adminFixture) string {
+			return fmt.Sprintf("/admin/jobs/%d:%d", f.pending.Shard(), f.pending.Seq())
+		}, wantStatus: 200, wantIn: `"task": "test.ok"`},
+		{name: "JobUnknown", method: "GET", path: adminPath("/admin/jobs/0:999"), wantStatus: 404},
+		{name: "JobUnknownShard", method: "GET", path: adminPath("/admin/jobs/5:1"), wantStatus: 404},
+		{name: "JobBadID", method: "GET", path: adminPath("/admin/jobs/abc"), wantStatus: 400, wantIn: "job id"},
+		{name: "DeadLetters", method: "GET", path: adminPath("/admin/dead-letters?task=test.fail"), wantStatus: 200,
+			check: func(t *testing.T, f *adminFixture, r adminResponse) {
+				dl, _ := r.body["dead_letters"].([]any)
+				if len(dl) != 1 || dl[0].(map[string]any)["error"] != "boom" {
+					t.Errorf("dead letters = %s", r.raw)
+				}
+			}},
+		{name: "DeadLettersStatusParam", method: "GET", path: adminPath("/admin/dead-letters?status=failed"), wantStatus: 400, wantIn: "status"},
+		{name: "Periodic", method: "GET", path: adminPath("/admin/periodic"), wantStatus: 200, wantIn: `"periodic": []`},
+
+		{name: "RetryAll", method: "POST", path: adminPath("/admin/retry"), auth: bearer, wantStatus: 200, wantIn: `"retried": 1`,
+			check: adminWantStatus(func(f *adminFixture) JobID { return f.failed }, StatusPending)},
+		{name: "RetryShard", method: "POST", path: func(f *adminFixture) string {
+			return fmt.Sprintf("/admin/retry?shard=%d", 1-f.failed.Shard())
+		}, auth: bearer, wantStatus: 200, wantIn: `"retried": 0`},
+		{name: "RetryBadShard", method: "POST", path: adminPath("/admin/retry?shard=-1"), auth: bearer, wantStatus: 400, wantIn: "shard"},
+		{name: "RetryJob", method: "POST", path: func(f *adminFixture) string { return fmt.Sprintf("/admin/jobs/%d/retry", f.failed) },
+			auth: bearer, wantStatus: 200, check: adminWantStatus(func(f *adminFixture) JobID { return f.failed }, StatusPending)},
+		{name: "RetryJobNotFailed", method: "POST", path: func(f *adminFixture) string { return fmt.Sprintf("/admin/jobs/%d/retry", f.pending) },
+			auth: bearer, wantStatus: 404},
+		{name: "RetryJobWithBody", method: "POST", path: func(f *adminFixture) string { return fmt.Sprintf("/admin/jobs/%d/retry", f.failed) },
+			auth: bearer, body: `{}`, wantStatus: 400, wantIn: "no request body"},
+		{name: "Requeue", method: "POST", path: func(f *adminFixture) string {
+			return fmt.Sprintf("/admin/dead-letters/%d/%d/requeue", f.dlq.Shard, f.dlq.ID)
+		}, auth: bearer, wantStatus: 200, check: func(t *testing.T, f *adminFixture, r adminResponse) {
+			if r.body["job_id"] != float64(f.failed) {
+				t.Errorf("requeue = %s, want job_id %d", r.raw, f.failed)
+			}
+		}},
+		{name: "RequeueUnknown", method: "POST", path: adminPath("/admin/dead-letters/0/999/requeue"), auth: bearer, wantStatus: 404},
+		{name: "RequeueUnknownShard", method: "POST", path: adminPath("/admin/dead-letters/7/1/requeue"), auth: bearer, wantStatus: 404},
+		{name: "RequeueBadID", method: "POST", path: adminPath("/admin/dead-letters/0/x/requeue"), auth: bearer, wantStatus: 400, wantIn: "dead letter id"},
+		{name: "Purge", method: "POST", path: adminPath("/admin/purge"), auth: bearer, contentType: "application/json",
+			body: `{"statuses": ["failed"]}`, wantStatus: 200, wantIn: `"purged": 1`,
+			check: adminWantStatus(func(f *adminFixture) JobID { return f.failed }, "")},
+		{name: "PurgeNoStatuses", method: "POST", path: adminPath("/admin/purge"), auth: bearer, body: `{}`, wantStatus: 400, wantIn: "statuses"},
+		{name: "PurgeBadStatus", method: "POST", path: adminPath("/admin/purge"), auth: bearer, body: `{"statuses": ["gone"]}`, wantStatus: 400, wantIn: `statuses\"[0]`},
+		{name: "PurgeMalformed", method: "POST", path: adminPath("/admin/purge"), auth: bearer, body: `{"statuses": [`, wantStatus: 400, wantIn: "request body"},
+		{name: "PurgeWrongType", method: "POST", path: adminPath("/admin/purge"), auth: bearer, body: `{"statuses": "failed"}`, wantStatus: 400, wantIn: "statuses"},
+		{name: "PurgeUnknownField", method: "POST", path: adminPath("/admin/purge"), auth: bearer, body: `{"status": ["failed"]}`, wantStatus: 400, wantIn: "unknown field"},
+		{name: "PurgeTrailingData", method: "POST", path: adminPath("/admin/purge"), auth: bearer, body: `{"statuses": ["failed"]} {}`, wantStatus: 400, wantIn: "after the JSON"},
+		{name: "PurgeEmptyBody", method: "POST", path: adminPath("/admin/purge"), auth: bearer, wantStatus: 400, wantIn: "empty"},
+		{name: "PurgeNotJSON", method: "POST", path: adminPath("/admin/purge"), auth: bearer, contentType: "text/plain", body: `statuses=failed`, wantStatus: 415},
+		{name: "Recover", method: "POST", path: adminPath("/admin/recover"), auth: bearer, wantStatus: 200, wantIn: `"requeued": 0`},
+		{name: "Enqueue", method: "POST", path: adminPath("/admin/enqueue"), auth: bearer, contentType: "application/json; charset=utf-8",
+			body:       `{"task": "test.ok", "payload": {"to": "x"}, "opts": {"priority": 2, "max_retries": 0, "key": 3, "delay": "1h"}}`,
+			wantStatus: 201, check: func(t *testing.T, f *adminFixture, r adminResponse) {
+				id := JobID(r.body["job_id"].(float64))
+				j, err := f.b.c.Job(f.b.ctx, id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if j.Status != StatusScheduled || j.Priority != PriorityHigh || j.MaxAttempts != 1 || j.Shard != 1 || string(j.Payload) != `{"to":"x"}` {
+					t.Errorf("enqueued job = %+v", j)
+				}
+				if r.body["shard"] != 1.0 {
+					t.Errorf("enqueue shard = %v, want 1", r.body["shard"])
+				}
+			}},
+		{name: "EnqueueNoPayload", method: "POST", path: adminPath("/admin/enqueue"), auth: bearer, body: `{"task": "test.ok"}`, wantStatus: 201},
+		{name: "EnqueueNoTask", method: "POST", path: adminPath("/admin/enqueue"), auth: bearer, body: `{"payload": {}}`, wantStatus: 400, wantIn: `\"task\": required`},
+		{name: "EnqueueUnknownTask", method: "POST", path: adminPath("/admin/enqueue"), auth: bearer, body: `{"task": "test.nope"}`, wantStatus: 400, wantIn: "unknown task"},
+		{name: "EnqueuePayloadNotObject", method: "POST", path: adminPath("/admin/enqueue"), auth: bearer, body: `{"task": "test.ok", "payload": [1]}`, wantStatus: 400, wantIn: "payload"},
+		{name: "EnqueueBadPriority", method: "POST", path: adminPath("/admin/enqueue"), auth: bearer, body: `{"task": "test.ok", "opts": {"priority": 7}}`, wantStatus: 400, wantIn: "priority"},
+		{name: "EnqueueNegativeRetries", method: "POST", path: adminPath("/admin/enqueue"), auth: bearer, body: `{"task": "test.ok", "opts": {"max_retries": -1}}`, wantStatus: 400, wantIn: "max_retries"},
+		{name: "EnqueueBadDelay", method: "POST", path: adminPath("/admin/enqueue"), auth: bearer, body: `{"task": "test.ok", "opts": {"delay": "soon"}}`, wantStatus: 400, wantIn: "delay"},
+		{name: "EnqueueDelayAndRunAt", method: "POST", path: adminPath("/admin/enqueue"), auth: bearer,
+			body: `{"task": "test.ok", "opts": {"delay": "1s", "run_at": "2030-01-01T00:00:00Z"}}`, wantStatus: 400, wantIn: "at most one"},
+		{name: "EnqueueOversized", method: "POST", path: adminPath("/admin/enqueue"), auth: bearer, body: big, wantStatus: 413, wantIn: "1024 bytes"},
+
+		{name: "MissingToken", method: "POST", path: adminPath("/admin/recover"), wantStatus: 401, wantIn: "missing bearer token",
+			check: func(t *testing.T, f *adminFixture, r adminResponse) {
+				if !strings.HasPrefix(r.header.Get("WWW-Authenticate"), "Bearer") {
+					t.Errorf("WWW-Authenticate = %q", r.header.Get("WWW-Authenticate"))
+				}
+			}},
+		{name: "WrongToken", method: "POST", path: adminPath("/admin/retry"), auth: "Bearer nope", wantStatus: 401, wantIn: "invalid bearer token",
+			check: adminWantStatus(func(f *adminFixture) JobID { return f.failed }, StatusFailed)},
+		{name: "TokenPrefix", method: "POST", path: adminPath("/admin/retry"), auth: "Bearer " + adminTestToken[:4], wantStatus: 401},
+		{name: "BasicAuth", method: "POST", path: adminPath("/admin/retry"), auth: "Basic " + adminTestToken, wantStatus: 401},
+		{name: "LowercaseScheme", method: "POST", path: adminPath("/admin/recover"), auth: "bearer " + adminTestToken, wantStatus: 200},
+		{name: "UnauthorizedBeforeValidation", method: "POST", path: adminPath("/admin/purge"), body: `{`, wantStatus: 401},
+
+		{name: "WrongMethodGET", method: "DELETE", path: adminPath("/admin/stats"), wantStatus: 405,
+			check: adminWantAllow("GET, HEAD")},
+		{name: "WrongMethodPOST", method: "GET", path: adminPath("/admin/retry"), wantStatus: 405, check: adminWantAllow("POST")},
+		{name: "WrongMethodJob", method: "PUT", path: adminPath("/admin/jobs/1"), wantStatus: 405, check: adminWantAllow("GET, HEAD")},
+		{name: "UnknownPath", method: "GET", path: adminPath("/admin/nothing/here"), wantStatus: 404, wantIn: "no admin endpoint"},
+		{name: "TrailingSlash", method: "GET", path: adminPath("/admin/stats/"), wantStatus: 200},
+	}
+	opts := AdminOptions{Token: adminTestToken, MaxBodyBytes: 1024}
+	shared := newAdminFixture(t, opts) // for requests that change nothing
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := shared
+			if tt.method == "POST" && tt.wantStatus < 300 {
+				f = newAdminFixture(t, opts)
+			}
+			path := tt.path(f)
+			var r adminResponse
+			if tt.method == "HEAD" {
+				req := httptest.NewRequestWithContext(t.Context(), "HEAD", path, nil)
+				rec := httptest.NewRecorder()
+				f.h.ServeHTTP(rec, req)
+				r.status = rec.Code
+			} else {
+				r = f.do(t, tt.method, path, tt.auth, tt.contentType, tt.body)
+			}
+			if r.status != tt.wantStatus {
+				t.Fatalf("%s %s = %d, want %d\n%s", tt.method, path, r.status, tt.wantStatus, r.raw)
+			}
+			if r.status >= 400 {
+				if msg, _ := r.body["error"].(string); msg == "" {
+					t.Errorf("%s %s: error response without an error message: %s", tt.method, path, r.raw)
+				}
+			}
+			if tt.wantIn != "" && !strings.Contains(r.raw, tt.wantIn) {
+				t.Errorf("%s %s body = %s, want it to contain %q", tt.method, path, r.raw, tt.wantIn)
+			}
+			if tt.check != nil {
+				tt.check(t, f, r)
+			}
+		})
+	}
+}
+
+func adminPath(p string) func(*adminFixture) string { return func(*adminFixture) string { return p } }
+
+// adminWantStatus checks a job's status after the request; "" means the job
+// must be gone.
+func adminWantStatus(id func(*adminFixture) JobID, want Status) func(*testing.T, *adminFixture, adminResponse) {
+	return func(t *testing.T, f *adminFixture, _ adminResponse) {
+		t.Helper()
+		j, err := f.b.c.Job(f.b.ctx, id(f))
+		switch {
+		case want == "" && !errors.Is(err, ErrJobNotFound):
+			t.Errorf("job %d: %v, %v; want it gone", id(f), j, err)
+		case want != "" && (err != nil || j.Status != want):
+			t.Errorf("job %d: %v, %v; want status %s", id(f), j, err, want)
+		}
+	}
+}
+
+func adminWantAllow(want string) func(*testing.T, *adminFixture, adminResponse) {
+	return func(t *testing.T, _ *adminFixture, r adminResponse) {
+		t.Helper()
+		if got := r.header.Get("Allow"); got != want {
+			t.Errorf("Allow = %q, want %q", got, want)
+		}
+	}
+}
+
+func TestAdminHandler_NoTokenConfigured(t *testing.T) {
+	t.Parallel()
+	f := newAdminFixture(t, AdminOptions{})
+	for _, auth := range []string{"", "Bearer ", "Bearer anything"} {
+		r := f.do(t, "POST", "/admin/retry", auth, "", "")
+		if r.status != http.StatusForbidden || !strings.Contains(r.raw, "no token configured") {
+			t.Errorf("POST /retry with %q = %d %s, want 403", auth, r.status, r.raw)
+		}
+	}
+	if r := f.do(t, "GET", "/admin/stats", "", "", ""); r.status != 200 {
+		t.Errorf("GET /stats = %d, want 200: reads stay open", r.status)
+	}
+	adminWantStatus(func(f *adminFixture) JobID { return f.failed }, StatusFailed)(t, f, adminResponse{})
+}
+
+func TestAdminHandler_ProtectReads(t *testing.T) {
+	t.Parallel()
+	f := newAdminFixture(t, AdminOptions{Token: adminTestToken, ProtectReads: true})
+	if r := f.do(t, "GET", "/admin/jobs", "", "", ""); r.status != 401 {
+		t.Errorf("GET /jobs without token = %d, want 401", r.status)
+	}
+	if r := f.do(t, "GET", "/admin/jobs", "Bearer "+adminTestToken, "", ""); r.status != 200 {
+		t.Errorf("GET /jobs with token = %d, want 200", r.status)
+	}
+	g := newAdminFixture(t, AdminOptions{ProtectReads: true})
+	if r := g.do(t, "GET", "/admin/jobs", "", "", ""); r.status != 403 {
+		t.Errorf("GET /jobs with reads protected and no token configured = %d, want 403", r.status)
+	}
+}
+
+func TestAdminHandler_DefaultBodyLimit(t *testing.T) {
+	t.Parallel()
+	f := newAdminFixture(t, AdminOptions{Token: adminTestToken})
+	payload := `{"task": "test.ok", "payload": {"x": "` + strings.Repeat("a", DefaultAdminMaxBodyBytes) + `"}}`
+	if r := f.do(t, "POST", "/admin/enqueue", "Bearer "+adminTestToken, "", payload); r.status != 413 {
+		t.Errorf("POST /enqueue with a body over 1 MiB = %d, want 413", r.status)
+	}
+	// Without a Content-Length the limit still holds while reading.
+	req := httptest.NewRequestWithContext(t.Context(), "POST", "/admin/enqueue", io.MultiReader(strings.NewReader(payload)))
+	req.ContentLength = -1
+	req.Header.Set("Authorization", "Bearer "+adminTestToken)
+	rec := httptest.NewRecorder()
+	f.h.ServeHTTP(rec, req)
+	if rec.Code != 413 {
+		t.Errorf("chunked POST /enqueue over 1 MiB = %d, want 413: %s", rec.Code, rec.Body)
+	}
+}
+
+func TestAdminHandler_Mounting(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{Shards: 1})
+	h := NewAdminHandler(b.c, AdminOptions{})
+	mux := http.NewServeMux()
+	mux.Handle("/", h)                                            // at the root
+	mux.Handle("/ops/admin/", http.StripPrefix("/ops/admin/", h)) // stripped with the slash
+	mux.Handle("GET /v2/{rest...}", http.StripPrefix("/v2", h))   // behind a method pattern
+	for _, path := range []string{"/stats", "/ops/admin/stats", "/v2/stats"} {
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, httptest.NewRequestWithContext(t.Context(), "GET", path, nil))
+		if rec.Code != 200 || !strings.Contains(rec.Body.String(), `"num_shards": 1`) {
+			t.Errorf("GET %s = %d %s", path, rec.Code, rec.Body)
+		}
+	}
+}
+
+func TestMiddleware(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{Shards: 1})
+	h := Middleware(b.c)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, ok := FromContext(r.Context())
+		if !ok {
+			http.Error(w, "no client", 500)
+			return
+		}
+		id, err := c.Enqueue(r.Context(), "signup", map[string]string{"email": r.FormValue("email")}, Opts{})
+		if err != nil {
+			http.Error(w, err.Error(), 500)
+			return
+		}
+		fmt.Fprint(w, id)
+	}))
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequestWithContext(t.Context(), "POST", "/signup?email=a@example.com", nil))
+	if rec.Code != 200 {
+		t.Fatalf("POST /signup = %d %s", rec.Code, rec.Body)
+	}
+	id, err := ParseJobID(rec.Body.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := b.c.Job(b.ctx, id)
+	if err != nil || string(j.Payload) != `{"email":"a@example.com"}` {
+		t.Errorf("Job = %+v, %v", j, err)
+	}
+	if c, ok := FromContext(t.Context()); ok || c != nil {
+		t.Errorf("FromContext on a bare context = %v, %v; want nil, false", c, ok)
+	}
+}
+
+func TestServeWithWorkers(t *testing.T) {
+	t.Parallel()
+	t.Run("SharedShutdown", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, Config{Shards: 1, Handlers: []Handler{adminOKHandler("work")}})
+		bus := newTestBus(t, b.c, EventBusOptions{})
+		inFlight := make(chan struct{})
+		finish := make(chan struct{})
+		mux := http.NewServeMux()
+		mux.HandleFunc("POST /work", func(w http.ResponseWriter, r *http.Request) {
+			c, _ := FromContext(r.Context())
+			id, err := c.Enqueue(r.Context(), "work", map[string]int{}, Opts{})
+			if err != nil {
+				http.Error(w, err.Error(), 500)
+				return
+			}
+			fmt.Fprint(w, id)
+		})
+		mux.HandleFunc("GET /slow", func(w http.ResponseWriter, r *http.Request) {
+			close(inFlight)
+			<-finish
+			fmt.Fprint(w, "done")
+		})
+		srv := &http.Server{Handler: Middleware(b.c)(mux)}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		url := "http://" + ln.Addr().String()
+		ctx, cancel := context.WithCancel(b.ctx)
+		defer cancel()
+		served := make(chan error, 1)
+		go func() { served <- ServeListenerWithWorkers(ctx, srv, ln, b.c) }()
+
+		// A job enqueued over HTTP is run by the workers.
+		expectCtx, cancelExpect := context.WithTimeout(b.ctx, 10*time.Second)
+		defer cancelExpect()
+		completed := make(chan JobCompleted, 1)
+		ready := make(chan struct{})
+		go func() {
+			unsub := Subscribe(bus, func(e JobCompleted) { completed <- e })
+			close(ready)
+			<-expectCtx.Done()
+			unsub()
+		}()
+		<-ready
+		res, err := http.Post(url+"/work", "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		id, err := ParseJobID(string(body))
+		if err != nil {
+			t.Fatalf("POST /work = %d %q", res.StatusCode, body)
+		}
+		select {
+		case e := <-completed:
+			if e.JobID != id {
+				t.Errorf("completed job %d, want %d", e.JobID, id)
+			}
+		case <-expectCtx.Done():
+			t.Fatal("job enqueued over HTTP did not complete")
+		}
+
+		// Shutdown waits for the request in flight.
+		slow := make(chan string, 1)
+		go func() {
+			res, err := http.Get(url + "/slow")
+			if err != nil {
+				slow <- err.Error()
+				return
+			}
+			b, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			slow <- string(b)
+		}()
+		<-inFlight
+		cancel()
+		select {
+		case err := <-served:
+			t.Fatalf("ServeListenerWithWorkers returned %v with a request in flight", err)
+		default:
+		}
+		close(finish)
+		if got := <-slow; got != "done" {
+			t.Errorf("in-flight request got %q, want done", got)
+		}
+		if err := <-served; err != nil {
+			t.Errorf("ServeListenerWithWorkers = %v, want nil", err)
+		}
+		if ws, ok := b.c.WorkerStats(); !ok || ws.State != WorkerStopped {
+			t.Errorf("workers state = %v after return, want stopped", ws.State)
+		}
+		if _, err := http.Get(url + "/slow"); err == nil {
+			t.Error("server still answers after return")
+		}
+	})
+	t.Run("WorkersFailStopsServer", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, Config{Shards: 1})
+		b.c.Close() // Run fails with ErrClosed
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := &http.Server{Handler: http.NotFoundHandler()}
+		err = ServeListenerWithWorkers(b.ctx, srv, ln, b.c)
+		if !errors.Is(err, ErrClosed) {
+			t.Errorf("ServeListenerWithWorkers = %v, want ErrClosed", err)
+		}
+		if _, err := net.Dial("tcp", ln.Addr().String()); err == nil {
+			t.Error("listener still open after return")
+		}
+	})
+	t.Run("ServerFailStopsWorkers", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, Config{Shards: 1})
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln.Close() // Serve fails at once
+		err = ServeListenerWithWorkers(b.ctx, &http.Server{}, ln, b.c)
+		if err == nil || !strings.Contains(err.Error(), "http server") {
+			t.Errorf("ServeListenerWithWorkers = %v, want the server's error", err)
+		}
+		if ws, ok := b.c.WorkerStats(); ok && ws.State != WorkerStopped {
+			t.Errorf("workers state = %v, want stopped", ws.State)
+		}
+	})
+	t.Run("ListenError", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, Config{Shards: 1})
+		err := ServeWithWorkers(b.ctx, &http.Server{Addr: "127.0.0.1:-1"}, b.c)
+		if err == nil || !strings.Contains(err.Error(), "listen") {
+			t.Errorf("ServeWithWorkers = %v, want a listen error", err)
+		}
+	})
+	t.Run("ServeWithWorkers", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, Config{Shards: 1})
+		ctx, cancel := context.WithCancel(b.ctx)
+		cancel() // already over: starts and shuts down cleanly
+		if err := ServeWithWorkers(ctx, &http.Server{Addr: "127.0.0.1:0"}, b.c); err != nil {
+			t.Errorf("ServeWithWorkers = %v, want nil", err)
+		}
+	})
+}
+
+// TestAdminHandler_JobJSON pins the field names of a job in the admin API.
+func TestAdminHandler_JobJSON(t *testing.T) {
+	t.Parallel()
+	f := newAdminFixture(t, AdminOptions{})
+	r := f.do(t, "GET", fmt.Sprintf("/admin/jobs/%d", f.failed), "", "", "")
+	var keys []string
+	for k := range r.body {
+		keys = append(keys, k)
+	}
+	want := []string{"attempts", "completed_at", "created_at", "error_type", "id", "last_error", "max_attempts",
+		"payload", "priority", "shard", "started_at", "status", "task"}
+	if diff := cmp.Diff(want, keys, adminSortStrings); diff != "" {
+		t.Errorf("job JSON keys (-want +got):\n%s\n%s", diff, r.raw)
+	}
+}
+
+var adminSortStrings = cmp.Transformer("sort", func(in []string) []string {
+	out := append([]string(nil), in...)
+	for i := range out {
+		for j := i + 1; j < len(out); j++ {
+			if out[j] < out[i] {
+				out[i], out[j] = out[j], out[i]
+			}
+		}
+	}
+	return out
+})
