@@ -1,0 +1,195 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/queuemax/queuemax"
+)
+
+var listCommand = &command{
+	name:    "list",
+	args:    "[--status S] [--task T] [--shard N] [--limit N] [--json]",
+	summary: "list jobs by status, or the dead-letter queue",
+	help: `
+List prints stored jobs, newest first, with their task, status, priority,
+attempts, age and payload. --status dead lists the dead-letter queue
+instead (as dlq list does). A completed job is stored only while it keeps
+a result, so jobs that completed without one do not appear.
+
+--task takes the full task name or, for a binary with a task registry, a
+short one (SendEmail or tasks.SendEmail). The data directory is opened
+read-only.`,
+	run: runList,
+}
+
+// listFilters are the flags list and dlq list share.
+type listFilters struct {
+	task  string
+	shard int
+	limit int
+	json  bool
+}
+
+func (f *listFilters) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.task, "task", "", "only jobs of task `NAME`")
+	fs.IntVar(&f.shard, "shard", -1, "only shard `N`")
+	fs.IntVar(&f.limit, "limit", 50, "show at most `N` rows")
+	fs.BoolVar(&f.json, "json", false, "print JSON")
+}
+
+// params checks the filters and returns them as ListParams.
+func (f *listFilters) params(r *runner, c *queuemax.Client) (queuemax.ListParams, error) {
+	p := queuemax.ListParams{Limit: f.limit}
+	if f.limit < 1 {
+		return p, usagef("--limit %d: want 1 or more", f.limit)
+	}
+	if f.shard < -1 || f.shard >= c.Shards() {
+		return p, usagef("--shard %d: the data dir has %d shards (0–%d)", f.shard, c.Shards(), c.Shards()-1)
+	}
+	if f.shard >= 0 {
+		p.Shard = queuemax.Ptr(f.shard)
+	}
+	task, err := r.filterTask(f.task)
+	p.Task = task
+	return p, err
+}
+
+func runList(r *runner, ctx context.Context, cmd *command, args []string) (err error) {
+	fs := r.newFlagSet(cmd.name)
+	status := fs.String("status", "", "only jobs with status `S`: pending, scheduled, processing, failed, completed, cancelled, or dead for the dead-letter queue (default all)")
+	var f listFilters
+	f.register(fs)
+	if err := r.parse(fs, cmd, args); err != nil {
+		return err
+	}
+	var st queuemax.Status
+	switch *status {
+	case "", "all", "dead":
+	default:
+		if st, err = queuemax.ParseStatus(*status); err != nil {
+			return usagef("--status %q: want pending, scheduled, processing, failed, completed, cancelled, dead or all", *status)
+		}
+	}
+	if _, err := r.filterTask(f.task); err != nil {
+		return err
+	}
+	c, err := r.open(ctx, readOnly, "", nil)
+	if err != nil {
+		return err
+	}
+	defer closeClient(c, &err)
+	p, err := f.params(r, c)
+	if err != nil {
+		return err
+	}
+	if *status == "dead" {
+		return r.printDeadLetters(ctx, c, p, f.json)
+	}
+	p.Status = st
+	jobs, err := c.Jobs(ctx, p)
+	if err != nil {
+		return err
+	}
+	if f.json {
+		out := make([]jobOut, len(jobs))
+		for i, j := range jobs {
+			out[i] = toJobOut(j)
+		}
+		return writeJSON(r.stdout, out)
+	}
+	if len(jobs) == 0 {
+		what := "jobs"
+		if st != "" {
+			what = string(st) + " jobs"
+		}
+		fmt.Fprintf(r.stdout, "no %s%s\n", what, r.fullNameHint(p.Task))
+		return nil
+	}
+	now := time.Now()
+	t := newTable(r.stdout, "ID", "SHARD", "TASK", "STATUS", "PRIORITY", "TRIES", "CREATED", "DETAIL", "PAYLOAD")
+	for _, j := range jobs {
+		t.row(j.ID.String(), strconv.Itoa(j.Shard), shortTask(j.Task), string(j.Status), j.Priority.String(),
+			fmt.Sprintf("%d/%d", j.Attempts, j.MaxAttempts), ago(j.CreatedAt, now), detail(j, now), clip(string(j.Payload), 50))
+	}
+	if err := t.flush(); err != nil {
+		return err
+	}
+	if len(jobs) == p.Limit {
+		fmt.Fprintf(r.stdout, "(first %d shown; use --limit for more)\n", p.Limit)
+	}
+	return nil
+}
+
+// detail is the DETAIL column: what the job waits for or how it ended.
+func detail(j *queuemax.Job, now time.Time) string {
+	switch j.Status {
+	case queuemax.StatusScheduled:
+		s := "runs " + ago(j.NextRetryAt, now)
+		if j.LastError != "" {
+			s += " after: " + j.LastError
+		}
+		return clip(s, 60)
+	case queuemax.StatusProcessing:
+		return clip(fmt.Sprintf("on %s, started %s", j.WorkerID, ago(j.StartedAt, now)), 60)
+	case queuemax.StatusFailed:
+		return clip(j.LastError, 60)
+	case queuemax.StatusCompleted:
+		return clip("result "+string(j.Result), 60)
+	case queuemax.StatusPending:
+		if j.LastError != "" {
+			return clip("retry after: "+j.LastError, 60)
+		}
+	}
+	return "-"
+}
+
+// printDeadLetters prints dead-letter rows for list --status dead and dlq
+// list.
+func (r *runner) printDeadLetters(ctx context.Context, c *queuemax.Client, p queuemax.ListParams, asJSON bool) error {
+	dls, err := c.DeadLetters(ctx, p)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		out := make([]deadOut, len(dls))
+		for i, d := range dls {
+			out[i] = toDeadOut(d)
+		}
+		return writeJSON(r.stdout, out)
+	}
+	if len(dls) == 0 {
+		fmt.Fprintf(r.stdout, "no dead letters%s\n", r.fullNameHint(p.Task))
+		return nil
+	}
+	now := time.Now()
+	t := newTable(r.stdout, "SHARD", "DLQ ID", "JOB", "TASK", "TRIES", "FAILED", "ERROR", "PAYLOAD")
+	for _, d := range dls {
+		job := "-"
+		if d.OriginalJobID != 0 {
+			job = d.OriginalJobID.String()
+		}
+		t.row(strconv.Itoa(d.Shard), strconv.FormatInt(d.ID, 10), job, shortTask(d.Task), strconv.Itoa(d.Attempts),
+			ago(d.FailedAt, now), clip(d.Error, 60), clip(string(d.Payload), 40))
+	}
+	if err := t.flush(); err != nil {
+		return err
+	}
+	if len(dls) == p.Limit {
+		fmt.Fprintf(r.stdout, "(first %d shown; use --limit for more)\n", p.Limit)
+	}
+	return nil
+}
+
+// fullNameHint explains, after an empty listing, that a binary without a
+// task registry matches --task by full name only.
+func (r *runner) fullNameHint(task string) string {
+	if task == "" || len(r.handlers) > 0 || strings.Contains(task, "/") {
+		return ""
+	}
+	return fmt.Sprintf(" of task %q (without a task registry, --task takes the full name, such as example.com/app/tasks.%s)", task, bareTask(task))
+}

@@ -1,0 +1,382 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/queuemax/queuemax"
+)
+
+var retryCommand = &command{
+	name:    "retry",
+	args:    "[--shard N | --job-id ID] [--json]",
+	summary: "re-queue failed jobs",
+	help: `
+Retry re-queues failed (dead-lettered) jobs with a fresh attempt budget and
+removes their dead-letter rows: every failed job, those of one shard
+(--shard), or one job (--job-id, a job ID or shard:seq). Dead letters whose
+job row was cleaned up are re-queued with dlq requeue.`,
+	run: runRetry,
+}
+
+func runRetry(r *runner, ctx context.Context, cmd *command, args []string) (err error) {
+	fs := r.newFlagSet(cmd.name)
+	shard := fs.Int("shard", -1, "only shard `N`")
+	jobID := fs.String("job-id", "", "only the job `ID` (a job ID or shard:seq)")
+	jsonOut := fs.Bool("json", false, "print JSON")
+	if err := r.parse(fs, cmd, args); err != nil {
+		return err
+	}
+	var id queuemax.JobID
+	if *jobID != "" {
+		if id, err = queuemax.ParseJobID(*jobID); err != nil {
+			return usagef("--job-id: %v", strings.TrimPrefix(err.Error(), "queuemax: "))
+		}
+		if *shard >= 0 && *shard != id.Shard() {
+			return usagef("--job-id %s is in shard %d, not --shard %d", *jobID, id.Shard(), *shard)
+		}
+	}
+	if *shard < -1 {
+		return usagef("--shard %d: want a shard number from 0", *shard)
+	}
+	c, err := r.open(ctx, readWrite, "", nil)
+	if err != nil {
+		return err
+	}
+	defer closeClient(c, &err)
+	if *shard >= c.Shards() || (id != 0 && id.Shard() >= c.Shards()) {
+		return usagef("shard %d: the data dir has %d shards (0–%d)", max(*shard, id.Shard()), c.Shards(), c.Shards()-1)
+	}
+	if id != 0 {
+		if err := c.RetryJob(ctx, id); err != nil {
+			if errors.Is(err, queuemax.ErrJobNotFound) {
+				return fmt.Errorf("job %s is not a failed job (or does not exist)", id)
+			}
+			return err
+		}
+		if *jsonOut {
+			return writeJSON(r.stdout, map[string]any{"retried": 1, "job_id": id})
+		}
+		fmt.Fprintf(r.stdout, "retried job %s\n", id)
+		return nil
+	}
+	n, err := c.RetryFailed(ctx, *shard)
+	if err != nil {
+		return err
+	}
+	if *jsonOut {
+		return writeJSON(r.stdout, map[string]any{"retried": n})
+	}
+	where := "across all shards"
+	if *shard >= 0 {
+		where = fmt.Sprintf("in shard %d", *shard)
+	}
+	fmt.Fprintf(r.stdout, "retried %d failed %s %s\n", n, plural(n, "job"), where)
+	return nil
+}
+
+var dlqCommand = &command{
+	name:    "dlq",
+	args:    "[list] [--task T] [--shard N] [--limit N] [--json] | requeue (--shard N --id ID | --all)",
+	summary: "list or re-queue dead letters",
+	help: `
+Dlq lists the dead-letter queue, newest first (dlq or dlq list; opened
+read-only), or re-queues dead letters (dlq requeue): the row --id of shard
+--shard, as listed in the DLQ ID column, or --all. A re-queued job starts
+with a fresh attempt budget; if its queue row was cleaned up, it is
+re-created.`,
+	run: runDLQ,
+}
+
+func runDLQ(r *runner, ctx context.Context, cmd *command, args []string) error {
+	sub := "list"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		sub, args = args[0], args[1:]
+	}
+	switch sub {
+	case "list":
+		return r.dlqList(ctx, cmd, args)
+	case "requeue":
+		return r.dlqRequeue(ctx, cmd, args)
+	}
+	return usagef("unknown dlq command %q (want list or requeue)", sub)
+}
+
+func (r *runner) dlqList(ctx context.Context, cmd *command, args []string) (err error) {
+	fs := r.newFlagSet(cmd.name)
+	var f listFilters
+	f.register(fs)
+	if err := r.parse(fs, cmd, args); err != nil {
+		return err
+	}
+	if _, err := r.filterTask(f.task); err != nil {
+		return err
+	}
+	c, err := r.open(ctx, readOnly, "", nil)
+	if err != nil {
+		return err
+	}
+	defer closeClient(c, &err)
+	p, err := f.params(r, c)
+	if err != nil {
+		return err
+	}
+	return r.printDeadLetters(ctx, c, p, f.json)
+}
+
+func (r *runner) dlqRequeue(ctx context.Context, cmd *command, args []string) (err error) {
+	fs := r.newFlagSet(cmd.name)
+	var shard optInt
+	fs.Var(&shard, "shard", "the dead letter's shard `N`")
+	var id optInt64
+	fs.Var(&id, "id", "the dead letter's `ID` in its shard (the DLQ ID column)")
+	all := fs.Bool("all", false, "re-queue every dead letter")
+	jsonOut := fs.Bool("json", false, "print JSON")
+	if err := r.parse(fs, cmd, args); err != nil {
+		return err
+	}
+	switch {
+	case *all && (shard.set || id.set):
+		return usagef("--all cannot be combined with --shard or --id")
+	case !*all && !(shard.set && id.set):
+		return usagef("dlq requeue needs --shard and --id, or --all")
+	case !*all && (shard.v < 0 || id.v < 1):
+		return usagef("--shard and --id must not be negative")
+	}
+	c, err := r.open(ctx, readWrite, "", nil)
+	if err != nil {
+		return err
+	}
+	defer closeClient(c, &err)
+	if !*all {
+		if shard.v >= c.Shards() {
+			return usagef("--shard %d: the data dir has %d shards (0–%d)", shard.v, c.Shards(), c.Shards()-1)
+		}
+		job, err := c.RequeueDead(ctx, shard.v, id.v)
+		if err != nil {
+			return err
+		}
+		if *jsonOut {
+			return writeJSON(r.stdout, map[string]any{"requeued": 1, "job_ids": []queuemax.JobID{job}})
+		}
+		fmt.Fprintf(r.stdout, "requeued dead letter %d of shard %d as job %s\n", id.v, shard.v, job)
+		return nil
+	}
+	var jobs []queuemax.JobID
+	for {
+		dls, err := c.DeadLetters(ctx, queuemax.ListParams{Limit: 1000})
+		if err != nil {
+			return fmt.Errorf("after requeueing %d: %w", len(jobs), err)
+		}
+		if len(dls) == 0 {
+			break
+		}
+		for _, d := range dls {
+			job, err := c.RequeueDead(ctx, d.Shard, d.ID)
+			if errors.Is(err, queuemax.ErrJobNotFound) {
+				continue // an earlier row of the same job took it along
+			}
+			if err != nil {
+				return fmt.Errorf("after requeueing %d: dead letter %d of shard %d: %w", len(jobs), d.ID, d.Shard, err)
+			}
+			jobs = append(jobs, job)
+		}
+	}
+	if *jsonOut {
+		if jobs == nil {
+			jobs = []queuemax.JobID{}
+		}
+		return writeJSON(r.stdout, map[string]any{"requeued": len(jobs), "job_ids": jobs})
+	}
+	fmt.Fprintf(r.stdout, "requeued %d dead %s\n", len(jobs), plural(len(jobs), "letter"))
+	return nil
+}
+
+var recoverCommand = &command{
+	name:    "recover",
+	args:    "[--older-than DURATION] [--json]",
+	summary: "take back orphaned jobs now",
+	help: `
+Recover takes back, now, running jobs whose heartbeat is older than the
+stuck timeout (STUCK_TIMEOUT, default 30s, or --older-than): their worker
+died. They return to pending, or go to the dead-letter queue if that was
+their last attempt. A running worker does this by itself every
+RECOVERY_INTERVAL.`,
+	run: runRecover,
+}
+
+func runRecover(r *runner, ctx context.Context, cmd *command, args []string) (err error) {
+	fs := r.newFlagSet(cmd.name)
+	older := fs.Duration("older-than", 0, "take back jobs whose heartbeat is older than `DURATION` (default STUCK_TIMEOUT, or 30s)")
+	jsonOut := fs.Bool("json", false, "print JSON")
+	if err := r.parse(fs, cmd, args); err != nil {
+		return err
+	}
+	if *older < 0 {
+		return usagef("--older-than %s: want a positive duration", *older)
+	}
+	c, err := r.open(ctx, readWrite, "", func(cfg *queuemax.Config) {
+		if *older > 0 {
+			cfg.StuckTimeout = *older
+			// This process renews no heartbeat; keep the config valid.
+			cfg.HeartbeatInterval = min(max(cfg.HeartbeatInterval, 5*time.Second), *older/2)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	defer closeClient(c, &err)
+	res, err := c.RecoverOrphans(ctx)
+	if err != nil {
+		return err
+	}
+	if *jsonOut {
+		return writeJSON(r.stdout, map[string]any{"requeued": res.Requeued, "dead_lettered": res.DeadLettered})
+	}
+	n := res.Requeued + res.DeadLettered
+	fmt.Fprintf(r.stdout, "recovered %d orphaned %s: %d back to pending, %d dead-lettered\n",
+		n, plural(n, "job"), res.Requeued, res.DeadLettered)
+	return nil
+}
+
+var purgeCommand = &command{
+	name:    "purge",
+	args:    "(--status S[,S...] | --days N) [--yes] [--json]",
+	summary: "delete jobs by status, or finished jobs older than N days",
+	help: `
+Purge deletes jobs: every job with one of the --status values (repeat the
+flag or separate them with commas: pending, scheduled, processing, failed,
+completed, cancelled), or, with --days N, the failed, completed and
+cancelled jobs and the dead letters that finished more than N days ago
+(--days 0: all of them).
+Purging processing jobs makes their workers' acknowledgements fail.
+Purge --status keeps the dead-letter queue.
+
+Purge asks for confirmation when standard input is a terminal, and refuses
+to run without --yes when it is not.`,
+	run: runPurge,
+}
+
+func runPurge(r *runner, ctx context.Context, cmd *command, args []string) (err error) {
+	fs := r.newFlagSet(cmd.name)
+	var statuses listFlag
+	fs.Var(&statuses, "status", "delete jobs with status `S` (repeatable, or a comma list)")
+	var days optInt
+	fs.Var(&days, "days", "delete finished jobs and dead letters older than `N` days")
+	yes := fs.Bool("yes", false, "do not ask for confirmation")
+	jsonOut := fs.Bool("json", false, "print JSON")
+	if err := r.parse(fs, cmd, args); err != nil {
+		return err
+	}
+	var sts []queuemax.Status
+	for _, s := range statuses {
+		if s == "dead" {
+			return usagef("--status dead: dead letters are deleted by age, with --days")
+		}
+		st, err := queuemax.ParseStatus(s)
+		if err != nil {
+			return usagef("--status %q: want pending, scheduled, processing, failed, completed or cancelled", s)
+		}
+		sts = append(sts, st)
+	}
+	switch {
+	case len(sts) > 0 && days.set:
+		return usagef("--status and --days cannot be combined")
+	case len(sts) == 0 && !days.set:
+		return usagef("purge needs --status or --days (see %s purge --help)", r.name)
+	case days.set && days.v < 0:
+		return usagef("--days %d: want 0 or more", days.v)
+	}
+	tty := isTerminal(r.stdin)
+	if !*yes && !tty {
+		return usagef("refusing to delete without --yes (standard input is not a terminal)")
+	}
+	c, err := r.open(ctx, readWrite, "", nil)
+	if err != nil {
+		return err
+	}
+	defer closeClient(c, &err)
+	if !*yes {
+		what, err := purgeSummary(ctx, c, sts, days.v)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(r.stderr, "Delete %s from %s? [y/N] ", what, c.Dir())
+		answer, _ := bufio.NewReader(r.stdin).ReadString('\n')
+		if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
+			fmt.Fprintln(r.stdout, "nothing deleted")
+			return nil
+		}
+	}
+	if days.set {
+		age := time.Duration(days.v) * 24 * time.Hour
+		if age == 0 {
+			age = time.Nanosecond // Cleanup's zero means its default age
+		}
+		res, err := c.Cleanup(ctx, age)
+		if err != nil {
+			return err
+		}
+		if *jsonOut {
+			return writeJSON(r.stdout, map[string]any{"jobs": res.Jobs, "dead_letters": res.DeadLetters})
+		}
+		fmt.Fprintf(r.stdout, "deleted %d finished %s and %d dead %s older than %d %s\n",
+			res.Jobs, plural(res.Jobs, "job"), res.DeadLetters, plural(res.DeadLetters, "letter"), days.v, plural(days.v, "day"))
+		return nil
+	}
+	n, err := c.Purge(ctx, sts...)
+	if err != nil {
+		return err
+	}
+	if *jsonOut {
+		return writeJSON(r.stdout, map[string]any{"jobs": n, "statuses": sts})
+	}
+	fmt.Fprintf(r.stdout, "deleted %d %s (%s)\n", n, plural(n, "job"), joinStatuses(sts))
+	return nil
+}
+
+// purgeSummary describes what a purge would delete, for the prompt.
+func purgeSummary(ctx context.Context, c *queuemax.Client, sts []queuemax.Status, days int) (string, error) {
+	if len(sts) == 0 {
+		return fmt.Sprintf("the failed and completed jobs and dead letters older than %d %s", days, plural(days, "day")), nil
+	}
+	s, err := c.Stats(ctx)
+	if err != nil {
+		return "", err
+	}
+	counts := map[queuemax.Status]int64{
+		queuemax.StatusPending: s.Pending, queuemax.StatusScheduled: s.Scheduled,
+		queuemax.StatusProcessing: s.Processing, queuemax.StatusFailed: s.Failed, queuemax.StatusCompleted: s.Completed,
+	}
+	var total int64
+	var parts []string
+	for _, st := range sts {
+		n, known := counts[st]
+		if !known {
+			parts = append(parts, string(st))
+			continue
+		}
+		total += n
+		parts = append(parts, fmt.Sprintf("%d %s", n, st))
+	}
+	return fmt.Sprintf("%d %s (%s)", total, plural(int(total), "job"), strings.Join(parts, ", ")), nil
+}
+
+func joinStatuses(sts []queuemax.Status) string {
+	s := make([]string, len(sts))
+	for i, st := range sts {
+		s[i] = string(st)
+	}
+	return strings.Join(s, ", ")
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
+}

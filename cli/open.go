@@ -1,0 +1,108 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"regexp"
+
+	"github.com/queuemax/queuemax"
+)
+
+// access says what a command may do to the data directory.
+type access int
+
+const (
+	// readOnly opens an existing queue with Config.ReadOnly: nothing is
+	// created, migrated or changed.
+	readOnly access = iota
+	// readWrite opens an existing queue; a directory that does not exist
+	// or holds no shard files is an error.
+	readWrite
+	// create opens the queue, creating the directory and shard files if
+	// needed (--create).
+	create
+)
+
+// config returns the Config from the environment and the global flags, and
+// the log level of QUEUE_MAX_LOG_LEVEL.
+func (r *runner) config() (queuemax.Config, slog.Level, error) {
+	cfg, level, err := queuemax.ConfigFromEnv(r.getenv)
+	if err != nil {
+		return cfg, level, fmt.Errorf("environment: %w", err)
+	}
+	if r.dataDirSet {
+		cfg.Dir = r.dataDir
+	}
+	if cfg.Dir == "" {
+		cfg.Dir = queuemax.DefaultDir
+	}
+	if r.shards > 0 {
+		cfg.Shards = r.shards
+	}
+	cfg.Handlers = r.handlers
+	return cfg, level, nil
+}
+
+// open opens the queue for a command. hint is appended to the error for a
+// missing queue (such as "pass --create to make a new queue"). adjust, if
+// not nil, changes the Config before Program.Configure sees it.
+func (r *runner) open(ctx context.Context, mode access, hint string, adjust func(*queuemax.Config)) (*queuemax.Client, error) {
+	cfg, level, err := r.config()
+	if err != nil {
+		return nil, err
+	}
+	if mode != create {
+		if err := checkQueueDir(cfg.Dir, hint); err != nil {
+			return nil, err
+		}
+	}
+	cfg.ReadOnly = mode == readOnly
+	cfg.Logger = slog.New(slog.NewTextHandler(r.stderr, &slog.HandlerOptions{Level: level}))
+	if adjust != nil {
+		adjust(&cfg)
+	}
+	if r.p.Configure != nil {
+		r.p.Configure(&cfg)
+	}
+	return queuemax.Open(ctx, cfg)
+}
+
+var shardFileRE = regexp.MustCompile(`^shard_\d+\.db$`)
+
+// checkQueueDir fails unless dir exists and holds shard files, so that a
+// mistyped path is reported instead of silently becoming an empty queue.
+func checkQueueDir(dir, hint string) error {
+	if hint != "" {
+		hint = " (" + hint + ")"
+	}
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("data dir %s does not exist%s", dir, hint)
+	case err != nil:
+		return fmt.Errorf("data dir: %w", err)
+	case !fi.IsDir():
+		return fmt.Errorf("data dir %s is not a directory", dir)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("data dir: %w", err)
+	}
+	for _, e := range entries {
+		if shardFileRE.MatchString(e.Name()) {
+			return nil
+		}
+	}
+	return fmt.Errorf("data dir %s holds no queue (no shard_N.db files)%s", dir, hint)
+}
+
+// closeClient closes c, keeping the first error.
+func closeClient(c *queuemax.Client, err *error) {
+	if cerr := c.Close(); cerr != nil && *err == nil {
+		*err = cerr
+	}
+}

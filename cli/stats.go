@@ -1,0 +1,144 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/queuemax/queuemax"
+)
+
+var statsCommand = &command{
+	name:    "stats",
+	args:    "[--shard N] [--json]",
+	summary: "show job counts per shard and in total",
+	help: `
+Stats prints the queue's statistics: the queue-wide figures, then a table
+with one row per shard and a total row. Pending jobs are ready now;
+scheduled ones wait for a run-at or retry time; failed ones are dead-lettered
+and still in the queue table; completed ones are kept for their result.
+Processed and failed totals count every completion and dead-lettering ever
+recorded. The data directory is opened read-only.
+
+The rate limit, tokens and circuit state are those of this process's
+configuration (the environment), not of a running worker's.`,
+	run: runStats,
+}
+
+// shardOut is one shard in stats --json.
+type shardOut struct {
+	Shard                int        `json:"shard"`
+	Pending              int64      `json:"pending"`
+	Scheduled            int64      `json:"scheduled"`
+	Processing           int64      `json:"processing"`
+	Failed               int64      `json:"failed"`
+	Completed            int64      `json:"completed"`
+	DeadLetters          int64      `json:"dead_letters"`
+	TotalProcessed       int64      `json:"total_processed"`
+	TotalFailed          int64      `json:"total_failed"`
+	OldestPending        *time.Time `json:"oldest_pending,omitempty"`
+	AvgProcessingSeconds float64    `json:"avg_processing_seconds"`
+	Healthy              bool       `json:"healthy"`
+	LastError            string     `json:"last_error,omitempty"`
+}
+
+// statsOut is stats --json: every Stats field, with snake_case shards.
+type statsOut struct {
+	DataDir string `json:"data_dir"`
+	queuemax.Stats
+	PerShard []shardOut `json:"shards"` // shadows Stats.PerShard
+}
+
+func toShardOut(s queuemax.ShardStats) shardOut {
+	return shardOut{
+		Shard: s.Shard, Pending: s.Pending, Scheduled: s.Scheduled, Processing: s.Processing,
+		Failed: s.Failed, Completed: s.Completed, DeadLetters: s.DeadLetters,
+		TotalProcessed: s.TotalProcessed, TotalFailed: s.TotalFailed,
+		OldestPending: timePtr(s.OldestPending), AvgProcessingSeconds: s.AvgProcessingTime.Seconds(),
+		Healthy: s.Healthy, LastError: s.LastError,
+	}
+}
+
+func runStats(r *runner, ctx context.Context, cmd *command, args []string) (err error) {
+	fs := r.newFlagSet(cmd.name)
+	jsonOut := fs.Bool("json", false, "print JSON")
+	shard := fs.Int("shard", -1, "show only shard `N`")
+	if err := r.parse(fs, cmd, args); err != nil {
+		return err
+	}
+	if *shard < -1 {
+		return usagef("--shard %d: want a shard number from 0", *shard)
+	}
+	c, err := r.open(ctx, readOnly, "", nil)
+	if err != nil {
+		return err
+	}
+	defer closeClient(c, &err)
+	if *shard >= c.Shards() {
+		return usagef("--shard %d: the data dir has %d shards (0–%d)", *shard, c.Shards(), c.Shards()-1)
+	}
+	s, err := c.Stats(ctx)
+	if err != nil {
+		return err
+	}
+	out := statsOut{DataDir: c.Dir(), Stats: s}
+	for _, sh := range s.PerShard {
+		out.PerShard = append(out.PerShard, toShardOut(sh))
+	}
+	if *jsonOut {
+		if *shard >= 0 {
+			return writeJSON(r.stdout, out.PerShard[*shard])
+		}
+		return writeJSON(r.stdout, out)
+	}
+	now := time.Now()
+	if *shard < 0 {
+		kv := newTable(r.stdout)
+		kv.row("Data dir", c.Dir())
+		kv.row("Shards", strconv.Itoa(s.NumShards))
+		kv.row("Healthy", yesNo(s.IsHealthy))
+		kv.row("Max retries", strconv.Itoa(s.MaxRetries))
+		if s.RateLimit > 0 {
+			kv.row("Rate limit", fmt.Sprintf("%d per %s", s.RateLimit, s.RateLimitPer))
+			kv.row("Tokens available", fmt.Sprintf("%.1f", s.TokensAvailable))
+		} else {
+			kv.row("Rate limit", "none")
+			kv.row("Tokens available", "unlimited")
+		}
+		kv.row("Circuit", fmt.Sprintf("%s (%d consecutive failures)", s.CircuitState, s.CircuitFailures))
+		for _, task := range slices.Sorted(maps.Keys(s.Circuits)) {
+			kv.row("  "+shortTask(task), s.Circuits[task])
+		}
+		if err := kv.flush(); err != nil {
+			return err
+		}
+		fmt.Fprintln(r.stdout)
+	}
+	t := newTable(r.stdout, "SHARD", "PENDING", "SCHEDULED", "PROCESSING", "FAILED", "COMPLETED",
+		"DLQ", "PROCESSED", "FAILED TOTAL", "OLDEST PENDING", "AVG RUN", "HEALTHY")
+	n := func(v int64) string { return strconv.FormatInt(v, 10) }
+	for _, sh := range s.PerShard {
+		if *shard >= 0 && sh.Shard != *shard {
+			continue
+		}
+		health := yesNo(sh.Healthy)
+		if sh.LastError != "" {
+			health += ": " + clip(sh.LastError, 60)
+		}
+		avg := "-"
+		if sh.AvgProcessingTime > 0 {
+			avg = roughDuration(sh.AvgProcessingTime)
+		}
+		t.row(strconv.Itoa(sh.Shard), n(sh.Pending), n(sh.Scheduled), n(sh.Processing), n(sh.Failed),
+			n(sh.Completed), n(sh.DeadLetters), n(sh.TotalProcessed), n(sh.TotalFailed),
+			ago(sh.OldestPending, now), avg, health)
+	}
+	if *shard < 0 {
+		t.row("total", n(s.Pending), n(s.Scheduled), n(s.Processing), n(s.Failed), n(s.Completed),
+			n(s.DeadLetters), n(s.TotalProcessed), n(s.TotalFailed), "", "", yesNo(s.IsHealthy))
+	}
+	return t.flush()
+}
