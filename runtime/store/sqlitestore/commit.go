@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"runtime"
 	"sync"
 
 	"github.com/queuemax/queuemax/runtime/store"
@@ -36,8 +37,26 @@ type op struct {
 // lifetime counters should gain; they are written once per group.
 type opFunc func(ctx context.Context, tx *sql.Tx, counts *groupCounts) error
 
-// groupCounts accumulates shard_metadata counter increments of a group.
-type groupCounts struct{ processed, failed int }
+// groupCounts accumulates shard_metadata counter increments of a group,
+// and caches the group transaction's bindings of prepared statements.
+type groupCounts struct {
+	processed, failed int
+	bound             map[*sql.Stmt]*sql.Stmt
+}
+
+// stmt returns st bound to tx, binding it once per group rather than once
+// per operation.
+func (g *groupCounts) stmt(ctx context.Context, tx *sql.Tx, st *sql.Stmt) *sql.Stmt {
+	if b, ok := g.bound[st]; ok {
+		return b
+	}
+	b := tx.StmtContext(ctx, st)
+	if g.bound == nil {
+		g.bound = make(map[*sql.Stmt]*sql.Stmt)
+	}
+	g.bound[st] = b
+	return b
+}
 
 // committer is a group commit on one shard's writer: concurrent callers
 // queue their operations, one of them (the leader) runs the whole queue in
@@ -70,6 +89,10 @@ func (c *committer) do(ctx context.Context, fn opFunc) error {
 	} else {
 		c.busy = true
 		c.mu.Unlock()
+		// A new leader yields once so that callers already runnable (the
+		// other jobs of a claimed batch finishing together) join its group
+		// instead of each paying for a commit of their own.
+		runtime.Gosched()
 	}
 	c.mu.Lock()
 	n := min(len(c.queue), maxGroup)

@@ -50,8 +50,6 @@ type Options struct {
 type Store struct {
 	shards []*shardDB
 	closed atomic.Bool
-	// claimSQL caches claim statements filtered by task lists.
-	claimSQL sync.Map // string (joined task list) -> string
 }
 
 var _ store.Store = (*Store)(nil)
@@ -231,6 +229,10 @@ func openShard(ctx context.Context, o Options, i int) (*shardDB, error) {
 	}
 	if !o.ReadOnly {
 		if err := sh.stmts.prepare(ctx, sh.w); err != nil {
+			sh.close()
+			return nil, wrap("prepare", err)
+		}
+		if err := sh.stmts.prepareReader(ctx, sh.r); err != nil {
 			sh.close()
 			return nil, wrap("prepare", err)
 		}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -182,7 +181,7 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) ([]*store.Job, e
 		}
 		if !sh.full.Load() {
 			var has bool
-			if err := sh.r.QueryRowContext(ctx, sqlHasReady, now).Scan(&has); err != nil {
+			if err := sh.stmts.hasReady.QueryRowContext(ctx, now).Scan(&has); err != nil {
 				if firstErr == nil {
 					firstErr = fmt.Errorf("shard %d: probe: %w", i, err)
 				}
@@ -211,6 +210,18 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) ([]*store.Job, e
 
 func (s *Store) claimShard(ctx context.Context, sh *shardDB, p store.ClaimParams, now string, want int) ([]*store.Job, error) {
 	lease := rand.Int64N(1<<62) + 1
+	if sh.w == nil {
+		return nil, store.ErrReadOnly
+	}
+	var filtered *sql.Stmt
+	if len(p.Tasks) > 0 {
+		// Prepared before joining a group: the writer's only connection is
+		// busy inside one.
+		var err error
+		if filtered, err = sh.stmts.claimFor(ctx, sh.w, len(p.Tasks)); err != nil {
+			return nil, err
+		}
+	}
 	var jobs []*store.Job
 	err := sh.commit.do(ctx, func(ctx context.Context, tx *sql.Tx, counts *groupCounts) error {
 		jobs = jobs[:0]
@@ -218,18 +229,22 @@ func (s *Store) claimShard(ctx context.Context, sh *shardDB, p store.ClaimParams
 			return err
 		}
 		var rows *sql.Rows
-		var err error
 		if len(p.Tasks) == 0 {
+			var err error
 			rows, err = tx.StmtContext(ctx, sh.stmts.claim).QueryContext(ctx, p.WorkerID, now, lease, want)
+			if err != nil {
+				return err
+			}
 		} else {
-			args := []any{p.WorkerID, now, lease, want}
+			args := make([]any, 0, 4+len(p.Tasks))
+			args = append(args, p.WorkerID, now, lease, want)
 			for _, t := range p.Tasks {
 				args = append(args, t)
 			}
-			rows, err = tx.QueryContext(ctx, s.claimSQLFor(len(p.Tasks)), args...)
-		}
-		if err != nil {
-			return err
+			var err error
+			if rows, err = tx.StmtContext(ctx, filtered).QueryContext(ctx, args...); err != nil {
+				return err
+			}
 		}
 		defer rows.Close()
 		for rows.Next() {
@@ -254,19 +269,6 @@ func (s *Store) claimShard(ctx context.Context, sh *shardDB, p store.ClaimParams
 	return jobs, nil
 }
 
-func (s *Store) claimSQLFor(n int) string {
-	if q, ok := s.claimSQL.Load(n); ok {
-		return q.(string)
-	}
-	ph := make([]string, n)
-	for i := range ph {
-		ph[i] = fmt.Sprintf("?%d", i+5)
-	}
-	q := sqlClaimHead + ` AND task IN (` + strings.Join(ph, ", ") + `)` + sqlClaimTail
-	s.claimSQL.Store(n, q)
-	return q
-}
-
 // perShard runs fn once per shard that items touch, each shard's items in one
 // group transaction, the shards in parallel, and collects one error per item.
 func perShard[T any](ctx context.Context, s *Store, items []T, id func(T) store.JobID,
@@ -276,6 +278,23 @@ func perShard[T any](ctx context.Context, s *Store, items []T, id func(T) store.
 		for i := range errs {
 			errs[i] = store.ErrClosed
 		}
+		return errs
+	}
+	if len(items) == 1 {
+		// The engine acknowledges one job per call: no grouping needed.
+		sh, err := s.shard(id(items[0]).Shard())
+		if err != nil {
+			errs[0] = err
+			return errs
+		}
+		err = sh.commit.do(ctx, func(ctx context.Context, tx *sql.Tx, counts *groupCounts) error {
+			return fn(ctx, tx, counts, sh, items[0])
+		})
+		var ie itemError
+		if errors.As(err, &ie) {
+			err = ie.err
+		}
+		errs[0] = err
 		return errs
 	}
 	byShard := make(map[int][]int)
@@ -347,9 +366,9 @@ func (s *Store) Complete(ctx context.Context, acks []store.CompleteParams) []err
 		func(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shardDB, a store.CompleteParams) error {
 			var err error
 			if a.Result == nil {
-				err = leaseLost(tx.StmtContext(ctx, sh.stmts.completeDelete).ExecContext(ctx, a.ID.Seq(), a.Token))
+				err = leaseLost(counts.stmt(ctx, tx, sh.stmts.completeDelete).ExecContext(ctx, a.ID.Seq(), a.Token))
 			} else {
-				err = leaseLost(tx.StmtContext(ctx, sh.stmts.completeKeep).ExecContext(ctx,
+				err = leaseLost(counts.stmt(ctx, tx, sh.stmts.completeKeep).ExecContext(ctx,
 					string(a.Result), store.FormatTime(a.Now), a.ID.Seq(), a.Token))
 			}
 			if err != nil {
@@ -369,7 +388,7 @@ func (s *Store) Fail(ctx context.Context, fails []store.FailParams) []error {
 				if f.RetryAt.After(f.Now) {
 					status = store.StatusScheduled
 				}
-				return leaseLost(tx.StmtContext(ctx, sh.stmts.failRetry).ExecContext(ctx, string(status),
+				return leaseLost(counts.stmt(ctx, tx, sh.stmts.failRetry).ExecContext(ctx, string(status),
 					store.FormatTime(f.RetryAt), f.Error, f.ErrorType, nullString(f.Stack), f.ID.Seq(), f.Token))
 			}
 			var payload string
@@ -396,8 +415,8 @@ func (s *Store) Fail(ctx context.Context, fails []store.FailParams) []error {
 func (s *Store) Heartbeat(ctx context.Context, leases []store.Lease, now time.Time) []error {
 	ts := store.FormatTime(now)
 	return perShard(ctx, s, leases, func(l store.Lease) store.JobID { return l.ID },
-		func(ctx context.Context, tx *sql.Tx, _ *groupCounts, sh *shardDB, l store.Lease) error {
-			return leaseLost(tx.StmtContext(ctx, sh.stmts.heartbeat).ExecContext(ctx, ts, l.ID.Seq(), l.Token))
+		func(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shardDB, l store.Lease) error {
+			return leaseLost(counts.stmt(ctx, tx, sh.stmts.heartbeat).ExecContext(ctx, ts, l.ID.Seq(), l.Token))
 		})
 }
 

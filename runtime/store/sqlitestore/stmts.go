@@ -4,6 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
+	"strings"
+	"sync"
 )
 
 // jobColumns is the column list scanJob reads, in order.
@@ -55,6 +58,44 @@ const (
 type stmts struct {
 	insert, promote, claim, completeDelete, completeKeep,
 	failRetry, failDead, insertDLQ, heartbeat, release *sql.Stmt
+
+	// hasReady is the probe, prepared on the reader pool (database/sql
+	// prepares it once per reader connection).
+	hasReady *sql.Stmt
+
+	// claimTasks holds claim statements filtered by n task names, prepared
+	// on first use: parsing the claim costs more than running it.
+	mu         sync.Mutex
+	claimTasks map[int]*sql.Stmt
+}
+
+// claimFor returns the claim statement filtered by n task names, preparing
+// it on w the first time.
+func (s *stmts) claimFor(ctx context.Context, w *sql.DB, n int) (*sql.Stmt, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st, ok := s.claimTasks[n]; ok {
+		return st, nil
+	}
+	st, err := w.PrepareContext(ctx, claimSQLFor(n))
+	if err != nil {
+		return nil, err
+	}
+	if s.claimTasks == nil {
+		s.claimTasks = make(map[int]*sql.Stmt)
+	}
+	s.claimTasks[n] = st
+	return st, nil
+}
+
+// claimSQLFor returns the claim statement restricted to n task names,
+// bound as ?5 … ?n+4.
+func claimSQLFor(n int) string {
+	ph := make([]string, n)
+	for i := range ph {
+		ph[i] = fmt.Sprintf("?%d", i+5)
+	}
+	return sqlClaimHead + ` AND task IN (` + strings.Join(ph, ", ") + `)` + sqlClaimTail
 }
 
 func (s *stmts) prepare(ctx context.Context, db *sql.DB) error {
@@ -76,10 +117,27 @@ func (s *stmts) prepare(ctx context.Context, db *sql.DB) error {
 	return nil
 }
 
+// prepareReader prepares the statements that run on the reader pool r.
+func (s *stmts) prepareReader(ctx context.Context, r *sql.DB) error {
+	st, err := r.PrepareContext(ctx, sqlHasReady)
+	if err != nil {
+		return err
+	}
+	s.hasReady = st
+	return nil
+}
+
 func (s *stmts) close() error {
 	var errs []error
-	for _, st := range []*sql.Stmt{s.insert, s.promote, s.claim, s.completeDelete, s.completeKeep,
-		s.failRetry, s.failDead, s.insertDLQ, s.heartbeat, s.release} {
+	all := []*sql.Stmt{s.insert, s.promote, s.claim, s.completeDelete, s.completeKeep,
+		s.failRetry, s.failDead, s.insertDLQ, s.heartbeat, s.release, s.hasReady}
+	s.mu.Lock()
+	for _, st := range s.claimTasks {
+		all = append(all, st)
+	}
+	s.claimTasks = nil
+	s.mu.Unlock()
+	for _, st := range all {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}

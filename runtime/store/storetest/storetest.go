@@ -151,6 +151,78 @@ func Run(t *testing.T, open Opener) {
 		}
 	})
 
+	t.Run("ClaimFilteredByTasks", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, 1)
+		in := insert(t, b,
+			store.InsertParams{Task: "a"},
+			store.InsertParams{Task: "b"},
+			store.InsertParams{Task: "c"},
+			store.InsertParams{Task: "a"},
+			store.InsertParams{},
+			store.InsertParams{Task: "b"},
+		)
+		claimTasks := func(max int, tasks ...string) []store.JobID {
+			t.Helper()
+			jobs, err := b.st.Claim(b.ctx, store.ClaimParams{WorkerID: "w1", Max: max, Now: t0, Tasks: tasks})
+			if err != nil {
+				t.Fatalf("Claim(tasks %q): %v", tasks, err)
+			}
+			for _, j := range jobs {
+				if len(tasks) > 0 && !slices.Contains(tasks, j.Task) {
+					t.Errorf("Claim(tasks %q) returned job %d of task %q", tasks, j.ID, j.Task)
+				}
+			}
+			return ids(jobs)
+		}
+		// Each filter is run twice, so that a statement cached for a
+		// number of tasks is reused with other names.
+		if diff := cmp.Diff([]store.JobID{in[0]}, claimTasks(1, "a")); diff != "" {
+			t.Errorf("Claim(a) mismatch (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff([]store.JobID{in[1], in[2]}, claimTasks(2, "c", "b")); diff != "" {
+			t.Errorf("Claim(c, b) mismatch (-want +got):\n%s", diff)
+		}
+		if got := claimTasks(10, "x", "y", "z"); len(got) != 0 {
+			t.Errorf("Claim(x, y, z) = %v, want none", got)
+		}
+		if diff := cmp.Diff([]store.JobID{in[3]}, claimTasks(10, "a")); diff != "" {
+			t.Errorf("second Claim(a) mismatch (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff([]store.JobID{in[5]}, claimTasks(10, "b", "c")); diff != "" {
+			t.Errorf("second Claim(b, c) mismatch (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff([]store.JobID{in[4]}, claimTasks(10)); diff != "" {
+			t.Errorf("unfiltered Claim mismatch (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("ClaimVisitsShardsInOrder", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, 3)
+		in := insert(t, b,
+			store.InsertParams{Shard: 0}, store.InsertParams{Shard: 1}, store.InsertParams{Shard: 2},
+			store.InsertParams{Shard: 1},
+		)
+		for _, tt := range []struct {
+			order []int
+			max   int
+			want  []store.JobID
+		}{
+			{[]int{1, 0, 2}, 1, []store.JobID{in[1]}},
+			{[]int{2, 1, 0}, 2, []store.JobID{in[2], in[3]}},
+			{[]int{1, 2, 0}, 5, []store.JobID{in[0]}},
+		} {
+			jobs, err := b.st.Claim(b.ctx, store.ClaimParams{WorkerID: "w1", Max: tt.max, Now: t0, Order: tt.order})
+			if err != nil {
+				t.Fatalf("Claim(order %v): %v", tt.order, err)
+			}
+			if diff := cmp.Diff(tt.want, ids(jobs)); diff != "" {
+				t.Errorf("Claim(order %v, max %d) mismatch (-want +got):\n%s", tt.order, tt.max, diff)
+			}
+		}
+	})
+
 	t.Run("ScheduledInvisibleUntilDue", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, 2)
@@ -573,6 +645,45 @@ func Run(t *testing.T, open Opener) {
 		}
 		if s := stats(t, b); s.Pending != 800 {
 			t.Errorf("pending = %d, want 800", s.Pending)
+		}
+	})
+
+	t.Run("ConcurrentSingleCompletesGroupCommit", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, 1)
+		const n = 64
+		in := make([]store.InsertParams, n)
+		insert(t, b, in...)
+		jobs := claim(t, b, n, t0)
+		if len(jobs) != n {
+			t.Fatalf("Claim = %d jobs, want %d", len(jobs), n)
+		}
+		// One acknowledgement per call from many goroutines, so that they
+		// share group transactions; every fourth carries a stale lease and
+		// must fail alone without undoing the others.
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i, j := range jobs {
+			wg.Go(func() {
+				l := store.Lease{ID: j.ID, Token: j.Lease}
+				if i%4 == 0 {
+					l.Token++
+				}
+				errs[i] = b.st.Complete(b.ctx, []store.CompleteParams{{Lease: l, Now: t0}})[0]
+			})
+		}
+		wg.Wait()
+		for i, err := range errs {
+			var want error
+			if i%4 == 0 {
+				want = store.ErrLeaseLost
+			}
+			if !errors.Is(err, want) || (want == nil && err != nil) {
+				t.Errorf("Complete(job %d) = %v, want %v", jobs[i].ID, err, want)
+			}
+		}
+		if s := stats(t, b); s.Processing != n/4 || s.TotalProcessed != n-n/4 {
+			t.Errorf("after completes: %d processing, %d processed; want %d, %d", s.Processing, s.TotalProcessed, n/4, n-n/4)
 		}
 	})
 
