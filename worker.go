@@ -68,8 +68,10 @@ type WorkerStats struct {
 
 type runningJob struct {
 	job    *Job
+	ctx    context.Context // the job's context, a child of engine.jobCtx
 	cancel context.CancelCauseFunc
 	lost   atomic.Bool
+	freed  atomic.Bool // its worker slot was given back
 }
 
 // engine is the state of one Run.
@@ -85,9 +87,17 @@ type engine struct {
 	order    []string // breaker names, sorted, for a stable claim plan
 	auto     *scale.Policy
 
-	limit    atomic.Int64 // how many jobs may run at once
-	active   atomic.Int64
-	slotFree chan struct{} // buffer 1: a freed slot wakes the fetcher
+	limit  atomic.Int64 // how many jobs may run at once
+	active atomic.Int64 // jobs started and not yet acknowledged
+	// executing counts jobs whose handler has not returned yet: the slots
+	// limit bounds. A job frees its slot when its handler returns, so the
+	// fetcher can claim while the acknowledgement commits.
+	executing atomic.Int64
+	slotFree  chan struct{} // buffer 1: a freed slot wakes the fetcher
+
+	// sticky is the shard the last claim filled its batch from (-1: none)
+	// and streak how many claims in a row did; only fetch uses them.
+	sticky, streak int
 
 	mu      sync.Mutex
 	running map[JobID]*runningJob
@@ -112,6 +122,7 @@ func (c *Client) newEngine(jobCtx context.Context) (*engine, error) {
 		running:  make(map[JobID]*runningJob),
 		started:  c.now(),
 		jobCtx:   jobCtx,
+		sticky:   -1,
 	}
 	e.state.Store(WorkerRunning)
 	e.limit.Store(int64(c.cfg.Workers))
@@ -426,17 +437,74 @@ func (e *engine) fetch(ctx context.Context) {
 	c := e.c
 	poll := time.NewTicker(c.cfg.PollInterval)
 	defer poll.Stop()
+	gather := time.NewTimer(time.Hour)
+	defer gather.Stop()
+	// lastVersion is the shards' data version, read before this round's
+	// claims only when versioned: busy rounds skip the read, and a round
+	// that finds nothing without it reads it and claims once more before
+	// idling, so that no commit slips between the claim and the wait.
 	var lastVersion int64
+	versioned := false
+	// waiting holds prefetched jobs: when ClaimBatch exceeds the number of
+	// jobs that may run at once (and no rate limiter counts tokens per
+	// started job), a claim takes a whole batch and the jobs that find no
+	// free slot wait here, their leases renewed by heartbeats, and start
+	// as slots free. The next claim waits until all have started. Jobs
+	// still waiting when claiming stops go back to pending unspent.
+	var waiting []held
+	defer func() {
+		for _, h := range waiting {
+			if h.t != nil {
+				h.t.Release()
+			}
+			e.release(h.rj)
+			e.unhold(h.rj)
+		}
+	}()
+	prefetch := e.limiter == nil && len(e.limiters) == 0
 	for ctx.Err() == nil {
-		free := int(e.limit.Load() - e.active.Load())
-		if free <= 0 {
+		limit := e.limit.Load()
+		free := int(limit - e.executing.Load())
+		for free > 0 && len(waiting) > 0 {
+			e.launch(waiting[0].rj, waiting[0].t)
+			waiting[0] = held{}
+			waiting = waiting[1:]
+			free--
+		}
+		if free <= 0 || len(waiting) > 0 {
 			select {
 			case <-ctx.Done():
 			case <-e.slotFree:
 			}
 			continue
 		}
-		n := min(free, c.cfg.ClaimBatch)
+		batch := c.cfg.ClaimBatch
+		ahead := prefetch && batch > int(limit)
+		// While jobs run, wait up to gatherWait for a whole batch of free
+		// slots, so that claims take batches rather than the first freed
+		// slot each (a claim is a write transaction however few jobs it
+		// takes, and the jobs of one batch finish close together).
+		if want := min(int(limit), batch); !ahead && free < want && e.executing.Load() > 0 {
+			gather.Reset(gatherWait)
+			for free < want && free > 0 {
+				select {
+				case <-ctx.Done():
+				case <-e.slotFree:
+					free = int(e.limit.Load() - e.executing.Load())
+					continue
+				case <-gather.C:
+				}
+				break
+			}
+			gather.Stop()
+			if free <= 0 || ctx.Err() != nil {
+				continue
+			}
+		}
+		n := min(free, batch)
+		if ahead {
+			n = batch
+		}
 		if e.limiter != nil {
 			// Tokens are taken per job started, never per poll: one is
 			// awaited, more taken if available, unused ones refunded.
@@ -450,8 +518,12 @@ func (e *engine) fetch(ctx context.Context) {
 			n = got
 		}
 		groups, retryIn := e.plan(n)
-		if v, err := c.st.DataVersion(ctx); err == nil {
-			lastVersion = v
+		if versioned {
+			if v, err := c.st.DataVersion(ctx); err == nil {
+				lastVersion = v
+			} else {
+				versioned = false
+			}
 		}
 		claimed := 0
 		for _, g := range groups {
@@ -468,7 +540,12 @@ func (e *engine) fetch(ctx context.Context) {
 				g.probe.Release() // a probe that finds no job must not wedge the breaker
 			}
 			for _, j := range jobs {
-				e.start(j, g.probe)
+				if free > 0 {
+					e.start(j, g.probe)
+					free--
+				} else {
+					waiting = append(waiting, held{e.hold(j), g.probe})
+				}
 			}
 			claimed += len(jobs)
 		}
@@ -477,22 +554,66 @@ func (e *engine) fetch(ctx context.Context) {
 				e.limiter.Refund()
 			}
 		}
-		if claimed == 0 {
+		switch {
+		case claimed > 0:
+			versioned = false
+		case !versioned:
+			versioned = true // read the version, then claim once more
+		default:
 			e.idle(ctx, poll, lastVersion, retryIn)
+			versioned = false
 		}
 	}
 }
+
+// gatherWait bounds how long fetch waits for more free slots before a
+// claim while jobs are running. It is far below any real job's run time
+// (River waits 100ms between fetches).
+const gatherWait = time.Millisecond
 
 // claim claims up to max jobs of tasks (nil: any task).
 func (e *engine) claim(ctx context.Context, tasks []string, max int) ([]*Job, error) {
 	if len(tasks) == 1 && tasks[0] == "" {
 		tasks = nil // the catch-all handler's group covers every task
 	}
-	jobs, err := e.c.st.Claim(ctx, store.ClaimParams{WorkerID: e.c.cfg.WorkerID, Max: max, Now: e.c.now(), Tasks: tasks})
+	jobs, err := e.c.st.Claim(ctx, store.ClaimParams{WorkerID: e.c.cfg.WorkerID, Max: max, Now: e.c.now(), Tasks: tasks,
+		Order: e.claimOrder()})
 	if err != nil && ctx.Err() == nil && !errors.Is(err, ErrClosed) {
 		e.log.WarnContext(ctx, "claim failed", "err", err)
 	}
+	// Stay on a shard that filled the batch: the next claim then joins the
+	// group transaction that acknowledges this batch on that shard's
+	// writer, one commit for both.
+	switch {
+	case len(jobs) == max && jobs[len(jobs)-1].Shard == e.sticky:
+		e.streak++
+	case len(jobs) == max:
+		e.sticky, e.streak = jobs[len(jobs)-1].Shard, 1
+	default:
+		e.sticky, e.streak = -1, 0
+	}
 	return jobs, err
+}
+
+// maxStreak bounds how many claims in a row start at the same shard, so
+// that a shard with a steady inflow cannot starve the others.
+const maxStreak = 8
+
+// claimOrder returns the shards to visit: a fresh random order, led by the
+// sticky shard while its streak lasts.
+func (e *engine) claimOrder() []int {
+	order := rand.Perm(e.c.cfg.Shards)
+	if e.sticky < 0 || e.streak >= maxStreak {
+		e.sticky, e.streak = -1, 0
+		return order
+	}
+	for i, sh := range order {
+		if sh == e.sticky {
+			order[0], order[i] = order[i], order[0]
+			break
+		}
+	}
+	return order
 }
 
 // idle waits for a reason to claim again: a local enqueue, a commit by
@@ -533,28 +654,68 @@ func (e *engine) idle(ctx context.Context, poll *time.Ticker, lastVersion int64,
 	}
 }
 
-// start runs one claimed job on its own goroutine.
-func (e *engine) start(j *Job, t *breaker.Ticket) {
+// held is a claimed job waiting for a worker slot (prefetch), with the
+// breaker probe ticket that guards it.
+type held struct {
+	rj *runningJob
+	t  *breaker.Ticket
+}
+
+// hold registers a claimed job: from now on heartbeats renew its lease
+// and it counts as active, whether it runs at once or waits for a slot.
+func (e *engine) hold(j *Job) *runningJob {
 	jctx, cancel := context.WithCancelCause(e.jobCtx)
-	rj := &runningJob{job: j, cancel: cancel}
+	rj := &runningJob{job: j, ctx: jctx, cancel: cancel}
 	e.mu.Lock()
 	e.running[j.ID] = rj
 	e.mu.Unlock()
 	e.active.Add(1)
+	return rj
+}
+
+// unhold forgets a held job that never ran.
+func (e *engine) unhold(rj *runningJob) {
+	rj.cancel(nil)
+	e.mu.Lock()
+	delete(e.running, rj.job.ID)
+	e.mu.Unlock()
+	e.active.Add(-1)
+}
+
+// start runs one claimed job on its own goroutine.
+func (e *engine) start(j *Job, t *breaker.Ticket) { e.launch(e.hold(j), t) }
+
+// launch runs a held job on its own goroutine, taking a worker slot.
+func (e *engine) launch(rj *runningJob, t *breaker.Ticket) {
+	if rj.lost.Load() {
+		// Taken back while it waited for a slot: another worker owns it.
+		if t != nil {
+			t.Release()
+		}
+		e.lostCnt.Add(1)
+		e.unhold(rj)
+		return
+	}
+	e.executing.Add(1)
 	e.jobWG.Go(func() {
 		defer func() {
-			cancel(nil)
-			e.mu.Lock()
-			delete(e.running, j.ID)
-			e.mu.Unlock()
-			e.active.Add(-1)
-			select {
-			case e.slotFree <- struct{}{}:
-			default:
-			}
+			e.unhold(rj)
+			e.freeSlot(rj)
 		}()
-		e.execute(jctx, rj, t)
+		e.execute(rj.ctx, rj, t)
 	})
+}
+
+// freeSlot gives rj's worker slot back, once, and wakes the fetcher.
+func (e *engine) freeSlot(rj *runningJob) {
+	if rj.freed.Swap(true) {
+		return
+	}
+	e.executing.Add(-1)
+	select {
+	case e.slotFree <- struct{}{}:
+	default:
+	}
 }
 
 func (e *engine) execute(ctx context.Context, rj *runningJob, t *breaker.Ticket) {
@@ -590,6 +751,7 @@ func (e *engine) execute(ctx context.Context, rj *runningJob, t *breaker.Ticket)
 		}
 	})
 	result, err := e.call(ctx, h, j)
+	e.freeSlot(rj)
 	if err != nil && context.Cause(e.jobCtx) != nil && errors.Is(err, context.Canceled) {
 		// Cancelled by the drain timeout: give the job back unspent.
 		if t != nil {
