@@ -44,9 +44,9 @@ demo:
 	$(GO) generate ./examples/tasks
 	$(GO) run ./examples/demo
 
-## bench: Go benchmarks of the store and client (full-size runs)
+## bench: queue-max's performance table measured against the SQLite floor (see docs/performance.md); BENCHFLAGS='-scale 0.1' for a quick run
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1x $(PKGS)
+	$(GO) run ./cmd/queuemax-bench $(BENCHFLAGS)
 
 clean:
 	rm -rf data

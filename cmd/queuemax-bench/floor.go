@@ -1,0 +1,300 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"math/rand/v2"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/queuemax/queuemax/runtime/store"
+	"github.com/queuemax/queuemax/runtime/store/sqlitestore"
+	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
+)
+
+// floorResult is what SQLite itself does on one shard layout: the minimal
+// SQL per job, with nothing of queuemax around it.
+type floorResult struct {
+	Shards int
+	Jobs   int
+	// Insert1 is rows/s inserting one row per transaction from one
+	// goroutine, the shard picked at random per row.
+	Insert1 float64
+	// InsertBatch is rows/s inserting 1,000 rows per transaction, the
+	// shards written in parallel.
+	InsertBatch float64
+	// ProcessCPU is the CPU time (user+system, whole process) per job of
+	// the processing phase.
+	ProcessCPU time.Duration
+	// ProcessSmall is Process with SmallBatch rows per transaction
+	// instead of 100 (zero if not measured).
+	SmallBatch   int
+	ProcessSmall float64
+	// Process is jobs/s claiming 100 jobs in one UPDATE … RETURNING
+	// transaction, then deleting them by id in a second transaction of 100
+	// DELETEs, one goroutine per shard, until the shards are empty.
+	Process float64
+}
+
+// Floor SQL. The claim sets what any lease-based claim must set and returns
+// what a worker needs to run the job; the delete is the acknowledgement.
+const (
+	floorInsert = `INSERT INTO fila (payload, status, priority, tentativas, max_tentativas, retry_delay, task,
+		created_at, shard_id) VALUES (?, 'pending', 0, 0, 4, 60, ?, ?, ?)`
+	floorClaim = `UPDATE fila SET status = 'processing', worker_id = ?1, heartbeat = ?2, started_at = ?2,
+		tentativas = tentativas + 1, lease = ?3
+		WHERE id IN (SELECT id FROM fila WHERE status = 'pending' ORDER BY priority DESC, id LIMIT ?4)
+		RETURNING id, payload, task, tentativas`
+	floorDelete = `DELETE FROM fila WHERE id = ?`
+)
+
+// floorDSN uses the pragmas queuemax's writer uses with its default Config
+// (sqlitestore's dsn): WAL, synchronous NORMAL, 10,000-page cache, 256 MiB
+// mmap, in-memory temp store, BEGIN IMMEDIATE.
+func floorDSN(path string) string {
+	q := url.Values{}
+	for _, p := range []string{"busy_timeout(30000)", "journal_mode(WAL)", "synchronous(NORMAL)",
+		"cache_size(10000)", "mmap_size(268435456)", "temp_store(MEMORY)", "foreign_keys(ON)"} {
+		q.Add("_pragma", p)
+	}
+	q.Set("_txlock", "immediate")
+	return "file:" + path + "?" + q.Encode()
+}
+
+// measureFloor measures the floor for shards files and jobs jobs in dir,
+// which must be empty; with smallBatch > 0 it also measures processing
+// with claims and deletes of that many rows. The schema (tables and indexes) is queuemax's own,
+// created by opening and closing a store there.
+func measureFloor(ctx context.Context, dir string, shards, jobs, smallBatch int) (floorResult, error) {
+	res := floorResult{Shards: shards, Jobs: jobs}
+	st, err := sqlitestore.Open(ctx, sqlitestore.Options{Dir: dir, Shards: shards})
+	if err != nil {
+		return res, err
+	}
+	if err := st.Close(); err != nil {
+		return res, err
+	}
+	dbs := make([]*sql.DB, shards)
+	ins := make([]*sql.Stmt, shards)
+	defer func() {
+		for i := range dbs {
+			if ins[i] != nil {
+				ins[i].Close()
+			}
+			if dbs[i] != nil {
+				dbs[i].Close()
+			}
+		}
+	}()
+	for i := range dbs {
+		db, err := sql.Open("sqlite", floorDSN(filepath.Join(dir, fmt.Sprintf("shard_%d.db", i))))
+		if err != nil {
+			return res, err
+		}
+		db.SetMaxOpenConns(1)
+		db.SetMaxIdleConns(1)
+		dbs[i] = db
+		if ins[i], err = db.PrepareContext(ctx, floorInsert); err != nil {
+			return res, err
+		}
+	}
+	payload := func(n int) string { return fmt.Sprintf(`{"n":%d}`, n) }
+
+	// One row per transaction, one goroutine, as many rows as the
+	// scenario enqueues (the rate falls as the tables and the WAL grow).
+	n1 := jobs
+	start := time.Now()
+	for n := range n1 {
+		i := rand.IntN(shards)
+		tx, err := dbs[i].BeginTx(ctx, nil)
+		if err != nil {
+			return res, err
+		}
+		if _, err := tx.StmtContext(ctx, ins[i]).ExecContext(ctx, payload(n), "bench.noop", store.FormatTime(time.Now()), i); err != nil {
+			tx.Rollback()
+			return res, err
+		}
+		if err := tx.Commit(); err != nil {
+			return res, err
+		}
+	}
+	res.Insert1 = rate(n1, time.Since(start))
+
+	// 1,000 rows per transaction, shards in parallel.
+	start = time.Now()
+	if err := floorInsertBatched(ctx, dbs, ins, jobs, payload); err != nil {
+		return res, err
+	}
+	res.InsertBatch = rate(jobs, time.Since(start))
+
+	// Claim 100 per transaction, delete 100 per transaction.
+	cpu0 := cpuTime()
+	start = time.Now()
+	processed, err := floorProcess(ctx, dbs, 100)
+	if err != nil {
+		return res, err
+	}
+	res.Process = rate(processed, time.Since(start))
+	res.ProcessCPU = (cpuTime() - cpu0) / time.Duration(max(processed, 1))
+	if want := n1 + jobs; processed != want {
+		return res, fmt.Errorf("floor processed %d rows, want %d", processed, want)
+	}
+
+	// The same with smaller batches, as a queue whose claims are bounded
+	// by its worker count makes them.
+	if smallBatch > 0 {
+		if err := floorInsertBatched(ctx, dbs, ins, jobs, payload); err != nil {
+			return res, err
+		}
+		start = time.Now()
+		processed, err := floorProcess(ctx, dbs, smallBatch)
+		if err != nil {
+			return res, err
+		}
+		res.SmallBatch = smallBatch
+		res.ProcessSmall = rate(processed, time.Since(start))
+		if processed != jobs {
+			return res, fmt.Errorf("floor processed %d rows, want %d", processed, jobs)
+		}
+	}
+	return res, nil
+}
+
+// floorInsertBatched inserts jobs rows spread over the shards, 1,000 per
+// transaction, the shards in parallel.
+func floorInsertBatched(ctx context.Context, dbs []*sql.DB, ins []*sql.Stmt, jobs int, payload func(int) string) error {
+	shards := len(dbs)
+	return eachShard(shards, func(i int) error {
+		mine := jobs / shards
+		if i < jobs%shards {
+			mine++
+		}
+		for done := 0; done < mine; {
+			tx, err := dbs[i].BeginTx(ctx, nil)
+			if err != nil {
+				return err
+			}
+			st := tx.StmtContext(ctx, ins[i])
+			now := store.FormatTime(time.Now())
+			for k := 0; k < 1000 && done < mine; k++ {
+				if _, err := st.ExecContext(ctx, payload(done), "bench.noop", now, i); err != nil {
+					tx.Rollback()
+					return err
+				}
+				done++
+			}
+			if err := tx.Commit(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// floorProcess claims batch rows per transaction and deletes them by id in
+// a second transaction, one goroutine per shard, until every shard is
+// empty, and returns how many rows it processed.
+func floorProcess(ctx context.Context, dbs []*sql.DB, batch int) (int, error) {
+	var mu sync.Mutex
+	processed := 0
+	err := eachShard(len(dbs), func(i int) error {
+		claim, err := dbs[i].PrepareContext(ctx, floorClaim)
+		if err != nil {
+			return err
+		}
+		defer claim.Close()
+		del, err := dbs[i].PrepareContext(ctx, floorDelete)
+		if err != nil {
+			return err
+		}
+		defer del.Close()
+		ids := make([]int64, 0, batch)
+		n := 0
+		for {
+			ids = ids[:0]
+			tx, err := dbs[i].BeginTx(ctx, nil)
+			if err != nil {
+				return err
+			}
+			rows, err := tx.StmtContext(ctx, claim).QueryContext(ctx, "floor", store.FormatTime(time.Now()), rand.Int64(), batch)
+			if err != nil {
+				tx.Rollback()
+				return err
+			}
+			for rows.Next() {
+				var (
+					id, attempts  int64
+					payload, task string
+				)
+				if err := rows.Scan(&id, &payload, &task, &attempts); err != nil {
+					rows.Close()
+					tx.Rollback()
+					return err
+				}
+				ids = append(ids, id)
+			}
+			rows.Close()
+			if err := tx.Commit(); err != nil {
+				return err
+			}
+			if len(ids) == 0 {
+				break
+			}
+			tx, err = dbs[i].BeginTx(ctx, nil)
+			if err != nil {
+				return err
+			}
+			st := tx.StmtContext(ctx, del)
+			for _, id := range ids {
+				if _, err := st.ExecContext(ctx, id); err != nil {
+					tx.Rollback()
+					return err
+				}
+			}
+			if err := tx.Commit(); err != nil {
+				return err
+			}
+			n += len(ids)
+		}
+		mu.Lock()
+		processed += n
+		mu.Unlock()
+		return nil
+	})
+	return processed, err
+}
+
+// eachShard runs fn for every shard index in parallel and returns the
+// errors joined.
+func eachShard(shards int, fn func(i int) error) error {
+	var wg sync.WaitGroup
+	errs := make([]error, shards)
+	for i := range shards {
+		wg.Go(func() { errs[i] = fn(i) })
+	}
+	wg.Wait()
+	var msgs []string
+	for i, err := range errs {
+		if err != nil {
+			msgs = append(msgs, fmt.Sprintf("shard %d: %v", i, err))
+		}
+	}
+	if len(msgs) > 0 {
+		return fmt.Errorf("%s", strings.Join(msgs, "; "))
+	}
+	return nil
+}
+
+// cpuTime returns the process's user plus system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

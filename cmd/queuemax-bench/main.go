@@ -1,0 +1,162 @@
+// Queuemax-bench measures queuemax against queue-max's published performance
+// table and against the floor: the same minimal SQL work per job done
+// directly on modernc.org/sqlite with the same pragmas and shard counts, in
+// the same run, so every figure is also printed as a ratio to what SQLite
+// itself can do on this machine.
+//
+// Usage:
+//
+//	queuemax-bench [flags]
+//
+// make bench runs it with its defaults. The flags are:
+//
+//	-scale f
+//		Multiply every job count by f (default 1). -scale 0.1 is a quick
+//		check; counts never drop below a small minimum.
+//	-scenarios list
+//		Comma-separated scenarios to run, in this order (default all):
+//		floor, burst, contention, failure, scale, depth, latency. The
+//		floors the chosen scenarios compare against are always measured.
+//	-json path
+//		Write the results as JSON to path (default bench-results.json;
+//		empty: none).
+//	-dir path
+//		Parent of the per-scenario temporary data directories (default
+//		the system temporary directory). Each scenario gets a fresh one,
+//		removed afterwards.
+//	-cpuprofile path
+//		Write a CPU profile of the whole run.
+//	-markdown
+//		Print the table in Markdown (as docs/performance.md shows it).
+//	-v
+//		Log queuemax at Info level to standard error.
+//
+// Every scenario runs no-op handlers unless said otherwise and maps its
+// "workers" to Config.Workers of one Client's Run (one process, one
+// engine, as an application would deploy it). Every run verifies
+// exactly-once completion: the IDs seen by the handlers are collected, and
+// any duplicate execution, lost job or leftover row makes the program exit
+// with status 1 after printing the table. A missed performance target is
+// reported in the table but does not change the exit status.
+//
+// The cross-process latency scenario re-executes this binary as the
+// producer (the hidden -producer flag).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/pprof"
+	"slices"
+	"strings"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// Exit codes.
+const (
+	exitOK     = 0
+	exitFailed = 1 // a verification failed or a scenario could not run
+	exitUsage  = 2
+)
+
+// scenarioNames lists every scenario in the order they run.
+var scenarioNames = []string{"floor", "burst", "contention", "failure", "scale", "depth", "latency"}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("queuemax-bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		o          options
+		scenarios  string
+		jsonPath   string
+		cpuprofile string
+		producer   producerFlags
+	)
+	fs.Float64Var(&o.scale, "scale", 1, "multiply every job count by `f`")
+	fs.StringVar(&scenarios, "scenarios", strings.Join(scenarioNames, ","), "comma-separated `list` of scenarios")
+	fs.StringVar(&jsonPath, "json", "bench-results.json", "write results as JSON to `path` (empty: none)")
+	fs.StringVar(&o.dir, "dir", "", "parent `directory` of the temporary data directories")
+	fs.StringVar(&cpuprofile, "cpuprofile", "", "write a CPU profile to `path`")
+	fs.BoolVar(&o.verbose, "v", false, "log queuemax at Info level to stderr")
+	markdown := fs.Bool("markdown", false, "print the table in Markdown")
+	producer.register(fs)
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "queuemax-bench: unexpected arguments %q\n", fs.Args())
+		return exitUsage
+	}
+	if producer.enabled {
+		if err := runProducer(ctx, producer); err != nil {
+			fmt.Fprintf(stderr, "queuemax-bench: producer: %v\n", err)
+			return exitFailed
+		}
+		return exitOK
+	}
+	if o.scale <= 0 {
+		fmt.Fprintln(stderr, "queuemax-bench: -scale must be positive")
+		return exitUsage
+	}
+	var chosen []string
+	for s := range strings.SplitSeq(scenarios, ",") {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		if !slices.Contains(scenarioNames, s) {
+			fmt.Fprintf(stderr, "queuemax-bench: unknown scenario %q (valid: %s)\n", s, strings.Join(scenarioNames, ", "))
+			return exitUsage
+		}
+		chosen = append(chosen, s)
+	}
+	if cpuprofile != "" {
+		f, err := os.Create(cpuprofile)
+		if err != nil {
+			fmt.Fprintf(stderr, "queuemax-bench: %v\n", err)
+			return exitFailed
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintf(stderr, "queuemax-bench: %v\n", err)
+			return exitFailed
+		}
+		defer pprof.StopCPUProfile()
+	}
+	o.stderr = stderr
+	b := newBench(o)
+	rep := b.run(ctx, chosen)
+	if *markdown {
+		rep.printMarkdown(stdout)
+	} else {
+		rep.print(stdout)
+	}
+	if jsonPath != "" {
+		if err := rep.writeJSON(jsonPath); err != nil {
+			fmt.Fprintf(stderr, "queuemax-bench: %v\n", err)
+			return exitFailed
+		}
+	}
+	if len(rep.Failures) > 0 {
+		fmt.Fprintln(stderr)
+		for _, f := range rep.Failures {
+			fmt.Fprintf(stderr, "FAIL: %s\n", f)
+		}
+		fmt.Fprintf(stderr, "queuemax-bench: %d verification failure(s)\n", len(rep.Failures))
+		return exitFailed
+	}
+	return exitOK
+}
