@@ -55,15 +55,17 @@ type WorkerStats struct {
 	WorkerID          string        `json:"worker_id"`
 	State             WorkerState   `json:"state"`
 	Concurrency       int           `json:"concurrency"` // current worker count (changes with autoscaling)
-	Running           int           `json:"running"`     // jobs executing now
+	Running           int           `json:"running"`     // jobs whose handler is executing now
+	Prefetched        int           `json:"prefetched"`  // claimed jobs waiting for a free worker (ClaimBatch > Workers)
 	Processed         int64         `json:"processed"`   // completed
 	Failed            int64         `json:"failed"`      // dead-lettered
 	Retried           int64         `json:"retried"`     // failed attempts that will retry
 	LeaseLost         int64         `json:"lease_lost"`  // acknowledgements rejected because the job was taken back
 	StartedAt         time.Time     `json:"started_at"`
-	Uptime            time.Duration `json:"uptime"`
+	Uptime            time.Duration `json:"-"`
+	UptimeSeconds     float64       `json:"uptime_seconds"`
 	ThroughputPerHour float64       `json:"throughput_jobs_per_hour"` // processed per wall-clock hour of uptime
-	CurrentJobs       []JobID       `json:"current_jobs"`
+	CurrentJobs       []JobID       `json:"current_jobs,omitempty"`   // executing or prefetched
 }
 
 type runningJob struct {
@@ -317,16 +319,18 @@ func (c *Client) WorkerStats() (WorkerStats, bool) {
 func (e *engine) stats() WorkerStats {
 	now := e.c.now()
 	s := WorkerStats{
-		WorkerID:    e.c.cfg.WorkerID,
-		State:       e.state.Load().(WorkerState),
-		Concurrency: int(e.limit.Load()),
-		Running:     int(e.active.Load()),
-		Processed:   e.processed.Load(),
-		Failed:      e.failed.Load(),
-		Retried:     e.retried.Load(),
-		LeaseLost:   e.lostCnt.Load(),
-		StartedAt:   e.started,
-		Uptime:      now.Sub(e.started),
+		WorkerID:      e.c.cfg.WorkerID,
+		State:         e.state.Load().(WorkerState),
+		Concurrency:   int(e.limit.Load()),
+		Running:       int(e.executing.Load()),
+		Prefetched:    max(0, int(e.active.Load()-e.executing.Load())),
+		Processed:     e.processed.Load(),
+		Failed:        e.failed.Load(),
+		Retried:       e.retried.Load(),
+		LeaseLost:     e.lostCnt.Load(),
+		StartedAt:     e.started,
+		Uptime:        now.Sub(e.started),
+		UptimeSeconds: now.Sub(e.started).Seconds(),
 	}
 	if h := s.Uptime.Hours(); h > 0 {
 		s.ThroughputPerHour = float64(s.Processed) / h
@@ -435,8 +439,6 @@ func (e *engine) plan(n int) (groups []claimGroup, retryIn time.Duration) {
 // fetch claims jobs while slots are free and starts one goroutine per job.
 func (e *engine) fetch(ctx context.Context) {
 	c := e.c
-	poll := time.NewTicker(c.cfg.PollInterval)
-	defer poll.Stop()
 	gather := time.NewTimer(time.Hour)
 	defer gather.Stop()
 	// lastVersion is the shards' data version, read before this round's
@@ -560,7 +562,7 @@ func (e *engine) fetch(ctx context.Context) {
 		case !versioned:
 			versioned = true // read the version, then claim once more
 		default:
-			e.idle(ctx, poll, lastVersion, retryIn)
+			e.idle(ctx, lastVersion, retryIn)
 			versioned = false
 		}
 	}
@@ -620,7 +622,7 @@ func (e *engine) claimOrder() []int {
 // another connection (PRAGMA data_version, checked every PollInterval), a
 // scheduled job coming due, a left-out task becoming claimable (retryIn),
 // or ctx's end.
-func (e *engine) idle(ctx context.Context, poll *time.Ticker, lastVersion int64, retryIn time.Duration) {
+func (e *engine) idle(ctx context.Context, lastVersion int64, retryIn time.Duration) {
 	c := e.c
 	retry := time.NewTimer(max(retryIn, time.Millisecond))
 	defer retry.Stop()
@@ -633,6 +635,12 @@ func (e *engine) idle(ctx context.Context, poll *time.Ticker, lastVersion int64,
 	// A full re-check now and then covers clock steps and missed signals.
 	fallback := time.NewTimer(time.Second + rand.N(time.Second))
 	defer fallback.Stop()
+	// Poll every PollInterval at first; after idleBackoffAfter of quiet,
+	// back off to idleMaxPolls times that, so an idle worker costs little
+	// CPU while a busy one still sees other processes' enqueues at once.
+	interval, start := c.cfg.PollInterval, time.Now()
+	poll := time.NewTimer(interval)
+	defer poll.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -650,9 +658,19 @@ func (e *engine) idle(ctx context.Context, poll *time.Ticker, lastVersion int64,
 			if err != nil || v != lastVersion {
 				return
 			}
+			if time.Since(start) > idleBackoffAfter {
+				interval = min(interval*2, idleMaxPolls*c.cfg.PollInterval)
+			}
+			poll.Reset(interval)
 		}
 	}
 }
+
+// Idle polling back-off: see idle.
+const (
+	idleBackoffAfter = 200 * time.Millisecond
+	idleMaxPolls     = 4
+)
 
 // held is a claimed job waiting for a worker slot (prefetch), with the
 // breaker probe ticket that guards it.
