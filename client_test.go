@@ -360,6 +360,9 @@ func TestOpen_ReadOnlyAndShardDetection(t *testing.T) {
 	if _, err := ro.c.Purge(ro.ctx); !errors.Is(err, ErrReadOnly) {
 		t.Errorf("read-only Purge error = %v, want ErrReadOnly", err)
 	}
+	if _, err := ro.c.Claim(ro.ctx, "w", 1); !errors.Is(err, ErrReadOnly) {
+		t.Errorf("read-only Claim error = %v, want ErrReadOnly", err)
+	}
 	if err := ro.c.Run(ro.ctx); !errors.Is(err, ErrReadOnly) {
 		t.Errorf("read-only Run error = %v, want ErrReadOnly", err)
 	}

@@ -23,7 +23,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -59,8 +58,6 @@ type shardDB struct {
 	path   string
 	w      *sql.DB // writer: exactly one connection, BEGIN IMMEDIATE
 	r      *sql.DB // readers
-	dv     *sql.Conn
-	dvMu   sync.Mutex
 	commit committer
 	stmts  stmts
 	// full remembers that the last claim filled its batch, so the next
@@ -222,11 +219,6 @@ func openShard(ctx context.Context, o Options, i int) (*shardDB, error) {
 			return nil, wrap("read", err)
 		}
 	}
-	sh.dv, err = sh.r.Conn(ctx)
-	if err != nil {
-		sh.close()
-		return nil, wrap("open", err)
-	}
 	if !o.ReadOnly {
 		if err := sh.stmts.prepare(ctx, sh.w); err != nil {
 			sh.close()
@@ -250,9 +242,6 @@ func checkReadable(ctx context.Context, db *sql.DB) error {
 func (sh *shardDB) close() error {
 	var errs []error
 	sh.stmts.close()
-	if sh.dv != nil {
-		errs = append(errs, sh.dv.Close())
-	}
 	if sh.r != nil {
 		errs = append(errs, sh.r.Close())
 	}

@@ -164,6 +164,9 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) ([]*store.Job, e
 	if s.closed.Load() {
 		return nil, store.ErrClosed
 	}
+	if s.shards[0].w == nil {
+		return nil, store.ErrReadOnly
+	}
 	order := p.Order
 	if order == nil {
 		order = randomOrder(len(s.shards))
