@@ -21,7 +21,7 @@ vet:
 
 ## lint: gofmt must be clean, then vet
 lint: vet
-	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go') | grep -v '^testdata/golden/_broken/'); \
+	@out=$$(gofmt -l $$( (git ls-files '*.go' 2>/dev/null || find . -name '*.go') | grep -v 'testdata/golden/_broken/')); \
 	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 
 fmt:
