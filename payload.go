@@ -45,12 +45,9 @@ func checkPayload(raw []byte) error {
 	if !json.Valid(raw) {
 		return &PayloadError{Reason: "not valid JSON"}
 	}
-	// Depth scan: a value at level d sits inside d containers. Containers
-	// opened at depth d+1 hold values at level d+1, so the deepest value
-	// level equals the maximum bracket nesting, minus one for scalars only
-	// when the innermost container is empty. queue-max counts any value at
-	// level 21 or deeper, i.e. more than 21 nested brackets, or 21 brackets
-	// holding a value.
+	// Depth scan, as queue-max counts it: the root object is level 0, and a
+	// value (scalar or container) inside d open containers is at level d.
+	// Any value at level MaxPayloadDepth+1 or deeper is rejected.
 	depth, maxLevel := 0, 0
 	inString, escaped := false, false
 	for i := 0; i < len(raw); i++ {
@@ -71,9 +68,7 @@ func checkPayload(raw []byte) error {
 			inString = true
 			maxLevel = max(maxLevel, depth)
 		case '{', '[':
-			// The container itself is a value at level depth-1... its
-			// members are at level depth.
-			maxLevel = max(maxLevel, depth)
+			maxLevel = max(maxLevel, depth) // the container is a value at this level
 			depth++
 		case '}', ']':
 			depth--
@@ -82,8 +77,6 @@ func checkPayload(raw []byte) error {
 			maxLevel = max(maxLevel, depth)
 		}
 	}
-	// maxLevel is now the deepest level at which a value starts, with the
-	// root object at level 0.
 	if maxLevel > MaxPayloadDepth {
 		return &PayloadError{Reason: fmt.Sprintf("nesting exceeds %d levels", MaxPayloadDepth)}
 	}
