@@ -2,6 +2,7 @@ package queuemax
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -74,6 +75,11 @@ type runningJob struct {
 	cancel context.CancelCauseFunc
 	lost   atomic.Bool
 	freed  atomic.Bool // its worker slot was given back
+	// batch collects the acknowledgements of the jobs started with this
+	// one from the same claim and shard (nil: acknowledged alone); queued
+	// is set, on the job's goroutine, once its ack joined the batch.
+	batch  *ackBatch
+	queued bool
 }
 
 // engine is the state of one Run.
@@ -541,9 +547,10 @@ func (e *engine) fetch(ctx context.Context) {
 			if g.probe != nil && len(jobs) == 0 {
 				g.probe.Release() // a probe that finds no job must not wedge the breaker
 			}
+			batches := e.ackBatches(jobs, free)
 			for _, j := range jobs {
 				if free > 0 {
-					e.start(j, g.probe)
+					e.start(j, g.probe, batches[j.Shard])
 					free--
 				} else {
 					waiting = append(waiting, held{e.hold(j), g.probe})
@@ -700,8 +707,42 @@ func (e *engine) unhold(rj *runningJob) {
 	e.active.Add(-1)
 }
 
-// start runs one claimed job on its own goroutine.
-func (e *engine) start(j *Job, t *breaker.Ticket) { e.launch(e.hold(j), t) }
+// start runs one claimed job on its own goroutine, its acknowledgement
+// collected by b (nil: acknowledged alone).
+func (e *engine) start(j *Job, t *breaker.Ticket, b *ackBatch) {
+	rj := e.hold(j)
+	rj.batch = b
+	e.launch(rj, t)
+}
+
+// ackBatches returns an ackBatch for each shard of which at least two of
+// the first n of one claim's jobs (those that start at once) come.
+// Prefetched jobs are acknowledged alone: they start one by one as slots
+// free, and holding the early ones' acknowledgements back for them would
+// only serialise one big commit with the next claim.
+func (e *engine) ackBatches(jobs []*Job, n int) map[int]*ackBatch {
+	n = min(n, len(jobs))
+	if n < 2 {
+		return nil
+	}
+	var m map[int]*ackBatch
+	for i, j := range jobs[:n] {
+		if b := m[j.Shard]; b != nil {
+			b.remaining++
+			continue
+		}
+		for _, k := range jobs[i+1 : n] {
+			if k.Shard == j.Shard {
+				if m == nil {
+					m = make(map[int]*ackBatch)
+				}
+				m[j.Shard] = &ackBatch{e: e, remaining: 1}
+				break
+			}
+		}
+	}
+	return m
+}
 
 // launch runs a held job on its own goroutine, taking a worker slot.
 func (e *engine) launch(rj *runningJob, t *breaker.Ticket) {
@@ -711,12 +752,18 @@ func (e *engine) launch(rj *runningJob, t *breaker.Ticket) {
 			t.Release()
 		}
 		e.lostCnt.Add(1)
+		if rj.batch != nil {
+			rj.batch.leave()
+		}
 		e.unhold(rj)
 		return
 	}
 	e.executing.Add(1)
 	e.jobWG.Go(func() {
 		defer func() {
+			if rj.batch != nil && !rj.queued {
+				rj.batch.leave()
+			}
 			e.unhold(rj)
 			e.freeSlot(rj)
 		}()
@@ -845,7 +892,12 @@ func (e *engine) finish(ctx context.Context, rj *runningJob, result any, jobErr 
 		return
 	}
 	if jobErr == nil {
-		err := c.Complete(ackCtx, j, result)
+		var err error
+		if rj.batch != nil {
+			err = e.completeBatched(ackCtx, rj, result)
+		} else {
+			err = c.Complete(ackCtx, j, result)
+		}
 		switch {
 		case errors.Is(err, ErrLeaseLost):
 			e.lostCnt.Add(1)
@@ -886,6 +938,26 @@ func (e *engine) finish(ctx context.Context, rj *runningJob, result any, jobErr 
 			c.cfg.Hooks.OnError(ackCtx, j, jobErr, out)
 		}
 	})
+}
+
+// completeBatched is Client.Complete with the acknowledgement committed
+// together with those of rj's batch.
+func (e *engine) completeBatched(ctx context.Context, rj *runningJob, result any) error {
+	c, j := e.c, rj.job
+	var raw json.RawMessage
+	if result != nil && !isNilValue(result) {
+		b, err := json.Marshal(result)
+		if err != nil {
+			return c.Complete(ctx, j, result) // fails the job; rj leaves the batch
+		}
+		raw = b
+	}
+	rj.queued = true
+	if err := rj.batch.ack(j, raw); err != nil {
+		return err
+	}
+	c.emit(ctx, Event{Kind: EventCompleted, JobID: j.ID, Shard: j.Shard, Task: j.Task, Attempt: j.Attempts})
+	return nil
 }
 
 func (e *engine) release(rj *runningJob) {
