@@ -43,6 +43,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/queuemax/queuemax/internal/suggest"
 	"github.com/robfig/cron/v3"
 )
 
@@ -213,7 +214,7 @@ func Parse(line string) (*Directive, error) {
 		d.Kind = KindPeriodic
 	default:
 		msg := fmt.Sprintf("unknown directive %q", "queuemax:"+verb)
-		if s := suggest(verb, verbs); s != "" {
+		if s := suggest.Closest(verb, verbs); s != "" {
 			msg += fmt.Sprintf(" (did you mean %q?)", "queuemax:"+s)
 		} else {
 			msg += " (want queuemax:task or queuemax:periodic)"
@@ -345,7 +346,7 @@ func (p *parser) pair(key, val string, keyOff, valOff int) {
 			p.errorf(keyOff, "key %q is only valid in queuemax:periodic", key)
 		default:
 			msg := fmt.Sprintf("unknown key %q", key)
-			if s := suggest(key, p.validKeys()); s != "" {
+			if s := suggest.Closest(key, p.validKeys()); s != "" {
 				msg += fmt.Sprintf(" (did you mean %q?)", s)
 			}
 			p.errorf(keyOff, "%s", msg)
@@ -591,38 +592,6 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
-}
-
-// suggest returns the candidate closest to s within edit distance 2, or "".
-func suggest(s string, candidates []string) string {
-	best, bestDist := "", 3
-	for _, c := range candidates {
-		if d := editDistance(s, c); d < bestDist {
-			best, bestDist = c, d
-		}
-	}
-	return best
-}
-
-// editDistance is the Levenshtein distance between a and b, in bytes.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // String formats d as a canonical directive line that Parse reads back to

@@ -214,7 +214,7 @@ func (r *runner) run(ctx context.Context, args []string) (string, error) {
 	}
 	c := lookup(name)
 	if c == nil {
-		hint := suggest(name)
+		hint := didYouMean(name)
 		if hint == "" {
 			hint = fmt.Sprintf(" (run %s help)", r.name)
 		}
@@ -231,7 +231,7 @@ func (r *runner) help(args []string) (string, error) {
 	}
 	c := lookup(args[0])
 	if c == nil {
-		return "help", usagef("unknown command %q%s", args[0], suggest(args[0]))
+		return "help", usagef("unknown command %q%s", args[0], didYouMean(args[0]))
 	}
 	// Each command prints its own flags when asked for help.
 	return args[0], c.run(r, context.Background(), c, []string{"--help"})

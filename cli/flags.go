@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/queuemax/queuemax"
+	"github.com/queuemax/queuemax/internal/suggest"
 )
 
 // command is one subcommand.
@@ -43,39 +44,18 @@ func lookup(name string) *command {
 	return nil
 }
 
-// suggest returns ` (did you mean "x"?)` for a command name within edit
+// didYouMean returns ` (did you mean "x"?)` for a command name within edit
 // distance 2 of name, or "".
-func suggest(name string) string {
-	best, dist := "", 3
+func didYouMean(name string) string {
+	var names []string
 	for _, c := range commands() {
-		if d := editDistance(name, c.name); d < dist {
-			best, dist = c.name, d
-		}
+		names = append(names, c.name)
 	}
+	best := suggest.Closest(name, names)
 	if best == "" {
 		return ""
 	}
 	return fmt.Sprintf(" (did you mean %q?)", best)
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // globalFlags names the flags every command accepts.

@@ -53,8 +53,8 @@ func TestFormatting(t *testing.T) {
 		{clip("abcdefghij", 5), "abcd…"},
 		{shortTask("example.com/a/tasks.Report"), "tasks.Report"},
 		{shortTask(""), "-"},
-		{suggest("stast"), ` (did you mean "stats"?)`},
-		{suggest("zzzzzzzz"), ""},
+		{didYouMean("stast"), ` (did you mean "stats"?)`},
+		{didYouMean("zzzzzzzz"), ""},
 	} {
 		if tt.got != tt.want {
 			t.Errorf("got %q, want %q", tt.got, tt.want)
