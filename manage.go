@@ -203,11 +203,25 @@ func (c *Client) RetryJob(ctx context.Context, id JobID) error {
 // RequeueDead re-queues the job behind dead-letter row dlqID of shard (see
 // DeadLetters), re-creating it if its row was cleaned up, and returns its ID.
 func (c *Client) RequeueDead(ctx context.Context, shard int, dlqID int64) (JobID, error) {
-	id, err := c.st.RequeueDead(ctx, shard, dlqID, c.now())
+	id, err := c.st.RequeueDead(ctx, shard, dlqID, store.RequeueParams{Now: c.now(), Defaults: c.taskDefaults})
 	if err == nil {
 		c.notify()
 	}
 	return id, err
+}
+
+// taskDefaults returns the priority and max attempts a new job of task gets
+// when nothing overrides them.
+func (c *Client) taskDefaults(task string) (Priority, int) {
+	retries := *c.cfg.MaxRetries
+	var prio Priority
+	if h, ok := c.handlers[task]; ok {
+		prio = h.Options.Priority
+		if h.Options.MaxRetries != nil {
+			retries = *h.Options.MaxRetries
+		}
+	}
+	return prio, retries + 1
 }
 
 // CleanupResult counts what Cleanup deleted.

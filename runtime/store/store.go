@@ -81,10 +81,12 @@ type Store interface {
 	// RetryJob re-queues one failed job. It returns ErrJobNotFound if no
 	// failed job has that ID.
 	RetryJob(ctx context.Context, id JobID, now time.Time) error
-	// RequeueDead re-queues the job behind dead-letter row dlqID of shard,
-	// re-creating it if its queue row was cleaned up, and deletes the
-	// dead-letter row. It returns the job's ID.
-	RequeueDead(ctx context.Context, shard int, dlqID int64, now time.Time) (JobID, error)
+	// RequeueDead re-queues the job behind dead-letter row dlqID of shard
+	// with a fresh attempt budget and deletes the dead-letter row. If the
+	// job's queue row was cleaned up it is re-created from the dead letter,
+	// with p's priority and max attempts for its task. It returns the
+	// job's ID.
+	RequeueDead(ctx context.Context, shard int, dlqID int64, p RequeueParams) (JobID, error)
 	// Cleanup deletes failed and completed jobs that finished before cutoff,
 	// and dead-letter rows written before it.
 	Cleanup(ctx context.Context, cutoff time.Time) (CleanupResult, error)
@@ -171,6 +173,14 @@ type InsertParams struct {
 	RetryDelay   time.Duration // stored as the row's retry_delay, in seconds
 	RunAt        time.Time     // zero or not after Now: ready at once
 	Now          time.Time
+}
+
+// RequeueParams says how RequeueDead re-creates a job whose queue row is
+// gone: Defaults returns the priority and max attempts for its task name
+// (the store does not know the tasks' settings).
+type RequeueParams struct {
+	Defaults func(task string) (Priority, int)
+	Now      time.Time
 }
 
 // ClaimParams selects jobs to claim.

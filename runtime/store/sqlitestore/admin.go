@@ -117,7 +117,7 @@ func (s *Store) RetryJob(ctx context.Context, id store.JobID, now time.Time) err
 }
 
 // RequeueDead re-queues the job behind a dead-letter row; see store.Store.
-func (s *Store) RequeueDead(ctx context.Context, shard int, dlqID int64, now time.Time) (store.JobID, error) {
+func (s *Store) RequeueDead(ctx context.Context, shard int, dlqID int64, p store.RequeueParams) (store.JobID, error) {
 	sh, err := s.shard(shard)
 	if err != nil {
 		return 0, err
@@ -135,7 +135,7 @@ func (s *Store) RequeueDead(ctx context.Context, shard int, dlqID int64, now tim
 		if err != nil {
 			return err
 		}
-		ts := store.FormatTime(now)
+		ts := store.FormatTime(p.Now)
 		n := 0
 		if orig.Valid {
 			n, err = affected(tx.ExecContext(ctx, `UPDATE fila SET status = 'pending', tentativas = 0, next_retry_at = ?,
@@ -148,16 +148,12 @@ func (s *Store) RequeueDead(ctx context.Context, shard int, dlqID int64, now tim
 		}
 		if n == 0 {
 			// The queue row is gone (cleaned up): re-create the job.
-			res, err := tx.ExecContext(ctx, `INSERT INTO fila (payload, status, priority, max_tentativas, task, created_at, shard_id)
-				VALUES (?, 'pending', 0, 4, ?, ?, ?)`, payload, task, ts, sh.idx)
+			prio, maxAttempts := p.Defaults(task.String)
+			id, err = insertJob(ctx, counts.stmt(ctx, tx, sh.stmts.insert), sh, store.InsertParams{
+				Task: task.String, Payload: []byte(payload), Priority: prio, MaxAttempts: maxAttempts, Now: p.Now})
 			if err != nil {
 				return err
 			}
-			seq, err := res.LastInsertId()
-			if err != nil {
-				return err
-			}
-			id = store.NewJobID(sh.idx, seq)
 		}
 		if orig.Valid {
 			_, err = tx.ExecContext(ctx, `DELETE FROM dead_letter_queue WHERE id = ? OR original_job_id = ?`, dlqID, orig.Int64)

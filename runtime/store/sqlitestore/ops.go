@@ -85,29 +85,13 @@ func (s *Store) Insert(ctx context.Context, jobs []store.InsertParams) ([]store.
 	}
 	insert := func(sh *shardDB, idxs []int) error {
 		return sh.commit.do(ctx, func(ctx context.Context, tx *sql.Tx, counts *groupCounts) error {
-			st := tx.StmtContext(ctx, sh.stmts.insert)
+			st := counts.stmt(ctx, tx, sh.stmts.insert)
 			for _, i := range idxs {
-				j := jobs[i]
-				status := store.StatusPending
-				var next any
-				if j.RunAt.After(j.Now) {
-					status = store.StatusScheduled
-					next = store.FormatTime(j.RunAt)
-				}
-				var key any
-				if j.PartitionKey != nil {
-					key = *j.PartitionKey
-				}
-				res, err := st.ExecContext(ctx, key, string(j.Payload), string(status), int(j.Priority), j.MaxAttempts,
-					retrySeconds(j.RetryDelay), nullString(j.Task), store.FormatTime(j.Now), next, sh.idx)
-				if err != nil {
-					return fmt.Errorf("shard %d: insert job: %w", sh.idx, err)
-				}
-				seq, err := res.LastInsertId()
+				id, err := insertJob(ctx, st, sh, jobs[i])
 				if err != nil {
 					return err
 				}
-				ids[i] = store.NewJobID(sh.idx, seq)
+				ids[i] = id
 			}
 			return nil
 		})
@@ -435,4 +419,30 @@ func (s *Store) Release(ctx context.Context, leases []store.Lease) []error {
 // seconds, rounding up so that a sub-second base is not stored as zero.
 func retrySeconds(d time.Duration) int64 {
 	return int64((d + time.Second - 1) / time.Second)
+}
+
+// insertJob writes one job row with st, the shard's insert statement bound
+// to the current transaction. A job whose RunAt is after Now is stored as
+// scheduled.
+func insertJob(ctx context.Context, st *sql.Stmt, sh *shardDB, j store.InsertParams) (store.JobID, error) {
+	status := store.StatusPending
+	var next any
+	if j.RunAt.After(j.Now) {
+		status = store.StatusScheduled
+		next = store.FormatTime(j.RunAt)
+	}
+	var key any
+	if j.PartitionKey != nil {
+		key = *j.PartitionKey
+	}
+	res, err := st.ExecContext(ctx, key, string(j.Payload), string(status), int(j.Priority), j.MaxAttempts,
+		retrySeconds(j.RetryDelay), nullString(j.Task), store.FormatTime(j.Now), next, sh.idx)
+	if err != nil {
+		return 0, fmt.Errorf("shard %d: insert job: %w", sh.idx, err)
+	}
+	seq, err := res.LastInsertId()
+	if err != nil {
+		return 0, err
+	}
+	return store.NewJobID(sh.idx, seq), nil
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/queuemax/queuemax/runtime/store"
 )
@@ -94,20 +95,10 @@ func (s *Store) PeriodicFire(ctx context.Context, p store.PeriodicFireParams) (s
 			return err // the slot fired before (a schedule change moved next_run back): only advance
 		}
 		j := p.Job
-		var key any
-		if j.PartitionKey != nil {
-			key = *j.PartitionKey
-		}
-		res, err := tx.StmtContext(ctx, sh.stmts.insert).ExecContext(ctx, key, string(j.Payload), string(store.StatusPending),
-			int(j.Priority), j.MaxAttempts, retrySeconds(j.RetryDelay), nullString(j.Task), now, nil, sh.idx)
-		if err != nil {
+		j.RunAt = time.Time{} // due now: the slot's time has come
+		if id, err = insertJob(ctx, tx.StmtContext(ctx, sh.stmts.insert), sh, j); err != nil {
 			return err
 		}
-		seq, err := res.LastInsertId()
-		if err != nil {
-			return err
-		}
-		id = store.NewJobID(sh.idx, seq)
 		if _, err := tx.ExecContext(ctx, `UPDATE qm_periodic_runs SET job_id = ? WHERE task = ? AND slot = ?`, int64(id), p.Task, slot); err != nil {
 			return err
 		}

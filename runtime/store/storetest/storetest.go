@@ -449,31 +449,50 @@ func Run(t *testing.T, open Opener) {
 		for _, j := range claim(t, b, 2, t0) {
 			b.st.Fail(b.ctx, []store.FailParams{{Lease: store.Lease{ID: j.ID, Token: j.Lease}, Dead: true, Error: "x", ErrorType: "x", Now: t0}})
 		}
-		// The first job's row is cleaned up; requeueing re-creates it.
-		if _, err := b.st.Purge(b.ctx, []store.Status{store.StatusFailed}); err != nil {
-			t.Fatal(err)
-		}
+		requeue := store.RequeueParams{Now: t0, Defaults: func(task string) (store.Priority, int) {
+			if task != "t.R" {
+				t.Errorf("Defaults(%q), want t.R", task)
+			}
+			return store.PriorityHigh, 7
+		}}
 		dl, _ := b.st.DeadLetters(b.ctx, store.ListParams{Shard: store.AllShards})
 		if len(dl) != 2 {
 			t.Fatalf("dead letters = %d, want 2", len(dl))
 		}
-		for _, d := range dl {
-			id, err := b.st.RequeueDead(b.ctx, d.Shard, d.ID, t0)
-			if err != nil {
-				t.Fatalf("RequeueDead(%d): %v", d.ID, err)
-			}
-			j, err := b.st.Job(b.ctx, id)
-			if err != nil || j.Status != store.StatusPending || j.Task != "t.R" || string(j.Payload) != string(d.Payload) {
-				t.Errorf("requeued job = %+v, %v; want pending t.R with the dead letter's payload", j, err)
-			}
+		// The first dead letter's queue row still exists: it is re-queued
+		// with its own settings and a fresh budget.
+		first := dl[len(dl)-1]
+		if first.OriginalJobID != in[0] {
+			t.Fatalf("oldest dead letter is job %d, want %d", first.OriginalJobID, in[0])
+		}
+		id, err := b.st.RequeueDead(b.ctx, first.Shard, first.ID, requeue)
+		if err != nil || id != in[0] {
+			t.Fatalf("RequeueDead(first) = %d, %v; want job %d", id, err, in[0])
+		}
+		if j, _ := b.st.Job(b.ctx, id); j.Status != store.StatusPending || j.Attempts != 0 || j.MaxAttempts != 4 {
+			t.Errorf("requeued existing job = %+v, want pending, 0 of 4 attempts", j)
+		}
+		// The second job's row is cleaned up; requeueing re-creates it with
+		// its task's defaults.
+		if _, err := b.st.Purge(b.ctx, []store.Status{store.StatusFailed}); err != nil {
+			t.Fatal(err)
+		}
+		second := dl[0]
+		id, err = b.st.RequeueDead(b.ctx, second.Shard, second.ID, requeue)
+		if err != nil || id == in[1] {
+			t.Fatalf("RequeueDead(second) = %d, %v; want a new job", id, err)
+		}
+		j, err := b.st.Job(b.ctx, id)
+		if err != nil || j.Status != store.StatusPending || j.Task != "t.R" || string(j.Payload) != string(second.Payload) ||
+			j.Attempts != 0 || j.MaxAttempts != 7 || j.Priority != store.PriorityHigh {
+			t.Errorf("re-created job = %+v, %v; want pending t.R with the dead letter's payload, the task's 7 attempts and priority", j, err)
 		}
 		if s := stats(t, b); s.DeadLetters != 0 || s.Pending != 2 {
 			t.Errorf("after requeue dead=%d pending=%d, want 0 and 2", s.DeadLetters, s.Pending)
 		}
-		if _, err := b.st.RequeueDead(b.ctx, 0, 999, t0); !errors.Is(err, store.ErrJobNotFound) {
+		if _, err := b.st.RequeueDead(b.ctx, 0, 999, requeue); !errors.Is(err, store.ErrJobNotFound) {
 			t.Errorf("RequeueDead(missing) error = %v, want ErrJobNotFound", err)
 		}
-		_ = in
 	})
 
 	t.Run("CleanupByFinishTime", func(t *testing.T) {
