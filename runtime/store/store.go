@@ -232,7 +232,7 @@ type CleanupResult struct {
 
 // ListParams filters listings. Zero fields do not filter.
 type ListParams struct {
-	Shard  int // AllShards (-1) for every shard; use Shards to pick one
+	Shard  int // one shard index, or AllShards (-1) for every shard
 	Status Status
 	Task   string
 	Limit  int // 0 means 100
