@@ -129,8 +129,31 @@ type Store interface {
 	// changing nothing, when another scheduler got there first.
 	PeriodicFire(ctx context.Context, p PeriodicFireParams) (id JobID, fired bool, err error)
 
+	// WorkerPut inserts or refreshes one process's entry in the worker
+	// registry (the live processes that run jobs). The entry is live until
+	// r.ExpiresAt; a refresh moves that forward.
+	WorkerPut(ctx context.Context, r WorkerRecord) error
+	// WorkerDelete removes a process's entry (a clean stop). Deleting an
+	// unknown ID is not an error.
+	WorkerDelete(ctx context.Context, id string) error
+	// WorkerList returns the entries still live at now (ExpiresAt after
+	// now), ordered by ID. Expired entries are never returned; a writable
+	// store may delete them.
+	WorkerList(ctx context.Context, now time.Time) ([]WorkerRecord, error)
+
 	// Close releases every resource. Later calls return ErrClosed.
 	Close() error
+}
+
+// WorkerRecord is one process's entry in the worker registry. The store
+// keeps Info as an opaque JSON object: the root package defines its shape
+// (host, pid, tasks handled, concurrency, breaker states, rate limits).
+type WorkerRecord struct {
+	ID        string
+	Info      json.RawMessage
+	StartedAt time.Time
+	UpdatedAt time.Time // when this refresh was written (the caller's Now)
+	ExpiresAt time.Time
 }
 
 // PeriodicParams registers one periodic task.

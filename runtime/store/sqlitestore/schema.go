@@ -2,7 +2,7 @@ package sqlitestore
 
 // schemaVersion is the version written to shard_metadata.version once every
 // migration has run. Versions 1 and 2 are queue-max's; 3 and later are ours.
-const schemaVersion = 4
+const schemaVersion = 5
 
 // baseSchema creates queue-max's tables exactly as queue-max 0.2.0 does
 // (same names, columns, types, defaults and CHECK), so that files written by
@@ -117,6 +117,21 @@ var migrations = []migration{
 				job_id INTEGER NOT NULL,
 				fired_at TEXT NOT NULL,
 				PRIMARY KEY (task, slot)
+			)`,
+		},
+	},
+	{
+		version: 5,
+		name:    "the worker registry",
+		stmts: []string{
+			// Only shard 0's file is used: one row per live process that
+			// runs jobs, refreshed with its heartbeats.
+			`CREATE TABLE IF NOT EXISTS qm_workers (
+				id TEXT PRIMARY KEY,
+				info TEXT NOT NULL,
+				started_at TEXT NOT NULL,
+				updated_at TEXT NOT NULL,
+				expires_at TEXT NOT NULL
 			)`,
 		},
 	},

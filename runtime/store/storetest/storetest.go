@@ -706,6 +706,11 @@ func Run(t *testing.T, open Opener) {
 		}
 	})
 
+	t.Run("WorkerRegistry", func(t *testing.T) {
+		t.Parallel()
+		testWorkerRegistry(t, setup(t, 2).st)
+	})
+
 	t.Run("UseAfterClose", func(t *testing.T) {
 		t.Parallel()
 		st := open(t, 1)
