@@ -28,6 +28,14 @@ const (
 // so Config{} opens six shards in ./data. ConfigFromEnv fills it from
 // queue-max's environment variables.
 type Config struct {
+	// DSN, when it is a postgres:// or postgresql:// URL, selects the
+	// PostgreSQL store instead of the embedded SQLite one; Dir and Shards
+	// then do not apply (env QUEUE_MAX_DSN). Empty means SQLite.
+	DSN string
+	// Schema is the PostgreSQL schema holding queuemax's tables, so one
+	// database can serve several applications. Empty means "queuemax" (env
+	// QUEUE_MAX_SCHEMA). Ignored for SQLite.
+	Schema string
 	// Dir is the data directory holding shard_0.db … shard_N-1.db. It is
 	// created if missing. Empty means "./data" (env DATA_DIR).
 	Dir string
@@ -255,6 +263,12 @@ func ConfigFromEnv(getenv func(string) string) (Config, slog.Level, error) {
 	ms := func(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
 	if v := getenv("DATA_DIR"); v != "" {
 		c.Dir = v
+	}
+	if v := getenv("QUEUE_MAX_DSN"); v != "" {
+		c.DSN = v
+	}
+	if v := getenv("QUEUE_MAX_SCHEMA"); v != "" {
+		c.Schema = v
 	}
 	intVar("NUM_SHARDS", func(n int64) { c.Shards = int(n) })
 	intVar("QUEUE_MAX_RETRIES", func(n int64) { c.MaxRetries = Ptr(int(n)) })

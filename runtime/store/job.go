@@ -124,7 +124,8 @@ type Job struct {
 	CreatedAt    time.Time
 	StartedAt    time.Time
 	CompletedAt  time.Time
-	NextRetryAt  time.Time // run-at or retry time
+	NextRetryAt  time.Time       // run-at or retry time
+	Metadata     json.RawMessage // the JSON object stored at enqueue; nil if none
 }
 
 // IsPending reports whether the job waits to run (now or at a later time).

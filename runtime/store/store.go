@@ -156,6 +156,15 @@ type WorkerRecord struct {
 	ExpiresAt time.Time
 }
 
+// TxInserter is implemented by stores that can insert jobs inside a
+// transaction the application owns, so that the jobs exist if and only if
+// that transaction commits. tx is the store's own transaction type (for
+// PostgreSQL a pgx.Tx, or a *sql.Tx opened with the pgx stdlib driver); any
+// other value is an error naming the type.
+type TxInserter interface {
+	InsertTx(ctx context.Context, tx any, jobs []InsertParams) ([]JobID, error)
+}
+
 // PeriodicParams registers one periodic task.
 type PeriodicParams struct {
 	Task     string
@@ -195,7 +204,10 @@ type InsertParams struct {
 	MaxAttempts  int
 	RetryDelay   time.Duration // stored as the row's retry_delay, in seconds
 	RunAt        time.Time     // zero or not after Now: ready at once
-	Now          time.Time
+	// Metadata is an optional JSON object stored with the job (trace
+	// context, user metadata); nil stores none.
+	Metadata json.RawMessage
+	Now      time.Time
 }
 
 // RequeueParams says how RequeueDead re-creates a job whose queue row is
