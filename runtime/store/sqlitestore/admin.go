@@ -53,9 +53,9 @@ func (s *Store) RecoverOrphans(ctx context.Context, stuckBefore, now time.Time) 
 	_, err := s.eachShard(ctx, store.AllShards, func(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shardDB) (int, error) {
 		const stuck = `status = 'processing' AND (heartbeat IS NULL OR heartbeat < ?1)`
 		dead, err := affected(tx.ExecContext(ctx, `INSERT INTO dead_letter_queue
-			(original_job_id, payload, error, error_type, failed_at, shard_id, task, attempts, error_stack)
+			(original_job_id, payload, error, error_type, failed_at, shard_id, task, attempts, error_stack, metadata)
 			SELECT id, payload, 'worker lost: heartbeat older than stuck timeout on last attempt', 'OrphanRecovery',
-				?2, ?3, task, tentativas, error_stack FROM fila WHERE `+stuck+` AND tentativas >= max_tentativas`,
+				?2, ?3, task, tentativas, error_stack, metadata FROM fila WHERE `+stuck+` AND tentativas >= max_tentativas`,
 			cut, ts, sh.idx))
 		if err != nil {
 			return 0, err
@@ -126,9 +126,9 @@ func (s *Store) RequeueDead(ctx context.Context, shard int, dlqID int64, p store
 	err = sh.commit.do(ctx, func(ctx context.Context, tx *sql.Tx, counts *groupCounts) error {
 		var orig sql.NullInt64
 		var payload string
-		var task sql.NullString
-		err := tx.QueryRowContext(ctx, `SELECT original_job_id, payload, task FROM dead_letter_queue WHERE id = ?`, dlqID).
-			Scan(&orig, &payload, &task)
+		var task, meta sql.NullString
+		err := tx.QueryRowContext(ctx, `SELECT original_job_id, payload, task, metadata FROM dead_letter_queue WHERE id = ?`, dlqID).
+			Scan(&orig, &payload, &task, &meta)
 		if errors.Is(err, sql.ErrNoRows) {
 			return asItem(fmt.Errorf("%w: no dead letter %d in shard %d", store.ErrJobNotFound, dlqID, shard))
 		}
@@ -150,7 +150,8 @@ func (s *Store) RequeueDead(ctx context.Context, shard int, dlqID int64, p store
 			// The queue row is gone (cleaned up): re-create the job.
 			prio, maxAttempts := p.Defaults(task.String)
 			id, err = insertJob(ctx, counts.stmt(ctx, tx, sh.stmts.insert), sh, store.InsertParams{
-				Task: task.String, Payload: []byte(payload), Priority: prio, MaxAttempts: maxAttempts, Now: p.Now})
+				Task: task.String, Payload: []byte(payload), Priority: prio, MaxAttempts: maxAttempts, Now: p.Now,
+				Metadata: metadataOf(meta)})
 			if err != nil {
 				return err
 			}

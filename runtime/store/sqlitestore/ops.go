@@ -23,10 +23,10 @@ func scanJob(r scanner, sh int) (*store.Job, error) {
 		key, lease                                                         sql.NullInt64
 		payload, status                                                    string
 		lastErr, errType, errStack, worker, hb, created, started, finished sql.NullString
-		next, task, result                                                 sql.NullString
+		next, task, result, meta                                           sql.NullString
 	)
 	if err := r.Scan(&id, &key, &payload, &status, &prio, &attempts, &maxAttempts, &retryDelay,
-		&lastErr, &errType, &errStack, &worker, &hb, &created, &started, &finished, &next, &task, &lease, &result); err != nil {
+		&lastErr, &errType, &errStack, &worker, &hb, &created, &started, &finished, &next, &task, &lease, &result, &meta); err != nil {
 		return nil, err
 	}
 	j.ID = store.NewJobID(sh, id)
@@ -53,6 +53,7 @@ func scanJob(r scanner, sh int) (*store.Job, error) {
 	if result.Valid {
 		j.Result = []byte(result.String)
 	}
+	j.Metadata = metadataOf(meta)
 	return &j, nil
 }
 
@@ -379,10 +380,10 @@ func (s *Store) Fail(ctx context.Context, fails []store.FailParams) []error {
 					store.FormatTime(f.RetryAt), f.Error, f.ErrorType, nullString(f.Stack), f.ID.Seq(), f.Token))
 			}
 			var payload string
-			var task sql.NullString
+			var task, meta sql.NullString
 			var attempts int
 			err := tx.StmtContext(ctx, sh.stmts.failDead).QueryRowContext(ctx, store.FormatTime(f.Now),
-				f.Error, f.ErrorType, nullString(f.Stack), f.ID.Seq(), f.Token).Scan(&payload, &task, &attempts)
+				f.Error, f.ErrorType, nullString(f.Stack), f.ID.Seq(), f.Token).Scan(&payload, &task, &attempts, &meta)
 			if errors.Is(err, sql.ErrNoRows) {
 				return asItem(store.ErrLeaseLost)
 			}
@@ -390,7 +391,7 @@ func (s *Store) Fail(ctx context.Context, fails []store.FailParams) []error {
 				return err
 			}
 			if _, err := tx.StmtContext(ctx, sh.stmts.insertDLQ).ExecContext(ctx, f.ID.Seq(), payload, f.Error,
-				f.ErrorType, store.FormatTime(f.Now), sh.idx, task, attempts, nullString(f.Stack)); err != nil {
+				f.ErrorType, store.FormatTime(f.Now), sh.idx, task, attempts, nullString(f.Stack), meta); err != nil {
 				return err
 			}
 			counts.failed++
@@ -436,7 +437,7 @@ func insertJob(ctx context.Context, st *sql.Stmt, sh *shardDB, j store.InsertPar
 		key = *j.PartitionKey
 	}
 	res, err := st.ExecContext(ctx, key, string(j.Payload), string(status), int(j.Priority), j.MaxAttempts,
-		retrySeconds(j.RetryDelay), nullString(j.Task), store.FormatTime(j.Now), next, sh.idx)
+		retrySeconds(j.RetryDelay), nullString(j.Task), store.FormatTime(j.Now), next, sh.idx, nullString(string(j.Metadata)))
 	if err != nil {
 		return 0, fmt.Errorf("shard %d: insert job: %w", sh.idx, err)
 	}
@@ -445,4 +446,12 @@ func insertJob(ctx context.Context, st *sql.Stmt, sh *shardDB, j store.InsertPar
 		return 0, err
 	}
 	return store.NewJobID(sh.idx, seq), nil
+}
+
+// metadataOf returns a stored metadata column as a JSON value, nil if NULL.
+func metadataOf(s sql.NullString) []byte {
+	if !s.Valid {
+		return nil
+	}
+	return []byte(s.String)
 }

@@ -122,7 +122,13 @@ var migrations = []migration{
 	},
 	{
 		version: 5,
-		name:    "the worker registry",
+		name:    "the worker registry, job metadata",
+		// metadata is a job's JSON object of trace context and user
+		// metadata; the dead letter keeps it so a re-created job has it.
+		addColumns: [][3]string{
+			{"fila", "metadata", "TEXT"},
+			{"dead_letter_queue", "metadata", "TEXT"},
+		},
 		stmts: []string{
 			// Only shard 0's file is used: one row per live process that
 			// runs jobs, refreshed with its heartbeats.

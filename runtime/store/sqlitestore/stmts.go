@@ -12,11 +12,11 @@ import (
 // jobColumns is the column list scanJob reads, in order.
 const jobColumns = `id, pagina_id, payload, status, priority, tentativas, max_tentativas, retry_delay,
 	last_error, error_type, error_stack, worker_id, heartbeat, created_at, started_at, completed_at,
-	next_retry_at, task, lease, result`
+	next_retry_at, task, lease, result, metadata`
 
 const (
 	sqlInsert = `INSERT INTO fila (pagina_id, payload, status, priority, tentativas, max_tentativas, retry_delay,
-		task, created_at, next_retry_at, shard_id) VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?)`
+		task, created_at, next_retry_at, shard_id, metadata) VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?)`
 	// sqlPromote makes scheduled jobs whose time has come ready; it reads
 	// only the small partial index idx_qm_due.
 	sqlPromote = `UPDATE fila SET status = 'pending' WHERE status = 'scheduled' AND next_retry_at <= ?`
@@ -45,9 +45,9 @@ const (
 	sqlFailDead = `UPDATE fila SET status = 'failed', completed_at = ?, last_error = ?, error_type = ?, error_stack = ?,
 		worker_id = NULL, heartbeat = NULL, lease = NULL
 		WHERE id = ? AND lease = ? AND status = 'processing'
-		RETURNING payload, task, tentativas`
+		RETURNING payload, task, tentativas, metadata`
 	sqlInsertDLQ = `INSERT INTO dead_letter_queue (original_job_id, payload, error, error_type, failed_at, shard_id,
-		task, attempts, error_stack) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
+		task, attempts, error_stack, metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	sqlHeartbeat = `UPDATE fila SET heartbeat = ? WHERE id = ? AND lease = ? AND status = 'processing'`
 	sqlRelease   = `UPDATE fila SET status = 'pending', tentativas = max(tentativas - 1, 0), worker_id = NULL,
 		heartbeat = NULL, lease = NULL WHERE id = ? AND lease = ? AND status = 'processing'`

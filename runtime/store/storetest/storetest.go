@@ -706,6 +706,11 @@ func Run(t *testing.T, open Opener) {
 		}
 	})
 
+	t.Run("Metadata", func(t *testing.T) {
+		t.Parallel()
+		testMetadata(t, setup(t, 2).st)
+	})
+
 	t.Run("WorkerRegistry", func(t *testing.T) {
 		t.Parallel()
 		testWorkerRegistry(t, setup(t, 2).st)
