@@ -181,11 +181,12 @@ func (c *Client) enqueueOne(ctx context.Context, task string, def *TaskOptions, 
 	if err != nil {
 		return 0, err
 	}
-	ids, err := c.st.Insert(ctx, []store.InsertParams{p})
+	ps := []store.InsertParams{p}
+	ids, err := c.insertVia(ctx, ps, c.st.Insert)
 	if err != nil {
 		return 0, err
 	}
-	c.afterInsert(ctx, []store.InsertParams{p}, ids)
+	c.afterInsert(ctx, ps, ids)
 	return ids[0], nil
 }
 
@@ -276,7 +277,7 @@ func (c *Client) EnqueueMany(ctx context.Context, jobs []EnqueueParams) ([]JobID
 	if len(ps) == 0 {
 		return nil, nil
 	}
-	ids, err := c.st.Insert(ctx, ps)
+	ids, err := c.insertVia(ctx, ps, c.st.Insert)
 	if err != nil {
 		return nil, err
 	}

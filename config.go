@@ -124,6 +124,10 @@ type Config struct {
 	Autoscale *Autoscale
 	// Hooks are callbacks around each job Run executes.
 	Hooks Hooks
+	// Middleware wrap enqueues (EnqueueMiddleware) and job execution
+	// (WorkMiddleware), for tracing, metrics, logging or auth; see
+	// JobMiddleware. The first entry is the outermost. Nil means none.
+	Middleware []JobMiddleware
 	// WorkerID names this process's claims in the worker_id column. Empty
 	// means "<hostname>-<pid>".
 	WorkerID string
@@ -237,7 +241,7 @@ func (c Config) validate() error {
 	case c.RateLimit.Limit < 0 || (c.RateLimit.Limit > 0 && c.RateLimit.Per <= 0):
 		return &ConfigError{"RateLimit", "needs Limit ≥ 0 and a positive Per"}
 	}
-	return nil
+	return checkMiddleware(c.Middleware)
 }
 
 // ConfigFromEnv returns a Config read from queue-max's environment variables

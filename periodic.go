@@ -220,7 +220,20 @@ func (s *scheduler) fire(ctx context.Context, e scheduleEntry, due, now time.Tim
 		return err
 	}
 	job.Shard, job.Now = 0, now
-	id, fired, err := s.c.st.PeriodicFire(ctx, store.PeriodicFireParams{Task: e.h.Name, Due: due, Slot: slot, Next: next, Job: job})
+	var id JobID
+	var fired bool
+	firePeriodic := func(ctx context.Context, ps []store.InsertParams) ([]JobID, error) {
+		id, fired, err = s.c.st.PeriodicFire(ctx, store.PeriodicFireParams{Task: e.h.Name, Due: due, Slot: slot, Next: next, Job: ps[0]})
+		if err != nil || !fired || id == 0 {
+			return nil, err
+		}
+		return []JobID{id}, nil
+	}
+	if slot.IsZero() {
+		_, err = firePeriodic(ctx, []store.InsertParams{job}) // skips the slot: no job to insert
+	} else {
+		_, err = s.c.insertVia(ctx, []store.InsertParams{job}, firePeriodic)
+	}
 	if err != nil {
 		return fmt.Errorf("fire periodic task %s: %w", e.h.Name, err)
 	}

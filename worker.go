@@ -22,7 +22,10 @@ import (
 var errStopping = errors.New("queuemax: client stopping")
 
 // Hooks are optional callbacks around each job Run executes. They run on the
-// job's goroutine; a panicking hook is recovered and logged.
+// job's goroutine; a panicking hook is recovered and logged. Hooks are the
+// simple form of a WorkMiddleware (Config.Middleware): OnStart runs before
+// the middleware chain, and OnComplete and OnError run after the outcome has
+// been recorded, which a middleware, returning before that, cannot see.
 type Hooks struct {
 	// OnStart runs before the handler.
 	OnStart func(ctx context.Context, job *Job)
@@ -88,6 +91,9 @@ type engine struct {
 	log      *slog.Logger
 	limiter  *ratelimit.Limiter
 	limiters map[string]*ratelimit.Limiter // per task
+	// rlWaits counts, per task with a limiter, the claim rounds that left
+	// the task out because its bucket was empty (for RateLimitWaits).
+	rlWaits map[string]*atomic.Int64
 	// breakers holds one circuit breaker per task, so that one failing
 	// downstream does not stop unrelated tasks. With a catch-all handler
 	// (name "") there is a single breaker under "".
@@ -126,6 +132,7 @@ func (c *Client) newEngine(jobCtx context.Context) (*engine, error) {
 		c:        c,
 		log:      c.log,
 		limiters: make(map[string]*ratelimit.Limiter),
+		rlWaits:  make(map[string]*atomic.Int64),
 		slotFree: make(chan struct{}, 1),
 		running:  make(map[JobID]*runningJob),
 		started:  c.now(),
@@ -148,6 +155,7 @@ func (c *Client) newEngine(jobCtx context.Context) (*engine, error) {
 				return nil, fmt.Errorf("%w: handler %q: %v", ErrInvalidConfig, name, err)
 			}
 			e.limiters[name] = l
+			e.rlWaits[name] = new(atomic.Int64)
 		}
 	}
 	e.breakers = make(map[string]*breaker.Breaker)
@@ -414,6 +422,7 @@ func (e *engine) plan(n int) (groups []claimGroup, retryIn time.Duration) {
 				got++
 			}
 			if got == 0 {
+				e.rlWaits[name].Add(1)
 				t.Release()
 				excluded = true
 				retryIn = min(retryIn, l.RetryAfter())
@@ -815,7 +824,7 @@ func (e *engine) execute(ctx context.Context, rj *runningJob, t *breaker.Ticket)
 			c.cfg.Hooks.OnStart(ctx, j)
 		}
 	})
-	result, err := e.call(ctx, h, j)
+	result, err := e.work(ctx, h, j)
 	e.freeSlot(rj)
 	if err != nil && context.Cause(e.jobCtx) != nil && errors.Is(err, context.Canceled) {
 		// Cancelled by the drain timeout: give the job back unspent.

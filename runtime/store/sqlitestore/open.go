@@ -51,7 +51,10 @@ type Store struct {
 	closed atomic.Bool
 }
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store      = (*Store)(nil)
+	_ store.JobCounter = (*Store)(nil)
+)
 
 type shardDB struct {
 	idx    int

@@ -711,6 +711,11 @@ func Run(t *testing.T, open Opener) {
 		testMetadata(t, setup(t, 2).st)
 	})
 
+	t.Run("JobCounts", func(t *testing.T) {
+		t.Parallel()
+		testJobCounts(t, setup(t, 2).st)
+	})
+
 	t.Run("WorkerRegistry", func(t *testing.T) {
 		t.Parallel()
 		testWorkerRegistry(t, setup(t, 2).st)
