@@ -51,3 +51,18 @@ func (c *Client) RateLimitWaits() map[string]int64 {
 	}
 	return out
 }
+
+// CircuitStates returns each task breaker's state ("closed", "open" or
+// "half_open") in the running (or last) Run, read from memory; nil if Run
+// has never started. Stats.Circuits holds the same.
+func (c *Client) CircuitStates() map[string]string {
+	e := c.engine.Load()
+	if e == nil {
+		return nil
+	}
+	out := make(map[string]string, len(e.breakers))
+	for name, b := range e.breakers {
+		out[name] = b.Stats().State.String()
+	}
+	return out
+}

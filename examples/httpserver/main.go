@@ -17,6 +17,7 @@
 //	POST /signup?email=ADDR  enqueues tasks.SendEmail; 202 {"job_id": ...}
 //	GET  /outbox             the messages sent so far (an in-memory outbox)
 //	/admin/...               the admin API (see queuemax.NewAdminHandler)
+//	GET  /metrics            Prometheus metrics (see package queuemaxprom)
 //
 // Ctrl-C stops accepting requests, finishes those in flight and drains the
 // running jobs.
@@ -37,8 +38,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/queuemax/queuemax"
 	"github.com/queuemax/queuemax/examples/tasks"
+	"github.com/queuemax/queuemax/queuemaxprom"
 )
 
 func main() {
@@ -68,11 +72,17 @@ func run(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) er
 	if err := checkLoopback(cfg.addr); err != nil {
 		return err
 	}
-	c, err := queuemax.Open(ctx, queuemax.Config{Dir: cfg.dir, Handlers: tasks.Handlers(), Logger: log})
+	col := queuemaxprom.NewCollector(queuemaxprom.Options{})
+	c, err := queuemax.Open(ctx, queuemax.Config{Dir: cfg.dir, Handlers: tasks.Handlers(), Logger: log,
+		Middleware: []queuemax.JobMiddleware{col}}) // times each job for the histograms
 	if err != nil {
 		return err
 	}
 	defer c.Close()
+	metrics, err := metricsHandler(c, col)
+	if err != nil {
+		return err
+	}
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", cfg.addr)
 	if err != nil {
@@ -81,7 +91,19 @@ func run(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) er
 	if cfg.token == "" {
 		log.Warn("no admin token: the admin API is read-only (set -token or QUEUEMAX_ADMIN_TOKEN)")
 	}
-	return serve(ctx, c, ln, cfg.token, &tasks.Outbox{}, stdout)
+	return serve(ctx, c, ln, cfg.token, &tasks.Outbox{}, metrics, stdout)
+}
+
+// metricsHandler attaches col to c (until c closes) and serves it, with
+// the Go runtime's and the process's metrics, in Prometheus's format.
+func metricsHandler(c *queuemax.Client, col *queuemaxprom.Collector) (http.Handler, error) {
+	col.Attach(c)
+	reg := prometheus.NewRegistry()
+	if err := reg.Register(col); err != nil {
+		return nil, err
+	}
+	reg.MustRegister(prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), nil
 }
 
 // checkLoopback refuses addresses other hosts could reach.
@@ -100,11 +122,11 @@ func checkLoopback(addr string) error {
 }
 
 // serve runs the HTTP server on ln and the workers until ctx ends; the
-// tasks send their email to outbox.
-func serve(ctx context.Context, c *queuemax.Client, ln net.Listener, token string, outbox *tasks.Outbox, stdout io.Writer) error {
+// tasks send their email to outbox, and metrics serves /metrics.
+func serve(ctx context.Context, c *queuemax.Client, ln net.Listener, token string, outbox *tasks.Outbox, metrics http.Handler, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "listening on http://%s\n", ln.Addr())
 	srv := &http.Server{
-		Handler:           newHandler(c, token, outbox),
+		Handler:           newHandler(c, token, outbox, metrics),
 		ReadHeaderTimeout: 5 * time.Second,
 	}
 	return queuemax.ServeListenerWithWorkers(tasks.WithDeps(ctx, tasks.Deps{Mailer: outbox}), srv, ln, c)
@@ -112,7 +134,7 @@ func serve(ctx context.Context, c *queuemax.Client, ln net.Listener, token strin
 
 // newHandler routes the application and the admin API; the middleware
 // gives every handler the queue.
-func newHandler(c *queuemax.Client, token string, outbox *tasks.Outbox) http.Handler {
+func newHandler(c *queuemax.Client, token string, outbox *tasks.Outbox, metrics http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /signup", signup)
 	mux.HandleFunc("GET /outbox", func(w http.ResponseWriter, r *http.Request) {
@@ -126,6 +148,7 @@ func newHandler(c *queuemax.Client, token string, outbox *tasks.Outbox) http.Han
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"messages": out})
 	})
+	mux.Handle("GET /metrics", metrics)
 	mux.Handle("/admin/", http.StripPrefix("/admin", queuemax.NewAdminHandler(c, queuemax.AdminOptions{Token: token})))
 	return queuemax.Middleware(c)(mux)
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/queuemax/queuemax"
 	"github.com/queuemax/queuemax/examples/tasks"
+	"github.com/queuemax/queuemax/queuemaxprom"
 	"go.uber.org/goleak"
 )
 
@@ -23,11 +24,19 @@ func TestServe(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-	c, err := queuemax.Open(ctx, queuemax.Config{Dir: t.TempDir(), Shards: 2, Handlers: tasks.Handlers(), Logger: log})
+	col := queuemaxprom.NewCollector(queuemaxprom.Options{})
+	c, err := queuemax.Open(ctx, queuemax.Config{Dir: t.TempDir(), Shards: 2, Handlers: tasks.Handlers(), Logger: log,
+		Middleware: []queuemax.JobMiddleware{col}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
+	// Attach the collector before the bus subscribes: its event callback
+	// then runs first, so a completion the test awaits is already counted.
+	metrics, err := metricsHandler(c, col)
+	if err != nil {
+		t.Fatal(err)
+	}
 	bus := queuemax.NewEventBus(c, queuemax.EventBusOptions{})
 	defer bus.Close()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -39,7 +48,7 @@ func TestServe(t *testing.T) {
 	srvCtx, stop := context.WithCancel(ctx)
 	served := make(chan error, 1)
 	var stdout strings.Builder
-	go func() { served <- serve(srvCtx, c, ln, "tok", outbox, &stdout) }()
+	go func() { served <- serve(srvCtx, c, ln, "tok", outbox, metrics, &stdout) }()
 
 	call := func(method, path, token string) (int, map[string]any) {
 		t.Helper()
@@ -78,6 +87,18 @@ func TestServe(t *testing.T) {
 	}
 	if _, body := call("GET", "/outbox", ""); !strings.Contains(jsonString(body), "ada@example.com") {
 		t.Errorf("GET /outbox = %v", body)
+	}
+	res, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prom, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	for _, want := range []string{`queuemax_jobs_completed_total{task="` + sendEmail + `"} 1`,
+		`queuemax_job_run_seconds_count{outcome="success",task="` + sendEmail + `"} 1`, "go_goroutines "} {
+		if !strings.Contains(string(prom), want) {
+			t.Errorf("GET /metrics lacks %q:\n%s", want, prom)
+		}
 	}
 	if status, _ := call("POST", "/signup", ""); status != http.StatusBadRequest {
 		t.Errorf("POST /signup without email = %d, want 400", status)

@@ -1,0 +1,322 @@
+// Package queuemaxprom exports a queuemax Client's metrics to Prometheus.
+// It lives apart from the root package so that programs which do not use
+// Prometheus do not compile client_golang.
+//
+// A Collector is a prometheus.Collector and a queuemax.WorkMiddleware: put
+// it in Config.Middleware (for the run-time and queue-wait histograms),
+// Attach it to the client after Open (for the counters and the job counts),
+// and register it:
+//
+//	col := queuemaxprom.NewCollector(queuemaxprom.Options{})
+//	c, err := queuemax.Open(ctx, queuemax.Config{Handlers: tasks.Handlers(),
+//		Middleware: []queuemax.JobMiddleware{col}})
+//	if err != nil { ... }
+//	defer col.Attach(c)()
+//	reg := prometheus.NewRegistry()
+//	reg.MustRegister(col)
+//	http.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+//
+// # Metrics
+//
+// Gauges read from the store, cached for Options.RefreshInterval:
+//
+//	queuemax_jobs{shard,task,status}          jobs stored, by shard, task and status
+//	queuemax_dead_letters{shard}              rows in the dead-letter queue
+//
+// A scrape never scans the queue: it reuses the cached counts until they
+// are RefreshInterval old, and then one scrape refreshes them with
+// Client.JobCounts (one read of each shard's queue table, without the
+// payloads; there is no index on task) and Client.Stats (index reads).
+// Concurrent scrapes share one refresh.
+//
+// Counters fed by the attached client's events (so they count what this
+// process did, and miss calls made under queuemax.WithoutEvents):
+//
+//	queuemax_jobs_enqueued_total{task}
+//	queuemax_jobs_completed_total{task}
+//	queuemax_jobs_failed_total{task}          failed attempts: retried + dead-lettered
+//	queuemax_jobs_retried_total{task}
+//	queuemax_jobs_dead_lettered_total{task}
+//
+// Histograms fed by the work middleware, in seconds:
+//
+//	queuemax_job_run_seconds{task,outcome}    handler run time (outcome "success" or "error")
+//	queuemax_job_queue_wait_seconds{task}     from ready (enqueue, run-at or retry time) to start
+//
+// Engine state of this process's Run, read at each scrape (in memory):
+//
+//	queuemax_circuit_breaker_state{task,state}  1 for the breaker's current state, 0 for the others
+//	queuemax_rate_limit_waits_total{task}       claim rounds that left the task out for want of a token
+//	queuemax_workers_live                       live worker processes (see Options.LiveWorkers)
+//	queuemax_worker_running_jobs                jobs this process's handlers run now
+//	queuemax_worker_concurrency                 how many jobs this process may run at once
+//	queuemax_stats_refresh_errors_total         failed refreshes (the last counts stay reported)
+package queuemaxprom
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/queuemax/queuemax"
+)
+
+// DefaultRefreshInterval is how long job counts are cached when
+// Options.RefreshInterval is zero.
+const DefaultRefreshInterval = 15 * time.Second
+
+// Options configure NewCollector. The zero value means the defaults.
+type Options struct {
+	// Namespace prefixes every metric name. Empty means "queuemax".
+	Namespace string
+	// RefreshInterval is the longest time a scrape reuses cached job
+	// counts before it reads the store again. Zero means 15s.
+	RefreshInterval time.Duration
+	// RunTimeBuckets and WaitBuckets are the histograms' bucket bounds in
+	// seconds. Nil means 1ms to about 16 minutes, doubling.
+	RunTimeBuckets, WaitBuckets []float64
+	// LiveWorkers returns how many worker processes are live across the
+	// data directory (the worker registry). Nil counts this process only:
+	// 1 while its Run is active, else 0.
+	LiveWorkers func(ctx context.Context) (int, error)
+	// Timeout bounds a refresh's store reads. Zero means 10s.
+	Timeout time.Duration
+}
+
+// Collector is a prometheus.Collector of one queuemax Client's metrics,
+// and the queuemax.WorkMiddleware that times its jobs. It is safe for
+// concurrent use.
+type Collector struct {
+	o   Options
+	now func() time.Time // the clock; tests replace it
+
+	enqueued, completed, failed, retried, dead *prometheus.CounterVec
+	runTime, wait                              *prometheus.HistogramVec
+	refreshErrs                                prometheus.Counter
+
+	jobsDesc, deadDesc, circuitDesc, waitsDesc, liveDesc, runningDesc, concDesc *prometheus.Desc
+
+	mu       sync.Mutex // guards client and the cache; held during a refresh
+	client   *queuemax.Client
+	cachedAt time.Time
+	counts   []queuemax.JobCount
+	stats    queuemax.Stats
+	live     int
+}
+
+// NewCollector returns a Collector; Attach it to a client.
+func NewCollector(o Options) *Collector {
+	if o.Namespace == "" {
+		o.Namespace = "queuemax"
+	}
+	if o.RefreshInterval <= 0 {
+		o.RefreshInterval = DefaultRefreshInterval
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 10 * time.Second
+	}
+	def := prometheus.ExponentialBuckets(0.001, 2, 21)
+	if o.RunTimeBuckets == nil {
+		o.RunTimeBuckets = def
+	}
+	if o.WaitBuckets == nil {
+		o.WaitBuckets = def
+	}
+	ns := o.Namespace
+	counter := func(name, help string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: name, Help: help}, []string{"task"})
+	}
+	desc := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc(prometheus.BuildFQName(ns, "", name), help, labels, nil)
+	}
+	return &Collector{
+		o:         o,
+		now:       time.Now,
+		enqueued:  counter("jobs_enqueued_total", "Jobs enqueued by this process."),
+		completed: counter("jobs_completed_total", "Jobs this process completed."),
+		failed:    counter("jobs_failed_total", "Failed attempts in this process (retried plus dead-lettered)."),
+		retried:   counter("jobs_retried_total", "Failed attempts in this process that will be retried."),
+		dead:      counter("jobs_dead_lettered_total", "Jobs this process moved to the dead-letter queue."),
+		runTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "job_run_seconds",
+			Help: "Handler run time of each job execution, in seconds.", Buckets: o.RunTimeBuckets}, []string{"task", "outcome"}),
+		wait: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "job_queue_wait_seconds",
+			Help: "Time from a job being ready (enqueue, run-at or retry time) to its start, in seconds.", Buckets: o.WaitBuckets}, []string{"task"}),
+		refreshErrs: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "stats_refresh_errors_total",
+			Help: "Refreshes of the cached job counts that failed."}),
+		jobsDesc:    desc("jobs", "Jobs stored, by shard, task and status (cached).", "shard", "task", "status"),
+		deadDesc:    desc("dead_letters", "Rows in the dead-letter queue (cached).", "shard"),
+		circuitDesc: desc("circuit_breaker_state", "1 for each task breaker's current state, 0 for the others.", "task", "state"),
+		waitsDesc:   desc("rate_limit_waits_total", "Claim rounds that left a task out because its rate limit had no token.", "task"),
+		liveDesc:    desc("workers_live", "Live worker processes."),
+		runningDesc: desc("worker_running_jobs", "Jobs this process's handlers are running."),
+		concDesc:    desc("worker_concurrency", "How many jobs this process may run at once."),
+	}
+}
+
+// Attach subscribes the collector to c's events and reads its counts at
+// scrapes. It returns a function that detaches it again. A collector
+// serves one client at a time; attaching another replaces it.
+func (col *Collector) Attach(c *queuemax.Client) (detach func()) {
+	col.mu.Lock()
+	col.client, col.cachedAt = c, time.Time{}
+	col.mu.Unlock()
+	inc := func(v *prometheus.CounterVec) func(queuemax.Event) {
+		return func(ev queuemax.Event) { v.WithLabelValues(ev.Task).Inc() }
+	}
+	offs := []func(){
+		c.On(queuemax.EventEnqueued, inc(col.enqueued)),
+		c.On(queuemax.EventCompleted, inc(col.completed)),
+		c.On(queuemax.EventRetried, func(ev queuemax.Event) {
+			col.retried.WithLabelValues(ev.Task).Inc()
+			col.failed.WithLabelValues(ev.Task).Inc()
+		}),
+		c.On(queuemax.EventFailed, func(ev queuemax.Event) {
+			col.dead.WithLabelValues(ev.Task).Inc()
+			col.failed.WithLabelValues(ev.Task).Inc()
+		}),
+	}
+	return func() {
+		for _, off := range offs {
+			off()
+		}
+		col.mu.Lock()
+		if col.client == c {
+			col.client = nil
+		}
+		col.mu.Unlock()
+	}
+}
+
+// Work implements queuemax.WorkMiddleware: it observes the job's queue
+// wait and its handler's run time.
+func (col *Collector) Work(ctx context.Context, job *queuemax.Job, next func(context.Context) (any, error)) (any, error) {
+	col.wait.WithLabelValues(job.Task).Observe(QueueWait(job).Seconds())
+	start := time.Now()
+	res, err := next(ctx)
+	outcome := "success"
+	if err != nil {
+		outcome = "error"
+	}
+	col.runTime.WithLabelValues(job.Task, outcome).Observe(time.Since(start).Seconds())
+	return res, err
+}
+
+// QueueWait returns how long job waited between becoming ready (its retry
+// or run-at time, else its creation) and its start; zero if either is not
+// recorded or the clocks disagree.
+func QueueWait(job *queuemax.Job) time.Duration {
+	ready := job.CreatedAt
+	if !job.NextRetryAt.IsZero() {
+		ready = job.NextRetryAt
+	}
+	if ready.IsZero() || job.StartedAt.IsZero() {
+		return 0
+	}
+	return max(0, job.StartedAt.Sub(ready))
+}
+
+// Describe implements prometheus.Collector.
+func (col *Collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{col.jobsDesc, col.deadDesc, col.circuitDesc, col.waitsDesc,
+		col.liveDesc, col.runningDesc, col.concDesc} {
+		ch <- d
+	}
+	for _, c := range col.collectors() {
+		c.Describe(ch)
+	}
+}
+
+func (col *Collector) collectors() []prometheus.Collector {
+	return []prometheus.Collector{col.enqueued, col.completed, col.failed, col.retried, col.dead,
+		col.runTime, col.wait, col.refreshErrs}
+}
+
+// Collect implements prometheus.Collector. It refreshes the cached counts
+// when they are older than Options.RefreshInterval.
+func (col *Collector) Collect(ch chan<- prometheus.Metric) {
+	for _, c := range col.collectors() {
+		c.Collect(ch)
+	}
+	col.mu.Lock()
+	c := col.client
+	if c == nil {
+		col.mu.Unlock()
+		return
+	}
+	if now := col.now(); col.cachedAt.IsZero() || now.Sub(col.cachedAt) >= col.o.RefreshInterval {
+		if err := col.refresh(c); err != nil {
+			col.refreshErrs.Inc()
+		} else {
+			col.cachedAt = now
+		}
+	}
+	counts, stats, live := col.counts, col.stats, col.live
+	col.mu.Unlock()
+
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	for _, n := range counts {
+		gauge(col.jobsDesc, float64(n.Count), strconv.Itoa(n.Shard), n.Task, string(n.Status))
+	}
+	for _, s := range stats.PerShard {
+		gauge(col.deadDesc, float64(s.DeadLetters), strconv.Itoa(s.Shard))
+	}
+	gauge(col.liveDesc, float64(live))
+
+	// In-memory engine state: current at every scrape.
+	ws, ok := c.WorkerStats()
+	if ok && ws.State == queuemax.WorkerRunning {
+		gauge(col.runningDesc, float64(ws.Running))
+		gauge(col.concDesc, float64(ws.Concurrency))
+	} else {
+		gauge(col.runningDesc, 0)
+		gauge(col.concDesc, 0)
+	}
+	for task, state := range c.CircuitStates() {
+		for _, s := range []queuemax.CircuitState{queuemax.CircuitClosed, queuemax.CircuitOpen, queuemax.CircuitHalfOpen} {
+			v := 0.0
+			if s.String() == state {
+				v = 1
+			}
+			gauge(col.circuitDesc, v, task, s.String())
+		}
+	}
+	for task, n := range c.RateLimitWaits() {
+		ch <- prometheus.MustNewConstMetric(col.waitsDesc, prometheus.CounterValue, float64(n), task)
+	}
+}
+
+// refresh reads the job counts, the stats and the live workers into the
+// cache. col.mu is held.
+func (col *Collector) refresh(c *queuemax.Client) error {
+	ctx, cancel := context.WithTimeout(context.Background(), col.o.Timeout)
+	defer cancel()
+	counts, err := c.JobCounts(ctx)
+	if err != nil {
+		return err
+	}
+	stats, err := c.Stats(ctx)
+	if err != nil {
+		return err
+	}
+	live := 0
+	if col.o.LiveWorkers != nil {
+		if live, err = col.o.LiveWorkers(ctx); err != nil {
+			return errors.Join(errors.New("queuemaxprom: live workers"), err)
+		}
+	} else if ws, ok := c.WorkerStats(); ok && ws.State == queuemax.WorkerRunning {
+		live = 1
+	}
+	col.counts, col.stats, col.live = counts, stats, live
+	return nil
+}
+
+var (
+	_ prometheus.Collector    = (*Collector)(nil)
+	_ queuemax.WorkMiddleware = (*Collector)(nil)
+	_ queuemax.JobMiddleware  = (*Collector)(nil)
+)
