@@ -76,6 +76,15 @@
 // and returns a function that removes it; WithoutEvents silences the calls
 // made with one context.
 //
+// # Middleware
+//
+// Config.Middleware wraps enqueues (EnqueueMiddleware: see and change the
+// jobs, their Metadata included, before they are inserted) and executions
+// (WorkMiddleware: wrap the handler), as River's middleware does; see
+// Example_middleware. Packages queuemaxprom and queuemaxotel build
+// Prometheus metrics and OpenTelemetry traces on it, so that this package
+// depends on neither.
+//
 // # Shutdown
 //
 // Cancelling Run's context stops claiming, lets running jobs finish for up
