@@ -355,6 +355,7 @@ func (m *Middleware) cached(ctx context.Context, c *queuemax.Client) ([]queuemax
 	if !m.cachedAt.IsZero() && now.Sub(m.cachedAt) < m.o.RefreshInterval {
 		return m.counts, m.live, nil
 	}
+	m.cachedAt = now // a failed refresh is retried after the interval too
 	counts, err := c.JobCounts(ctx)
 	if err != nil {
 		return m.counts, m.live, err
@@ -367,7 +368,7 @@ func (m *Middleware) cached(ctx context.Context, c *queuemax.Client) ([]queuemax
 	} else if ws, ok := c.WorkerStats(); ok && ws.State == queuemax.WorkerRunning {
 		live = 1
 	}
-	m.counts, m.live, m.cachedAt = counts, live, now
+	m.counts, m.live = counts, live
 	return counts, live, nil
 }
 

@@ -248,10 +248,9 @@ func (col *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	if now := col.now(); col.cachedAt.IsZero() || now.Sub(col.cachedAt) >= col.o.RefreshInterval {
 		if err := col.refresh(c); err != nil {
-			col.refreshErrs.Inc()
-		} else {
-			col.cachedAt = now
+			col.refreshErrs.Inc() // keep the last counts; retry after the interval
 		}
+		col.cachedAt = now
 	}
 	counts, stats, live := col.counts, col.stats, col.live
 	col.mu.Unlock()

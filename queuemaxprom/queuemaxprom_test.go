@@ -338,3 +338,21 @@ func TestQueueWait(t *testing.T) {
 		})
 	}
 }
+
+func TestCollector_RefreshErrorKeepsLastCounts(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Options{RefreshInterval: time.Nanosecond}, queuemax.Config{Shards: 1})
+	if _, err := b.c.Enqueue(b.ctx, "t.A", struct{}{}, queuemax.Opts{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := jobsBy(t, b.reg, "status")["pending"]; got != 1 {
+		t.Fatalf("pending = %d, want 1", got)
+	}
+	b.c.Close() // every store read now fails
+	if got := jobsBy(t, b.reg, "status")["pending"]; got != 1 {
+		t.Errorf("pending after a failed refresh = %d, want the last 1", got)
+	}
+	if got := testutil.ToFloat64(b.col.refreshErrs); got < 1 {
+		t.Errorf("stats_refresh_errors_total = %v, want ≥ 1", got)
+	}
+}
