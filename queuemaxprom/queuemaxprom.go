@@ -40,7 +40,7 @@
 //
 // Histograms fed by the work middleware, in seconds:
 //
-//	queuemax_job_run_seconds{task,outcome}    handler run time (outcome "success" or "error")
+//	queuemax_job_run_seconds{task,outcome}    handler run time (outcome completed, retry or dead_lettered)
 //	queuemax_job_queue_wait_seconds{task}     from ready (enqueue, run-at or retry time) to start
 //
 // Engine state of this process's Run, read at each scrape (in memory):
@@ -196,12 +196,21 @@ func (col *Collector) Work(ctx context.Context, job *queuemax.Job, next func(con
 	col.wait.WithLabelValues(job.Task).Observe(QueueWait(job).Seconds())
 	start := time.Now()
 	res, err := next(ctx)
-	outcome := "success"
-	if err != nil {
-		outcome = "error"
-	}
-	col.runTime.WithLabelValues(job.Task, outcome).Observe(time.Since(start).Seconds())
+	col.runTime.WithLabelValues(job.Task, Outcome(job, err)).Observe(time.Since(start).Seconds())
 	return res, err
+}
+
+// Outcome names what becomes of an execution of job that returned err:
+// "completed", "retry" or "dead_lettered" (a permanent error, or the last
+// attempt), as the client decides when it records the attempt.
+func Outcome(job *queuemax.Job, err error) string {
+	switch {
+	case err == nil:
+		return "completed"
+	case queuemax.Classify(err).Permanent || job.Attempts >= job.MaxAttempts:
+		return "dead_lettered"
+	}
+	return "retry"
 }
 
 // QueueWait returns how long job waited between becoming ready (its retry

@@ -179,7 +179,7 @@ queuemax_jobs_dead_lettered_total{task="t.Fail"} 1
 
 	// One run-time observation per execution, one wait per start.
 	runs := gather(t, b.reg, "queuemax_job_run_seconds")
-	for key, n := range map[string]uint64{"success|t.OK": 3, "error|t.Fail": 1, "error|t.Retry": 1, "success|t.Retry": 1} {
+	for key, n := range map[string]uint64{"completed|t.OK": 3, "dead_lettered|t.Fail": 1, "retry|t.Retry": 1, "completed|t.Retry": 1} {
 		if got := runs[key].GetHistogram().GetSampleCount(); got != n {
 			t.Errorf("job_run_seconds{outcome|task=%s} count = %d, want %d", key, got, n)
 		}
@@ -354,5 +354,28 @@ func TestCollector_RefreshErrorKeepsLastCounts(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(b.col.refreshErrs); got < 1 {
 		t.Errorf("stats_refresh_errors_total = %v, want ≥ 1", got)
+	}
+}
+
+func TestOutcome(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		job  queuemax.Job
+		err  error
+		want string
+	}{
+		{"Completed", queuemax.Job{Attempts: 1, MaxAttempts: 3}, nil, "completed"},
+		{"Retry", queuemax.Job{Attempts: 1, MaxAttempts: 3}, errors.New("x"), "retry"},
+		{"LastAttempt", queuemax.Job{Attempts: 3, MaxAttempts: 3}, errors.New("x"), "dead_lettered"},
+		{"Permanent", queuemax.Job{Attempts: 1, MaxAttempts: 3}, queuemax.Permanent(errors.New("x")), "dead_lettered"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := Outcome(&tt.job, tt.err); got != tt.want {
+				t.Errorf("Outcome = %q, want %q", got, tt.want)
+			}
+		})
 	}
 }

@@ -95,7 +95,7 @@ func TestServe(t *testing.T) {
 	prom, _ := io.ReadAll(res.Body)
 	res.Body.Close()
 	for _, want := range []string{`queuemax_jobs_completed_total{task="` + sendEmail + `"} 1`,
-		`queuemax_job_run_seconds_count{outcome="success",task="` + sendEmail + `"} 1`, "go_goroutines "} {
+		`queuemax_job_run_seconds_count{outcome="completed",task="` + sendEmail + `"} 1`, "go_goroutines "} {
 		if !strings.Contains(string(prom), want) {
 			t.Errorf("GET /metrics lacks %q:\n%s", want, prom)
 		}
