@@ -173,9 +173,10 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // handler (with the dashboard) under /admin/ of an httptest server.
 type dashFixture struct {
 	c         *Client
-	url       string // the dashboard: <server>/admin/ui/
-	stop      func() // stops the worker
-	charged   chan JobID
+	url       string        // the dashboard: <server>/admin/ui/
+	stop      func()        // stops the worker
+	charged   chan JobID    // billing.charge's later runs send their job here, then wait for release
+	release   chan struct{} // closed by the test
 	chargeRun atomic.Int32
 	corrupt   JobID // report.build: panicked, dead-lettered with a stack
 	charge    JobID // billing.charge: failed permanently on its first run
@@ -184,7 +185,7 @@ type dashFixture struct {
 
 func newDashFixture(t *testing.T, token string) *dashFixture {
 	t.Helper()
-	f := &dashFixture{charged: make(chan JobID, 4)}
+	f := &dashFixture{charged: make(chan JobID, 4), release: make(chan struct{})}
 	zero := 0
 	handlers := []Handler{
 		{Name: "mail.send", Options: TaskOptions{RetryDelay: 200 * time.Millisecond}, Func: func(ctx context.Context, j *Job) (any, error) {
@@ -209,6 +210,11 @@ func newDashFixture(t *testing.T, token string) *dashFixture {
 				return nil, Permanent(errors.New("card declined: gateway timeout"))
 			}
 			f.charged <- j.ID
+			select {
+			case <-f.release:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
 			return map[string]any{"charged": true, "amount_cents": 4200}, nil
 		}},
 	}
@@ -385,6 +391,12 @@ func TestDashboardBrowser(t *testing.T) {
 		case <-time.After(45 * time.Second):
 			t.Fatal("the re-queued job did not run")
 		}
+		// While it runs, the page shows it processing, held by this worker.
+		ws, _ := f.c.WorkerStats()
+		waitJS(t, tab, textIs("#job-status", "processing"), textOf("#job-status"))
+		waitJS(t, tab, textIs("#job-worker", ws.WorkerID), textOf("#job-worker"))
+		screenshot(t, tab, "job-running")
+		close(f.release)
 		waitJS(t, tab, textIs("#job-status", "completed"), textOf("#job-status"))
 		waitJS(t, tab, `document.querySelector("#job-result")?.textContent.includes('"charged": true')`, textOf("#job-result"))
 		screenshot(t, tab, "job-retried")
