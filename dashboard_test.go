@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/queuemax/queuemax/runtime/store"
 )
 
 // serve sends req through h and returns the recorder.
@@ -218,5 +220,21 @@ func TestThroughputSeries(t *testing.T) {
 	tp.mu.Unlock()
 	if n > 2 {
 		t.Errorf("%d samples kept after the window moved on, want at most 2", n)
+	}
+}
+
+// TestAdmin_TasksWithoutTaskCounter covers stores that cannot count every
+// task in one pass: the handler counts the tasks it knows by name.
+func TestAdmin_TasksWithoutTaskCounter(t *testing.T) {
+	t.Parallel()
+	f := newAdminFixture(t, AdminOptions{})
+	f.b.c.st = struct{ store.Store }{f.b.c.st} // hides AllTaskCounts
+	r := f.do(t, "GET", "/admin/tasks", "", "", "")
+	ts, _ := r.body["tasks"].([]any)
+	if r.status != 200 || len(ts) != 2 {
+		t.Fatalf("tasks = %d %s, want test.fail and test.ok", r.status, r.raw)
+	}
+	if tf := ts[0].(map[string]any); tf["task"] != "test.fail" || tf["failed"] != 1.0 {
+		t.Errorf("test.fail = %v, want 1 failed", tf)
 	}
 }

@@ -96,7 +96,8 @@ type AdminOptions struct {
 //	GET  /workers                            {"workers": [...]}: this process's worker, while Run is active
 //	GET  /breakers                           {"breakers": [...]}: the task circuit breakers of a running worker
 //	GET  /info                               what the dashboard may offer (read_only, protect_reads, shards)
-//	GET  /ui/                                the dashboard, a web page over these endpoints
+//	GET  /ui/                                the dashboard, a web page over these endpoints (its
+//	                                         assets need no token; with ProtectReads its data does)
 //	POST /retry[?shard=N]                    re-queue failed jobs: {"retried": n}
 //	POST /jobs/{id}/retry                    re-queue one failed job
 //	POST /dead-letters/{shard}/{id}/requeue  re-queue a dead letter: {"job_id": id}
@@ -109,7 +110,7 @@ type AdminOptions struct {
 // POST requests need the bearer token (401 without a valid one, 403 when
 // none is configured); the token is compared in constant time. Against
 // cross-site request forgery, the token travels only in the Authorization
-// header (which a browser never adds by itself, unlike a cookie) and a POST
+// header (a browser never adds a Bearer token by itself, unlike a cookie) and a POST
 // that a browser marks as cross-origin (Sec-Fetch-Site, or an Origin whose
 // host differs from Host; see http.CrossOriginProtection) is refused with
 // 403 before the token is looked at; AdminOptions.TrustedOrigins admits

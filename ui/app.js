@@ -101,7 +101,7 @@ async function api(path, opts) {
     body = JSON.stringify(opts.body);
   }
   const res = await fetch(new URL(path, API), {
-    method: opts.method || "GET", headers, body, credentials: "omit", cache: "no-store",
+    method: opts.method || "GET", headers, body, credentials: "same-origin", cache: "no-store",
   });
   let data = null;
   try { data = await res.json(); } catch (e) { /* not JSON */ }
