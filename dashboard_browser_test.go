@@ -426,6 +426,11 @@ func TestDashboardBrowser(t *testing.T) {
 		waitJS(t, tab, `document.querySelector("#flash.error")?.textContent.includes("invalid bearer token")`, textOf("#flash"))
 		deadLetterOf(t, f, f.charge)
 
+		// The dead letters filter by task.
+		do(t, tab, "filter the dead letters", chromedp.Navigate(f.url+"#/dead?task=billing.charge"))
+		waitJS(t, tab, `document.querySelector("#view").dataset.loaded === location.hash && document.querySelectorAll("#dead-list tr[data-dead]").length === 1 && `+
+			textIs("#dead-filter-task option:checked", "billing.charge"), textOf("#dead-list"))
+
 		// Without a configured token the dashboard is read-only: no
 		// action button is enabled.
 		ro := httptest.NewServer(http.StripPrefix("/admin", NewAdminHandler(f.c, AdminOptions{})))

@@ -556,10 +556,24 @@ async function deadPage(view, params) {
   if (task) q.set("task", task);
   if (shard) q.set("shard", shard);
   const list = h("div", { class: "scroll", id: "dead-list" }, h("p", { class: "muted" }, "Loading…"));
+  const names = await taskNames();
+  if (task && !names.includes(task)) names.push(task);
+  const go = () => {
+    const p = new URLSearchParams();
+    for (const k of ["task", "shard"]) if (form.elements[k].value) p.set(k, form.elements[k].value);
+    const s = p.toString();
+    location.hash = "#/dead" + (s ? "?" + s : "");
+  };
+  const sel = (name, label, opts, cur) => h("label", {}, label,
+    h("select", { name, id: "dead-filter-" + name, onchange: go },
+      h("option", { value: "" }, "any"),
+      opts.map(([v, t]) => h("option", { value: v, selected: String(v) === cur }, t))));
+  const form = h("form", { class: "filters", onsubmit: (e) => { e.preventDefault(); go(); } },
+    sel("task", "Task", names.map((n) => [n, n || "(no task)"]), task),
+    sel("shard", "Shard", [...Array(state.info.shards).keys()].map((i) => [i, "#" + i]), shard));
   view.replaceChildren(h("h1", {}, "Dead letters"),
-    h("section", { class: "panel" },
-      h("p", { class: "note" }, "Jobs that failed for good. Requeue gives a job a fresh attempt budget."
-        + (task ? ` Task: ${task}.` : "") + (shard ? ` Shard #${shard}.` : "")), list));
+    h("section", { class: "panel" }, form,
+      h("p", { class: "note" }, "Jobs that failed for good. Requeue gives a job a fresh attempt budget."), list));
   const out = await api("dead-letters?" + q);
   const rows = out.dead_letters.map((d) => h("tr", { "data-dead": `${d.shard}/${d.id}` },
     h("td", { class: "mono" }, `#${d.shard}/${d.id}`),
