@@ -65,6 +65,11 @@ type AdminOptions struct {
 	// Logger receives internal errors (answered with 500). Nil means the
 	// client's logger.
 	Logger *slog.Logger
+	// TrustedOrigins lists origins (such as "https://ops.example.com")
+	// allowed to send state-changing requests from a browser although
+	// they differ from the handler's own, e.g. behind a proxy that
+	// rewrites the Host header. See NewAdminHandler on cross-site requests.
+	TrustedOrigins []string
 }
 
 // NewAdminHandler returns an http.Handler serving a JSON admin API over c.
@@ -80,10 +85,19 @@ type AdminOptions struct {
 // Endpoints:
 //
 //	GET  /stats                              Stats, plus "worker" (WorkerStats) while Run is active
-//	GET  /jobs?status=&task=&shard=&limit=   {"jobs": [...]}, newest first; limit 1–1000, default 100
-//	GET  /jobs/{id}                          one job; id is a JobID or "shard:seq"
+//	GET  /jobs?status=&task=&shard=&q=&limit= {"jobs": [...]}, newest first; limit 1–1000, default 100;
+//	                                         q keeps jobs whose id, task, payload, error or worker contain it
+//	                                         (searching the newest 1000 jobs that match the other filters)
+//	GET  /jobs/{id}                          one job, with its error stack and metadata; id is a JobID or "shard:seq"
 //	GET  /dead-letters?task=&shard=&limit=   {"dead_letters": [...]}
 //	GET  /periodic                           {"periodic": [PeriodicInfo...]}
+//	GET  /tasks                              {"tasks": [...]}: counts per task by status and shard
+//	GET  /throughput                         completed, failed and retried jobs per 5s step, last 10 minutes
+//	GET  /workers                            {"workers": [...]}: this process's worker, while Run is active
+//	GET  /breakers                           {"breakers": [...]}: the task circuit breakers of a running worker
+//	GET  /info                               what the dashboard may offer (read_only, protect_reads, shards)
+//	GET  /ui/                                the dashboard, a web page over these endpoints (its
+//	                                         assets need no token; with ProtectReads its data does)
 //	POST /retry[?shard=N]                    re-queue failed jobs: {"retried": n}
 //	POST /jobs/{id}/retry                    re-queue one failed job
 //	POST /dead-letters/{shard}/{id}/requeue  re-queue a dead letter: {"job_id": id}
@@ -94,7 +108,14 @@ type AdminOptions struct {
 //	                                         201 {"job_id": id, "shard": n}
 //
 // POST requests need the bearer token (401 without a valid one, 403 when
-// none is configured); the token is compared in constant time. Bodies must
+// none is configured); the token is compared in constant time. Against
+// cross-site request forgery, the token travels only in the Authorization
+// header (a browser never adds a Bearer token by itself, unlike a cookie) and a POST
+// that a browser marks as cross-origin (Sec-Fetch-Site, or an Origin whose
+// host differs from Host; see http.CrossOriginProtection) is refused with
+// 403 before the token is looked at; AdminOptions.TrustedOrigins admits
+// named origins. The dashboard under ui/ sends its requests with fetch,
+// keeping the token the operator types in the tab's sessionStorage. Bodies must
 // be JSON (415 otherwise), at most AdminOptions.MaxBodyBytes (413), with no
 // unknown fields (400). Errors are JSON objects {"error": "..."}: 400 names
 // the bad parameter or field, 404 an unknown job or path, 405 a wrong
@@ -107,7 +128,12 @@ func NewAdminHandler(c *Client, opts AdminOptions) http.Handler {
 	if opts.Logger == nil {
 		opts.Logger = c.log
 	}
-	a := &admin{c: c, opts: opts}
+	a := &admin{c: c, opts: opts, csrf: http.NewCrossOriginProtection()}
+	for _, o := range opts.TrustedOrigins {
+		if err := a.csrf.AddTrustedOrigin(o); err != nil {
+			panic(fmt.Sprintf("queuemax: AdminOptions.TrustedOrigins: %v", err))
+		}
+	}
 	if opts.Token != "" {
 		sum := sha256.Sum256([]byte(opts.Token))
 		a.tokenSum = sum[:]
@@ -118,6 +144,11 @@ func NewAdminHandler(c *Client, opts AdminOptions) http.Handler {
 		{"GET", "jobs/{}", a.job},
 		{"GET", "dead-letters", a.deadLetters},
 		{"GET", "periodic", a.periodic},
+		{"GET", "info", a.info},
+		{"GET", "tasks", a.tasks},
+		{"GET", "throughput", a.throughput},
+		{"GET", "workers", a.workers},
+		{"GET", "breakers", a.breakers},
 		{"POST", "retry", a.retryAll},
 		{"POST", "jobs/{}/retry", a.retryJob},
 		{"POST", "dead-letters/{}/{}/requeue", a.requeue},
@@ -133,6 +164,12 @@ type admin struct {
 	opts     AdminOptions
 	tokenSum []byte // SHA-256 of the token; nil when none is configured
 	routes   []route
+	csrf     *http.CrossOriginProtection
+
+	tp         throughput // the dashboard's throughput samples
+	tasksMu    sync.Mutex
+	tasksAt    time.Time
+	tasksCache []adminTask
 }
 
 type route struct {
@@ -176,6 +213,10 @@ func badRequest(format string, args ...any) error {
 // ServeHTTP routes r, checks its token and answers it.
 func (a *admin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	segs := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	if segs[0] == "ui" {
+		a.serveUI(w, r)
+		return
+	}
 	var allow []string
 	for _, rt := range a.routes {
 		args, ok := rt.match(segs)
@@ -185,6 +226,10 @@ func (a *admin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if rt.method != r.Method && !(rt.method == http.MethodGet && r.Method == http.MethodHead) {
 			allow = append(allow, rt.method)
 			continue
+		}
+		if rt.method != http.MethodGet && a.csrf.Check(r) != nil {
+			a.fail(w, r, &httpError{http.StatusForbidden, errCrossOrigin.Error()})
+			return
 		}
 		if err := a.authorize(r, rt.method != http.MethodGet); err != nil {
 			a.fail(w, r, err)
@@ -338,7 +383,7 @@ func (a *admin) listParams(r *http.Request, withStatus bool) (ListParams, error)
 	for name := range r.URL.Query() {
 		switch name {
 		case "task", "shard", "limit":
-		case "status":
+		case "status", "q":
 			if withStatus {
 				continue
 			}
@@ -466,13 +511,26 @@ func (a *admin) jobs(w http.ResponseWriter, r *http.Request, _ []string) error {
 	if err != nil {
 		return err
 	}
+	q := strings.ToLower(strings.TrimSpace(r.URL.Query().Get("q")))
+	limit := p.Limit
+	if limit == 0 {
+		limit = 100
+	}
+	if q != "" {
+		p.Limit = 1000 // the text filter searches the newest 1000 matches of the other filters
+	}
 	js, err := a.c.Jobs(r.Context(), p)
 	if err != nil {
 		return err
 	}
-	out := make([]adminJob, len(js))
-	for i, j := range js {
-		out[i] = toAdminJob(j)
+	out := make([]adminJob, 0, min(len(js), limit))
+	for _, j := range js {
+		if len(out) == limit {
+			break
+		}
+		if q == "" || matchText(j, q) {
+			out = append(out, toAdminJob(j))
+		}
 	}
 	return reply(w, http.StatusOK, map[string]any{"jobs": out})
 }
@@ -499,7 +557,11 @@ func (a *admin) job(w http.ResponseWriter, r *http.Request, args []string) error
 	if err != nil {
 		return err
 	}
-	return reply(w, http.StatusOK, toAdminJob(j))
+	return reply(w, http.StatusOK, struct {
+		adminJob
+		ErrorStack string          `json:"error_stack,omitempty"`
+		Metadata   json.RawMessage `json:"metadata,omitempty"`
+	}{toAdminJob(j), j.ErrorStack, j.Metadata})
 }
 
 func (a *admin) deadLetters(w http.ResponseWriter, r *http.Request, _ []string) error {

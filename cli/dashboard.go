@@ -1,0 +1,124 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/queuemax/queuemax"
+)
+
+// TokenEnv is the environment variable holding the admin token of
+// queuemax dashboard (--token-file takes precedence).
+const TokenEnv = "QUEUE_MAX_ADMIN_TOKEN"
+
+var dashboardCommand = &command{
+	name:    "dashboard",
+	args:    "[--addr HOST:PORT] [--token-file FILE] [--protect-reads]",
+	summary: "serve the web dashboard and the JSON admin API",
+	help: `
+Dashboard serves the web dashboard at http://ADDR/ui/ and the JSON admin API
+under http://ADDR/ (the endpoints of queuemax.NewAdminHandler) until SIGINT
+or SIGTERM. It runs no workers: it shows the queue that worker processes
+fill and drain.
+
+Without an admin token the queue is opened read-only and every action
+(retry, requeue, purge, recover) is refused. With a token, from
+--token-file or the environment variable QUEUE_MAX_ADMIN_TOKEN, the
+dashboard offers the actions to whoever types the token into the page; it
+sends it in the Authorization header, never in a cookie, and the server
+refuses state-changing requests from other sites' pages.
+
+Job payloads and errors are visible to anyone who can reach ADDR unless
+--protect-reads is given (which needs a token). The default address
+listens on the loopback interface only.`,
+	run: runDashboard,
+}
+
+func runDashboard(r *runner, ctx context.Context, cmd *command, args []string) (err error) {
+	fs := r.newFlagSet(cmd.name)
+	addr := fs.String("addr", "127.0.0.1:8080", "listen on `HOST:PORT` (port 0 picks a free one)")
+	tokenFile := fs.String("token-file", "", "read the admin token from `FILE` (default: env "+TokenEnv+")")
+	protect := fs.Bool("protect-reads", false, "require the token for reading too")
+	if err := r.parse(fs, cmd, args); err != nil {
+		return err
+	}
+	if _, _, err := net.SplitHostPort(*addr); err != nil {
+		return usagef("--addr %q: want HOST:PORT such as 127.0.0.1:8080", *addr)
+	}
+	token := strings.TrimSpace(r.getenv(TokenEnv))
+	if *tokenFile != "" {
+		b, err := os.ReadFile(*tokenFile)
+		if err != nil {
+			return fmt.Errorf("--token-file: %w", err)
+		}
+		if token = strings.TrimSpace(string(b)); token == "" {
+			return usagef("--token-file %s: the file is empty", *tokenFile)
+		}
+	}
+	if *protect && token == "" {
+		return usagef("--protect-reads needs an admin token (--token-file or %s)", TokenEnv)
+	}
+	mode := readOnly
+	if token != "" {
+		mode = readWrite
+	}
+	c, err := r.open(ctx, mode, "", nil)
+	if err != nil {
+		return err
+	}
+	defer closeClient(c, &err)
+
+	admin := queuemax.NewAdminHandler(c, queuemax.AdminOptions{Token: token, ProtectReads: *protect})
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, req *http.Request) {
+		http.Redirect(w, req, "/ui/", http.StatusFound)
+	})
+	mux.Handle("/", admin)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", *addr)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	access := "read-only (no admin token)"
+	if token != "" {
+		access = "actions need the admin token"
+	}
+	fmt.Fprintf(r.stdout, "dashboard: http://%s/ui/ — data dir %s (%d shards), %s\n", ln.Addr(), c.Dir(), c.Shards(), access)
+	if host, _, _ := net.SplitHostPort(ln.Addr().String()); !*protect && !isLoopback(host) {
+		fmt.Fprintf(r.stderr, "%s dashboard: warning: job payloads are readable by anyone reaching %s (use --protect-reads)\n", r.name, ln.Addr())
+	}
+	fmt.Fprintln(r.stdout, "  SIGINT (Ctrl-C) or SIGTERM stops.")
+
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		return fmt.Errorf("http server: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		srv.Close()
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("http server: %w", err)
+	}
+	return nil
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
