@@ -457,6 +457,9 @@ func (s *Store) Fail(ctx context.Context, fails []store.FailParams) []error {
 		return itemErrors(n, nil, fmt.Errorf("queuemax: fail jobs: %w", err))
 	}
 	ok, err := matched(rows, leases)
+	if err == nil && slices.Contains(ok, true) {
+		s.wake(ctx)
+	}
 	return itemErrors(n, ok, err)
 }
 
@@ -501,10 +504,6 @@ func (s *Store) Release(ctx context.Context, leases []store.Lease) []error {
 	return itemErrors(len(leases), ok, err)
 }
 
-// wake notifies every listener that jobs became ready other than by an
-// insert (which its trigger announces). A lost wake-up only delays them
-// until their next poll, so errors are ignored.
-func (s *Store) wake(ctx context.Context) {
-	s.lis.bump()
-	s.pool.Exec(context.WithoutCancel(ctx), `SELECT pg_notify($1, '')`, s.schema+".jobs")
-}
+// wake tells this process's waiters that jobs became ready; the triggers
+// on jobs notify the other processes.
+func (s *Store) wake(context.Context) { s.lis.bump() }
