@@ -150,3 +150,34 @@ func TestPostgres_IdleWorkerWokenByAnotherClient(t *testing.T) {
 		t.Errorf("worst enqueue-to-start latency %v, want well under the 1s fallback poll", worst)
 	}
 }
+
+// The scheduler of a host whose clock runs two hours ahead still sees the
+// database's time, so it neither fires slots early nor registers them two
+// hours late; that host's slots agree with every other host's.
+func TestPostgres_SchedulerUsesDatabaseClock(t *testing.T) {
+	t.Parallel()
+	dsn := pgTestDSN(t)
+	schema := pgTestSchema(t, dsn)
+	h := periodicHandler("t.Hourly", Periodic{Every: time.Hour})
+	b := setup(t, Config{DSN: dsn, Schema: schema, Handlers: []Handler{h}, now: func() time.Time { return time.Now().Add(2 * time.Hour) }})
+	s := newTestScheduler(t, b.c)
+	if d := s.now().Sub(time.Now()); d.Abs() > time.Minute {
+		t.Fatalf("scheduler clock is %v off the database's, want the database's time", d)
+	}
+	if err := s.register(b.ctx, s.now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.tick(b.ctx, s.now()); err != nil {
+		t.Fatal(err)
+	}
+	states, err := b.c.st.PeriodicList(b.ctx)
+	if err != nil || len(states) != 1 {
+		t.Fatalf("PeriodicList = %v, %v", states, err)
+	}
+	if d := states[0].NextRun.Sub(time.Now()); d < 50*time.Minute || d > 61*time.Minute {
+		t.Errorf("next run in %v, want about an hour from the database's now", d)
+	}
+	if jobs, _ := b.c.Jobs(b.ctx, ListParams{Task: "t.Hourly"}); len(jobs) != 0 {
+		t.Errorf("a host two hours ahead fired %d slots, want none yet", len(jobs))
+	}
+}

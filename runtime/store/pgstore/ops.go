@@ -48,9 +48,6 @@ func (s *Store) Insert(ctx context.Context, jobs []store.InsertParams) ([]store.
 	if err := s.writable(); err != nil {
 		return nil, err
 	}
-	if s.closed.Load() {
-		return nil, store.ErrClosed
-	}
 	for _, j := range jobs {
 		if err := s.checkShard(j.Shard); err != nil {
 			return nil, err
@@ -84,9 +81,6 @@ func (s *Store) insertBatch(ctx context.Context, jobs []store.InsertParams) ([]s
 func (s *Store) InsertTx(ctx context.Context, tx any, jobs []store.InsertParams) ([]store.JobID, error) {
 	if err := s.writable(); err != nil {
 		return nil, err
-	}
-	if s.closed.Load() {
-		return nil, store.ErrClosed
 	}
 	var q querier
 	switch t := tx.(type) {
@@ -209,9 +203,6 @@ func insertWith(ctx context.Context, q querier, stmt string, jobs []store.Insert
 func (s *Store) Claim(ctx context.Context, p store.ClaimParams) ([]*store.Job, error) {
 	if err := s.writable(); err != nil {
 		return nil, err
-	}
-	if s.closed.Load() {
-		return nil, store.ErrClosed
 	}
 	if p.Max <= 0 {
 		return nil, nil
