@@ -289,3 +289,18 @@ type ShardStats struct {
 	Healthy           bool
 	LastError         string
 }
+
+// Notifier is implemented by stores that learn of other processes' commits
+// by notification (PostgreSQL's LISTEN/NOTIFY) rather than by polling.
+// Changes returns a channel that is closed at the next change DataVersion
+// would report; idle workers wait on it as well as polling DataVersion.
+type Notifier interface {
+	Changes() <-chan struct{}
+}
+
+// Clock is implemented by stores whose database clock decides times for
+// every host (PostgreSQL). Now returns that clock's current time, or an
+// error when the store follows the callers' clocks instead.
+type Clock interface {
+	Now(ctx context.Context) (time.Time, error)
+}
