@@ -126,6 +126,9 @@ type Job struct {
 	CompletedAt  time.Time
 	NextRetryAt  time.Time       // run-at or retry time
 	Metadata     json.RawMessage // the JSON object stored at enqueue; nil if none
+	// CancelRequested is true for a processing job that Cancel asked to
+	// stop; its worker learns of it at the next heartbeat.
+	CancelRequested bool
 }
 
 // IsPending reports whether the job waits to run (now or at a later time).

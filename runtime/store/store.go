@@ -34,6 +34,14 @@ var (
 	ErrReadOnly = errors.New("queuemax: opened read-only")
 	// ErrInvalidShard is returned when a shard index is out of range.
 	ErrInvalidShard = errors.New("queuemax: shard index out of range")
+	// ErrJobFinished is returned by Cancel for a job that already ended
+	// (completed, failed or cancelled); the error names its status.
+	ErrJobFinished = errors.New("queuemax: job already finished")
+	// ErrCancelRequested is returned by Heartbeat, per item, for a lease
+	// that was renewed but whose job has been asked to cancel (Cancel on
+	// a processing job): the worker should stop the handler and end the
+	// job with FailParams.Cancelled.
+	ErrCancelRequested = errors.New("queuemax: job cancellation requested")
 )
 
 // AllShards selects every shard in calls that take a shard index.
@@ -65,15 +73,26 @@ type Store interface {
 	// Fail records failed executions: a retry at RetryAt, or the
 	// dead-letter queue when Dead is set. One error per item, as Complete.
 	Fail(ctx context.Context, fails []FailParams) []error
-	// Heartbeat renews the heartbeat of running jobs. One error per item.
+	// Heartbeat renews the heartbeat of running jobs. One error per item:
+	// nil, ErrLeaseLost, ErrCancelRequested (renewed, but Cancel was
+	// called for the job) or a storage error.
 	Heartbeat(ctx context.Context, leases []Lease, now time.Time) []error
 	// Release returns running jobs to pending without spending an attempt
-	// (used when a worker stops before finishing them). One error per item.
+	// (used when a worker stops before finishing them); a job with a
+	// cancel request becomes cancelled instead. One error per item.
 	Release(ctx context.Context, leases []Lease) []error
+	// Cancel cancels one job atomically. A pending or scheduled job becomes
+	// cancelled at once (the result is StatusCancelled); a processing job
+	// gets a cancel request that Heartbeat reports to its worker (the
+	// result is StatusProcessing), and a retry, release or orphan recovery
+	// of it ends it cancelled instead of running it again. A finished job
+	// is an error wrapping ErrJobFinished; an unknown ID, ErrJobNotFound.
+	Cancel(ctx context.Context, id JobID, now time.Time) (Status, error)
 
 	// RecoverOrphans returns processing jobs whose heartbeat is older than
 	// stuckBefore to pending; a job that has used all its attempts goes to
-	// the dead-letter queue instead. It returns how many of each.
+	// the dead-letter queue instead, and one with a cancel request becomes
+	// cancelled (counted in neither). It returns how many of each.
 	RecoverOrphans(ctx context.Context, stuckBefore, now time.Time) (RecoverResult, error)
 	// RetryFailed re-queues failed jobs of one shard (or AllShards) with a
 	// fresh attempt budget and removes their dead-letter rows.
@@ -87,7 +106,7 @@ type Store interface {
 	// with p's priority and max attempts for its task. It returns the
 	// job's ID.
 	RequeueDead(ctx context.Context, shard int, dlqID int64, p RequeueParams) (JobID, error)
-	// Cleanup deletes failed and completed jobs that finished before cutoff,
+	// Cleanup deletes failed, completed and cancelled jobs that finished before cutoff,
 	// and dead-letter rows written before it.
 	Cleanup(ctx context.Context, cutoff time.Time) (CleanupResult, error)
 	// Purge deletes jobs with one of the given statuses (all jobs when
@@ -249,6 +268,7 @@ type FailParams struct {
 	ErrorType string
 	Stack     string
 	Dead      bool      // no retry: mark failed and copy to the dead-letter queue
+	Cancelled bool      // no retry: mark cancelled (not dead-lettered, not counted failed); wins over Dead
 	RetryAt   time.Time // when !Dead: not eligible before this time
 	Now       time.Time
 }

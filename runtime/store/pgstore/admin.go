@@ -49,19 +49,22 @@ func (s *Store) RecoverOrphans(ctx context.Context, stuckBefore, now time.Time) 
 	if s.closed.Load() {
 		return res, store.ErrClosed
 	}
-	err := s.queryRow(ctx, `WITH st AS (SELECT id FROM {s}.jobs WHERE status = 'processing'
+	err := s.queryRow(ctx, `WITH st AS (SELECT id, cancel_requested FROM {s}.jobs WHERE status = 'processing'
 			AND (heartbeat IS NULL OR heartbeat < @now + $2`+us+`) FOR UPDATE SKIP LOCKED),
+		cx AS (UPDATE {s}.jobs j SET status = 'cancelled', completed_at = @now, worker_id = NULL, heartbeat = NULL, lease = NULL,
+				last_error = 'cancelled: worker lost after a cancel request', error_type = 'Cancelled'
+			FROM st WHERE j.id = st.id AND st.cancel_requested),
 		dead AS (UPDATE {s}.jobs j SET status = 'failed', completed_at = @now, worker_id = NULL, heartbeat = NULL, lease = NULL,
 				last_error = '`+orphanMsg+`', error_type = 'OrphanRecovery'
-			FROM st WHERE j.id = st.id AND j.attempts >= j.max_attempts
-			RETURNING j.id, j.shard, j.payload, j.task, j.attempts, j.error_stack),
-		dl AS (INSERT INTO {s}.dead_letters (shard, original_job_id, payload, error, error_type, error_stack, task, attempts, failed_at)
-			SELECT shard, id, payload, '`+orphanMsg+`', 'OrphanRecovery', error_stack, task, attempts, @now FROM dead),
+			FROM st WHERE j.id = st.id AND NOT st.cancel_requested AND j.attempts >= j.max_attempts
+			RETURNING j.id, j.shard, j.payload, j.task, j.attempts, j.error_stack, j.metadata),
+		dl AS (INSERT INTO {s}.dead_letters (shard, original_job_id, payload, error, error_type, error_stack, task, attempts, failed_at, metadata)
+			SELECT shard, id, payload, '`+orphanMsg+`', 'OrphanRecovery', error_stack, task, attempts, @now, metadata FROM dead),
 		c AS (INSERT INTO {s}.counters AS c (shard, slot, failed) SELECT shard, $3, count(*) FROM dead GROUP BY shard
 			ON CONFLICT (shard, slot) DO UPDATE SET failed = c.failed + excluded.failed),
 		req AS (UPDATE {s}.jobs j SET status = 'pending', worker_id = NULL, heartbeat = NULL, lease = NULL, next_retry_at = @now,
 				last_error = 'Recovered orphan', error_type = 'OrphanRecovery'
-			FROM st WHERE j.id = st.id AND j.attempts < j.max_attempts RETURNING j.id)
+			FROM st WHERE j.id = st.id AND NOT st.cancel_requested AND j.attempts < j.max_attempts RETURNING j.id)
 		SELECT (SELECT count(*) FROM req), (SELECT count(*) FROM dead)`,
 		now, offset(stuckBefore, now), counterSlot()).Scan(&res.Requeued, &res.DeadLettered)
 	if err != nil {
@@ -137,9 +140,9 @@ func (s *Store) RequeueDead(ctx context.Context, shard int, dlqID int64, p store
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var orig pgtype.Int8
 		var task pgtype.Text
-		var payload []byte
-		err := tx.QueryRow(ctx, expand(`SELECT original_job_id, task, payload FROM {s}.dead_letters
-			WHERE id = $1 AND shard = $2 FOR UPDATE`, schema, s.host), dlqID, int32(shard)).Scan(&orig, &task, &payload)
+		var payload, meta []byte
+		err := tx.QueryRow(ctx, expand(`SELECT original_job_id, task, payload, metadata FROM {s}.dead_letters
+			WHERE id = $1 AND shard = $2 FOR UPDATE`, schema, s.host), dlqID, int32(shard)).Scan(&orig, &task, &payload, &meta)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("%w: no dead letter %d in shard %d", store.ErrJobNotFound, dlqID, shard)
 		}
@@ -160,7 +163,7 @@ func (s *Store) RequeueDead(ctx context.Context, shard int, dlqID int64, p store
 			// The queue row is gone (cleaned up): re-create the job.
 			prio, maxAttempts := p.Defaults(task.String)
 			ids, err := insertWith(ctx, pgxQuerier{tx}, s.q.insert, []store.InsertParams{{Shard: shard,
-				Task: task.String, Payload: payload, Priority: prio, MaxAttempts: maxAttempts, Now: p.Now}})
+				Task: task.String, Payload: payload, Priority: prio, MaxAttempts: maxAttempts, Metadata: meta, Now: p.Now}})
 			if err != nil {
 				return err
 			}
@@ -216,7 +219,7 @@ func (s *Store) Purge(ctx context.Context, statuses []store.Status) (int, error)
 
 const jobColumns = `id, shard, partition_key, task, payload, status, priority, attempts, max_attempts, retry_delay,
 	last_error, error_type, error_stack, worker_id, lease, heartbeat, created_at, started_at, completed_at,
-	next_retry_at, result, metadata`
+	next_retry_at, result, metadata, cancel_requested`
 
 func scanJob(r pgx.Row) (*store.Job, error) {
 	var (
@@ -231,7 +234,7 @@ func scanJob(r pgx.Row) (*store.Job, error) {
 		payload, result, meta                    []byte
 	)
 	if err := r.Scan(&id, &shard, &key, &task, &payload, &status, &prio, &att, &maxa, &rd, &lastErr, &errType, &errStack,
-		&worker, &lease, &hb, &created, &started, &completed, &next, &result, &meta); err != nil {
+		&worker, &lease, &hb, &created, &started, &completed, &next, &result, &meta, &j.CancelRequested); err != nil {
 		return nil, err
 	}
 	j.ID = store.NewJobID(int(shard), id)

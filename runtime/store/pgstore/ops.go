@@ -447,6 +447,7 @@ func (s *Store) Fail(ctx context.Context, fails []store.FailParams) []error {
 		etype  = make([]string, n)
 		stack  = make([]pgtype.Text, n)
 		at     = make([]time.Time, n)
+		cancel = make([]bool, n)
 	)
 	for i, f := range fails {
 		leases[i] = f.Lease
@@ -454,7 +455,7 @@ func (s *Store) Fail(ctx context.Context, fails []store.FailParams) []error {
 	order := byID(leases)
 	for k, i := range order {
 		f := fails[i]
-		dead[k] = f.Dead
+		dead[k], cancel[k] = f.Dead, f.Cancelled
 		now := f.Now
 		if now.IsZero() {
 			now = hostNow()
@@ -466,7 +467,7 @@ func (s *Store) Fail(ctx context.Context, fails []store.FailParams) []error {
 		msg[k], etype[k], stack[k] = f.Error, f.ErrorType, text(f.Stack)
 	}
 	ids, tokens := leaseArrays(leases, order)
-	rows, err := s.pool.Query(ctx, s.q.fail, ids, tokens, dead, delay, msg, etype, stack, at, counterSlot())
+	rows, err := s.pool.Query(ctx, s.q.fail, ids, tokens, dead, delay, msg, etype, stack, at, counterSlot(), cancel)
 	if err != nil {
 		return itemErrors(n, nil, fmt.Errorf("queuemax: fail jobs: %w", err))
 	}
@@ -493,8 +494,61 @@ func (s *Store) Heartbeat(ctx context.Context, leases []store.Lease, now time.Ti
 	if err != nil {
 		return itemErrors(len(leases), nil, fmt.Errorf("queuemax: heartbeat: %w", err))
 	}
-	ok, err := matched(rows, leases)
-	return itemErrors(len(leases), ok, err)
+	got := make(map[leaseKey]bool)
+	for rows.Next() {
+		var k leaseKey
+		var cancel bool
+		if err := rows.Scan(&k.id, &k.token, &cancel); err != nil {
+			rows.Close()
+			return itemErrors(len(leases), nil, err)
+		}
+		got[k] = cancel
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return itemErrors(len(leases), nil, fmt.Errorf("queuemax: heartbeat: %w", err))
+	}
+	errs := make([]error, len(leases))
+	for i, l := range leases {
+		cancel, ok := got[leaseKey{l.ID.Seq(), l.Token}]
+		switch {
+		case !ok:
+			errs[i] = store.ErrLeaseLost
+		case cancel:
+			errs[i] = store.ErrCancelRequested
+		}
+	}
+	return errs
+}
+
+// Cancel cancels a waiting job at once or flags a running one, in one
+// statement; see store.Store.
+func (s *Store) Cancel(ctx context.Context, id store.JobID, now time.Time) (store.Status, error) {
+	if err := s.writable(); err != nil {
+		return "", err
+	}
+	if now.IsZero() {
+		now = hostNow()
+	}
+	var before, after pgtype.Text
+	err := s.queryRow(ctx, `WITH cur AS (SELECT id, status FROM {s}.jobs WHERE id = $2 AND shard = $3 FOR UPDATE),
+		u AS (UPDATE {s}.jobs j SET
+				status = CASE WHEN cur.status = 'processing' THEN j.status ELSE 'cancelled' END,
+				completed_at = CASE WHEN cur.status = 'processing' THEN j.completed_at ELSE @now END,
+				next_retry_at = CASE WHEN cur.status = 'processing' THEN j.next_retry_at ELSE NULL END,
+				cancel_requested = cur.status = 'processing'
+			FROM cur WHERE j.id = cur.id AND cur.status IN ('pending', 'scheduled', 'processing')
+			RETURNING j.status)
+		SELECT (SELECT status FROM cur), (SELECT status FROM u)`, now, id.Seq(), int32(id.Shard())).Scan(&before, &after)
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("queuemax: cancel job %d: %w", id, err)
+	case !before.Valid:
+		return "", fmt.Errorf("%w: %d", store.ErrJobNotFound, id)
+	case !after.Valid:
+		return "", fmt.Errorf("%w: job %d is %s", store.ErrJobFinished, id, before.String)
+	}
+	return store.Status(after.String), nil
 }
 
 // Release returns running jobs to pending in one statement; see

@@ -58,7 +58,7 @@ func claimSQL(tasks, shard bool) string {
 	// (LIMIT unknown) updates them by primary key, not by a hash join
 	// over the whole table.
 	return `UPDATE {s}.jobs j SET status = 'processing', worker_id = $3, heartbeat = @now, started_at = @now,
-		attempts = j.attempts + 1, lease = $4, completed_at = NULL
+		attempts = j.attempts + 1, lease = $4, completed_at = NULL, cancel_requested = false
 	WHERE j.id = ANY(ARRAY(SELECT id FROM (
 		SELECT id, priority FROM (SELECT id, priority FROM {s}.jobs WHERE status = 'pending'` + filter + `
 			ORDER BY priority DESC, id LIMIT $2 FOR UPDATE SKIP LOCKED) p
@@ -109,30 +109,37 @@ const (
 	// back to pending or scheduled, dead ones to failed with a dead-letter
 	// row, and the failed counter is bumped.
 	sqlFail = `WITH a AS (SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::boolean[], $4::bigint[], $5::text[], $6::text[],
-			$7::text[], $8::timestamptz[]) AS u(id, lease, dead, delay, err, etype, stack, at)),
+			$7::text[], $8::timestamptz[], $10::boolean[]) AS u(id, lease, dead, delay, err, etype, stack, at, cancel)),
 	lk AS (SELECT array_agg(id) AS ids FROM (SELECT id FROM {s}.jobs WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE) l),
-	r AS (UPDATE {s}.jobs j SET status = CASE WHEN u.delay > 0 THEN 'scheduled' ELSE 'pending' END,
-			next_retry_at = @rownow + u.delay` + us + `, last_error = u.err, error_type = u.etype, error_stack = u.stack,
+	r AS (UPDATE {s}.jobs j SET status = CASE WHEN j.cancel_requested THEN 'cancelled' WHEN u.delay > 0 THEN 'scheduled' ELSE 'pending' END,
+			next_retry_at = CASE WHEN j.cancel_requested THEN NULL ELSE @rownow + u.delay` + us + ` END,
+			completed_at = CASE WHEN j.cancel_requested THEN @rownow END,
+			last_error = u.err, error_type = u.etype, error_stack = u.stack,
 			worker_id = NULL, heartbeat = NULL, lease = NULL
-		FROM a u WHERE NOT u.dead AND (SELECT ids FROM lk) IS NOT NULL AND j.id = u.id AND j.lease = u.lease AND j.status = 'processing'
+		FROM a u WHERE NOT u.dead AND NOT u.cancel AND (SELECT ids FROM lk) IS NOT NULL AND j.id = u.id AND j.lease = u.lease AND j.status = 'processing'
+		RETURNING j.id, u.lease),
+	cx AS (UPDATE {s}.jobs j SET status = 'cancelled', completed_at = @rownow, last_error = u.err, error_type = u.etype,
+			error_stack = u.stack, worker_id = NULL, heartbeat = NULL, lease = NULL
+		FROM a u WHERE u.cancel AND (SELECT ids FROM lk) IS NOT NULL AND j.id = u.id AND j.lease = u.lease AND j.status = 'processing'
 		RETURNING j.id, u.lease),
 	x AS (UPDATE {s}.jobs j SET status = 'failed', completed_at = @rownow, last_error = u.err, error_type = u.etype,
 			error_stack = u.stack, worker_id = NULL, heartbeat = NULL, lease = NULL
-		FROM a u WHERE u.dead AND (SELECT ids FROM lk) IS NOT NULL AND j.id = u.id AND j.lease = u.lease AND j.status = 'processing'
-		RETURNING j.id, u.lease, j.shard, j.payload, j.task, j.attempts, u.err, u.etype, u.stack, @rownow AS at),
-	dl AS (INSERT INTO {s}.dead_letters (shard, original_job_id, payload, error, error_type, error_stack, task, attempts, failed_at)
-		SELECT shard, id, payload, err, etype, stack, task, attempts, at FROM x),
+		FROM a u WHERE u.dead AND NOT u.cancel AND (SELECT ids FROM lk) IS NOT NULL AND j.id = u.id AND j.lease = u.lease AND j.status = 'processing'
+		RETURNING j.id, u.lease, j.shard, j.payload, j.task, j.attempts, u.err, u.etype, u.stack, @rownow AS at, j.metadata),
+	dl AS (INSERT INTO {s}.dead_letters (shard, original_job_id, payload, error, error_type, error_stack, task, attempts, failed_at, metadata)
+		SELECT shard, id, payload, err, etype, stack, task, attempts, at, metadata FROM x),
 	c AS (INSERT INTO {s}.counters AS c (shard, slot, failed)
 		SELECT shard, $9, count(*) FROM x GROUP BY shard
 		ON CONFLICT (shard, slot) DO UPDATE SET failed = c.failed + excluded.failed)
-	SELECT id, lease FROM r UNION ALL SELECT id, lease FROM x`
+	SELECT id, lease FROM r UNION ALL SELECT id, lease FROM x UNION ALL SELECT id, lease FROM cx`
 
 	sqlHeartbeat = `UPDATE {s}.jobs j SET heartbeat = @now
 		FROM unnest($2::bigint[], $3::bigint[]) AS u(id, lease)
 		WHERE cardinality(ARRAY(SELECT id FROM {s}.jobs WHERE id = ANY($2::bigint[]) ORDER BY id FOR UPDATE)) >= 0 AND j.id = u.id AND j.lease = u.lease AND j.status = 'processing'
-		RETURNING j.id, u.lease`
+		RETURNING j.id, u.lease, j.cancel_requested`
 
-	sqlRelease = `UPDATE {s}.jobs j SET status = 'pending', attempts = greatest(j.attempts - 1, 0), worker_id = NULL,
+	sqlRelease = `UPDATE {s}.jobs j SET status = CASE WHEN j.cancel_requested THEN 'cancelled' ELSE 'pending' END,
+			completed_at = CASE WHEN j.cancel_requested THEN coalesce(j.heartbeat, j.started_at) END, attempts = greatest(j.attempts - 1, 0), worker_id = NULL,
 			heartbeat = NULL, lease = NULL
 		FROM unnest($1::bigint[], $2::bigint[]) AS u(id, lease)
 		WHERE cardinality(ARRAY(SELECT id FROM {s}.jobs WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE)) >= 0 AND j.id = u.id AND j.lease = u.lease AND j.status = 'processing'

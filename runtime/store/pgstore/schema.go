@@ -25,7 +25,7 @@ package pgstore
 // this wakes idle workers of every process.
 
 // schemaVersion is the newest migration this binary knows.
-const schemaVersion = 1
+const schemaVersion = 2
 
 type migration struct {
 	version int
@@ -129,6 +129,16 @@ var migrations = []migration{
 			`CREATE TRIGGER jobs_ready AFTER UPDATE OF status ON {s}.jobs
 				FOR EACH ROW WHEN (NEW.status = 'pending' AND OLD.status IS DISTINCT FROM 'pending')
 				EXECUTE FUNCTION {s}.notify_jobs()`,
+		},
+	},
+	{
+		version: 2,
+		name:    "job cancellation requests, dead-letter metadata",
+		stmts: []string{
+			// A job re-created from its dead letter keeps its metadata.
+			`ALTER TABLE {s}.dead_letters ADD COLUMN IF NOT EXISTS metadata json`,
+			// Set by Cancel on a processing job; heartbeats read it back.
+			`ALTER TABLE {s}.jobs ADD COLUMN IF NOT EXISTS cancel_requested boolean NOT NULL DEFAULT false`,
 		},
 	},
 }

@@ -52,6 +52,12 @@ func (s *Store) RecoverOrphans(ctx context.Context, stuckBefore, now time.Time) 
 	cut, ts := store.FormatTime(stuckBefore), store.FormatTime(now)
 	_, err := s.eachShard(ctx, store.AllShards, func(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shardDB) (int, error) {
 		const stuck = `status = 'processing' AND (heartbeat IS NULL OR heartbeat < ?1)`
+		// A job asked to cancel ends cancelled rather than running again.
+		if _, err := tx.ExecContext(ctx, `UPDATE fila SET status = 'cancelled', completed_at = ?2, worker_id = NULL,
+			heartbeat = NULL, lease = NULL, last_error = 'cancelled: worker lost after a cancel request',
+			error_type = 'Cancelled' WHERE `+stuck+` AND cancel_requested = 1`, cut, ts); err != nil {
+			return 0, err
+		}
 		dead, err := affected(tx.ExecContext(ctx, `INSERT INTO dead_letter_queue
 			(original_job_id, payload, error, error_type, failed_at, shard_id, task, attempts, error_stack, metadata)
 			SELECT id, payload, 'worker lost: heartbeat older than stuck timeout on last attempt', 'OrphanRecovery',

@@ -24,9 +24,10 @@ func scanJob(r scanner, sh int) (*store.Job, error) {
 		payload, status                                                    string
 		lastErr, errType, errStack, worker, hb, created, started, finished sql.NullString
 		next, task, result, meta                                           sql.NullString
+		cancelReq                                                          sql.NullInt64
 	)
 	if err := r.Scan(&id, &key, &payload, &status, &prio, &attempts, &maxAttempts, &retryDelay,
-		&lastErr, &errType, &errStack, &worker, &hb, &created, &started, &finished, &next, &task, &lease, &result, &meta); err != nil {
+		&lastErr, &errType, &errStack, &worker, &hb, &created, &started, &finished, &next, &task, &lease, &result, &meta, &cancelReq); err != nil {
 		return nil, err
 	}
 	j.ID = store.NewJobID(sh, id)
@@ -54,6 +55,7 @@ func scanJob(r scanner, sh int) (*store.Job, error) {
 		j.Result = []byte(result.String)
 	}
 	j.Metadata = metadataOf(meta)
+	j.CancelRequested = cancelReq.Int64 != 0
 	return &j, nil
 }
 
@@ -371,13 +373,18 @@ func (s *Store) Complete(ctx context.Context, acks []store.CompleteParams) []err
 func (s *Store) Fail(ctx context.Context, fails []store.FailParams) []error {
 	return perShard(ctx, s, fails, func(f store.FailParams) store.JobID { return f.ID },
 		func(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shardDB, f store.FailParams) error {
+			if f.Cancelled {
+				return leaseLost(tx.StmtContext(ctx, sh.stmts.failCancel).ExecContext(ctx, store.FormatTime(f.Now),
+					f.Error, f.ErrorType, nullString(f.Stack), f.ID.Seq(), f.Token))
+			}
 			if !f.Dead {
 				status := store.StatusPending
 				if f.RetryAt.After(f.Now) {
 					status = store.StatusScheduled
 				}
 				return leaseLost(counts.stmt(ctx, tx, sh.stmts.failRetry).ExecContext(ctx, string(status),
-					store.FormatTime(f.RetryAt), f.Error, f.ErrorType, nullString(f.Stack), f.ID.Seq(), f.Token))
+					store.FormatTime(f.RetryAt), f.Error, f.ErrorType, nullString(f.Stack), f.ID.Seq(), f.Token,
+					store.FormatTime(f.Now)))
 			}
 			var payload string
 			var task, meta sql.NullString
@@ -404,8 +411,57 @@ func (s *Store) Heartbeat(ctx context.Context, leases []store.Lease, now time.Ti
 	ts := store.FormatTime(now)
 	return perShard(ctx, s, leases, func(l store.Lease) store.JobID { return l.ID },
 		func(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shardDB, l store.Lease) error {
-			return leaseLost(counts.stmt(ctx, tx, sh.stmts.heartbeat).ExecContext(ctx, ts, l.ID.Seq(), l.Token))
+			var cancel int64
+			err := counts.stmt(ctx, tx, sh.stmts.heartbeat).QueryRowContext(ctx, ts, l.ID.Seq(), l.Token).Scan(&cancel)
+			switch {
+			case errors.Is(err, sql.ErrNoRows):
+				return asItem(store.ErrLeaseLost)
+			case err != nil:
+				return err
+			case cancel != 0:
+				return asItem(store.ErrCancelRequested)
+			}
+			return nil
 		})
+}
+
+// Cancel cancels a job or requests its cancellation; see store.Store.
+func (s *Store) Cancel(ctx context.Context, id store.JobID, now time.Time) (store.Status, error) {
+	if s.closed.Load() {
+		return "", store.ErrClosed
+	}
+	sh, err := s.shard(id.Shard())
+	if err != nil {
+		return "", store.ErrJobNotFound
+	}
+	if sh.w == nil {
+		return "", store.ErrReadOnly
+	}
+	var status string
+	err = sh.commit.do(ctx, func(ctx context.Context, tx *sql.Tx, _ *groupCounts) error {
+		status = ""
+		err := tx.QueryRowContext(ctx, sqlCancel, store.FormatTime(now), id.Seq()).Scan(&status)
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		var cur string
+		err = tx.QueryRowContext(ctx, `SELECT status FROM fila WHERE id = ?`, id.Seq()).Scan(&cur)
+		if errors.Is(err, sql.ErrNoRows) {
+			return asItem(store.ErrJobNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		return asItem(fmt.Errorf("%w: job %d is %s", store.ErrJobFinished, id, cur))
+	})
+	var ie itemError
+	if errors.As(err, &ie) {
+		return "", ie.err
+	}
+	if err != nil {
+		return "", err
+	}
+	return store.Status(status), nil
 }
 
 // Release returns running jobs to pending; see store.Store.

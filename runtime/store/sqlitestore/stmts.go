@@ -12,7 +12,7 @@ import (
 // jobColumns is the column list scanJob reads, in order.
 const jobColumns = `id, pagina_id, payload, status, priority, tentativas, max_tentativas, retry_delay,
 	last_error, error_type, error_stack, worker_id, heartbeat, created_at, started_at, completed_at,
-	next_retry_at, task, lease, result, metadata`
+	next_retry_at, task, lease, result, metadata, cancel_requested`
 
 const (
 	sqlInsert = `INSERT INTO fila (pagina_id, payload, status, priority, tentativas, max_tentativas, retry_delay,
@@ -24,7 +24,7 @@ const (
 	// idx_qm_claim in order (status, priority DESC, id), so it stops after
 	// LIMIT rows instead of sorting the shard.
 	sqlClaimHead = `UPDATE fila SET status = 'processing', worker_id = ?1, heartbeat = ?2, started_at = ?2,
-		tentativas = tentativas + 1, lease = ?3, completed_at = NULL
+		tentativas = tentativas + 1, lease = ?3, completed_at = NULL, cancel_requested = 0
 		WHERE id IN (SELECT id FROM fila WHERE status = 'pending'
 			AND (next_retry_at IS NULL OR next_retry_at <= ?2)`
 	sqlClaimTail = ` ORDER BY priority DESC, id LIMIT ?4)
@@ -39,7 +39,14 @@ const (
 		WHERE id = ? AND lease = ? AND status = 'processing'`
 	sqlCountProcessed = `UPDATE shard_metadata SET total_jobs_processed = total_jobs_processed + ? WHERE shard_id = ?`
 	sqlCountFailed    = `UPDATE shard_metadata SET total_jobs_failed = total_jobs_failed + ? WHERE shard_id = ?`
-	sqlFailRetry      = `UPDATE fila SET status = ?, next_retry_at = ?, last_error = ?, error_type = ?, error_stack = ?,
+	// sqlFailRetry schedules a retry, or ends the job cancelled when a
+	// cancel was requested while it ran.
+	sqlFailRetry = `UPDATE fila SET status = CASE WHEN cancel_requested = 1 THEN 'cancelled' ELSE ?1 END,
+		next_retry_at = CASE WHEN cancel_requested = 1 THEN NULL ELSE ?2 END,
+		completed_at = CASE WHEN cancel_requested = 1 THEN ?8 END,
+		last_error = ?3, error_type = ?4, error_stack = ?5, worker_id = NULL, heartbeat = NULL, lease = NULL
+		WHERE id = ?6 AND lease = ?7 AND status = 'processing'`
+	sqlFailCancel = `UPDATE fila SET status = 'cancelled', completed_at = ?, last_error = ?, error_type = ?, error_stack = ?,
 		worker_id = NULL, heartbeat = NULL, lease = NULL
 		WHERE id = ? AND lease = ? AND status = 'processing'`
 	sqlFailDead = `UPDATE fila SET status = 'failed', completed_at = ?, last_error = ?, error_type = ?, error_stack = ?,
@@ -48,16 +55,28 @@ const (
 		RETURNING payload, task, tentativas, metadata`
 	sqlInsertDLQ = `INSERT INTO dead_letter_queue (original_job_id, payload, error, error_type, failed_at, shard_id,
 		task, attempts, error_stack, metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	sqlHeartbeat = `UPDATE fila SET heartbeat = ? WHERE id = ? AND lease = ? AND status = 'processing'`
-	sqlRelease   = `UPDATE fila SET status = 'pending', tentativas = max(tentativas - 1, 0), worker_id = NULL,
+	sqlHeartbeat = `UPDATE fila SET heartbeat = ? WHERE id = ? AND lease = ? AND status = 'processing'
+		RETURNING cancel_requested`
+	// sqlRelease gives a job back unspent; one asked to cancel ends
+	// cancelled, finished at its last heartbeat.
+	sqlRelease = `UPDATE fila SET status = CASE WHEN cancel_requested = 1 THEN 'cancelled' ELSE 'pending' END,
+		completed_at = CASE WHEN cancel_requested = 1 THEN coalesce(heartbeat, started_at) END,
+		tentativas = max(tentativas - 1, 0), worker_id = NULL,
 		heartbeat = NULL, lease = NULL WHERE id = ? AND lease = ? AND status = 'processing'`
+	// sqlCancel cancels a waiting job at once, or flags a running one.
+	sqlCancel = `UPDATE fila SET
+		status = CASE WHEN status = 'processing' THEN status ELSE 'cancelled' END,
+		completed_at = CASE WHEN status = 'processing' THEN completed_at ELSE ?1 END,
+		cancel_requested = CASE WHEN status = 'processing' THEN 1 ELSE cancel_requested END
+		WHERE id = ?2 AND status IN ('pending', 'scheduled', 'processing')
+		RETURNING status`
 )
 
 // stmts are one shard writer's prepared statements. With a single writer
 // connection, tx.StmtContext reuses them without re-preparing.
 type stmts struct {
 	insert, promote, claim, completeDelete, completeKeep,
-	failRetry, failDead, insertDLQ, heartbeat, release *sql.Stmt
+	failRetry, failDead, failCancel, insertDLQ, heartbeat, release *sql.Stmt
 
 	// hasReady is the probe, prepared on the reader pool (database/sql
 	// prepares it once per reader connection).
@@ -106,7 +125,7 @@ func (s *stmts) prepare(ctx context.Context, db *sql.DB) error {
 		{&s.insert, sqlInsert}, {&s.promote, sqlPromote}, {&s.claim, sqlClaim},
 		{&s.completeDelete, sqlCompleteDelete}, {&s.completeKeep, sqlCompleteKeep},
 		{&s.failRetry, sqlFailRetry}, {&s.failDead, sqlFailDead}, {&s.insertDLQ, sqlInsertDLQ},
-		{&s.heartbeat, sqlHeartbeat}, {&s.release, sqlRelease},
+		{&s.heartbeat, sqlHeartbeat}, {&s.release, sqlRelease}, {&s.failCancel, sqlFailCancel},
 	} {
 		st, err := db.PrepareContext(ctx, p.sql)
 		if err != nil {
@@ -130,7 +149,7 @@ func (s *stmts) prepareReader(ctx context.Context, r *sql.DB) error {
 func (s *stmts) close() error {
 	var errs []error
 	all := []*sql.Stmt{s.insert, s.promote, s.claim, s.completeDelete, s.completeKeep,
-		s.failRetry, s.failDead, s.insertDLQ, s.heartbeat, s.release, s.hasReady}
+		s.failRetry, s.failDead, s.failCancel, s.insertDLQ, s.heartbeat, s.release, s.hasReady}
 	s.mu.Lock()
 	for _, st := range s.claimTasks {
 		all = append(all, st)

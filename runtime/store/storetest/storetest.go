@@ -711,6 +711,10 @@ func Run(t *testing.T, open Opener) {
 		testMetadata(t, setup(t, 2).st)
 	})
 
+	t.Run("Cancel", func(t *testing.T) {
+		t.Parallel()
+		testCancel(t, setup(t, 2).st)
+	})
 	t.Run("JobCounts", func(t *testing.T) {
 		t.Parallel()
 		testJobCounts(t, setup(t, 2).st)
