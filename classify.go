@@ -38,7 +38,8 @@ type Decision struct {
 // Classify decides whether err is worth retrying, by type and never by the
 // text of its message:
 //
-//   - Permanent(err) is permanent; RetryAfter(d, err) retries after d.
+//   - Permanent(err) and Cancel(err) are permanent (Cancel ends the job
+//     cancelled instead of dead); RetryAfter(d, err) retries after d.
 //   - An error with a StatusCode() int method (an HTTP status) is permanent
 //     for 4xx except 408 and 429, and retryable for 408, 429 and 5xx; if it
 //     also has a RetryAfter() time.Duration method, that delay is honoured.
@@ -48,6 +49,9 @@ type Decision struct {
 //   - Anything else is retryable: a job fails for good only when it has
 //     used all its attempts or an error says so.
 func Classify(err error) Decision {
+	if _, ok := errors.AsType[*CancelError](err); ok {
+		return Decision{Permanent: true, Reason: "cancelled"}
+	}
 	if _, ok := errors.AsType[*PermanentError](err); ok {
 		return Decision{Permanent: true, Reason: "permanent"}
 	}

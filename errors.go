@@ -48,6 +48,16 @@ var (
 	ErrNoResult = errors.New("queuemax: job has no result")
 	// ErrRunning is returned by Run when the client is already running.
 	ErrRunning = errors.New("queuemax: client already running")
+	// ErrJobFinished is returned by Client.Cancel for a job that already
+	// ended (completed, failed or cancelled); the message names its status.
+	ErrJobFinished = store.ErrJobFinished
+	// ErrJobCancelled is the cause (context.Cause) of a handler's context
+	// when Client.Cancel was called for its job while it ran.
+	ErrJobCancelled = errors.New("queuemax: job cancelled")
+	// ErrCancelRequested is reported for a running job by Client.Heartbeat
+	// (its lease was renewed) once Client.Cancel was called for it: stop
+	// and record it with Fail(ctx, job, Cancel(err)).
+	ErrCancelRequested = store.ErrCancelRequested
 )
 
 // ConfigError names the Config field that failed validation.
@@ -123,6 +133,28 @@ func (e *RetryAfterError) Unwrap() error { return e.Err }
 // the exponential backoff (an HTTP Retry-After header, for example). The
 // attempt still counts against the job's retries.
 func RetryAfter(d time.Duration, err error) error { return &RetryAfterError{Delay: d, Err: err} }
+
+// CancelError ends a job as cancelled: it is not retried and not
+// dead-lettered. Create it with Cancel.
+type CancelError struct {
+	Err error
+}
+
+func (e *CancelError) Error() string {
+	if e.Err == nil {
+		return "cancelled"
+	}
+	return e.Err.Error()
+}
+
+// Unwrap returns the cause.
+func (e *CancelError) Unwrap() error { return e.Err }
+
+// Cancel wraps err so that the handler returning it ends its job with
+// status cancelled: no further attempt, no dead letter, event
+// job_cancelled. err may be nil. A job cancelled by Client.Cancel while it
+// runs ends the same way whatever its handler returns, unless it succeeds.
+func Cancel(err error) error { return &CancelError{Err: err} }
 
 // PanicError is the error recorded for a handler that panicked.
 type PanicError struct {

@@ -23,6 +23,10 @@ const (
 	EventFailed EventKind = "job_failed"
 	// EventRetried follows a failed attempt that will be retried.
 	EventRetried EventKind = "job_retried"
+	// EventCancelled follows a job ending cancelled: Client.Cancel of a
+	// waiting job, or a running job stopped by Client.Cancel or returning
+	// Cancel(err) (Attempt and Error are set then).
+	EventCancelled EventKind = "job_cancelled"
 	// EventAlert fires when the pending count crosses above
 	// Config.AlertThreshold, and again at most once a minute while it stays
 	// above.
@@ -36,7 +40,7 @@ const (
 )
 
 // EventKinds lists every kind.
-var EventKinds = []EventKind{EventEnqueued, EventCompleted, EventFailed, EventRetried, EventAlert, EventCircuit, EventPeriodic}
+var EventKinds = []EventKind{EventEnqueued, EventCompleted, EventFailed, EventRetried, EventCancelled, EventAlert, EventCircuit, EventPeriodic}
 
 // Event describes something that happened to the queue. Only the fields
 // that apply to its Kind are set.

@@ -100,6 +100,9 @@ type AdminOptions struct {
 //	                                         assets need no token; with ProtectReads its data does)
 //	POST /retry[?shard=N]                    re-queue failed jobs: {"retried": n}
 //	POST /jobs/{id}/retry                    re-queue one failed job
+//	POST /jobs/{id}/cancel                   cancel a job: {"job_id": id, "status": "cancelled"}
+//	                                         ("processing": its worker stops it within a
+//	                                         heartbeat); 409 if it already finished
 //	POST /dead-letters/{shard}/{id}/requeue  re-queue a dead letter: {"job_id": id}
 //	POST /purge    {"statuses": ["failed", ...]}    {"purged": n}
 //	POST /recover                            recover orphans: {"requeued": n, "dead_lettered": n}
@@ -151,6 +154,7 @@ func NewAdminHandler(c *Client, opts AdminOptions) http.Handler {
 		{"GET", "breakers", a.breakers},
 		{"POST", "retry", a.retryAll},
 		{"POST", "jobs/{}/retry", a.retryJob},
+		{"POST", "jobs/{}/cancel", a.cancelJob},
 		{"POST", "dead-letters/{}/{}/requeue", a.requeue},
 		{"POST", "purge", a.purge},
 		{"POST", "recover", a.recover},
@@ -284,6 +288,8 @@ func (a *admin) fail(w http.ResponseWriter, r *http.Request, err error) {
 		status, msg = http.StatusRequestEntityTooLarge, fmt.Sprintf("request body exceeds %d bytes", mbe.Limit)
 	case errors.Is(err, ErrJobNotFound):
 		status, msg = http.StatusNotFound, err.Error()
+	case errors.Is(err, ErrJobFinished):
+		status, msg = http.StatusConflict, err.Error()
 	case errors.Is(err, ErrInvalidPayload), errors.Is(err, ErrInvalidPriority), errors.Is(err, ErrInvalidRetries),
 		errors.Is(err, ErrInvalidShard):
 		status, msg = http.StatusBadRequest, err.Error()
@@ -437,6 +443,8 @@ type adminJob struct {
 	CompletedAt *time.Time      `json:"completed_at,omitempty"`
 	NextRunAt   *time.Time      `json:"next_run_at,omitempty"`
 	Heartbeat   *time.Time      `json:"heartbeat,omitempty"`
+	// CancelRequested: Cancel was called while the job runs.
+	CancelRequested bool `json:"cancel_requested,omitempty"`
 }
 
 func timePtr(t time.Time) *time.Time {
@@ -450,7 +458,8 @@ func toAdminJob(j *Job) adminJob {
 	return adminJob{ID: j.ID, Shard: j.Shard, Task: j.Task, Status: j.Status, Priority: j.Priority, Payload: j.Payload,
 		Key: j.PartitionKey, Attempts: j.Attempts, MaxAttempts: j.MaxAttempts, LastError: j.LastError, ErrorType: j.ErrorType,
 		WorkerID: j.WorkerID, Result: j.Result, CreatedAt: timePtr(j.CreatedAt), StartedAt: timePtr(j.StartedAt),
-		CompletedAt: timePtr(j.CompletedAt), NextRunAt: timePtr(j.NextRetryAt), Heartbeat: timePtr(j.Heartbeat)}
+		CompletedAt: timePtr(j.CompletedAt), NextRunAt: timePtr(j.NextRetryAt), Heartbeat: timePtr(j.Heartbeat),
+		CancelRequested: j.CancelRequested}
 }
 
 type adminDeadLetter struct {
@@ -635,6 +644,21 @@ func (a *admin) retryJob(w http.ResponseWriter, r *http.Request, args []string) 
 		return err
 	}
 	return reply(w, http.StatusOK, map[string]any{"retried": 1, "job_id": id})
+}
+
+func (a *admin) cancelJob(w http.ResponseWriter, r *http.Request, args []string) error {
+	if err := a.noBody(r); err != nil {
+		return err
+	}
+	id, err := a.jobID(args[0])
+	if err != nil {
+		return err
+	}
+	st, err := a.c.Cancel(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	return reply(w, http.StatusOK, map[string]any{"job_id": id, "status": st})
 }
 
 func (a *admin) requeue(w http.ResponseWriter, r *http.Request, args []string) error {

@@ -62,6 +62,9 @@ func lease(j *Job) store.Lease { return store.Lease{ID: j.ID, Token: j.Lease} }
 type FailOutcome struct {
 	// Dead is true when the job went to the dead-letter queue.
 	Dead bool
+	// Cancelled is true when the job ended cancelled (the error was
+	// Cancel(err)); Dead is false then.
+	Cancelled bool
 	// RetryAt is when the job runs again, if it is not dead.
 	RetryAt time.Time
 	// Decision is the classification of the error.
@@ -85,6 +88,9 @@ func (c *Client) fail(ctx context.Context, job *Job, jobErr error, stack string)
 
 func (c *Client) failOutcome(job *Job, jobErr error) FailOutcome {
 	d := Classify(jobErr)
+	if _, ok := errors.AsType[*CancelError](jobErr); ok {
+		return FailOutcome{Decision: d, Cancelled: true}
+	}
 	out := FailOutcome{Decision: d, Dead: d.Permanent || job.Attempts >= job.MaxAttempts}
 	if !out.Dead {
 		delay := d.Delay
@@ -140,11 +146,13 @@ func (c *Client) record(ctx context.Context, job *Job, jobErr error, out FailOut
 	}
 	now := c.now()
 	err := c.st.Fail(ctx, []store.FailParams{{Lease: lease(job), Error: msg, ErrorType: errorType(jobErr),
-		Stack: stack, Dead: out.Dead, RetryAt: out.RetryAt, Now: now}})[0]
+		Stack: stack, Dead: out.Dead, Cancelled: out.Cancelled, RetryAt: out.RetryAt, Now: now}})[0]
 	if err != nil {
 		return err
 	}
-	if out.Dead {
+	if out.Cancelled {
+		c.emit(ctx, Event{Kind: EventCancelled, JobID: job.ID, Shard: job.Shard, Task: job.Task, Attempt: job.Attempts, Error: msg})
+	} else if out.Dead {
 		c.emit(ctx, Event{Kind: EventFailed, JobID: job.ID, Shard: job.Shard, Task: job.Task, Attempt: job.Attempts, Error: msg})
 	} else {
 		c.emit(ctx, Event{Kind: EventRetried, JobID: job.ID, Shard: job.Shard, Task: job.Task, Attempt: job.Attempts, Error: msg, RetryAt: out.RetryAt})
@@ -156,7 +164,8 @@ func (c *Client) record(ctx context.Context, job *Job, jobErr error, out FailOut
 // Heartbeat renews the heartbeat of claimed jobs so that orphan recovery
 // leaves them alone. Run does this by itself every
 // Config.HeartbeatInterval. It returns ErrLeaseLost if any claim no longer
-// holds (the others are still renewed).
+// holds (the others are still renewed), and ErrCancelRequested if Cancel
+// was called for any of them.
 func (c *Client) Heartbeat(ctx context.Context, jobs ...*Job) error {
 	ls := make([]store.Lease, len(jobs))
 	for i, j := range jobs {
@@ -174,6 +183,26 @@ func (c *Client) Release(ctx context.Context, jobs ...*Job) error {
 	err := errors.Join(c.st.Release(ctx, ls)...)
 	c.notify()
 	return err
+}
+
+// Cancel cancels job id. A pending or scheduled job becomes cancelled at
+// once and the result is StatusCancelled. A running job is asked to stop
+// and the result is StatusProcessing: within a heartbeat interval the
+// process running it (this one or another) cancels its handler's context
+// with cause ErrJobCancelled, and the job ends cancelled, never retried
+// (unless the handler succeeds first). A job that already finished is an
+// error wrapping ErrJobFinished; an unknown id, ErrJobNotFound.
+func (c *Client) Cancel(ctx context.Context, id JobID) (Status, error) {
+	st, err := c.st.Cancel(ctx, id, c.now())
+	if err != nil {
+		return "", err
+	}
+	if st == StatusCancelled {
+		c.emit(ctx, Event{Kind: EventCancelled, JobID: id, Shard: id.Shard()})
+	} else if e := c.engine.Load(); e != nil {
+		e.cancelLocal(id) // no need to wait for the heartbeat here
+	}
+	return st, nil
 }
 
 // RetryFailed re-queues every failed (dead-lettered) job of one shard, or of

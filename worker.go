@@ -78,6 +78,9 @@ type runningJob struct {
 	cancel context.CancelCauseFunc
 	lost   atomic.Bool
 	freed  atomic.Bool // its worker slot was given back
+	// cancelReq is set once Client.Cancel was called for the job: it ends
+	// cancelled unless the handler succeeds.
+	cancelReq atomic.Bool
 	// batch collects the acknowledgements of the jobs started with this
 	// one from the same claim and shard (nil: acknowledged alone); queued
 	// is set, on the job's goroutine, once its ack joined the batch.
@@ -834,7 +837,8 @@ func (e *engine) execute(ctx context.Context, rj *runningJob, t *breaker.Ticket)
 	})
 	result, err := e.work(ctx, h, j)
 	e.freeSlot(rj)
-	if err != nil && context.Cause(e.jobCtx) != nil && errors.Is(err, context.Canceled) {
+	err = cancelledOutcome(rj, err)
+	if _, ok := errors.AsType[*CancelError](err); !ok && err != nil && context.Cause(e.jobCtx) != nil && errors.Is(err, context.Canceled) {
 		// Cancelled by the drain timeout: give the job back unspent.
 		if t != nil {
 			t.Release()
@@ -942,6 +946,8 @@ func (e *engine) finish(ctx context.Context, rj *runningJob, result any, jobErr 
 	case err != nil:
 		e.log.ErrorContext(ackCtx, "record failure", "task", j.Task, "job_id", int64(j.ID), "err", err)
 		return
+	case out.Cancelled:
+		e.log.InfoContext(ackCtx, "job cancelled", "task", j.Task, "job_id", int64(j.ID), "attempt", j.Attempts, "err", jobErr)
 	case out.Dead:
 		e.failed.Add(1)
 		e.log.WarnContext(ackCtx, "job dead-lettered", "task", j.Task, "job_id", int64(j.ID), "attempt", j.Attempts, "err", jobErr)
@@ -1021,11 +1027,45 @@ func (e *engine) heartbeats(ctx context.Context) {
 			case errors.Is(err, ErrLeaseLost):
 				rjs[i].lost.Store(true)
 				rjs[i].cancel(ErrLeaseLost)
+			case errors.Is(err, ErrCancelRequested):
+				requestCancel(rjs[i])
 			case err != nil && ctx.Err() == nil:
 				e.log.WarnContext(ctx, "heartbeat failed", "job_id", int64(rjs[i].job.ID), "err", err)
 			}
 		}
 	}
+}
+
+// requestCancel stops a running job that Client.Cancel was called for: its
+// handler's context is cancelled with cause ErrJobCancelled, and
+// cancelledOutcome records it cancelled.
+func requestCancel(rj *runningJob) {
+	rj.cancelReq.Store(true)
+	rj.cancel(ErrJobCancelled)
+}
+
+// cancelLocal stops job id at once if this engine runs it (Client.Cancel in
+// the process that runs the job); other processes learn of it by heartbeat.
+func (e *engine) cancelLocal(id JobID) {
+	e.mu.Lock()
+	rj := e.running[id]
+	e.mu.Unlock()
+	if rj != nil {
+		requestCancel(rj)
+	}
+}
+
+// cancelledOutcome maps the handler's result for a job asked to cancel: a
+// failure (typically the context's error) becomes Cancel(err), so the job
+// ends cancelled instead of retried or dead; a success stays a success.
+func cancelledOutcome(rj *runningJob, err error) error {
+	if err == nil || !rj.cancelReq.Load() {
+		return err
+	}
+	if _, ok := errors.AsType[*CancelError](err); ok {
+		return err
+	}
+	return Cancel(fmt.Errorf("%w: %w", ErrJobCancelled, err))
 }
 
 // maintenance recovers orphans, cleans up old jobs and checks the alert

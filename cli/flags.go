@@ -30,7 +30,7 @@ type command struct {
 // without an initialization cycle.
 func commands() []*command {
 	return []*command{
-		statsCommand, listCommand, enqueueCommand, retryCommand, dlqCommand,
+		statsCommand, listCommand, enqueueCommand, retryCommand, cancelCommand, dlqCommand,
 		recoverCommand, purgeCommand, periodicCommand, waitCommand, workerCommand, dashboardCommand,
 	}
 }

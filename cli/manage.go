@@ -79,6 +79,58 @@ func runRetry(r *runner, ctx context.Context, cmd *command, args []string) (err 
 	return nil
 }
 
+var cancelCommand = &command{
+	name:    "cancel",
+	args:    "--job-id ID [--json]",
+	summary: "cancel a job",
+	help: `
+Cancel cancels one job (--job-id, a job ID or shard:seq). A pending or
+scheduled job is cancelled at once; a running one is asked to stop, and the
+worker running it (in any process) cancels its handler within a heartbeat
+interval and records it cancelled, never retried. Cancelling a job that
+already finished is an error.`,
+	run: runCancel,
+}
+
+func runCancel(r *runner, ctx context.Context, cmd *command, args []string) (err error) {
+	fs := r.newFlagSet(cmd.name)
+	jobID := fs.String("job-id", "", "the job `ID` (a job ID or shard:seq)")
+	jsonOut := fs.Bool("json", false, "print JSON")
+	if err := r.parse(fs, cmd, args); err != nil {
+		return err
+	}
+	if *jobID == "" {
+		return usagef("--job-id is required")
+	}
+	id, err := queuemax.ParseJobID(*jobID)
+	if err != nil {
+		return usagef("--job-id: %v", strings.TrimPrefix(err.Error(), "queuemax: "))
+	}
+	c, err := r.open(ctx, readWrite, "", nil)
+	if err != nil {
+		return err
+	}
+	defer closeClient(c, &err)
+	st, err := c.Cancel(ctx, id)
+	switch {
+	case errors.Is(err, queuemax.ErrJobNotFound):
+		return fmt.Errorf("job %s does not exist", id)
+	case errors.Is(err, queuemax.ErrJobFinished):
+		return fmt.Errorf("cannot cancel: %s", strings.TrimPrefix(err.Error(), "queuemax: "))
+	case err != nil:
+		return err
+	}
+	if *jsonOut {
+		return writeJSON(r.stdout, map[string]any{"job_id": id, "status": st})
+	}
+	if st == queuemax.StatusCancelled {
+		fmt.Fprintf(r.stdout, "cancelled job %s\n", id)
+	} else {
+		fmt.Fprintf(r.stdout, "job %s is running: cancellation requested (its worker stops it within a heartbeat)\n", id)
+	}
+	return nil
+}
+
 var dlqCommand = &command{
 	name:    "dlq",
 	args:    "[list] [--task T] [--shard N] [--limit N] [--json] | requeue (--shard N --id ID | --all)",

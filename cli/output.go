@@ -227,6 +227,8 @@ type jobOut struct {
 	Heartbeat    *time.Time      `json:"heartbeat,omitempty"`
 	CompletedAt  *time.Time      `json:"completed_at,omitempty"`
 	RetryDelayMS int64           `json:"retry_delay_ms,omitempty"`
+	// CancelRequested: cancel was called while the job runs.
+	CancelRequested bool `json:"cancel_requested,omitempty"`
 }
 
 func toJobOut(j *queuemax.Job) jobOut {
@@ -236,7 +238,7 @@ func toJobOut(j *queuemax.Job) jobOut {
 		Payload: j.Payload, Result: j.Result, LastError: j.LastError, ErrorType: j.ErrorType,
 		WorkerID: j.WorkerID, CreatedAt: timePtr(j.CreatedAt), RunAt: timePtr(j.NextRetryAt),
 		StartedAt: timePtr(j.StartedAt), Heartbeat: timePtr(j.Heartbeat), CompletedAt: timePtr(j.CompletedAt),
-		RetryDelayMS: j.RetryDelay.Milliseconds(),
+		RetryDelayMS: j.RetryDelay.Milliseconds(), CancelRequested: j.CancelRequested,
 	}
 }
 

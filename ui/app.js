@@ -539,7 +539,12 @@ async function jobPage(view, id) {
             j.status === "failed" ? actionButton("Retry job", "", async () => {
               const r = await act("Retry", `jobs/${j.id}/retry`);
               if (r) flash(`Job ${j.id} re-queued.`);
-            }, { id: "job-retry" }) : null))),
+            }, { id: "job-retry" }) : null,
+            ["pending", "scheduled", "processing"].includes(j.status) && !j.cancel_requested ? actionButton("Cancel job", "", async () => {
+              const r = await act("Cancel", `jobs/${j.id}/cancel`);
+              if (r) flash(r.status === "cancelled" ? `Job ${j.id} cancelled.` : `Job ${j.id} is running: its worker stops it within a heartbeat.`);
+            }, { id: "job-cancel" }) : null,
+            j.cancel_requested ? h("span", { class: "muted", id: "job-cancel-requested" }, "cancellation requested") : null))),
       section("Payload", pretty(j.payload), "", "job-payload"),
       j.result !== undefined ? section("Result", pretty(j.result), "", "job-result") : null,
       j.last_error ? section("Error" + (j.error_type ? " (" + j.error_type + ")" : ""), j.last_error, "error", "job-error") : null,

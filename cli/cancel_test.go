@@ -1,0 +1,63 @@
+package cli_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/queuemax/queuemax"
+)
+
+func TestCancel(t *testing.T) {
+	t.Parallel()
+	dir := newQueue(t, 0)
+	d := []string{"--data-dir", dir}
+	var waiting, running queuemax.JobID
+	var runningJob *queuemax.Job
+	withClient(t, dir, 0, func(c *queuemax.Client) {
+		var err error
+		if running, err = c.Enqueue(t.Context(), taskPrefix+"SendEmail", map[string]any{}, queuemax.Opts{}); err != nil {
+			t.Fatal(err)
+		}
+		jobs, err := c.Claim(t.Context(), "test", 1)
+		if err != nil || len(jobs) != 1 {
+			t.Fatalf("Claim: %d, %v", len(jobs), err)
+		}
+		runningJob = jobs[0]
+		if waiting, err = c.Enqueue(t.Context(), taskPrefix+"SendEmail", map[string]any{}, queuemax.Opts{}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	res := ok(t, qm(t, append(d, "cancel", "--job-id", waiting.String())...), "cancel waiting")
+	if res.stdout != "cancelled job "+waiting.String()+"\n" {
+		t.Errorf("cancel: %q", res.stdout)
+	}
+	wantFail(t, qm(t, append(d, "cancel", "--job-id", waiting.String())...), 1, "cannot cancel", "already finished", "cancelled")
+	wantFail(t, qm(t, append(d, "cancel", "--job-id", "999999")...), 1, "does not exist")
+	wantFail(t, qm(t, append(d, "cancel")...), 2, "--job-id is required")
+
+	res = ok(t, qm(t, append(d, "cancel", "--job-id", running.String(), "--json")...), "cancel running")
+	var out struct {
+		JobID  queuemax.JobID  `json:"job_id"`
+		Status queuemax.Status `json:"status"`
+	}
+	if err := json.Unmarshal([]byte(res.stdout), &out); err != nil || out.JobID != running || out.Status != queuemax.StatusProcessing {
+		t.Errorf("cancel --json = %s (%v); want job %s processing", res.stdout, err, running)
+	}
+	got := listJobs(t, queuemaxBin, append(d, "list", "--status", "processing")...)
+	if len(got) != 1 || got[0]["cancel_requested"] != true {
+		t.Errorf("list --status processing = %v; want the job with cancel_requested", got)
+	}
+	withClient(t, dir, 0, func(c *queuemax.Client) {
+		if err := c.Heartbeat(context.Background(), runningJob); !errors.Is(err, queuemax.ErrCancelRequested) {
+			t.Errorf("Heartbeat = %v; want ErrCancelRequested", err)
+		}
+		if _, err := c.Fail(t.Context(), runningJob, queuemax.Cancel(nil)); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if got := listJobs(t, queuemaxBin, append(d, "list", "--status", "cancelled")...); len(got) != 2 {
+		t.Errorf("list --status cancelled = %d jobs, want 2", len(got))
+	}
+}
