@@ -289,3 +289,11 @@ type ShardStats struct {
 	Healthy           bool
 	LastError         string
 }
+
+// Notifier is implemented by stores that learn of other processes' commits
+// by notification (PostgreSQL's LISTEN/NOTIFY) rather than by polling.
+// Changes returns a channel that is closed at the next change DataVersion
+// would report; idle workers wait on it as well as polling DataVersion.
+type Notifier interface {
+	Changes() <-chan struct{}
+}

@@ -1,0 +1,470 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/queuemax/queuemax/runtime/store"
+)
+
+// nowSQL is the current time as a statement sees it: the caller's Now in $1
+// (host clock) or the database's now().
+func (s *Store) nowSQL() string {
+	if s.host {
+		return "$1::timestamptz"
+	}
+	return "coalesce(now(), $1::timestamptz)"
+}
+
+// exec runs q (with {s} and @now expanded) and returns the rows affected.
+func (s *Store) exec(ctx context.Context, q string, args ...any) (int, error) {
+	if s.closed.Load() {
+		return 0, store.ErrClosed
+	}
+	tag, err := s.pool.Exec(ctx, expand(q, pgx.Identifier{s.schema}.Sanitize(), s.host), args...)
+	return int(tag.RowsAffected()), err
+}
+
+func (s *Store) queryRow(ctx context.Context, q string, args ...any) pgx.Row {
+	return s.pool.QueryRow(ctx, expand(q, pgx.Identifier{s.schema}.Sanitize(), s.host), args...)
+}
+
+func (s *Store) query(ctx context.Context, q string, args ...any) (pgx.Rows, error) {
+	return s.pool.Query(ctx, expand(q, pgx.Identifier{s.schema}.Sanitize(), s.host), args...)
+}
+
+// RecoverOrphans takes back jobs whose worker stopped heartbeating, in one
+// statement; see store.Store. Staleness is judged with the database's
+// clock: a heartbeat is stale when older than now() - (now - stuckBefore).
+// A job that has used every attempt is dead-lettered instead.
+func (s *Store) RecoverOrphans(ctx context.Context, stuckBefore, now time.Time) (store.RecoverResult, error) {
+	var res store.RecoverResult
+	if s.closed.Load() {
+		return res, store.ErrClosed
+	}
+	err := s.queryRow(ctx, `WITH st AS (SELECT id FROM {s}.jobs WHERE status = 'processing'
+			AND (heartbeat IS NULL OR heartbeat < @now + $2`+us+`) FOR UPDATE SKIP LOCKED),
+		dead AS (UPDATE {s}.jobs j SET status = 'failed', completed_at = @now, worker_id = NULL, heartbeat = NULL, lease = NULL,
+				last_error = '`+orphanMsg+`', error_type = 'OrphanRecovery'
+			FROM st WHERE j.id = st.id AND j.attempts >= j.max_attempts
+			RETURNING j.id, j.shard, j.payload, j.task, j.attempts, j.error_stack),
+		dl AS (INSERT INTO {s}.dead_letters (shard, original_job_id, payload, error, error_type, error_stack, task, attempts, failed_at)
+			SELECT shard, id, payload, '`+orphanMsg+`', 'OrphanRecovery', error_stack, task, attempts, @now FROM dead),
+		c AS (INSERT INTO {s}.counters AS c (shard, slot, failed) SELECT shard, $3, count(*) FROM dead GROUP BY shard
+			ON CONFLICT (shard, slot) DO UPDATE SET failed = c.failed + excluded.failed),
+		req AS (UPDATE {s}.jobs j SET status = 'pending', worker_id = NULL, heartbeat = NULL, lease = NULL, next_retry_at = @now,
+				last_error = 'Recovered orphan', error_type = 'OrphanRecovery'
+			FROM st WHERE j.id = st.id AND j.attempts < j.max_attempts RETURNING j.id)
+		SELECT (SELECT count(*) FROM req), (SELECT count(*) FROM dead)`,
+		now, offset(stuckBefore, now), counterSlot()).Scan(&res.Requeued, &res.DeadLettered)
+	if err != nil {
+		return store.RecoverResult{}, fmt.Errorf("queuemax: recover orphans: %w", err)
+	}
+	if res.Requeued > 0 {
+		s.wake(ctx)
+	}
+	return res, nil
+}
+
+const orphanMsg = "worker lost: heartbeat older than stuck timeout on last attempt"
+
+const resetJob = `status = 'pending', attempts = 0, next_retry_at = @now, worker_id = NULL, heartbeat = NULL,
+	lease = NULL, last_error = NULL, error_type = NULL, error_stack = NULL, completed_at = NULL`
+
+// RetryFailed re-queues failed jobs with a fresh attempt budget and removes
+// their dead-letter rows; see store.Store.
+func (s *Store) RetryFailed(ctx context.Context, shard int, now time.Time) (int, error) {
+	if s.closed.Load() {
+		return 0, store.ErrClosed
+	}
+	if shard != store.AllShards {
+		if err := s.checkShard(shard); err != nil {
+			return 0, err
+		}
+	}
+	var n int
+	err := s.queryRow(ctx, `WITH r AS (UPDATE {s}.jobs SET `+resetJob+`
+			WHERE status = 'failed' AND ($2 < 0 OR shard = $2) RETURNING id),
+		d AS (DELETE FROM {s}.dead_letters WHERE original_job_id IN (SELECT id FROM r))
+		SELECT count(*) FROM r`, now, int32(shard)).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("queuemax: retry failed jobs: %w", err)
+	}
+	if n > 0 {
+		s.wake(ctx)
+	}
+	return n, nil
+}
+
+// RetryJob re-queues one failed job; see store.Store.
+func (s *Store) RetryJob(ctx context.Context, id store.JobID, now time.Time) error {
+	if s.closed.Load() {
+		return store.ErrClosed
+	}
+	var n int
+	err := s.queryRow(ctx, `WITH r AS (UPDATE {s}.jobs SET `+resetJob+`
+			WHERE id = $2 AND shard = $3 AND status = 'failed' RETURNING id),
+		d AS (DELETE FROM {s}.dead_letters WHERE original_job_id IN (SELECT id FROM r))
+		SELECT count(*) FROM r`, now, id.Seq(), int32(id.Shard())).Scan(&n)
+	if err != nil {
+		return fmt.Errorf("queuemax: retry job %d: %w", id, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("%w: no failed job %d", store.ErrJobNotFound, id)
+	}
+	s.wake(ctx)
+	return nil
+}
+
+// RequeueDead re-queues the job behind a dead-letter row, re-creating it
+// when its queue row is gone, in one transaction; see store.Store.
+func (s *Store) RequeueDead(ctx context.Context, shard int, dlqID int64, p store.RequeueParams) (store.JobID, error) {
+	if s.closed.Load() {
+		return 0, store.ErrClosed
+	}
+	if err := s.checkShard(shard); err != nil {
+		return 0, err
+	}
+	schema := pgx.Identifier{s.schema}.Sanitize()
+	var id store.JobID
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var orig pgtype.Int8
+		var task pgtype.Text
+		var payload []byte
+		err := tx.QueryRow(ctx, expand(`SELECT original_job_id, task, payload FROM {s}.dead_letters
+			WHERE id = $1 AND shard = $2 FOR UPDATE`, schema, s.host), dlqID, int32(shard)).Scan(&orig, &task, &payload)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("%w: no dead letter %d in shard %d", store.ErrJobNotFound, dlqID, shard)
+		}
+		if err != nil {
+			return err
+		}
+		n := int64(0)
+		if orig.Valid {
+			tag, err := tx.Exec(ctx, expand(`UPDATE {s}.jobs SET `+resetJob+` WHERE id = $2 AND status = 'failed'`, schema, s.host),
+				p.Now, orig.Int64)
+			if err != nil {
+				return err
+			}
+			n = tag.RowsAffected()
+			id = store.NewJobID(shard, orig.Int64)
+		}
+		if n == 0 {
+			// The queue row is gone (cleaned up): re-create the job.
+			prio, maxAttempts := p.Defaults(task.String)
+			ids, err := insertWith(ctx, pgxQuerier{tx}, s.q.insert, []store.InsertParams{{Shard: shard,
+				Task: task.String, Payload: payload, Priority: prio, MaxAttempts: maxAttempts, Now: p.Now}})
+			if err != nil {
+				return err
+			}
+			id = ids[0]
+		}
+		_, err = tx.Exec(ctx, expand(`DELETE FROM {s}.dead_letters WHERE id = $1 OR (original_job_id = $2 AND shard = $3)`, schema, s.host),
+			dlqID, orig, int32(shard))
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	s.wake(ctx)
+	return id, nil
+}
+
+// Cleanup deletes failed, completed and cancelled jobs that finished before
+// cutoff, and dead letters written before it; see store.Store. With the
+// database clock, cutoff is taken as an age relative to the host's clock.
+func (s *Store) Cleanup(ctx context.Context, cutoff time.Time) (store.CleanupResult, error) {
+	var res store.CleanupResult
+	if s.closed.Load() {
+		return res, store.ErrClosed
+	}
+	now := hostNow()
+	err := s.queryRow(ctx, `WITH j AS (DELETE FROM {s}.jobs WHERE status IN ('failed', 'completed', 'cancelled')
+			AND coalesce(completed_at, created_at) < @now + $2`+us+` RETURNING 1),
+		d AS (DELETE FROM {s}.dead_letters WHERE failed_at < @now + $2`+us+` RETURNING 1)
+		SELECT (SELECT count(*) FROM j), (SELECT count(*) FROM d)`, now, offset(cutoff, now)).Scan(&res.Jobs, &res.DeadLetters)
+	if err != nil {
+		return store.CleanupResult{}, fmt.Errorf("queuemax: cleanup: %w", err)
+	}
+	return res, nil
+}
+
+// Purge deletes jobs by status; see store.Store.
+func (s *Store) Purge(ctx context.Context, statuses []store.Status) (int, error) {
+	if len(statuses) == 0 {
+		return s.exec(ctx, `DELETE FROM {s}.jobs WHERE status <> 'processing'`)
+	}
+	names := make([]string, len(statuses))
+	for i, st := range statuses {
+		names[i] = string(st)
+	}
+	return s.exec(ctx, `DELETE FROM {s}.jobs WHERE status = ANY($1::text[])`, names)
+}
+
+const jobColumns = `id, shard, partition_key, task, payload, status, priority, attempts, max_attempts, retry_delay,
+	last_error, error_type, error_stack, worker_id, lease, heartbeat, created_at, started_at, completed_at,
+	next_retry_at, result, metadata`
+
+func scanJob(r pgx.Row) (*store.Job, error) {
+	var (
+		j                                        store.Job
+		id                                       int64
+		shard, att, maxa, rd                     int32
+		prio                                     int16
+		key, lease                               pgtype.Int8
+		task, lastErr, errType, errStack, worker pgtype.Text
+		status                                   string
+		hb, created, started, completed, next    pgtype.Timestamptz
+		payload, result, meta                    []byte
+	)
+	if err := r.Scan(&id, &shard, &key, &task, &payload, &status, &prio, &att, &maxa, &rd, &lastErr, &errType, &errStack,
+		&worker, &lease, &hb, &created, &started, &completed, &next, &result, &meta); err != nil {
+		return nil, err
+	}
+	j.ID = store.NewJobID(int(shard), id)
+	j.Shard = int(shard)
+	if key.Valid {
+		k := key.Int64
+		j.PartitionKey = &k
+	}
+	j.Task = task.String
+	j.Payload = payload
+	j.Status = store.Status(status)
+	j.Priority = store.Priority(prio)
+	j.Attempts, j.MaxAttempts = int(att), int(maxa)
+	j.RetryDelay = time.Duration(rd) * time.Second
+	j.LastError, j.ErrorType, j.ErrorStack = lastErr.String, errType.String, errStack.String
+	j.WorkerID = worker.String
+	j.Lease = lease.Int64
+	j.Heartbeat, j.CreatedAt, j.StartedAt = toTime(hb), toTime(created), toTime(started)
+	j.CompletedAt, j.NextRetryAt = toTime(completed), toTime(next)
+	j.Result = result
+	j.Metadata = meta
+	return &j, nil
+}
+
+// Job returns one job; see store.Store.
+func (s *Store) Job(ctx context.Context, id store.JobID) (*store.Job, error) {
+	if s.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	j, err := scanJob(s.queryRow(ctx, `SELECT `+jobColumns+` FROM {s}.jobs WHERE id = $1 AND shard = $2`, id.Seq(), int32(id.Shard())))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("%w: %d", store.ErrJobNotFound, id)
+	}
+	return j, err
+}
+
+func listLimit(p store.ListParams) int {
+	if p.Limit <= 0 {
+		return 100
+	}
+	return p.Limit
+}
+
+// Jobs lists jobs, newest first; see store.Store.
+func (s *Store) Jobs(ctx context.Context, p store.ListParams) ([]*store.Job, error) {
+	if s.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	if p.Shard != store.AllShards {
+		if err := s.checkShard(p.Shard); err != nil {
+			return nil, err
+		}
+	}
+	rows, err := s.query(ctx, `SELECT `+jobColumns+` FROM {s}.jobs
+		WHERE ($1 < 0 OR shard = $1) AND ($2 = '' OR status = $2) AND ($3 = '' OR task = $3)
+		ORDER BY created_at DESC, id DESC LIMIT $4`, int32(p.Shard), string(p.Status), p.Task, listLimit(p))
+	if err != nil {
+		return nil, fmt.Errorf("queuemax: list jobs: %w", err)
+	}
+	defer rows.Close()
+	var out []*store.Job
+	for rows.Next() {
+		j, err := scanJob(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, j)
+	}
+	return out, rows.Err()
+}
+
+// DeadLetters lists dead-letter rows, newest first; see store.Store.
+func (s *Store) DeadLetters(ctx context.Context, p store.ListParams) ([]*store.DeadLetter, error) {
+	if s.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	if p.Shard != store.AllShards {
+		if err := s.checkShard(p.Shard); err != nil {
+			return nil, err
+		}
+	}
+	rows, err := s.query(ctx, `SELECT id, shard, original_job_id, task, payload, error, error_type, attempts, failed_at
+		FROM {s}.dead_letters WHERE ($1 < 0 OR shard = $1) AND ($2 = '' OR task = $2)
+		ORDER BY failed_at DESC, id DESC LIMIT $3`, int32(p.Shard), p.Task, listLimit(p))
+	if err != nil {
+		return nil, fmt.Errorf("queuemax: list dead letters: %w", err)
+	}
+	defer rows.Close()
+	var out []*store.DeadLetter
+	for rows.Next() {
+		var d store.DeadLetter
+		var shard int32
+		var orig, attempts pgtype.Int8
+		var task pgtype.Text
+		var failed pgtype.Timestamptz
+		if err := rows.Scan(&d.ID, &shard, &orig, &task, &d.Payload, &d.Error, &d.ErrorType, &attempts, &failed); err != nil {
+			return nil, err
+		}
+		d.Shard = int(shard)
+		if orig.Valid {
+			d.OriginalJobID = store.NewJobID(d.Shard, orig.Int64)
+		}
+		d.Task = task.String
+		d.Attempts = int(attempts.Int64)
+		d.FailedAt = toTime(failed)
+		out = append(out, &d)
+	}
+	return out, rows.Err()
+}
+
+// Stats returns per-shard counts; see store.Store. If the database cannot
+// be read, every shard is reported unhealthy with the error.
+func (s *Store) Stats(ctx context.Context) ([]store.ShardStats, error) {
+	if s.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	out := make([]store.ShardStats, s.shards)
+	for i := range out {
+		out[i] = store.ShardStats{Shard: i, Healthy: true}
+	}
+	if err := s.stats(ctx, out); err != nil {
+		for i := range out {
+			out[i] = store.ShardStats{Shard: i, LastError: err.Error()}
+		}
+	}
+	return out, nil
+}
+
+func (s *Store) stats(ctx context.Context, out []store.ShardStats) error {
+	get := func(sh int32) *store.ShardStats {
+		if int(sh) < 0 || int(sh) >= len(out) {
+			return &store.ShardStats{}
+		}
+		return &out[sh]
+	}
+	b := &pgx.Batch{}
+	schema := pgx.Identifier{s.schema}.Sanitize()
+	b.Queue(expand(`SELECT shard, status, count(*) FROM {s}.jobs GROUP BY shard, status`, schema, s.host)).Query(func(rows pgx.Rows) error {
+		var sh int32
+		var status string
+		var n int64
+		_, err := pgx.ForEachRow(rows, []any{&sh, &status, &n}, func() error {
+			st := get(sh)
+			switch store.Status(status) {
+			case store.StatusPending:
+				st.Pending = n
+			case store.StatusScheduled:
+				st.Scheduled = n
+			case store.StatusProcessing:
+				st.Processing = n
+			case store.StatusFailed:
+				st.Failed = n
+			case store.StatusCompleted:
+				st.Completed = n
+			}
+			return nil
+		})
+		return err
+	})
+	b.Queue(expand(`SELECT shard, count(*) FROM {s}.dead_letters GROUP BY shard`, schema, s.host)).Query(func(rows pgx.Rows) error {
+		var sh int32
+		var n int64
+		_, err := pgx.ForEachRow(rows, []any{&sh, &n}, func() error { get(sh).DeadLetters = n; return nil })
+		return err
+	})
+	b.Queue(expand(`SELECT shard, sum(processed)::bigint, sum(failed)::bigint FROM {s}.counters GROUP BY shard`, schema, s.host)).Query(func(rows pgx.Rows) error {
+		var sh int32
+		var p, f int64
+		_, err := pgx.ForEachRow(rows, []any{&sh, &p, &f}, func() error {
+			get(sh).TotalProcessed, get(sh).TotalFailed = p, f
+			return nil
+		})
+		return err
+	})
+	b.Queue(expand(`SELECT DISTINCT ON (shard) shard, created_at FROM {s}.jobs WHERE status = 'pending'
+		ORDER BY shard, priority DESC, id`, schema, s.host)).Query(func(rows pgx.Rows) error {
+		var sh int32
+		var t time.Time
+		_, err := pgx.ForEachRow(rows, []any{&sh, &t}, func() error { get(sh).OldestPending = t.UTC(); return nil })
+		return err
+	})
+	b.Queue(expand(`SELECT shard, (avg(extract(epoch FROM now() - started_at)) * 1000000)::bigint FROM {s}.jobs
+		WHERE status = 'processing' AND started_at IS NOT NULL GROUP BY shard`, schema, s.host)).Query(func(rows pgx.Rows) error {
+		var sh int32
+		var micros int64
+		_, err := pgx.ForEachRow(rows, []any{&sh, &micros}, func() error {
+			get(sh).AvgProcessingTime = max(0, time.Duration(micros)*time.Microsecond)
+			return nil
+		})
+		return err
+	})
+	return s.pool.SendBatch(ctx, b).Close()
+}
+
+// TaskCounts counts one task's jobs by status; see store.Store.
+func (s *Store) TaskCounts(ctx context.Context, task string) (map[store.Status]int64, error) {
+	if s.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	rows, err := s.query(ctx, `SELECT status, count(*) FROM {s}.jobs WHERE task = $1 GROUP BY status`, task)
+	if err != nil {
+		return nil, fmt.Errorf("queuemax: task counts: %w", err)
+	}
+	out := make(map[store.Status]int64)
+	var st string
+	var n int64
+	_, err = pgx.ForEachRow(rows, []any{&st, &n}, func() error { out[store.Status(st)] += n; return nil })
+	if err != nil {
+		return nil, fmt.Errorf("queuemax: task counts: %w", err)
+	}
+	return out, nil
+}
+
+// HasWork reports whether any job is pending, scheduled or processing.
+func (s *Store) HasWork(ctx context.Context) (bool, error) {
+	if s.closed.Load() {
+		return false, store.ErrClosed
+	}
+	var has bool
+	err := s.queryRow(ctx, `SELECT EXISTS (SELECT 1 FROM {s}.jobs WHERE status = 'pending')
+		OR EXISTS (SELECT 1 FROM {s}.jobs WHERE status = 'scheduled')
+		OR EXISTS (SELECT 1 FROM {s}.jobs WHERE status = 'processing')`).Scan(&has)
+	return has, err
+}
+
+// NextDue returns the earliest time a scheduled job becomes due; see
+// store.Store. With the database clock the time is translated to the
+// host's clock (host now + how far ahead the database sees it), so a
+// caller waiting until then neither wakes early nor late on a skewed host.
+func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
+	if s.closed.Load() {
+		return time.Time{}, false, store.ErrClosed
+	}
+	var next pgtype.Timestamptz
+	var ahead pgtype.Int8
+	err := s.queryRow(ctx, `SELECT min(next_retry_at), (extract(epoch FROM min(next_retry_at) - now()) * 1000000)::bigint
+		FROM {s}.jobs WHERE status = 'scheduled'`).Scan(&next, &ahead)
+	if err != nil || !next.Valid {
+		return time.Time{}, false, err
+	}
+	if s.host {
+		return next.Time.UTC(), true, nil
+	}
+	return hostNow().Add(time.Duration(ahead.Int64) * time.Microsecond).UTC(), true, nil
+}

@@ -1,0 +1,500 @@
+package pgstore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/queuemax/queuemax/runtime/store"
+)
+
+type insertItem = store.InsertParams
+
+func text(s string) pgtype.Text { return pgtype.Text{String: s, Valid: s != ""} }
+
+func rawText(b []byte) pgtype.Text {
+	if b == nil {
+		return pgtype.Text{}
+	}
+	return pgtype.Text{String: string(b), Valid: true}
+}
+
+func toTime(t pgtype.Timestamptz) time.Time {
+	if !t.Valid {
+		return time.Time{}
+	}
+	return t.Time.UTC()
+}
+
+// retrySeconds converts a backoff base to the retry_delay column's whole
+// seconds, rounding up so that a sub-second base is not stored as zero.
+func retrySeconds(d time.Duration) int32 {
+	return int32((d + time.Second - 1) / time.Second)
+}
+
+// counterSlot picks one of the counter rows of a shard, so that concurrent
+// acknowledgements rarely wait on the same row lock.
+func counterSlot() int32 { return rand.Int32N(16) }
+
+// Insert stores jobs; see store.Store. A single job joins a group commit
+// with concurrent single inserts (one statement for the group); a batch is
+// one statement, so it is stored all or nothing.
+func (s *Store) Insert(ctx context.Context, jobs []store.InsertParams) ([]store.JobID, error) {
+	if s.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	for _, j := range jobs {
+		if err := s.checkShard(j.Shard); err != nil {
+			return nil, err
+		}
+	}
+	switch len(jobs) {
+	case 0:
+		return nil, nil
+	case 1:
+		ids, err := s.inserts.do(ctx, jobs)
+		if err == nil {
+			s.lis.bump()
+		}
+		return ids, err
+	}
+	ids, err := s.insertBatch(ctx, jobs)
+	if err == nil {
+		s.lis.bump()
+	}
+	return ids, err
+}
+
+func (s *Store) insertBatch(ctx context.Context, jobs []store.InsertParams) ([]store.JobID, error) {
+	return insertWith(ctx, poolQuerier{s}, s.q.insert, jobs)
+}
+
+// InsertTx stores jobs inside the caller's transaction, so that they exist
+// if and only if it commits; see store.TxInserter. tx is a pgx.Tx or a
+// *sql.Tx opened with the pgx stdlib driver on a database holding the
+// store's schema.
+func (s *Store) InsertTx(ctx context.Context, tx any, jobs []store.InsertParams) ([]store.JobID, error) {
+	if s.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	var q querier
+	switch t := tx.(type) {
+	case pgx.Tx:
+		q = pgxQuerier{t}
+	case *sql.Tx:
+		q = sqlQuerier{t}
+	default:
+		return nil, fmt.Errorf("queuemax: InsertTx: unsupported transaction type %T (want pgx.Tx, or *sql.Tx from the pgx stdlib driver)", tx)
+	}
+	for _, j := range jobs {
+		if err := s.checkShard(j.Shard); err != nil {
+			return nil, err
+		}
+	}
+	if len(jobs) == 0 {
+		return nil, nil
+	}
+	return insertWith(ctx, q, s.q.insert, jobs)
+}
+
+// querier runs a query returning int64 pairs or singles, over pgx or
+// database/sql.
+type querier interface {
+	ids(ctx context.Context, sql string, args ...any) ([]int64, error)
+}
+
+type poolQuerier struct{ s *Store }
+
+func (p poolQuerier) ids(ctx context.Context, q string, args ...any) ([]int64, error) {
+	rows, err := p.s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[int64])
+}
+
+type pgxQuerier struct{ tx pgx.Tx }
+
+func (p pgxQuerier) ids(ctx context.Context, q string, args ...any) ([]int64, error) {
+	rows, err := p.tx.Query(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[int64])
+}
+
+type sqlQuerier struct{ tx *sql.Tx }
+
+func (p sqlQuerier) ids(ctx context.Context, q string, args ...any) ([]int64, error) {
+	rows, err := p.tx.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}
+
+// insertWith writes jobs with one statement through q.
+func insertWith(ctx context.Context, q querier, stmt string, jobs []store.InsertParams) ([]store.JobID, error) {
+	n := len(jobs)
+	var (
+		shards  = make([]int32, n)
+		keys    = make([]pgtype.Int8, n)
+		tasks   = make([]pgtype.Text, n)
+		payload = make([]string, n)
+		prio    = make([]int16, n)
+		maxa    = make([]int32, n)
+		rd      = make([]int32, n)
+		at      = make([]time.Time, n)
+		delay   = make([]int64, n)
+		meta    = make([]pgtype.Text, n)
+	)
+	for i, j := range jobs {
+		shards[i] = int32(j.Shard)
+		if j.PartitionKey != nil {
+			keys[i] = pgtype.Int8{Int64: *j.PartitionKey, Valid: true}
+		}
+		tasks[i] = text(j.Task)
+		payload[i] = string(j.Payload)
+		prio[i] = int16(j.Priority)
+		maxa[i] = int32(j.MaxAttempts)
+		rd[i] = retrySeconds(j.RetryDelay)
+		now := j.Now
+		if now.IsZero() {
+			now = hostNow()
+		}
+		at[i] = now
+		if j.RunAt.After(now) {
+			delay[i] = max(offset(j.RunAt, now), 1)
+		}
+		meta[i] = rawText(j.Metadata)
+	}
+	seqs, err := q.ids(ctx, stmt, shards, keys, tasks, payload, prio, maxa, rd, at, delay, meta)
+	if err != nil {
+		return nil, fmt.Errorf("queuemax: insert jobs: %w", err)
+	}
+	if len(seqs) != n {
+		return nil, fmt.Errorf("queuemax: insert jobs: %d rows written for %d jobs", len(seqs), n)
+	}
+	// One statement takes its ids from the sequence in row order.
+	slices.Sort(seqs)
+	out := make([]store.JobID, n)
+	for i, j := range jobs {
+		out[i] = store.NewJobID(j.Shard, seqs[i])
+	}
+	return out, nil
+}
+
+// Claim claims ready jobs; see store.Store. With one shard it is one
+// statement; with several, one per shard visited in p.Order.
+func (s *Store) Claim(ctx context.Context, p store.ClaimParams) ([]*store.Job, error) {
+	if s.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	if p.Max <= 0 {
+		return nil, nil
+	}
+	lease := rand.Int64N(1<<62) + 1
+	if s.shards == 1 {
+		return s.claimShard(ctx, p, lease, -1, p.Max)
+	}
+	order := p.Order
+	if order == nil {
+		order = rand.Perm(s.shards)
+	}
+	var out []*store.Job
+	var firstErr error
+	for _, sh := range order {
+		if len(out) >= p.Max {
+			break
+		}
+		if err := s.checkShard(sh); err != nil {
+			return out, err
+		}
+		jobs, err := s.claimShard(ctx, p, lease, sh, p.Max-len(out))
+		if err != nil {
+			if firstErr == nil {
+				firstErr = fmt.Errorf("shard %d: claim: %w", sh, err)
+			}
+			continue
+		}
+		out = append(out, jobs...)
+	}
+	if len(out) > 0 {
+		return out, nil
+	}
+	return out, firstErr
+}
+
+func (s *Store) claimShard(ctx context.Context, p store.ClaimParams, lease int64, shard, want int) ([]*store.Job, error) {
+	now := p.Now
+	if now.IsZero() {
+		now = hostNow()
+	}
+	args := []any{now, want, p.WorkerID, lease}
+	t, sh := 0, 0
+	if len(p.Tasks) > 0 {
+		t = 1
+		args = append(args, p.Tasks)
+	}
+	if shard >= 0 {
+		sh = 1
+		args = append(args, int32(shard))
+	}
+	rows, err := s.pool.Query(ctx, s.q.claim[t][sh], args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var jobs []*store.Job
+	for rows.Next() {
+		var (
+			j                       store.Job
+			id                      int64
+			shardIdx, att, maxa, rd int32
+			prio                    int16
+			task, lastErr, errType  pgtype.Text
+			key                     pgtype.Int8
+			created, hb, next       pgtype.Timestamptz
+			payload, meta           []byte
+		)
+		if err := rows.Scan(&id, &shardIdx, &task, &payload, &prio, &att, &maxa, &rd, &lastErr, &errType, &key,
+			&created, &hb, &meta, &next); err != nil {
+			return nil, err
+		}
+		j.ID = store.NewJobID(int(shardIdx), id)
+		j.Shard = int(shardIdx)
+		j.Task = task.String
+		j.Payload = payload
+		j.Status = store.StatusProcessing
+		j.Priority = store.Priority(prio)
+		j.Attempts, j.MaxAttempts = int(att), int(maxa)
+		j.RetryDelay = time.Duration(rd) * time.Second
+		j.LastError, j.ErrorType = lastErr.String, errType.String
+		if key.Valid {
+			k := key.Int64
+			j.PartitionKey = &k
+		}
+		j.WorkerID = p.WorkerID
+		j.Lease = lease
+		j.CreatedAt = toTime(created)
+		j.Heartbeat = toTime(hb)
+		j.StartedAt = j.Heartbeat
+		j.NextRetryAt = toTime(next)
+		j.Metadata = meta
+		jobs = append(jobs, &j)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	// RETURNING order is unspecified: restore priority, then FIFO.
+	slices.SortFunc(jobs, func(a, b *store.Job) int {
+		if a.Priority != b.Priority {
+			return int(b.Priority - a.Priority)
+		}
+		return int(a.ID.Seq() - b.ID.Seq())
+	})
+	return jobs, nil
+}
+
+// leaseKey is one (row id, token) pair.
+type leaseKey struct{ id, token int64 }
+
+// matched turns the (id, lease) pairs a statement returned into one flag per
+// item; a lease listed twice in one batch holds only for its first item.
+func matched(rows pgx.Rows, leases []store.Lease) ([]bool, error) {
+	got := make(map[leaseKey]bool)
+	for rows.Next() {
+		var k leaseKey
+		if err := rows.Scan(&k.id, &k.token); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		got[k] = true
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	ok := make([]bool, len(leases))
+	for i, l := range leases {
+		k := leaseKey{l.ID.Seq(), l.Token}
+		if got[k] {
+			ok[i] = true
+			delete(got, k)
+		}
+	}
+	return ok, nil
+}
+
+// itemErrors turns per-item flags (or one statement error) into the
+// store's per-item errors.
+func itemErrors(n int, ok []bool, err error) []error {
+	errs := make([]error, n)
+	for i := range errs {
+		switch {
+		case err != nil:
+			errs[i] = err
+		case !ok[i]:
+			errs[i] = store.ErrLeaseLost
+		}
+	}
+	return errs
+}
+
+func closedErrors(n int) []error {
+	errs := make([]error, n)
+	for i := range errs {
+		errs[i] = store.ErrClosed
+	}
+	return errs
+}
+
+func leaseArrays(leases []store.Lease) (ids, tokens []int64) {
+	ids, tokens = make([]int64, len(leases)), make([]int64, len(leases))
+	for i, l := range leases {
+		ids[i], tokens[i] = l.ID.Seq(), l.Token
+	}
+	return ids, tokens
+}
+
+// Complete records successful jobs in one statement; see store.Store. A
+// single acknowledgement joins a group commit with concurrent ones.
+func (s *Store) Complete(ctx context.Context, acks []store.CompleteParams) []error {
+	if s.closed.Load() {
+		return closedErrors(len(acks))
+	}
+	if len(acks) == 0 {
+		return nil
+	}
+	var ok []bool
+	var err error
+	if len(acks) == 1 {
+		ok, err = s.completes.do(ctx, acks)
+	} else {
+		ok, err = s.completeBatch(ctx, acks)
+	}
+	return itemErrors(len(acks), ok, err)
+}
+
+func (s *Store) completeBatch(ctx context.Context, acks []store.CompleteParams) ([]bool, error) {
+	leases := make([]store.Lease, len(acks))
+	results := make([]pgtype.Text, len(acks))
+	at := make([]time.Time, len(acks))
+	for i, a := range acks {
+		leases[i] = a.Lease
+		results[i] = rawText(a.Result)
+		at[i] = a.Now
+		if a.Now.IsZero() {
+			at[i] = hostNow()
+		}
+	}
+	ids, tokens := leaseArrays(leases)
+	rows, err := s.pool.Query(ctx, s.q.complete, ids, tokens, results, at, counterSlot())
+	if err != nil {
+		return nil, fmt.Errorf("queuemax: complete jobs: %w", err)
+	}
+	return matched(rows, leases)
+}
+
+// Fail records failed executions in one statement; see store.Store.
+func (s *Store) Fail(ctx context.Context, fails []store.FailParams) []error {
+	if s.closed.Load() {
+		return closedErrors(len(fails))
+	}
+	if len(fails) == 0 {
+		return nil
+	}
+	n := len(fails)
+	var (
+		leases = make([]store.Lease, n)
+		dead   = make([]bool, n)
+		delay  = make([]int64, n)
+		msg    = make([]string, n)
+		etype  = make([]string, n)
+		stack  = make([]pgtype.Text, n)
+		at     = make([]time.Time, n)
+	)
+	for i, f := range fails {
+		leases[i] = f.Lease
+		dead[i] = f.Dead
+		now := f.Now
+		if now.IsZero() {
+			now = hostNow()
+		}
+		at[i] = now
+		if !f.Dead && !f.RetryAt.IsZero() {
+			delay[i] = offset(f.RetryAt, now)
+		}
+		msg[i], etype[i], stack[i] = f.Error, f.ErrorType, text(f.Stack)
+	}
+	ids, tokens := leaseArrays(leases)
+	rows, err := s.pool.Query(ctx, s.q.fail, ids, tokens, dead, delay, msg, etype, stack, at, counterSlot())
+	if err != nil {
+		return itemErrors(n, nil, fmt.Errorf("queuemax: fail jobs: %w", err))
+	}
+	ok, err := matched(rows, leases)
+	return itemErrors(n, ok, err)
+}
+
+// Heartbeat renews heartbeats in one statement; see store.Store.
+func (s *Store) Heartbeat(ctx context.Context, leases []store.Lease, now time.Time) []error {
+	if s.closed.Load() {
+		return closedErrors(len(leases))
+	}
+	if len(leases) == 0 {
+		return nil
+	}
+	if now.IsZero() {
+		now = hostNow()
+	}
+	ids, tokens := leaseArrays(leases)
+	rows, err := s.pool.Query(ctx, s.q.heartbeat, now, ids, tokens)
+	if err != nil {
+		return itemErrors(len(leases), nil, fmt.Errorf("queuemax: heartbeat: %w", err))
+	}
+	ok, err := matched(rows, leases)
+	return itemErrors(len(leases), ok, err)
+}
+
+// Release returns running jobs to pending in one statement; see
+// store.Store.
+func (s *Store) Release(ctx context.Context, leases []store.Lease) []error {
+	if s.closed.Load() {
+		return closedErrors(len(leases))
+	}
+	if len(leases) == 0 {
+		return nil
+	}
+	ids, tokens := leaseArrays(leases)
+	rows, err := s.pool.Query(ctx, s.q.release, ids, tokens)
+	if err != nil {
+		return itemErrors(len(leases), nil, fmt.Errorf("queuemax: release: %w", err))
+	}
+	ok, err := matched(rows, leases)
+	if err == nil && slices.Contains(ok, true) {
+		s.wake(ctx)
+	}
+	return itemErrors(len(leases), ok, err)
+}
+
+// wake notifies every listener that jobs became ready other than by an
+// insert (which its trigger announces). A lost wake-up only delays them
+// until their next poll, so errors are ignored.
+func (s *Store) wake(ctx context.Context) {
+	s.lis.bump()
+	s.pool.Exec(context.WithoutCancel(ctx), `SELECT pg_notify($1, '')`, s.schema+".jobs")
+}

@@ -1,0 +1,251 @@
+// Package pgstore is the PostgreSQL implementation of store.Store, for
+// queues shared by processes on many hosts. It uses pgx v5 (pgxpool).
+//
+// One PostgreSQL schema holds a queue's tables (see schema.go). The store
+// has one logical shard unless Options.Shards asks for more: JobIDs are
+// NewJobID(shard, id) with id the jobs table's bigserial. Shards here are
+// only a column, never separate files; partition keys are stored with each
+// job but do not route it.
+//
+// Times: by default (HostClock false) leases, heartbeats, orphan recovery,
+// retry and run-at times and worker expiry are decided with the database's
+// clock: every absolute time a caller passes is turned into an offset from
+// the caller's Now and applied to the database's now(), so hosts whose
+// clocks disagree still agree on what is stale or due. Periodic slots are
+// schedule instants and are stored as given; each fires once whatever the
+// hosts' clocks, by the unique (task, slot) key.
+//
+// Not API: import github.com/queuemax/queuemax instead.
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/queuemax/queuemax/runtime/store"
+)
+
+// DefaultSchema is the schema used when Options.Schema is empty.
+const DefaultSchema = "queuemax"
+
+// ErrSchemaNewer is returned by Open when the schema was migrated by a newer
+// queuemax than this binary: upgrade the binary rather than run old code
+// against tables it does not know.
+var ErrSchemaNewer = errors.New("queuemax: database schema is newer than this binary")
+
+// Options configures Open.
+type Options struct {
+	// DSN is a postgres:// or postgresql:// URL (or a key=value string).
+	DSN string
+	// Schema is the schema holding the queue's tables; empty means
+	// DefaultSchema. It is created if missing.
+	Schema string
+	// Shards is the number of logical shards; zero means 1. It is fixed
+	// when the schema is created; reopening with another count fails
+	// with store.ErrShardMismatch. More than one only serves callers that
+	// address shards explicitly (the conformance suite): claims visit
+	// them one statement each.
+	Shards int
+	// HostClock, when true, uses the callers' Now values as given instead
+	// of the database's clock (see the package comment). Tests with a
+	// fixed clock set it.
+	HostClock bool
+	// MaxConns bounds the connection pool; zero means the DSN's
+	// pool_max_conns, or 16.
+	MaxConns int32
+	// PollInterval is how often the store checks for inserts it was not
+	// notified of (a lost notification, a listener reconnecting); zero
+	// means one second. Notifications wake waiters within milliseconds.
+	PollInterval time.Duration
+}
+
+// Store is a PostgreSQL store.Store. It is safe for concurrent use.
+type Store struct {
+	pool   *pgxpool.Pool
+	schema string
+	shards int
+	host   bool
+	q      queries
+	closed atomic.Bool
+
+	inserts   *batcher[insertItem, store.JobID]
+	completes *batcher[store.CompleteParams, bool]
+
+	lis *listener
+}
+
+// Open connects to PostgreSQL, creates or migrates the schema (under an
+// advisory lock, so many hosts may start at once) and starts the listener
+// that turns notifications into wake-ups.
+func Open(ctx context.Context, o Options) (*Store, error) {
+	if o.Schema == "" {
+		o.Schema = DefaultSchema
+	}
+	if len(o.Schema) > 57 {
+		return nil, fmt.Errorf("queuemax: schema name %q is longer than 57 bytes", o.Schema)
+	}
+	if o.Shards == 0 {
+		o.Shards = 1
+	}
+	if o.Shards < 1 || o.Shards > 1024 {
+		return nil, fmt.Errorf("queuemax: %d shards is out of range (want 1–1024)", o.Shards)
+	}
+	if o.PollInterval <= 0 {
+		o.PollInterval = time.Second
+	}
+	cfg, err := pgxpool.ParseConfig(o.DSN)
+	if err != nil {
+		return nil, fmt.Errorf("queuemax: DSN: %w", err)
+	}
+	if o.MaxConns > 0 {
+		cfg.MaxConns = o.MaxConns
+	} else if !strings.Contains(o.DSN, "pool_max_conns") {
+		cfg.MaxConns = 16
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("queuemax: connect to PostgreSQL: %w", err)
+	}
+	s := &Store{pool: pool, schema: o.Schema, shards: o.Shards, host: o.HostClock}
+	if err := s.migrate(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	s.q = buildQueries(pgx.Identifier{o.Schema}.Sanitize(), o.HostClock)
+	s.inserts = newBatcher(s.insertBatch)
+	s.completes = newBatcher(s.completeBatch)
+	s.lis = startListener(s, cfg.ConnConfig, o.Schema+".jobs", o.PollInterval)
+	return s, nil
+}
+
+// Pool returns the store's connection pool.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Schema returns the schema holding the store's tables.
+func (s *Store) Schema() string { return s.schema }
+
+// Shards returns the number of logical shards (1 unless Options.Shards).
+func (s *Store) Shards() int { return s.shards }
+
+// Close stops the listener and closes the pool. Later calls return
+// store.ErrClosed.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return store.ErrClosed
+	}
+	s.lis.stop()
+	s.pool.Close()
+	return nil
+}
+
+// sql expands {s} to the quoted schema name.
+func (s *Store) sql(q string) string {
+	return strings.ReplaceAll(q, "{s}", pgx.Identifier{s.schema}.Sanitize())
+}
+
+// lockKey is the advisory lock key that serialises migrations of schema.
+func lockKey(schema string) int64 {
+	h := fnv.New64a()
+	h.Write([]byte("queuemax-migrate:" + schema))
+	return int64(h.Sum64())
+}
+
+// migrate brings the schema to schemaVersion. It holds a session advisory
+// lock on one connection for the whole run, so concurrent Opens migrate
+// one after the other and the later ones find nothing to do.
+func (s *Store) migrate(ctx context.Context) error {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("queuemax: connect to PostgreSQL: %w", err)
+	}
+	defer conn.Release()
+	key := lockKey(s.schema)
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, key); err != nil {
+		return fmt.Errorf("queuemax: migration lock: %w", err)
+	}
+	defer conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, key)
+	if _, err := conn.Exec(ctx, s.sql(`CREATE SCHEMA IF NOT EXISTS {s}`)); err != nil {
+		return fmt.Errorf("queuemax: create schema %q: %w", s.schema, err)
+	}
+	if _, err := conn.Exec(ctx, s.sql(`CREATE TABLE IF NOT EXISTS {s}.schema_version (
+		version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`)); err != nil {
+		return fmt.Errorf("queuemax: schema %q: %w", s.schema, err)
+	}
+	var have int
+	if err := conn.QueryRow(ctx, s.sql(`SELECT coalesce(max(version), 0) FROM {s}.schema_version`)).Scan(&have); err != nil {
+		return fmt.Errorf("queuemax: schema %q: read version: %w", s.schema, err)
+	}
+	if have > schemaVersion {
+		return fmt.Errorf("%w: schema %q is at version %d, this binary knows up to %d; upgrade queuemax",
+			ErrSchemaNewer, s.schema, have, schemaVersion)
+	}
+	for _, m := range migrations {
+		if m.version <= have {
+			continue
+		}
+		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			for _, q := range m.stmts {
+				if _, err := tx.Exec(ctx, s.sql(q)); err != nil {
+					return err
+				}
+			}
+			if m.version == 1 {
+				if _, err := tx.Exec(ctx, s.sql(`INSERT INTO {s}.meta (key, value) VALUES ('shards', $1)`), strconv.Itoa(s.shards)); err != nil {
+					return err
+				}
+			}
+			_, err := tx.Exec(ctx, s.sql(`INSERT INTO {s}.schema_version (version, name) VALUES ($1, $2)`), m.version, m.name)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("queuemax: schema %q: migration %d (%s): %w", s.schema, m.version, m.name, err)
+		}
+	}
+	var shards string
+	if err := conn.QueryRow(ctx, s.sql(`SELECT value FROM {s}.meta WHERE key = 'shards'`)).Scan(&shards); err != nil {
+		return fmt.Errorf("queuemax: schema %q: read shard count: %w", s.schema, err)
+	}
+	if n, _ := strconv.Atoi(shards); n != s.shards {
+		return fmt.Errorf("%w: schema %q has %s logical shards, opened with %d", store.ErrShardMismatch, s.schema, shards, s.shards)
+	}
+	return nil
+}
+
+// checkShard returns store.ErrInvalidShard unless 0 <= sh < Shards.
+func (s *Store) checkShard(sh int) error {
+	if sh < 0 || sh >= s.shards {
+		return fmt.Errorf("%w: shard %d (the store has %d)", store.ErrInvalidShard, sh, s.shards)
+	}
+	return nil
+}
+
+// shardList returns the shards that shard (or AllShards) selects.
+func (s *Store) shardList(shard int) ([]int, error) {
+	if shard == store.AllShards {
+		out := make([]int, s.shards)
+		for i := range out {
+			out[i] = i
+		}
+		return out, nil
+	}
+	if err := s.checkShard(shard); err != nil {
+		return nil, err
+	}
+	return []int{shard}, nil
+}
+
+// offset returns t-now in microseconds, the form in which absolute times
+// reach SQL (applied to the database's or the caller's clock).
+func offset(t, now time.Time) int64 { return t.Sub(now).Microseconds() }
+
+// hostNow is the reference time for calls that pass an absolute time but no
+// Now: the host's clock, whose offset is then applied to the database's.
+func hostNow() time.Time { return time.Now() }

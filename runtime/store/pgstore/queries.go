@@ -1,0 +1,147 @@
+package pgstore
+
+import (
+	"fmt"
+	"strings"
+)
+
+// queries holds the hot-path statements, built once per Store for its
+// schema and clock mode. pgx prepares and caches each on first use per
+// connection, so later calls cost one round trip.
+type queries struct {
+	insert, complete, fail, heartbeat, release string
+	// claim is indexed by [filtered by tasks][filtered by shard].
+	claim [2][2]string
+}
+
+// Clock placeholders in the statement texts:
+//
+//	@now     the current time: the caller's Now in $1 (host clock) or the
+//	         database's now() (database clock; $1 is still referenced so
+//	         that the statement's parameters do not change with the mode)
+//	@rownow  the same for a row of a batch, whose caller's Now is u.at
+//
+// Absolute times reach SQL as microsecond offsets from the caller's Now and
+// are written as @now + $k * interval '1 microsecond'.
+func expand(q, schema string, host bool) string {
+	now, rownow := "coalesce(now(), $1::timestamptz)", "coalesce(now(), u.at)"
+	if host {
+		now, rownow = "$1::timestamptz", "u.at"
+	}
+	return strings.NewReplacer("{s}", schema, "@now", now, "@rownow", rownow).Replace(q)
+}
+
+const us = ` * interval '1 microsecond'`
+
+// claimColumns are the columns a claim returns: what the engine needs to run
+// the job, not the whole row.
+const claimColumns = `j.id, j.shard, j.task, j.payload, j.priority, j.attempts, j.max_attempts, j.retry_delay,
+	j.last_error, j.error_type, j.partition_key, j.created_at, j.heartbeat, j.metadata, j.next_retry_at`
+
+// claimSQL claims a batch in one statement: the first ready jobs by
+// priority then id, and scheduled jobs that have come due (claimed
+// directly, with no separate promotion), both skipping rows other claimers
+// hold. $1 now, $2 limit, $3 worker, $4 lease, then the task names and the
+// shard when filtered.
+func claimSQL(tasks, shard bool) string {
+	filter := ""
+	n := 4
+	if tasks {
+		n++
+		filter += fmt.Sprintf(" AND task = ANY($%d::text[])", n)
+	}
+	if shard {
+		n++
+		filter += fmt.Sprintf(" AND shard = $%d::integer", n)
+	}
+	return `WITH cand AS (
+		SELECT id, priority FROM (SELECT id, priority FROM {s}.jobs WHERE status = 'pending'` + filter + `
+			ORDER BY priority DESC, id LIMIT $2 FOR UPDATE SKIP LOCKED) p
+		UNION ALL
+		SELECT id, priority FROM (SELECT id, priority FROM {s}.jobs WHERE status = 'scheduled' AND next_retry_at <= @now` + filter + `
+			ORDER BY next_retry_at LIMIT $2 FOR UPDATE SKIP LOCKED) d
+	), pick AS (SELECT id FROM cand ORDER BY priority DESC, id LIMIT $2)
+	UPDATE {s}.jobs j SET status = 'processing', worker_id = $3, heartbeat = @now, started_at = @now,
+		attempts = j.attempts + 1, lease = $4, completed_at = NULL
+	FROM pick WHERE j.id = pick.id
+	RETURNING ` + claimColumns
+}
+
+const (
+	// sqlInsert writes a batch of jobs in one statement, in input order
+	// (so the returned ids ascend in that order). A job whose run-at
+	// offset is positive is stored as scheduled.
+	sqlInsert = `INSERT INTO {s}.jobs (shard, partition_key, task, payload, status, priority, max_attempts, retry_delay,
+			created_at, next_retry_at, metadata)
+		SELECT u.shard, u.pkey, u.task, u.payload::json, CASE WHEN u.delay > 0 THEN 'scheduled' ELSE 'pending' END,
+			u.prio, u.maxa, u.rd, @rownow, CASE WHEN u.delay > 0 THEN @rownow + u.delay` + us + ` END, u.meta::json
+		FROM unnest($1::integer[], $2::bigint[], $3::text[], $4::text[], $5::smallint[], $6::integer[], $7::integer[],
+			$8::timestamptz[], $9::bigint[], $10::text[]) WITH ORDINALITY AS u(shard, pkey, task, payload, prio, maxa, rd, at, delay, meta, ord)
+		ORDER BY u.ord
+		RETURNING id`
+
+	// sqlComplete acknowledges a batch in one statement: rows without a
+	// result are deleted, rows with one kept as completed, and the
+	// counters bumped; it returns the (id, lease) pairs that held.
+	sqlComplete = `WITH a AS (SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::timestamptz[]) AS u(id, lease, result, at)),
+	d AS (DELETE FROM {s}.jobs j USING a u
+		WHERE j.id = u.id AND j.lease = u.lease AND j.status = 'processing' AND u.result IS NULL
+		RETURNING j.id, j.shard, u.lease),
+	k AS (UPDATE {s}.jobs j SET status = 'completed', result = u.result::json, completed_at = @rownow, worker_id = NULL,
+			heartbeat = NULL, lease = NULL, last_error = NULL, error_type = NULL, error_stack = NULL
+		FROM a u WHERE j.id = u.id AND j.lease = u.lease AND j.status = 'processing' AND u.result IS NOT NULL
+		RETURNING j.id, j.shard, u.lease),
+	done AS (SELECT * FROM d UNION ALL SELECT * FROM k),
+	c AS (INSERT INTO {s}.counters AS c (shard, slot, processed)
+		SELECT shard, $5, count(*) FROM done GROUP BY shard
+		ON CONFLICT (shard, slot) DO UPDATE SET processed = c.processed + excluded.processed)
+	SELECT id, lease FROM done`
+
+	// sqlFail records a batch of failures in one statement: retries go
+	// back to pending or scheduled, dead ones to failed with a dead-letter
+	// row, and the failed counter is bumped.
+	sqlFail = `WITH a AS (SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::boolean[], $4::bigint[], $5::text[], $6::text[],
+			$7::text[], $8::timestamptz[]) AS u(id, lease, dead, delay, err, etype, stack, at)),
+	r AS (UPDATE {s}.jobs j SET status = CASE WHEN u.delay > 0 THEN 'scheduled' ELSE 'pending' END,
+			next_retry_at = @rownow + u.delay` + us + `, last_error = u.err, error_type = u.etype, error_stack = u.stack,
+			worker_id = NULL, heartbeat = NULL, lease = NULL
+		FROM a u WHERE NOT u.dead AND j.id = u.id AND j.lease = u.lease AND j.status = 'processing'
+		RETURNING j.id, u.lease),
+	x AS (UPDATE {s}.jobs j SET status = 'failed', completed_at = @rownow, last_error = u.err, error_type = u.etype,
+			error_stack = u.stack, worker_id = NULL, heartbeat = NULL, lease = NULL
+		FROM a u WHERE u.dead AND j.id = u.id AND j.lease = u.lease AND j.status = 'processing'
+		RETURNING j.id, u.lease, j.shard, j.payload, j.task, j.attempts, u.err, u.etype, u.stack, @rownow AS at),
+	dl AS (INSERT INTO {s}.dead_letters (shard, original_job_id, payload, error, error_type, error_stack, task, attempts, failed_at)
+		SELECT shard, id, payload, err, etype, stack, task, attempts, at FROM x),
+	c AS (INSERT INTO {s}.counters AS c (shard, slot, failed)
+		SELECT shard, $9, count(*) FROM x GROUP BY shard
+		ON CONFLICT (shard, slot) DO UPDATE SET failed = c.failed + excluded.failed)
+	SELECT id, lease FROM r UNION ALL SELECT id, lease FROM x`
+
+	sqlHeartbeat = `UPDATE {s}.jobs j SET heartbeat = @now
+		FROM unnest($2::bigint[], $3::bigint[]) AS u(id, lease)
+		WHERE j.id = u.id AND j.lease = u.lease AND j.status = 'processing'
+		RETURNING j.id, u.lease`
+
+	sqlRelease = `UPDATE {s}.jobs j SET status = 'pending', attempts = greatest(j.attempts - 1, 0), worker_id = NULL,
+			heartbeat = NULL, lease = NULL
+		FROM unnest($1::bigint[], $2::bigint[]) AS u(id, lease)
+		WHERE j.id = u.id AND j.lease = u.lease AND j.status = 'processing'
+		RETURNING j.id, u.lease`
+)
+
+func buildQueries(schema string, host bool) queries {
+	q := queries{
+		insert:    expand(sqlInsert, schema, host),
+		complete:  expand(sqlComplete, schema, host),
+		fail:      expand(sqlFail, schema, host),
+		heartbeat: expand(sqlHeartbeat, schema, host),
+		release:   expand(sqlRelease, schema, host),
+	}
+	for t := range 2 {
+		for sh := range 2 {
+			q.claim[t][sh] = expand(claimSQL(t == 1, sh == 1), schema, host)
+		}
+	}
+	return q
+}

@@ -1,0 +1,126 @@
+package pgstore
+
+// The tables live in one schema (Options.Schema, default "queuemax"); {s}
+// below stands for its quoted name. They keep the column meanings of the
+// SQLite store's tables (runtime/store/sqlitestore/schema.go) under English
+// names:
+//
+//	jobs           fila: one row per job; shard is the logical shard index
+//	               (always 0 for a one-shard store), partition_key is
+//	               fila.pagina_id, attempts/max_attempts are tentativas and
+//	               max_tentativas, lease fences acknowledgements.
+//	dead_letters   dead_letter_queue
+//	counters       shard_metadata's lifetime counters, spread over a few
+//	               slots per shard so that concurrent acknowledgements do
+//	               not queue on one row lock; readers sum the slots.
+//	periodic       qm_periodic
+//	periodic_runs  qm_periodic_runs, unique (task, slot)
+//	workers        qm_workers
+//	meta           the settings fixed at creation (the shard count)
+//	schema_version one row per migration applied
+//
+// Inserts into jobs notify the channel "<schema>.jobs" once per statement
+// (a statement-level trigger), which wakes idle workers of every process.
+
+// schemaVersion is the newest migration this binary knows.
+const schemaVersion = 1
+
+type migration struct {
+	version int
+	name    string
+	stmts   []string
+}
+
+var migrations = []migration{
+	{
+		version: 1,
+		name:    "jobs, dead letters, counters, periodic tasks, workers",
+		stmts: []string{
+			`CREATE TABLE {s}.meta (
+				key text PRIMARY KEY,
+				value text NOT NULL
+			)`,
+			`CREATE TABLE {s}.jobs (
+				id bigserial PRIMARY KEY,
+				shard integer NOT NULL DEFAULT 0,
+				partition_key bigint,
+				task text,
+				payload json NOT NULL,
+				status text NOT NULL DEFAULT 'pending'
+					CHECK (status IN ('pending','processing','failed','completed','cancelled','scheduled')),
+				priority smallint NOT NULL DEFAULT 0,
+				attempts integer NOT NULL DEFAULT 0,
+				max_attempts integer NOT NULL DEFAULT 3,
+				retry_delay integer NOT NULL DEFAULT 60,
+				last_error text,
+				error_type text,
+				error_stack text,
+				worker_id text,
+				lease bigint,
+				heartbeat timestamptz,
+				created_at timestamptz NOT NULL DEFAULT now(),
+				started_at timestamptz,
+				completed_at timestamptz,
+				next_retry_at timestamptz,
+				result json,
+				metadata json
+			)`,
+			// The claim walks this index in order and stops after LIMIT rows.
+			`CREATE INDEX jobs_claim ON {s}.jobs (priority DESC, id) WHERE status = 'pending'`,
+			`CREATE INDEX jobs_due ON {s}.jobs (next_retry_at) WHERE status = 'scheduled'`,
+			`CREATE INDEX jobs_heartbeat ON {s}.jobs (heartbeat) WHERE status = 'processing'`,
+			`CREATE INDEX jobs_finished ON {s}.jobs (completed_at) WHERE status IN ('failed', 'completed', 'cancelled')`,
+			`CREATE TABLE {s}.dead_letters (
+				id bigserial PRIMARY KEY,
+				shard integer NOT NULL DEFAULT 0,
+				original_job_id bigint,
+				task text,
+				payload json NOT NULL,
+				error text NOT NULL,
+				error_type text NOT NULL,
+				error_stack text,
+				attempts integer,
+				failed_at timestamptz NOT NULL DEFAULT now()
+			)`,
+			`CREATE INDEX dead_letters_job ON {s}.dead_letters (original_job_id)`,
+			`CREATE INDEX dead_letters_failed_at ON {s}.dead_letters (failed_at)`,
+			`CREATE TABLE {s}.counters (
+				shard integer NOT NULL,
+				slot integer NOT NULL,
+				processed bigint NOT NULL DEFAULT 0,
+				failed bigint NOT NULL DEFAULT 0,
+				PRIMARY KEY (shard, slot)
+			)`,
+			`CREATE TABLE {s}.periodic (
+				task text PRIMARY KEY,
+				schedule text NOT NULL,
+				misfire text NOT NULL DEFAULT 'skip',
+				next_run timestamptz NOT NULL,
+				last_run timestamptz,
+				last_job_id bigint,
+				updated_at timestamptz NOT NULL
+			)`,
+			`CREATE TABLE {s}.periodic_runs (
+				task text NOT NULL,
+				slot timestamptz NOT NULL,
+				job_id bigint NOT NULL,
+				fired_at timestamptz NOT NULL,
+				PRIMARY KEY (task, slot)
+			)`,
+			`CREATE TABLE {s}.workers (
+				id text PRIMARY KEY,
+				info jsonb NOT NULL,
+				started_at timestamptz NOT NULL,
+				updated_at timestamptz NOT NULL,
+				expires_at timestamptz NOT NULL
+			)`,
+			`CREATE FUNCTION {s}.notify_jobs() RETURNS trigger LANGUAGE plpgsql AS $$
+			BEGIN
+				PERFORM pg_notify(TG_TABLE_SCHEMA || '.jobs', '');
+				RETURN NULL;
+			END $$`,
+			`CREATE TRIGGER jobs_notify AFTER INSERT ON {s}.jobs
+				FOR EACH STATEMENT EXECUTE FUNCTION {s}.notify_jobs()`,
+		},
+	},
+}
