@@ -79,6 +79,9 @@ func runProducer(ctx context.Context, p producerFlags) error {
 // workers, the producer first in this process, then in another.
 func (b *bench) latency(ctx context.Context) error {
 	samples := b.n(latencySamples, 20)
+	if b.pg != nil {
+		samples = b.n(pgLatencySamples, 20)
+	}
 	for _, cross := range []bool{false, true} {
 		name := "in-process"
 		if cross {

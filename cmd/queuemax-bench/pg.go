@@ -23,10 +23,11 @@ var pgScenarioNames = []string{"floor", "processing", "enqueue", "latency"}
 
 // PostgreSQL scenario sizes, before -scale.
 const (
-	pgProcessJobs    = 50000
-	pgSingleJobs     = 10000 // one Enqueue call at a time, one goroutine
-	pgConcurrentJobs = 20000 // pgProducers goroutines, one call at a time
-	pgBatchJobs      = 50000 // EnqueueMany, 1,000 per call
+	pgProcessJobs    = 200000
+	pgSingleJobs     = 30000  // one Enqueue call at a time, one goroutine
+	pgConcurrentJobs = 50000  // pgProducers goroutines, one call at a time
+	pgBatchJobs      = 200000 // EnqueueMany, 1,000 per call
+	pgLatencySamples = 4000   // at latencyRate jobs/s
 	pgProducers      = 16
 	pgManyWorkers    = 100
 	// pgFloorClaimers is how many goroutines drain the floor table, each
