@@ -62,8 +62,17 @@ type EnqueueParams struct {
 // Run to process jobs. Open fails with a *ConfigError for a bad field,
 // ErrShardMismatch if the directory holds another shard count,
 // ErrNotDatabase for a shard file that is not a database, and
-// ErrDuplicateTask for two handlers with one name.
+// ErrDuplicateTask for two handlers with one name. With a postgres:// or
+// postgresql:// Config.DSN it opens the PostgreSQL store instead (see
+// postgres.go), which keeps one listener goroutine until Close.
 func Open(ctx context.Context, cfg Config) (*Client, error) {
+	pg, err := usesPostgres(cfg.DSN)
+	if err != nil {
+		return nil, err
+	}
+	if pg {
+		cfg.Shards = 1 // one logical shard; Dir does not apply
+	}
 	if cfg.Shards == 0 {
 		dir := cfg.Dir
 		if dir == "" {
@@ -96,6 +105,15 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 	}
 	if _, ok := c.handlers[""]; ok {
 		c.names = nil // a catch-all handler takes every task
+	}
+	if pg {
+		st, err := openPostgres(ctx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		c.st = st
+		c.started = c.now()
+		return c, nil
 	}
 	st, err := sqlitestore.Open(ctx, sqlitestore.Options{
 		Dir:         cfg.Dir,

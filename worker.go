@@ -648,11 +648,19 @@ func (e *engine) idle(ctx context.Context, lastVersion int64, retryIn time.Durat
 	interval, start := c.cfg.PollInterval, time.Now()
 	poll := time.NewTimer(interval)
 	defer poll.Stop()
+	// A store that is notified of other processes' commits (PostgreSQL's
+	// LISTEN/NOTIFY) wakes the fetcher at once; polling stays the fallback.
+	var changes <-chan struct{}
+	if n, ok := c.st.(store.Notifier); ok {
+		changes = n.Changes()
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-c.wake:
+			return
+		case <-changes:
 			return
 		case <-due:
 			return

@@ -117,6 +117,8 @@ type runner struct {
 	dataDir    string
 	dataDirSet bool
 	shards     int
+	dsn        string // --dsn
+	schema     string // --schema
 
 	// stopSignals restores the default signal behaviour (so that a second
 	// Ctrl-C ends the process). Nil in tests that build a runner directly.

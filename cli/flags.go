@@ -59,7 +59,7 @@ func didYouMean(name string) string {
 }
 
 // globalFlags names the flags every command accepts.
-var globalFlags = []string{"data-dir", "shards"}
+var globalFlags = []string{"data-dir", "shards", "dsn", "schema"}
 
 // newFlagSet returns a flag set for command name ("" for the program)
 // holding the global flags. Flags may be written -x or --x.
@@ -80,6 +80,20 @@ func (r *runner) newFlagSet(name string) *flag.FlagSet {
 			return errors.New("want a number from 1 to 1024")
 		}
 		r.shards = n
+		return nil
+	})
+	fs.Func("dsn", "a PostgreSQL `URL` (postgres://…) to use instead of a data dir (env QUEUE_MAX_DSN)", func(s string) error {
+		if s == "" {
+			return errors.New("empty DSN")
+		}
+		r.dsn = s
+		return nil
+	})
+	fs.Func("schema", "the PostgreSQL `SCHEMA` holding the queue, with --dsn (env QUEUE_MAX_SCHEMA; default queuemax)", func(s string) error {
+		if s == "" {
+			return errors.New("empty schema")
+		}
+		r.schema = s
 		return nil
 	})
 	return fs

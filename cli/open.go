@@ -43,6 +43,12 @@ func (r *runner) config() (queuemax.Config, slog.Level, error) {
 	if r.shards > 0 {
 		cfg.Shards = r.shards
 	}
+	if r.dsn != "" {
+		cfg.DSN = r.dsn
+	}
+	if r.schema != "" {
+		cfg.Schema = r.schema
+	}
 	cfg.Handlers = r.handlers
 	return cfg, level, nil
 }
@@ -55,7 +61,7 @@ func (r *runner) open(ctx context.Context, mode access, hint string, adjust func
 	if err != nil {
 		return nil, err
 	}
-	if mode != create {
+	if mode != create && cfg.DSN == "" {
 		if err := checkQueueDir(cfg.Dir, hint); err != nil {
 			return nil, err
 		}

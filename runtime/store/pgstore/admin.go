@@ -42,6 +42,9 @@ func (s *Store) query(ctx context.Context, q string, args ...any) (pgx.Rows, err
 // clock: a heartbeat is stale when older than now() - (now - stuckBefore).
 // A job that has used every attempt is dead-lettered instead.
 func (s *Store) RecoverOrphans(ctx context.Context, stuckBefore, now time.Time) (store.RecoverResult, error) {
+	if err := s.writable(); err != nil {
+		return store.RecoverResult{}, err
+	}
 	var res store.RecoverResult
 	if s.closed.Load() {
 		return res, store.ErrClosed
@@ -78,6 +81,9 @@ const resetJob = `status = 'pending', attempts = 0, next_retry_at = @now, worker
 // RetryFailed re-queues failed jobs with a fresh attempt budget and removes
 // their dead-letter rows; see store.Store.
 func (s *Store) RetryFailed(ctx context.Context, shard int, now time.Time) (int, error) {
+	if err := s.writable(); err != nil {
+		return 0, err
+	}
 	if s.closed.Load() {
 		return 0, store.ErrClosed
 	}
@@ -102,6 +108,9 @@ func (s *Store) RetryFailed(ctx context.Context, shard int, now time.Time) (int,
 
 // RetryJob re-queues one failed job; see store.Store.
 func (s *Store) RetryJob(ctx context.Context, id store.JobID, now time.Time) error {
+	if err := s.writable(); err != nil {
+		return err
+	}
 	if s.closed.Load() {
 		return store.ErrClosed
 	}
@@ -123,6 +132,9 @@ func (s *Store) RetryJob(ctx context.Context, id store.JobID, now time.Time) err
 // RequeueDead re-queues the job behind a dead-letter row, re-creating it
 // when its queue row is gone, in one transaction; see store.Store.
 func (s *Store) RequeueDead(ctx context.Context, shard int, dlqID int64, p store.RequeueParams) (store.JobID, error) {
+	if err := s.writable(); err != nil {
+		return 0, err
+	}
 	if s.closed.Load() {
 		return 0, store.ErrClosed
 	}
@@ -178,6 +190,9 @@ func (s *Store) RequeueDead(ctx context.Context, shard int, dlqID int64, p store
 // cutoff, and dead letters written before it; see store.Store. With the
 // database clock, cutoff is taken as an age relative to the host's clock.
 func (s *Store) Cleanup(ctx context.Context, cutoff time.Time) (store.CleanupResult, error) {
+	if err := s.writable(); err != nil {
+		return store.CleanupResult{}, err
+	}
 	var res store.CleanupResult
 	if s.closed.Load() {
 		return res, store.ErrClosed
@@ -195,6 +210,9 @@ func (s *Store) Cleanup(ctx context.Context, cutoff time.Time) (store.CleanupRes
 
 // Purge deletes jobs by status; see store.Store.
 func (s *Store) Purge(ctx context.Context, statuses []store.Status) (int, error) {
+	if err := s.writable(); err != nil {
+		return 0, err
+	}
 	if len(statuses) == 0 {
 		return s.exec(ctx, `DELETE FROM {s}.jobs WHERE status <> 'processing'`)
 	}

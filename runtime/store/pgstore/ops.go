@@ -45,6 +45,9 @@ func counterSlot() int32 { return rand.Int32N(16) }
 // with concurrent single inserts (one statement for the group); a batch is
 // one statement, so it is stored all or nothing.
 func (s *Store) Insert(ctx context.Context, jobs []store.InsertParams) ([]store.JobID, error) {
+	if err := s.writable(); err != nil {
+		return nil, err
+	}
 	if s.closed.Load() {
 		return nil, store.ErrClosed
 	}
@@ -79,6 +82,9 @@ func (s *Store) insertBatch(ctx context.Context, jobs []store.InsertParams) ([]s
 // *sql.Tx opened with the pgx stdlib driver on a database holding the
 // store's schema.
 func (s *Store) InsertTx(ctx context.Context, tx any, jobs []store.InsertParams) ([]store.JobID, error) {
+	if err := s.writable(); err != nil {
+		return nil, err
+	}
 	if s.closed.Load() {
 		return nil, store.ErrClosed
 	}
@@ -201,6 +207,9 @@ func insertWith(ctx context.Context, q querier, stmt string, jobs []store.Insert
 // Claim claims ready jobs; see store.Store. With one shard it is one
 // statement; with several, one per shard visited in p.Order.
 func (s *Store) Claim(ctx context.Context, p store.ClaimParams) ([]*store.Job, error) {
+	if err := s.writable(); err != nil {
+		return nil, err
+	}
 	if s.closed.Load() {
 		return nil, store.ErrClosed
 	}
@@ -355,10 +364,11 @@ func itemErrors(n int, ok []bool, err error) []error {
 	return errs
 }
 
-func closedErrors(n int) []error {
+// errorsOf returns err once per item.
+func errorsOf(n int, err error) []error {
 	errs := make([]error, n)
 	for i := range errs {
-		errs[i] = store.ErrClosed
+		errs[i] = err
 	}
 	return errs
 }
@@ -374,8 +384,8 @@ func leaseArrays(leases []store.Lease) (ids, tokens []int64) {
 // Complete records successful jobs in one statement; see store.Store. A
 // single acknowledgement joins a group commit with concurrent ones.
 func (s *Store) Complete(ctx context.Context, acks []store.CompleteParams) []error {
-	if s.closed.Load() {
-		return closedErrors(len(acks))
+	if err := s.writable(); err != nil {
+		return errorsOf(len(acks), err)
 	}
 	if len(acks) == 0 {
 		return nil
@@ -412,8 +422,8 @@ func (s *Store) completeBatch(ctx context.Context, acks []store.CompleteParams) 
 
 // Fail records failed executions in one statement; see store.Store.
 func (s *Store) Fail(ctx context.Context, fails []store.FailParams) []error {
-	if s.closed.Load() {
-		return closedErrors(len(fails))
+	if err := s.writable(); err != nil {
+		return errorsOf(len(fails), err)
 	}
 	if len(fails) == 0 {
 		return nil
@@ -452,8 +462,8 @@ func (s *Store) Fail(ctx context.Context, fails []store.FailParams) []error {
 
 // Heartbeat renews heartbeats in one statement; see store.Store.
 func (s *Store) Heartbeat(ctx context.Context, leases []store.Lease, now time.Time) []error {
-	if s.closed.Load() {
-		return closedErrors(len(leases))
+	if err := s.writable(); err != nil {
+		return errorsOf(len(leases), err)
 	}
 	if len(leases) == 0 {
 		return nil
@@ -473,8 +483,8 @@ func (s *Store) Heartbeat(ctx context.Context, leases []store.Lease, now time.Ti
 // Release returns running jobs to pending in one statement; see
 // store.Store.
 func (s *Store) Release(ctx context.Context, leases []store.Lease) []error {
-	if s.closed.Load() {
-		return closedErrors(len(leases))
+	if err := s.writable(); err != nil {
+		return errorsOf(len(leases), err)
 	}
 	if len(leases) == 0 {
 		return nil

@@ -13,6 +13,9 @@ import (
 
 // PeriodicRegister records a periodic task's schedule; see store.Store.
 func (s *Store) PeriodicRegister(ctx context.Context, p store.PeriodicParams) error {
+	if err := s.writable(); err != nil {
+		return err
+	}
 	_, err := s.exec(ctx, `INSERT INTO {s}.periodic AS p (task, schedule, misfire, next_run, updated_at)
 		VALUES ($2, $3, $4, $5, @now)
 		ON CONFLICT (task) DO UPDATE SET schedule = excluded.schedule, misfire = excluded.misfire,
@@ -53,6 +56,9 @@ func (s *Store) PeriodicList(ctx context.Context) ([]store.PeriodicState, error)
 // compare-and-swap on next_run and the unique (task, slot) row make each
 // slot fire once however many schedulers run.
 func (s *Store) PeriodicFire(ctx context.Context, p store.PeriodicFireParams) (store.JobID, bool, error) {
+	if err := s.writable(); err != nil {
+		return 0, false, err
+	}
 	if s.closed.Load() {
 		return 0, false, store.ErrClosed
 	}
@@ -110,6 +116,9 @@ func (s *Store) PeriodicFire(ctx context.Context, p store.PeriodicFireParams) (s
 // the database clock its times are the database's: r.UpdatedAt becomes
 // now() and the other two keep their distance from it.
 func (s *Store) WorkerPut(ctx context.Context, r store.WorkerRecord) error {
+	if err := s.writable(); err != nil {
+		return err
+	}
 	if r.ID == "" {
 		return fmt.Errorf("queuemax: worker registry: empty worker id")
 	}
@@ -129,6 +138,9 @@ func (s *Store) WorkerPut(ctx context.Context, r store.WorkerRecord) error {
 
 // WorkerDelete removes a worker's entry; see store.Store.
 func (s *Store) WorkerDelete(ctx context.Context, id string) error {
+	if err := s.writable(); err != nil {
+		return err
+	}
 	_, err := s.exec(ctx, `DELETE FROM {s}.workers WHERE id = $1`, id)
 	return err
 }

@@ -29,6 +29,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/queuemax/queuemax/runtime/store"
 )
@@ -58,6 +60,10 @@ type Options struct {
 	// of the database's clock (see the package comment). Tests with a
 	// fixed clock set it.
 	HostClock bool
+	// ReadOnly opens an existing queue without creating or migrating
+	// anything: every write returns store.ErrReadOnly, and the sessions
+	// are read-only (default_transaction_read_only) as a second fence.
+	ReadOnly bool
 	// MaxConns bounds the connection pool; zero means the DSN's
 	// pool_max_conns, or 16.
 	MaxConns int32
@@ -73,6 +79,7 @@ type Store struct {
 	schema string
 	shards int
 	host   bool
+	ro     bool
 	q      queries
 	closed atomic.Bool
 
@@ -110,12 +117,19 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	} else if !strings.Contains(o.DSN, "pool_max_conns") {
 		cfg.MaxConns = 16
 	}
+	if o.ReadOnly {
+		cfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("queuemax: connect to PostgreSQL: %w", err)
 	}
-	s := &Store{pool: pool, schema: o.Schema, shards: o.Shards, host: o.HostClock}
-	if err := s.migrate(ctx); err != nil {
+	s := &Store{pool: pool, schema: o.Schema, shards: o.Shards, host: o.HostClock, ro: o.ReadOnly}
+	check := s.migrate
+	if o.ReadOnly {
+		check = s.checkVersion
+	}
+	if err := check(ctx); err != nil {
 		pool.Close()
 		return nil, err
 	}
@@ -215,6 +229,42 @@ func (s *Store) migrate(ctx context.Context) error {
 	}
 	if n, _ := strconv.Atoi(shards); n != s.shards {
 		return fmt.Errorf("%w: schema %q has %s logical shards, opened with %d", store.ErrShardMismatch, s.schema, shards, s.shards)
+	}
+	return nil
+}
+
+// checkVersion is migrate for a read-only store: the schema must exist at a
+// version this binary knows, and is not changed.
+func (s *Store) checkVersion(ctx context.Context) error {
+	var have pgtype.Int4
+	var shards pgtype.Text
+	err := s.pool.QueryRow(ctx, `SELECT (SELECT max(version) FROM `+pgx.Identifier{s.schema, "schema_version"}.Sanitize()+`),
+		(SELECT value FROM `+pgx.Identifier{s.schema, "meta"}.Sanitize()+` WHERE key = 'shards')`).Scan(&have, &shards)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "42P01" || err == nil && !have.Valid {
+		return fmt.Errorf("queuemax: schema %q holds no queue (open it writable once to create it)", s.schema)
+	}
+	if err != nil {
+		return fmt.Errorf("queuemax: schema %q: read version: %w", s.schema, err)
+	}
+	if int(have.Int32) > schemaVersion {
+		return fmt.Errorf("%w: schema %q is at version %d, this binary knows up to %d; upgrade queuemax",
+			ErrSchemaNewer, s.schema, have.Int32, schemaVersion)
+	}
+	if n, _ := strconv.Atoi(shards.String); n != s.shards {
+		return fmt.Errorf("%w: schema %q has %s logical shards, opened with %d", store.ErrShardMismatch, s.schema, shards.String, s.shards)
+	}
+	return nil
+}
+
+// writable returns store.ErrClosed or store.ErrReadOnly when a write must
+// not run.
+func (s *Store) writable() error {
+	if s.closed.Load() {
+		return store.ErrClosed
+	}
+	if s.ro {
+		return store.ErrReadOnly
 	}
 	return nil
 }

@@ -1,0 +1,47 @@
+package queuemax
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/queuemax/queuemax/runtime/store/pgstore"
+)
+
+// DefaultSchema is the PostgreSQL schema used when Config.Schema is empty.
+const DefaultSchema = pgstore.DefaultSchema
+
+// ErrSchemaNewer is returned by Open when the PostgreSQL schema was
+// migrated by a newer queuemax than this binary.
+var ErrSchemaNewer = pgstore.ErrSchemaNewer
+
+// usesPostgres reports whether dsn selects the PostgreSQL store. An empty
+// DSN selects SQLite; any scheme other than postgres:// or postgresql://
+// is a *ConfigError naming DSN.
+func usesPostgres(dsn string) (bool, error) {
+	if dsn == "" {
+		return false, nil
+	}
+	scheme, _, ok := strings.Cut(dsn, "://")
+	switch strings.ToLower(scheme) {
+	case "postgres", "postgresql":
+		if ok {
+			return true, nil
+		}
+	}
+	if !ok {
+		scheme = ""
+	}
+	return false, &ConfigError{"DSN", fmt.Sprintf("unsupported scheme %q (want postgres:// or postgresql://, or leave DSN empty for SQLite)", scheme)}
+}
+
+// openPostgres opens the PostgreSQL store named by cfg.DSN in cfg.Schema.
+// Leases, heartbeats, orphan recovery and retry times then follow the
+// database's clock, not this host's.
+func openPostgres(ctx context.Context, cfg Config) (*pgstore.Store, error) {
+	st, err := pgstore.Open(ctx, pgstore.Options{DSN: cfg.DSN, Schema: cfg.Schema, ReadOnly: cfg.ReadOnly})
+	if err != nil {
+		return nil, err
+	}
+	return st, nil
+}
