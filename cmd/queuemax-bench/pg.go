@@ -209,6 +209,11 @@ type pgFloorResult struct {
 	// CPU per job of each phase, this process and the server.
 	Insert1CPU, Insert16CPU, BatchCPU, ProcessCPU cpuPair
 	Processed                                     int
+	// ProcessSmall is Process with claims of SmallBatch rows (zero if not
+	// measured): the most a claim takes while Config.ClaimBatch is at its
+	// default, Workers.
+	SmallBatch   int
+	ProcessSmall float64
 }
 
 // cpuPair is CPU time per job of the client and of the server.
@@ -236,15 +241,16 @@ CREATE INDEX ON %[1]s.jobs (priority DESC, id) WHERE status = 0;`
 	pgFloorBatch  = `INSERT INTO %s.jobs (task, payload) SELECT $1, unnest($2::jsonb[])`
 	pgFloorClaim  = `UPDATE %[1]s.jobs SET status = 1, attempts = attempts + 1, worker_id = $1, lease = $2, heartbeat = now()
 	WHERE id IN (SELECT id FROM %[1]s.jobs WHERE status = 0 AND run_at <= now()
-		ORDER BY priority DESC, id LIMIT 100 FOR UPDATE SKIP LOCKED)
+		ORDER BY priority DESC, id LIMIT $3 FOR UPDATE SKIP LOCKED)
 	RETURNING id, task, payload, attempts`
 	pgFloorDelete = `DELETE FROM %s.jobs WHERE id = ANY($1)`
 )
 
 // pgFloor measures the floor on a fresh schema: single inserts, then
 // concurrent single inserts, then batches, then the processing of every
-// row inserted.
-func (b *bench) pgFloor(ctx context.Context, single, concurrent, batched int) (pgFloorResult, error) {
+// row inserted; with smallBatch > 0, it then inserts batched rows again
+// and processes them with claims of smallBatch rows.
+func (b *bench) pgFloor(ctx context.Context, single, concurrent, batched, smallBatch int) (pgFloorResult, error) {
 	var res pgFloorResult
 	e := b.pg
 	schema, drop := e.schema("floor")
@@ -309,66 +315,78 @@ func (b *bench) pgFloor(ctx context.Context, single, concurrent, batched int) (p
 	}
 
 	batch := fmt.Sprintf(pgFloorBatch, schema)
+	insertBatched := func(n int) error {
+		for done := 0; done < n; {
+			k := min(1000, n-done)
+			ps := make([]string, k)
+			for i := range ps {
+				ps[i] = payload(done + i)
+			}
+			if _, err := pool.Exec(ctx, batch, taskNoop, ps); err != nil {
+				return err
+			}
+			done += k
+		}
+		return nil
+	}
 	m = e.startCPU(ctx, app)
 	start = time.Now()
-	for done := 0; done < batched; {
-		k := min(1000, batched-done)
-		ps := make([]string, k)
-		for i := range ps {
-			ps[i] = payload(done + i)
-		}
-		if _, err := pool.Exec(ctx, batch, taskNoop, ps); err != nil {
-			return res, err
-		}
-		done += k
+	if err := insertBatched(batched); err != nil {
+		return res, err
 	}
 	res.InsertBatch = rate(batched, time.Since(start))
 	res.BatchCPU.Client, res.BatchCPU.Server = m.stop(ctx, batched)
 	total += batched
 
 	claim, del := fmt.Sprintf(pgFloorClaim, schema), fmt.Sprintf(pgFloorDelete, schema)
-	var (
-		mu        sync.Mutex
-		processed int
-	)
-	m = e.startCPU(ctx, app)
-	start = time.Now()
-	err = eachShard(pgFloorClaimers, func(int) error {
-		n := 0
-		defer func() { mu.Lock(); processed += n; mu.Unlock() }()
-		ids := make([]int64, 0, 100)
-		for {
-			ids = ids[:0]
-			rows, err := pool.Query(ctx, claim, "floor", rand.Int64())
-			if err != nil {
-				return err
-			}
-			for rows.Next() {
-				var (
-					id       int64
-					task     string
-					payload  []byte
-					attempts int
-				)
-				if err := rows.Scan(&id, &task, &payload, &attempts); err != nil {
-					rows.Close()
+	// drain claims and deletes limit rows per statement with
+	// pgFloorClaimers goroutines until the table is empty.
+	drain := func(limit int) (int, error) {
+		var (
+			mu        sync.Mutex
+			processed int
+		)
+		err := eachShard(pgFloorClaimers, func(int) error {
+			n := 0
+			defer func() { mu.Lock(); processed += n; mu.Unlock() }()
+			ids := make([]int64, 0, limit)
+			for {
+				ids = ids[:0]
+				rows, err := pool.Query(ctx, claim, "floor", rand.Int64(), limit)
+				if err != nil {
 					return err
 				}
-				ids = append(ids, id)
+				for rows.Next() {
+					var (
+						id       int64
+						task     string
+						payload  []byte
+						attempts int
+					)
+					if err := rows.Scan(&id, &task, &payload, &attempts); err != nil {
+						rows.Close()
+						return err
+					}
+					ids = append(ids, id)
+				}
+				rows.Close()
+				if err := rows.Err(); err != nil {
+					return err
+				}
+				if len(ids) == 0 {
+					return nil
+				}
+				if _, err := pool.Exec(ctx, del, ids); err != nil {
+					return err
+				}
+				n += len(ids)
 			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
-				return err
-			}
-			if len(ids) == 0 {
-				return nil
-			}
-			if _, err := pool.Exec(ctx, del, ids); err != nil {
-				return err
-			}
-			n += len(ids)
-		}
-	})
+		})
+		return processed, err
+	}
+	m = e.startCPU(ctx, app)
+	start = time.Now()
+	processed, err := drain(100)
 	if err != nil {
 		return res, err
 	}
@@ -377,6 +395,20 @@ func (b *bench) pgFloor(ctx context.Context, single, concurrent, batched int) (p
 	res.Processed = processed
 	if processed != total {
 		return res, fmt.Errorf("floor processed %d rows, want %d", processed, total)
+	}
+	if smallBatch > 0 {
+		if err := insertBatched(batched); err != nil {
+			return res, err
+		}
+		start = time.Now()
+		processed, err := drain(smallBatch)
+		if err != nil {
+			return res, err
+		}
+		res.SmallBatch, res.ProcessSmall = smallBatch, rate(processed, time.Since(start))
+		if processed != batched {
+			return res, fmt.Errorf("floor processed %d rows, want %d", processed, batched)
+		}
 	}
 	return res, nil
 }
@@ -419,7 +451,7 @@ func (b *bench) addCPU(label, what string, got, floor cpuPair) {
 }
 
 func (b *bench) pgFloorScenario(ctx context.Context) error {
-	f, err := b.pgFloor(ctx, b.n(pgSingleJobs, 200), b.n(pgConcurrentJobs, 400), b.n(pgBatchJobs, 1000))
+	f, err := b.pgFloor(ctx, b.n(pgSingleJobs, 200), b.n(pgConcurrentJobs, 400), b.n(pgBatchJobs, 1000), 0)
 	if err != nil {
 		return err
 	}
@@ -437,7 +469,7 @@ func (b *bench) pgFloorScenario(ctx context.Context) error {
 // pgManyWorkers workers, each against the floor measured right before.
 func (b *bench) pgProcessing(ctx context.Context) error {
 	jobs := b.n(pgProcessJobs, 500)
-	f, err := b.pgFloor(ctx, b.n(pgSingleJobs/10, 50), 0, jobs)
+	f, err := b.pgFloor(ctx, b.n(pgSingleJobs/10, 50), 0, jobs, 10)
 	if err != nil {
 		return err
 	}
@@ -475,6 +507,10 @@ func (b *bench) pgProcessing(ctx context.Context) error {
 			r := b.rep.add(label, "processing", rate(jobs, d), "jobs/s").vsFloor(f.Process)
 			r.target("≥ 50% of floor", r.Ratio >= 0.5)
 			r.note("%s", cpuNote(cpu, f.ProcessCPU, b.pg.local))
+			if workers == 0 {
+				r.Note += fmt.Sprintf("; floor with claims of %d (the default ClaimBatch = Workers): %s jobs/s (%.0f%% of floor)",
+					f.SmallBatch, fmtNum(f.ProcessSmall), 100*f.ProcessSmall/f.Process)
+			}
 			b.addCPU(label, "processing", cpu, f.ProcessCPU)
 			return nil
 		}()
@@ -489,7 +525,7 @@ func (b *bench) pgProcessing(ctx context.Context) error {
 // goroutines, and in batches of 1,000, each on a fresh schema.
 func (b *bench) pgEnqueue(ctx context.Context) error {
 	n1, n16, nb := b.n(pgSingleJobs, 200), b.n(pgConcurrentJobs, 400), b.n(pgBatchJobs, 1000)
-	f, err := b.pgFloor(ctx, n1, n16, nb)
+	f, err := b.pgFloor(ctx, n1, n16, nb, 0)
 	if err != nil {
 		return err
 	}
