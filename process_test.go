@@ -23,6 +23,9 @@ const (
 	childEnv      = "QUEUEMAX_TEST_CHILD"
 	childDirEnv   = "QUEUEMAX_TEST_DIR"
 	childShardEnv = "QUEUEMAX_TEST_SHARDS"
+	// With these set, children open that PostgreSQL schema instead of Dir.
+	childDSNEnv    = "QUEUEMAX_TEST_CHILD_DSN"
+	childSchemaEnv = "QUEUEMAX_TEST_CHILD_SCHEMA"
 )
 
 func childMain() int {
@@ -35,7 +38,7 @@ func childMain() int {
 	say := func(format string, args ...any) { fmt.Fprintf(out, format+"\n", args...); out.Flush() }
 	switch mode := os.Getenv(childEnv); mode {
 	case "claim":
-		c, err := Open(ctx, Config{Dir: dir, Shards: shards})
+		c, err := Open(ctx, Config{Dir: dir, Shards: shards, DSN: os.Getenv(childDSNEnv), Schema: os.Getenv(childSchemaEnv)})
 		if err != nil {
 			say("error %v", err)
 			return 1
@@ -74,7 +77,8 @@ func childMain() int {
 				time.Sleep(5 * time.Millisecond)
 			}
 		})
-		c, err := Open(ctx, Config{Dir: dir, Shards: shards, Logger: slog.New(slog.DiscardHandler), Handlers: []Handler{h}, HeartbeatInterval: 100 * time.Millisecond,
+		c, err := Open(ctx, Config{Dir: dir, Shards: shards, DSN: os.Getenv(childDSNEnv), Schema: os.Getenv(childSchemaEnv),
+			Logger: slog.New(slog.DiscardHandler), Handlers: []Handler{h}, HeartbeatInterval: 100 * time.Millisecond,
 			StuckTimeout: 300 * time.Millisecond, RecoveryInterval: time.Hour, DrainTimeout: time.Second})
 		if err != nil {
 			say("error %v", err)
@@ -103,6 +107,9 @@ func childMain() int {
 	case "sched":
 		return schedChild(dir, shards, os.Stdin, say)
 	default:
+		if code, ok := pgChildMain(ctx, mode, dir, say); ok {
+			return code
+		}
 		fmt.Fprintf(os.Stderr, "unknown child mode %q\n", mode)
 		return 2
 	}
@@ -113,7 +120,7 @@ type child struct {
 	lines chan string
 }
 
-func startChild(t *testing.T, mode, dir string, shards int) *child {
+func startChild(t *testing.T, mode, dir string, shards int, env ...string) *child {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -121,6 +128,7 @@ func startChild(t *testing.T, mode, dir string, shards int) *child {
 	}
 	cmd := exec.Command(exe, "-test.run=^$")
 	cmd.Env = append(os.Environ(), childEnv+"="+mode, childDirEnv+"="+dir, childShardEnv+"="+strconv.Itoa(shards))
+	cmd.Env = append(cmd.Env, env...)
 	cmd.Stderr = os.Stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

@@ -69,7 +69,7 @@ func testMain(m *testing.M) int {
 // run the binaries without them unless a test sets one.
 var runtimeEnv = []string{"DATA_DIR", "NUM_SHARDS", "QUEUE_MAX_RETRIES", "RATE_LIMIT_MAX", "DB_BUSY_TIMEOUT",
 	"CACHE_SIZE", "MMAP_SIZE", "HEARTBEAT_INTERVAL", "STUCK_TIMEOUT", "RECOVERY_INTERVAL", "CLEANUP_DAYS",
-	"QUEUE_ALERT_THRESHOLD", "CIRCUIT_FAILURE_THRESHOLD", "CIRCUIT_TIMEOUT", "QUEUE_MAX_LOG_LEVEL"}
+	"QUEUE_ALERT_THRESHOLD", "CIRCUIT_FAILURE_THRESHOLD", "CIRCUIT_TIMEOUT", "QUEUE_MAX_LOG_LEVEL", "QUEUE_MAX_DSN", "QUEUE_MAX_SCHEMA"}
 
 func cleanEnv(extra ...string) []string {
 	var env []string
