@@ -23,8 +23,8 @@ var pgScenarioNames = []string{"floor", "processing", "enqueue", "latency"}
 
 // PostgreSQL scenario sizes, before -scale.
 const (
-	pgProcessJobs    = 200000
-	pgSingleJobs     = 30000  // one Enqueue call at a time, one goroutine
+	pgProcessJobs    = 50000
+	pgSingleJobs     = 20000  // one Enqueue call at a time, one goroutine
 	pgConcurrentJobs = 50000  // pgProducers goroutines, one call at a time
 	pgBatchJobs      = 200000 // EnqueueMany, 1,000 per call
 	pgLatencySamples = 4000   // at latencyRate jobs/s
