@@ -474,7 +474,7 @@ func (b *bench) pgProcessing(ctx context.Context) error {
 		return err
 	}
 	for _, workers := range []int{0, pgManyWorkers} {
-		name := "pg processing"
+		name := fmt.Sprintf("pg processing (Workers %d)", workers)
 		h, _, cleanup, err := b.openPG(ctx, "proc", workers, nil)
 		if err != nil {
 			return err
@@ -500,7 +500,7 @@ func (b *bench) pgProcessing(ctx context.Context) error {
 			if workers > 0 {
 				w = fmt.Sprintf("%d workers", workers)
 			}
-			label := fmt.Sprintf("%s %d jobs, %s", name, jobs, w)
+			label := fmt.Sprintf("pg processing %d jobs, %s", jobs, w)
 			if workers == 0 {
 				b.rep.add(label, "enqueue, batches of 1,000 (setup)", rate(jobs, enq), "jobs/s").vsFloor(f.InsertBatch)
 			}
