@@ -111,6 +111,7 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 		if err != nil {
 			return nil, err
 		}
+		c.cfg.Dir = "" // no data directory
 		c.st = st
 		c.started = c.now()
 		return c, nil
@@ -171,7 +172,7 @@ func (c *Client) Close() error {
 // Shards returns the number of shards.
 func (c *Client) Shards() int { return c.cfg.Shards }
 
-// Dir returns the data directory.
+// Dir returns the data directory, or "" for a PostgreSQL store.
 func (c *Client) Dir() string { return c.cfg.Dir }
 
 func (c *Client) now() time.Time { return c.cfg.now().UTC() }

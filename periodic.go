@@ -110,6 +110,18 @@ type scheduler struct {
 
 func (c *Client) newScheduler() (*scheduler, error) {
 	s := &scheduler{c: c, now: c.now}
+	if dc, ok := c.st.(store.Clock); ok {
+		// Slots come due by the database's clock (PostgreSQL), so that
+		// schedulers on hosts whose clocks disagree agree on when.
+		s.now = func() time.Time {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if t, err := dc.Now(ctx); err == nil {
+				return t
+			}
+			return c.now()
+		}
+	}
 	for _, name := range c.names {
 		h := c.handlers[name]
 		if h.Periodic == nil {

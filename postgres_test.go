@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/queuemax/queuemax/runtime/store/pgstore"
 )
 
 // pgTestDSN returns the test database's DSN, skipping the test when it is
@@ -105,5 +106,78 @@ func TestPostgres_DSNScheme(t *testing.T) {
 	_, err := Open(ctx, Config{DSN: "postgres://nobody@127.0.0.1:1/none?sslmode=disable&connect_timeout=2"})
 	if err == nil || !strings.Contains(err.Error(), "PostgreSQL") {
 		t.Errorf("Open(unreachable) = %v, want a connection error", err)
+	}
+}
+
+// An idle worker of one client is woken by another client's enqueue (its
+// own pool and listener, as on another host) through a notification,
+// within milliseconds rather than at its next fallback poll.
+func TestPostgres_IdleWorkerWokenByAnotherClient(t *testing.T) {
+	t.Parallel()
+	dsn := pgTestDSN(t)
+	schema := pgTestSchema(t, dsn)
+	started := make(chan time.Time, 10)
+	h := Define("t.Wake", TaskOptions{}, func(context.Context, struct{}) error { started <- time.Now(); return nil })
+	worker := setup(t, Config{DSN: dsn, Schema: schema, Handlers: []Handler{h}})
+	producer := setup(t, Config{DSN: dsn, Schema: schema})
+	ps := worker.c.st.(*pgstore.Store)
+	deadline := time.Now().Add(20 * time.Second)
+	for ps.ListenerPID() == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	stop := run(t, worker.c)
+	defer stop()
+	n0, _, _ := ps.ListenerStats()
+	var worst time.Duration
+	const n = 5
+	for range n {
+		at := time.Now()
+		if _, err := producer.c.Enqueue(producer.ctx, "t.Wake", struct{}{}, Opts{}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case s := <-started:
+			worst = max(worst, s.Sub(at))
+		case <-time.After(10 * time.Second):
+			t.Fatal("the idle worker did not start the other client's job within 10s")
+		}
+	}
+	t.Logf("enqueue to start, worst of %d: %v", n, worst)
+	if notified, _, _ := ps.ListenerStats(); notified-n0 < n {
+		t.Errorf("the worker's store got %d notifications for %d enqueues, want one each", notified-n0, n)
+	}
+	if worst > time.Second {
+		t.Errorf("worst enqueue-to-start latency %v, want well under the 1s fallback poll", worst)
+	}
+}
+
+// The scheduler of a host whose clock runs two hours ahead still sees the
+// database's time, so it neither fires slots early nor registers them two
+// hours late; that host's slots agree with every other host's.
+func TestPostgres_SchedulerUsesDatabaseClock(t *testing.T) {
+	t.Parallel()
+	dsn := pgTestDSN(t)
+	schema := pgTestSchema(t, dsn)
+	h := periodicHandler("t.Hourly", Periodic{Every: time.Hour})
+	b := setup(t, Config{DSN: dsn, Schema: schema, Handlers: []Handler{h}, now: func() time.Time { return time.Now().Add(2 * time.Hour) }})
+	s := newTestScheduler(t, b.c)
+	if d := s.now().Sub(time.Now()); d.Abs() > time.Minute {
+		t.Fatalf("scheduler clock is %v off the database's, want the database's time", d)
+	}
+	if err := s.register(b.ctx, s.now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.tick(b.ctx, s.now()); err != nil {
+		t.Fatal(err)
+	}
+	states, err := b.c.st.PeriodicList(b.ctx)
+	if err != nil || len(states) != 1 {
+		t.Fatalf("PeriodicList = %v, %v", states, err)
+	}
+	if d := states[0].NextRun.Sub(time.Now()); d < 50*time.Minute || d > 61*time.Minute {
+		t.Errorf("next run in %v, want about an hour from the database's now", d)
+	}
+	if jobs, _ := b.c.Jobs(b.ctx, ListParams{Task: "t.Hourly"}); len(jobs) != 0 {
+		t.Errorf("a host two hours ahead fired %d slots, want none yet", len(jobs))
 	}
 }

@@ -305,7 +305,7 @@ func runPurge(r *runner, ctx context.Context, cmd *command, args []string) (err 
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(r.stderr, "Delete %s from %s? [y/N] ", what, c.Dir())
+		fmt.Fprintf(r.stderr, "Delete %s from %s? [y/N] ", what, where(c))
 		answer, _ := bufio.NewReader(r.stdin).ReadString('\n')
 		if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
 			fmt.Fprintln(r.stdout, "nothing deleted")

@@ -112,3 +112,11 @@ func closeClient(c *queuemax.Client, err *error) {
 		*err = cerr
 	}
 }
+
+// where names the queue c operates on: its data dir, or PostgreSQL.
+func where(c *queuemax.Client) string {
+	if c.Dir() == "" {
+		return "PostgreSQL"
+	}
+	return c.Dir()
+}

@@ -97,7 +97,11 @@ func runStats(r *runner, ctx context.Context, cmd *command, args []string) (err 
 	now := time.Now()
 	if *shard < 0 {
 		kv := newTable(r.stdout)
-		kv.row("Data dir", c.Dir())
+		if c.Dir() != "" {
+			kv.row("Data dir", c.Dir())
+		} else {
+			kv.row("Store", where(c))
+		}
 		kv.row("Shards", strconv.Itoa(s.NumShards))
 		kv.row("Healthy", yesNo(s.IsHealthy))
 		kv.row("Max retries", strconv.Itoa(s.MaxRetries))

@@ -113,7 +113,7 @@ func runWorker(r *runner, ctx context.Context, cmd *command, args []string) (err
 		}
 	}
 	fmt.Fprintf(r.stdout, "worker: %d %s, %d %s × %d job slots, data dir %s (%d shards)\n",
-		len(handlers), plural(len(handlers), "task"), *workers, plural(*workers, "engine"), *concurrency, c0.Dir(), c0.Shards())
+		len(handlers), plural(len(handlers), "task"), *workers, plural(*workers, "engine"), *concurrency, where(c0), c0.Shards())
 	fmt.Fprintf(r.stdout, "  tasks: %s\n", strings.Join(names, ", "))
 	fmt.Fprintln(r.stdout, "  SIGINT (Ctrl-C) or SIGTERM drains and stops.")
 

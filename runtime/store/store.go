@@ -297,3 +297,10 @@ type ShardStats struct {
 type Notifier interface {
 	Changes() <-chan struct{}
 }
+
+// Clock is implemented by stores whose database clock decides times for
+// every host (PostgreSQL). Now returns that clock's current time, or an
+// error when the store follows the callers' clocks instead.
+type Clock interface {
+	Now(ctx context.Context) (time.Time, error)
+}

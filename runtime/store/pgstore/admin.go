@@ -84,9 +84,6 @@ func (s *Store) RetryFailed(ctx context.Context, shard int, now time.Time) (int,
 	if err := s.writable(); err != nil {
 		return 0, err
 	}
-	if s.closed.Load() {
-		return 0, store.ErrClosed
-	}
 	if shard != store.AllShards {
 		if err := s.checkShard(shard); err != nil {
 			return 0, err
@@ -111,9 +108,6 @@ func (s *Store) RetryJob(ctx context.Context, id store.JobID, now time.Time) err
 	if err := s.writable(); err != nil {
 		return err
 	}
-	if s.closed.Load() {
-		return store.ErrClosed
-	}
 	var n int
 	err := s.queryRow(ctx, `WITH r AS (UPDATE {s}.jobs SET `+resetJob+`
 			WHERE id = $2 AND shard = $3 AND status = 'failed' RETURNING id),
@@ -134,9 +128,6 @@ func (s *Store) RetryJob(ctx context.Context, id store.JobID, now time.Time) err
 func (s *Store) RequeueDead(ctx context.Context, shard int, dlqID int64, p store.RequeueParams) (store.JobID, error) {
 	if err := s.writable(); err != nil {
 		return 0, err
-	}
-	if s.closed.Load() {
-		return 0, store.ErrClosed
 	}
 	if err := s.checkShard(shard); err != nil {
 		return 0, err

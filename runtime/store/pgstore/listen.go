@@ -171,3 +171,22 @@ func (s *Store) ListenerStats() (notified, polled, connects int64) {
 // ListenerPID returns the backend process id of the listener's connection,
 // or 0 while it is not connected.
 func (s *Store) ListenerPID() uint32 { return s.lis.pid.Load() }
+
+// errHostClock is Now's error for a store that follows the callers' clocks.
+var errHostClock = errors.New("queuemax: store follows the callers' clocks (HostClock)")
+
+// Now returns the database's current time; see store.Clock. With
+// HostClock it returns an error, so callers keep their own clock.
+func (s *Store) Now(ctx context.Context) (time.Time, error) {
+	if s.closed.Load() {
+		return time.Time{}, store.ErrClosed
+	}
+	if s.host {
+		return time.Time{}, errHostClock
+	}
+	var t time.Time
+	if err := s.pool.QueryRow(ctx, `SELECT now()`).Scan(&t); err != nil {
+		return time.Time{}, err
+	}
+	return t.UTC(), nil
+}

@@ -48,9 +48,6 @@ func (s *Store) Insert(ctx context.Context, jobs []store.InsertParams) ([]store.
 	if err := s.writable(); err != nil {
 		return nil, err
 	}
-	if s.closed.Load() {
-		return nil, store.ErrClosed
-	}
 	for _, j := range jobs {
 		if err := s.checkShard(j.Shard); err != nil {
 			return nil, err
@@ -84,9 +81,6 @@ func (s *Store) insertBatch(ctx context.Context, jobs []store.InsertParams) ([]s
 func (s *Store) InsertTx(ctx context.Context, tx any, jobs []store.InsertParams) ([]store.JobID, error) {
 	if err := s.writable(); err != nil {
 		return nil, err
-	}
-	if s.closed.Load() {
-		return nil, store.ErrClosed
 	}
 	var q querier
 	switch t := tx.(type) {
@@ -209,9 +203,6 @@ func insertWith(ctx context.Context, q querier, stmt string, jobs []store.Insert
 func (s *Store) Claim(ctx context.Context, p store.ClaimParams) ([]*store.Job, error) {
 	if err := s.writable(); err != nil {
 		return nil, err
-	}
-	if s.closed.Load() {
-		return nil, store.ErrClosed
 	}
 	if p.Max <= 0 {
 		return nil, nil
@@ -457,6 +448,9 @@ func (s *Store) Fail(ctx context.Context, fails []store.FailParams) []error {
 		return itemErrors(n, nil, fmt.Errorf("queuemax: fail jobs: %w", err))
 	}
 	ok, err := matched(rows, leases)
+	if err == nil && slices.Contains(ok, true) {
+		s.wake(ctx)
+	}
 	return itemErrors(n, ok, err)
 }
 
@@ -501,10 +495,6 @@ func (s *Store) Release(ctx context.Context, leases []store.Lease) []error {
 	return itemErrors(len(leases), ok, err)
 }
 
-// wake notifies every listener that jobs became ready other than by an
-// insert (which its trigger announces). A lost wake-up only delays them
-// until their next poll, so errors are ignored.
-func (s *Store) wake(ctx context.Context) {
-	s.lis.bump()
-	s.pool.Exec(context.WithoutCancel(ctx), `SELECT pg_notify($1, '')`, s.schema+".jobs")
-}
+// wake tells this process's waiters that jobs became ready; the triggers
+// on jobs notify the other processes.
+func (s *Store) wake(context.Context) { s.lis.bump() }

@@ -59,9 +59,6 @@ func (s *Store) PeriodicFire(ctx context.Context, p store.PeriodicFireParams) (s
 	if err := s.writable(); err != nil {
 		return 0, false, err
 	}
-	if s.closed.Load() {
-		return 0, false, store.ErrClosed
-	}
 	schema := pgx.Identifier{s.schema}.Sanitize()
 	q := func(sql string) string { return expand(sql, schema, s.host) }
 	now := p.Job.Now

@@ -222,6 +222,27 @@ func TestNotifyWakesAnotherPool(t *testing.T) {
 			t.Errorf("insert %d: DataVersion unchanged", i)
 		}
 	}
+	// A job made ready again by another process (a retry due now) wakes
+	// the waiter too.
+	jobs, err := producer.Claim(ctx, store.ClaimParams{WorkerID: "p", Max: 1, Now: time.Now()})
+	if err != nil || len(jobs) != 1 {
+		t.Fatalf("Claim = %d, %v", len(jobs), err)
+	}
+	n0, _, _ := waiter.ListenerStats()
+	changes := waiter.Changes()
+	now := time.Now()
+	if errs := producer.Fail(ctx, []store.FailParams{{Lease: store.Lease{ID: jobs[0].ID, Token: jobs[0].Lease},
+		Error: "x", ErrorType: "x", RetryAt: now, Now: now}}); errs[0] != nil {
+		t.Fatal(errs[0])
+	}
+	select {
+	case <-changes:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a retry due now did not wake the other pool within 5s")
+	}
+	if n, _, _ := waiter.ListenerStats(); n <= n0 {
+		t.Errorf("retry: notifications %d -> %d, want woken by a notification", n0, n)
+	}
 }
 
 func TestListenerReconnects(t *testing.T) {
@@ -336,5 +357,28 @@ func TestBadInputKeepsBatchAtomic(t *testing.T) {
 	}
 	if _, err := st.Insert(ctx, []store.InsertParams{{Shard: 1, Payload: json.RawMessage(`{}`)}}); !errors.Is(err, store.ErrInvalidShard) {
 		t.Errorf("Insert(shard 1 of 1) = %v, want ErrInvalidShard", err)
+	}
+}
+
+func TestMetadataRoundTrip(t *testing.T) {
+	t.Parallel()
+	st := open(t, pgstore.Options{})
+	ctx := t.Context()
+	p := job(time.Now())
+	p.Metadata = json.RawMessage(`{"traceparent":"00-abc-01","user":{"id":7}}`)
+	ids, err := st.Insert(ctx, []store.InsertParams{p, job(time.Now())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := st.Job(ctx, ids[0])
+	if err != nil || string(j.Metadata) != string(p.Metadata) {
+		t.Errorf("Job metadata = %s, %v; want %s", j.Metadata, err, p.Metadata)
+	}
+	if j, _ := st.Job(ctx, ids[1]); j.Metadata != nil {
+		t.Errorf("job without metadata has %s, want nil", j.Metadata)
+	}
+	claimed, err := st.Claim(ctx, store.ClaimParams{WorkerID: "w", Max: 2, Now: time.Now()})
+	if err != nil || len(claimed) != 2 || string(claimed[0].Metadata) != string(p.Metadata) || claimed[1].Metadata != nil {
+		t.Errorf("claimed = %d jobs, %v; want the metadata on the first only", len(claimed), err)
 	}
 }

@@ -12,8 +12,9 @@
 // clock: every absolute time a caller passes is turned into an offset from
 // the caller's Now and applied to the database's now(), so hosts whose
 // clocks disagree still agree on what is stale or due. Periodic slots are
-// schedule instants and are stored as given; each fires once whatever the
-// hosts' clocks, by the unique (task, slot) key.
+// schedule instants, stored as given; the scheduler decides when they are
+// due with the database's clock too (Store.Now, a store.Clock), and each
+// fires once whatever the hosts' clocks, by the unique (task, slot) key.
 //
 // Not API: import github.com/queuemax/queuemax instead.
 package pgstore

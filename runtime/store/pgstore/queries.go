@@ -54,16 +54,18 @@ func claimSQL(tasks, shard bool) string {
 		n++
 		filter += fmt.Sprintf(" AND shard = $%d::integer", n)
 	}
-	return `WITH cand AS (
+	// The ids are gathered into an array so that even a generic plan
+	// (LIMIT unknown) updates them by primary key, not by a hash join
+	// over the whole table.
+	return `UPDATE {s}.jobs j SET status = 'processing', worker_id = $3, heartbeat = @now, started_at = @now,
+		attempts = j.attempts + 1, lease = $4, completed_at = NULL
+	WHERE j.id = ANY(ARRAY(SELECT id FROM (
 		SELECT id, priority FROM (SELECT id, priority FROM {s}.jobs WHERE status = 'pending'` + filter + `
 			ORDER BY priority DESC, id LIMIT $2 FOR UPDATE SKIP LOCKED) p
 		UNION ALL
 		SELECT id, priority FROM (SELECT id, priority FROM {s}.jobs WHERE status = 'scheduled' AND next_retry_at <= @now` + filter + `
 			ORDER BY next_retry_at LIMIT $2 FOR UPDATE SKIP LOCKED) d
-	), pick AS (SELECT id FROM cand ORDER BY priority DESC, id LIMIT $2)
-	UPDATE {s}.jobs j SET status = 'processing', worker_id = $3, heartbeat = @now, started_at = @now,
-		attempts = j.attempts + 1, lease = $4, completed_at = NULL
-	FROM pick WHERE j.id = pick.id
+	) cand ORDER BY priority DESC, id LIMIT $2))
 	RETURNING ` + claimColumns
 }
 

@@ -20,7 +20,9 @@ package pgstore
 //	schema_version one row per migration applied
 //
 // Inserts into jobs notify the channel "<schema>.jobs" once per statement
-// (a statement-level trigger), which wakes idle workers of every process.
+// (a statement-level trigger), and so does a job set back to pending (a
+// row trigger; PostgreSQL folds equal notifications of one transaction):
+// this wakes idle workers of every process.
 
 // schemaVersion is the newest migration this binary knows.
 const schemaVersion = 1
@@ -121,6 +123,12 @@ var migrations = []migration{
 			END $$`,
 			`CREATE TRIGGER jobs_notify AFTER INSERT ON {s}.jobs
 				FOR EACH STATEMENT EXECUTE FUNCTION {s}.notify_jobs()`,
+			// A job made ready again (a retry, release, recovery or
+			// requeue) wakes workers too; claims and acknowledgements,
+			// which never set pending, pay nothing.
+			`CREATE TRIGGER jobs_ready AFTER UPDATE OF status ON {s}.jobs
+				FOR EACH ROW WHEN (NEW.status = 'pending' AND OLD.status IS DISTINCT FROM 'pending')
+				EXECUTE FUNCTION {s}.notify_jobs()`,
 		},
 	},
 }
