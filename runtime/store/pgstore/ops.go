@@ -1,6 +1,7 @@
 package pgstore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
@@ -364,10 +365,25 @@ func errorsOf(n int, err error) []error {
 	return errs
 }
 
-func leaseArrays(leases []store.Lease) (ids, tokens []int64) {
+// byID returns the indexes of leases in ascending job order. Set-based
+// statements take the rows' locks in the order of their arrays, so giving
+// every statement its rows in one global order means two concurrent
+// batches (a heartbeat and an acknowledgement of the same jobs) never
+// deadlock.
+func byID(leases []store.Lease) []int {
+	order := make([]int, len(leases))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(leases[a].ID.Seq(), leases[b].ID.Seq()) })
+	return order
+}
+
+// leaseArrays returns the row ids and tokens of leases, in order.
+func leaseArrays(leases []store.Lease, order []int) (ids, tokens []int64) {
 	ids, tokens = make([]int64, len(leases)), make([]int64, len(leases))
-	for i, l := range leases {
-		ids[i], tokens[i] = l.ID.Seq(), l.Token
+	for k, i := range order {
+		ids[k], tokens[k] = leases[i].ID.Seq(), leases[i].Token
 	}
 	return ids, tokens
 }
@@ -393,17 +409,20 @@ func (s *Store) Complete(ctx context.Context, acks []store.CompleteParams) []err
 
 func (s *Store) completeBatch(ctx context.Context, acks []store.CompleteParams) ([]bool, error) {
 	leases := make([]store.Lease, len(acks))
-	results := make([]pgtype.Text, len(acks))
-	at := make([]time.Time, len(acks))
 	for i, a := range acks {
 		leases[i] = a.Lease
-		results[i] = rawText(a.Result)
-		at[i] = a.Now
-		if a.Now.IsZero() {
-			at[i] = hostNow()
+	}
+	order := byID(leases)
+	results := make([]pgtype.Text, len(acks))
+	at := make([]time.Time, len(acks))
+	for k, i := range order {
+		results[k] = rawText(acks[i].Result)
+		at[k] = acks[i].Now
+		if at[k].IsZero() {
+			at[k] = hostNow()
 		}
 	}
-	ids, tokens := leaseArrays(leases)
+	ids, tokens := leaseArrays(leases, order)
 	rows, err := s.pool.Query(ctx, s.q.complete, ids, tokens, results, at, counterSlot())
 	if err != nil {
 		return nil, fmt.Errorf("queuemax: complete jobs: %w", err)
@@ -431,18 +450,22 @@ func (s *Store) Fail(ctx context.Context, fails []store.FailParams) []error {
 	)
 	for i, f := range fails {
 		leases[i] = f.Lease
-		dead[i] = f.Dead
+	}
+	order := byID(leases)
+	for k, i := range order {
+		f := fails[i]
+		dead[k] = f.Dead
 		now := f.Now
 		if now.IsZero() {
 			now = hostNow()
 		}
-		at[i] = now
+		at[k] = now
 		if !f.Dead && !f.RetryAt.IsZero() {
-			delay[i] = offset(f.RetryAt, now)
+			delay[k] = offset(f.RetryAt, now)
 		}
-		msg[i], etype[i], stack[i] = f.Error, f.ErrorType, text(f.Stack)
+		msg[k], etype[k], stack[k] = f.Error, f.ErrorType, text(f.Stack)
 	}
-	ids, tokens := leaseArrays(leases)
+	ids, tokens := leaseArrays(leases, order)
 	rows, err := s.pool.Query(ctx, s.q.fail, ids, tokens, dead, delay, msg, etype, stack, at, counterSlot())
 	if err != nil {
 		return itemErrors(n, nil, fmt.Errorf("queuemax: fail jobs: %w", err))
@@ -465,7 +488,7 @@ func (s *Store) Heartbeat(ctx context.Context, leases []store.Lease, now time.Ti
 	if now.IsZero() {
 		now = hostNow()
 	}
-	ids, tokens := leaseArrays(leases)
+	ids, tokens := leaseArrays(leases, byID(leases))
 	rows, err := s.pool.Query(ctx, s.q.heartbeat, now, ids, tokens)
 	if err != nil {
 		return itemErrors(len(leases), nil, fmt.Errorf("queuemax: heartbeat: %w", err))
@@ -483,7 +506,7 @@ func (s *Store) Release(ctx context.Context, leases []store.Lease) []error {
 	if len(leases) == 0 {
 		return nil
 	}
-	ids, tokens := leaseArrays(leases)
+	ids, tokens := leaseArrays(leases, byID(leases))
 	rows, err := s.pool.Query(ctx, s.q.release, ids, tokens)
 	if err != nil {
 		return itemErrors(len(leases), nil, fmt.Errorf("queuemax: release: %w", err))

@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -381,4 +382,44 @@ func TestMetadataRoundTrip(t *testing.T) {
 	if err != nil || len(claimed) != 2 || string(claimed[0].Metadata) != string(p.Metadata) || claimed[1].Metadata != nil {
 		t.Errorf("claimed = %d jobs, %v; want the metadata on the first only", len(claimed), err)
 	}
+}
+
+// Two batches over the same jobs given in opposite orders lock the rows in
+// one order, so concurrent heartbeats (or a heartbeat and an
+// acknowledgement) never deadlock.
+func TestBatchesDoNotDeadlock(t *testing.T) {
+	t.Parallel()
+	st := open(t, pgstore.Options{})
+	ctx := t.Context()
+	in := make([]store.InsertParams, 40)
+	for i := range in {
+		in[i] = job(time.Now())
+	}
+	if _, err := st.Insert(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := st.Claim(ctx, store.ClaimParams{WorkerID: "w", Max: len(in), Now: time.Now()})
+	if err != nil || len(jobs) != len(in) {
+		t.Fatalf("Claim = %d, %v", len(jobs), err)
+	}
+	up := make([]store.Lease, len(jobs))
+	for i, j := range jobs {
+		up[i] = store.Lease{ID: j.ID, Token: j.Lease}
+	}
+	down := slices.Clone(up)
+	slices.Reverse(down)
+	var wg sync.WaitGroup
+	for _, leases := range [][]store.Lease{up, down, up, down} {
+		wg.Go(func() {
+			for range 15 {
+				for _, err := range st.Heartbeat(ctx, leases, time.Now()) {
+					if err != nil {
+						t.Errorf("Heartbeat: %v", err)
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
 }

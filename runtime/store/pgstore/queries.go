@@ -82,16 +82,22 @@ const (
 		ORDER BY u.ord
 		RETURNING id`
 
+	// Every batch statement first locks its rows in id order (a one-time
+	// InitPlan over SELECT ... ORDER BY id FOR UPDATE, evaluated before
+	// the statement touches any row), so that two batches over the same
+	// jobs, in whatever order, never deadlock.
+	//
 	// sqlComplete acknowledges a batch in one statement: rows without a
 	// result are deleted, rows with one kept as completed, and the
 	// counters bumped; it returns the (id, lease) pairs that held.
 	sqlComplete = `WITH a AS (SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::timestamptz[]) AS u(id, lease, result, at)),
+	lk AS (SELECT array_agg(id) AS ids FROM (SELECT id FROM {s}.jobs WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE) l),
 	d AS (DELETE FROM {s}.jobs j USING a u
-		WHERE j.id = u.id AND j.lease = u.lease AND j.status = 'processing' AND u.result IS NULL
+		WHERE (SELECT ids FROM lk) IS NOT NULL AND j.id = u.id AND j.lease = u.lease AND j.status = 'processing' AND u.result IS NULL
 		RETURNING j.id, j.shard, u.lease),
 	k AS (UPDATE {s}.jobs j SET status = 'completed', result = u.result::json, completed_at = @rownow, worker_id = NULL,
 			heartbeat = NULL, lease = NULL, last_error = NULL, error_type = NULL, error_stack = NULL
-		FROM a u WHERE j.id = u.id AND j.lease = u.lease AND j.status = 'processing' AND u.result IS NOT NULL
+		FROM a u WHERE (SELECT ids FROM lk) IS NOT NULL AND j.id = u.id AND j.lease = u.lease AND j.status = 'processing' AND u.result IS NOT NULL
 		RETURNING j.id, j.shard, u.lease),
 	done AS (SELECT * FROM d UNION ALL SELECT * FROM k),
 	c AS (INSERT INTO {s}.counters AS c (shard, slot, processed)
@@ -104,14 +110,15 @@ const (
 	// row, and the failed counter is bumped.
 	sqlFail = `WITH a AS (SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::boolean[], $4::bigint[], $5::text[], $6::text[],
 			$7::text[], $8::timestamptz[]) AS u(id, lease, dead, delay, err, etype, stack, at)),
+	lk AS (SELECT array_agg(id) AS ids FROM (SELECT id FROM {s}.jobs WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE) l),
 	r AS (UPDATE {s}.jobs j SET status = CASE WHEN u.delay > 0 THEN 'scheduled' ELSE 'pending' END,
 			next_retry_at = @rownow + u.delay` + us + `, last_error = u.err, error_type = u.etype, error_stack = u.stack,
 			worker_id = NULL, heartbeat = NULL, lease = NULL
-		FROM a u WHERE NOT u.dead AND j.id = u.id AND j.lease = u.lease AND j.status = 'processing'
+		FROM a u WHERE NOT u.dead AND (SELECT ids FROM lk) IS NOT NULL AND j.id = u.id AND j.lease = u.lease AND j.status = 'processing'
 		RETURNING j.id, u.lease),
 	x AS (UPDATE {s}.jobs j SET status = 'failed', completed_at = @rownow, last_error = u.err, error_type = u.etype,
 			error_stack = u.stack, worker_id = NULL, heartbeat = NULL, lease = NULL
-		FROM a u WHERE u.dead AND j.id = u.id AND j.lease = u.lease AND j.status = 'processing'
+		FROM a u WHERE u.dead AND (SELECT ids FROM lk) IS NOT NULL AND j.id = u.id AND j.lease = u.lease AND j.status = 'processing'
 		RETURNING j.id, u.lease, j.shard, j.payload, j.task, j.attempts, u.err, u.etype, u.stack, @rownow AS at),
 	dl AS (INSERT INTO {s}.dead_letters (shard, original_job_id, payload, error, error_type, error_stack, task, attempts, failed_at)
 		SELECT shard, id, payload, err, etype, stack, task, attempts, at FROM x),
@@ -122,13 +129,13 @@ const (
 
 	sqlHeartbeat = `UPDATE {s}.jobs j SET heartbeat = @now
 		FROM unnest($2::bigint[], $3::bigint[]) AS u(id, lease)
-		WHERE j.id = u.id AND j.lease = u.lease AND j.status = 'processing'
+		WHERE cardinality(ARRAY(SELECT id FROM {s}.jobs WHERE id = ANY($2::bigint[]) ORDER BY id FOR UPDATE)) >= 0 AND j.id = u.id AND j.lease = u.lease AND j.status = 'processing'
 		RETURNING j.id, u.lease`
 
 	sqlRelease = `UPDATE {s}.jobs j SET status = 'pending', attempts = greatest(j.attempts - 1, 0), worker_id = NULL,
 			heartbeat = NULL, lease = NULL
 		FROM unnest($1::bigint[], $2::bigint[]) AS u(id, lease)
-		WHERE j.id = u.id AND j.lease = u.lease AND j.status = 'processing'
+		WHERE cardinality(ARRAY(SELECT id FROM {s}.jobs WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE)) >= 0 AND j.id = u.id AND j.lease = u.lease AND j.status = 'processing'
 		RETURNING j.id, u.lease`
 )
 
