@@ -120,3 +120,11 @@ func where(c *queuemax.Client) string {
 	}
 	return c.Dir()
 }
+
+// whereLong is where with a "data dir" label for a directory.
+func whereLong(c *queuemax.Client) string {
+	if c.Dir() == "" {
+		return "PostgreSQL"
+	}
+	return "data dir " + c.Dir()
+}

@@ -112,8 +112,8 @@ func runWorker(r *runner, ctx context.Context, cmd *command, args []string) (err
 			names[i] += " (" + describeSchedule(h.Periodic) + ")"
 		}
 	}
-	fmt.Fprintf(r.stdout, "worker: %d %s, %d %s × %d job slots, data dir %s (%d shards)\n",
-		len(handlers), plural(len(handlers), "task"), *workers, plural(*workers, "engine"), *concurrency, where(c0), c0.Shards())
+	fmt.Fprintf(r.stdout, "worker: %d %s, %d %s × %d job slots, %s (%d shards)\n",
+		len(handlers), plural(len(handlers), "task"), *workers, plural(*workers, "engine"), *concurrency, whereLong(c0), c0.Shards())
 	fmt.Fprintf(r.stdout, "  tasks: %s\n", strings.Join(names, ", "))
 	fmt.Fprintln(r.stdout, "  SIGINT (Ctrl-C) or SIGTERM drains and stops.")
 
