@@ -48,6 +48,16 @@ var (
 	ErrNoResult = errors.New("queuemax: job has no result")
 	// ErrRunning is returned by Run when the client is already running.
 	ErrRunning = errors.New("queuemax: client already running")
+	// ErrTxUnsupported is returned by the transactional enqueues (EnqueueTx,
+	// EnqueueManyTx, Task.EnqueueTx, the generated DelayTx, …) on the
+	// embedded SQLite store: its jobs live in queuemax's own shard files,
+	// which an application's transaction cannot span. Use the PostgreSQL
+	// store (Config.DSN) for them.
+	ErrTxUnsupported = errors.New("queuemax: transactional enqueue needs the PostgreSQL store (Config.DSN); the SQLite store cannot join an application's transaction")
+	// ErrInvalidTx is wrapped by the error of a transactional enqueue whose
+	// transaction is nil. A value of the wrong type gets the store's error,
+	// which names the type it got and the types it takes.
+	ErrInvalidTx = errors.New("queuemax: invalid transaction (want a pgx.Tx or a *sql.Tx of the pgx stdlib driver)")
 )
 
 // ConfigError names the Config field that failed validation.

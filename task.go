@@ -74,6 +74,49 @@ func (t Task[A]) EnqueueMany(ctx context.Context, args []A) ([]JobID, error) {
 	return t.c.EnqueueMany(ctx, params)
 }
 
+// EnqueueTx stores one job with payload args inside tx, the application's
+// open transaction: the job exists if and only if tx commits. See
+// Client.EnqueueTx for the transaction types, wake-up and errors; on the
+// SQLite store it returns ErrTxUnsupported.
+func (t Task[A]) EnqueueTx(ctx context.Context, tx Tx, args A) (JobID, error) {
+	if t.c == nil {
+		return 0, ErrNotBound
+	}
+	ids, err := t.c.enqueueTx(ctx, tx, []EnqueueParams{{Task: t.name, Payload: args, Opts: t.opts, defaults: &t.def}}, false)
+	if err != nil {
+		return 0, err
+	}
+	return ids[0], nil
+}
+
+// EnqueueAtTx stores one job inside tx that becomes ready at at.
+func (t Task[A]) EnqueueAtTx(ctx context.Context, tx Tx, at time.Time, args A) (JobID, error) {
+	return t.With(Opts{RunAt: at}).EnqueueTx(ctx, tx, args)
+}
+
+// EnqueueInTx stores one job inside tx that becomes ready after d, counted
+// from this call (not from the commit).
+func (t Task[A]) EnqueueInTx(ctx context.Context, tx Tx, d time.Duration, args A) (JobID, error) {
+	if t.c == nil {
+		return 0, ErrNotBound
+	}
+	return t.EnqueueAtTx(ctx, tx, t.c.now().Add(d), args)
+}
+
+// EnqueueManyTx stores one job per element of args inside tx and returns
+// their IDs in order; they exist if and only if tx commits. If any payload
+// is invalid nothing is written to tx.
+func (t Task[A]) EnqueueManyTx(ctx context.Context, tx Tx, args []A) ([]JobID, error) {
+	if t.c == nil {
+		return nil, ErrNotBound
+	}
+	params := make([]EnqueueParams, len(args))
+	for i, a := range args {
+		params[i] = EnqueueParams{Task: t.name, Payload: a, Opts: t.opts, defaults: &t.def}
+	}
+	return t.c.enqueueTx(ctx, tx, params, true)
+}
+
 // Stats returns the counts of this task's jobs by status.
 func (t Task[A]) Stats(ctx context.Context) (TaskStats, error) {
 	if t.c == nil {
