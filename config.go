@@ -52,6 +52,13 @@ type Config struct {
 	// Handlers(). They are fixed after Open. A client without handlers can
 	// still enqueue.
 	Handlers []Handler
+	// AllowUnknownTasks lets a client that has Handlers enqueue tasks none
+	// of them runs (a producer that also enqueues another service's tasks).
+	// Without it such an enqueue fails with ErrUnknownTask, so that a
+	// misspelt or renamed task is caught instead of waiting forever. A
+	// client with no Handlers at all accepts every task name as written
+	// and cannot check payloads: it is a pure producer.
+	AllowUnknownTasks bool
 	// Logger receives the client's logs. Nil means slog.Default().
 	Logger *slog.Logger
 

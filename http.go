@@ -98,8 +98,11 @@ type AdminOptions struct {
 // be JSON (415 otherwise), at most AdminOptions.MaxBodyBytes (413), with no
 // unknown fields (400). Errors are JSON objects {"error": "..."}: 400 names
 // the bad parameter or field, 404 an unknown job or path, 405 a wrong
-// method (with an Allow header). When c has handlers and no catch-all one,
-// /enqueue accepts only their task names.
+// method (with an Allow header). /enqueue checks like Client.Enqueue: when
+// c has handlers (and no catch-all one) the task must be one of theirs (a
+// short name is resolved) unless Config.AllowUnknownTasks is set, and the
+// payload of a registered task must fit its parameters (400 naming the
+// field; nothing is stored).
 func NewAdminHandler(c *Client, opts AdminOptions) http.Handler {
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = DefaultAdminMaxBodyBytes
@@ -240,7 +243,7 @@ func (a *admin) fail(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, ErrJobNotFound):
 		status, msg = http.StatusNotFound, err.Error()
 	case errors.Is(err, ErrInvalidPayload), errors.Is(err, ErrInvalidPriority), errors.Is(err, ErrInvalidRetries),
-		errors.Is(err, ErrInvalidShard):
+		errors.Is(err, ErrInvalidShard), errors.Is(err, ErrUnknownTask):
 		status, msg = http.StatusBadRequest, err.Error()
 	case errors.Is(err, ErrReadOnly):
 		status, msg = http.StatusForbidden, err.Error()
@@ -654,9 +657,6 @@ func (a *admin) enqueue(w http.ResponseWriter, r *http.Request, _ []string) erro
 	if req.Task == "" {
 		return badRequest(`field "task": required`)
 	}
-	if err := a.knownTask(req.Task); err != nil {
-		return err
-	}
 	payload := req.Payload
 	if len(payload) == 0 || string(payload) == "null" {
 		payload = json.RawMessage("{}")
@@ -691,28 +691,6 @@ func (a *admin) enqueue(w http.ResponseWriter, r *http.Request, _ []string) erro
 		return err
 	}
 	return reply(w, http.StatusCreated, map[string]any{"job_id": id, "shard": id.Shard()})
-}
-
-// knownTask refuses a task no handler runs, when the client's handlers are
-// known to be the whole set.
-func (a *admin) knownTask(task string) error {
-	if len(a.c.handlers) == 0 {
-		return nil // an enqueue-only client: workers elsewhere know the tasks
-	}
-	if _, ok := a.c.handlers[task]; ok {
-		return nil
-	}
-	if _, ok := a.c.handlers[""]; ok {
-		return nil
-	}
-	names := slices.Sorted(func(yield func(string) bool) {
-		for n := range a.c.handlers {
-			if !yield(n) {
-				return
-			}
-		}
-	})
-	return badRequest("field \"task\": unknown task %q (known: %s)", task, strings.Join(names, ", "))
 }
 
 // ServeWithWorkers runs srv on srv.Addr (":http" if empty; TLS when
