@@ -79,11 +79,13 @@ type AdminOptions struct {
 //
 // Endpoints:
 //
-//	GET  /stats                              Stats, plus "worker" (WorkerStats) while Run is active
+//	GET  /stats                              Stats, plus "worker" (WorkerStats) while Run is active,
+//	                                         and "error" when a shard could not be read
 //	GET  /jobs?status=&task=&shard=&limit=   {"jobs": [...]}, newest first; limit 1–1000, default 100
 //	GET  /jobs/{id}                          one job; id is a JobID or "shard:seq"
 //	GET  /dead-letters?task=&shard=&limit=   {"dead_letters": [...]}
 //	GET  /periodic                           {"periodic": [PeriodicInfo...]}
+//	GET  /workers                            {"workers": [WorkerInfo...]}: the live worker registry
 //	POST /retry[?shard=N]                    re-queue failed jobs: {"retried": n}
 //	POST /jobs/{id}/retry                    re-queue one failed job
 //	POST /dead-letters/{shard}/{id}/requeue  re-queue a dead letter: {"job_id": id}
@@ -121,6 +123,7 @@ func NewAdminHandler(c *Client, opts AdminOptions) http.Handler {
 		{"GET", "jobs/{}", a.job},
 		{"GET", "dead-letters", a.deadLetters},
 		{"GET", "periodic", a.periodic},
+		{"GET", "workers", a.workers},
 		{"POST", "retry", a.retryAll},
 		{"POST", "jobs/{}/retry", a.retryJob},
 		{"POST", "dead-letters/{}/{}/requeue", a.requeue},
@@ -438,16 +441,28 @@ type adminShard struct {
 	LastError      string  `json:"last_error,omitempty"`
 }
 
+func (a *admin) workers(w http.ResponseWriter, r *http.Request, _ []string) error {
+	ws, err := a.c.Workers(r.Context())
+	if err != nil {
+		return err
+	}
+	return reply(w, http.StatusOK, map[string][]WorkerInfo{"workers": ws})
+}
+
 func (a *admin) stats(w http.ResponseWriter, r *http.Request, _ []string) error {
 	s, err := a.c.Stats(r.Context())
-	if err != nil {
+	if err != nil && (s.PerShard == nil || !errors.Is(err, ErrShardUnavailable)) {
 		return err
 	}
 	out := struct {
 		Stats
 		Shards []adminShard `json:"shards"`
 		Worker *WorkerStats `json:"worker,omitempty"`
+		Error  string       `json:"error,omitempty"` // why the snapshot is incomplete (unreadable shards)
 	}{Stats: s, Shards: []adminShard{}}
+	if err != nil {
+		out.Error = err.Error()
+	}
 	for _, sh := range s.PerShard {
 		as := adminShard{Shard: sh.Shard, Pending: sh.Pending, Scheduled: sh.Scheduled, Processing: sh.Processing,
 			Failed: sh.Failed, Completed: sh.Completed, DeadLetters: sh.DeadLetters, TotalProcessed: sh.TotalProcessed,

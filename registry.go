@@ -281,3 +281,25 @@ func (c *Client) fillRegistry(ctx context.Context, s *Stats, local bool) error {
 	s.IsHealthy = s.IsHealthy && worst != breaker.Open.String()
 	return nil
 }
+
+// warnUnhandled logs, once per task until it recovers, every task with
+// pending jobs that no live worker runs (a misspelt or renamed task, a
+// service that is down). Run's maintenance calls it every
+// Config.RecoveryInterval.
+func (e *engine) warnUnhandled(ctx context.Context) {
+	var s Stats
+	if err := e.c.fillRegistry(ctx, &s, true); err != nil {
+		return
+	}
+	now := make(map[string]bool)
+	for task, ti := range s.Tasks {
+		if ti.Pending == 0 || ti.Workers > 0 || len(e.c.names) == 0 || slices.Contains(e.c.names, task) {
+			continue // this engine runs it, even before its first registry write
+		}
+		now[task] = true
+		if !e.warned[task] {
+			e.log.WarnContext(ctx, "task has pending jobs and no live worker runs it", "task", task, "pending", ti.Pending)
+		}
+	}
+	e.warned = now
+}

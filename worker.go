@@ -106,7 +106,8 @@ type engine struct {
 	// sticky is the shard the last claim filled its batch from (-1: none)
 	// and streak how many claims in a row did; only fetch uses them.
 	sticky, streak int
-	regKey         string // the worker registry row (registry.go)
+	regKey         string          // the worker registry row (registry.go)
+	warned         map[string]bool // tasks warnUnhandled reported (maintenance only)
 
 	mu      sync.Mutex
 	running map[JobID]*runningJob
@@ -1044,6 +1045,7 @@ func (e *engine) maintenance(ctx context.Context) {
 			}
 		}
 		c.checkAlert(ctx, true)
+		e.warnUnhandled(ctx)
 		select {
 		case <-ctx.Done():
 			return

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,8 +21,13 @@ var enqueueCommand = &command{
 	help: `
 Enqueue stores one job of --task with --payload, a JSON object (default {}),
 and prints its ID. Unset options keep the task's defaults when the binary
-has a task registry, which also rejects unknown task names; a binary
-without one (queuemax) accepts any name.
+has a task registry, which also rejects unknown task names (a short name
+such as SendEmail is resolved when it matches one task) and payloads that
+do not fit the task's parameters: an unknown key, a missing parameter or a
+wrong type is refused naming the field. A binary without a registry
+(queuemax) checks --task against the tasks of the live workers (see
+workers) in the same way; with no live worker it warns and stores the name
+as given, and --any-task skips the check.
 
 With --file, every record of the file is enqueued, all or nothing: one
 JSON object per line (blank lines skipped) or one JSON array, each record
@@ -57,6 +63,7 @@ func runEnqueue(r *runner, ctx context.Context, cmd *command, args []string) (er
 	file := fs.String("file", "", "enqueue every record of `FILE` (JSON Lines or a JSON array)")
 	jsonOut := fs.Bool("json", false, "print JSON")
 	mkdir := fs.Bool("create", false, "create the data dir and shard files if missing")
+	anyTask := fs.Bool("any-task", false, "store --task as given even if no live worker runs it (binaries without a task registry)")
 	if err := r.parse(fs, cmd, args); err != nil {
 		return err
 	}
@@ -122,6 +129,11 @@ func runEnqueue(r *runner, ctx context.Context, cmd *command, args []string) (er
 		return err
 	}
 	defer closeClient(c, &err)
+	if len(r.handlers) == 0 && !*anyTask {
+		if name, err = r.checkLiveTask(ctx, c, name); err != nil {
+			return err
+		}
+	}
 	id, err := c.Enqueue(ctx, name, json.RawMessage(*payload), o)
 	if err != nil {
 		return err
@@ -242,4 +254,40 @@ func (r *runner) checkFileTasks(path string, data []byte) error {
 		}
 	}
 	return nil
+}
+
+// checkLiveTask resolves name against the tasks of the live workers, for a
+// binary without a task registry: a short name matching one of their tasks
+// becomes its full name, and a name none of them runs is an error. With no
+// live worker (or a catch-all one) the name is kept, with a warning in the
+// first case.
+func (r *runner) checkLiveTask(ctx context.Context, c *queuemax.Client, name string) (string, error) {
+	ws, err := c.Workers(ctx)
+	if err != nil {
+		fmt.Fprintf(r.stderr, "warning: cannot read the worker registry (%v); task %q not checked\n", err, name)
+		return name, nil
+	}
+	if len(ws) == 0 {
+		fmt.Fprintf(r.stderr, "warning: no live worker; task %q not checked, stored as given\n", name)
+		return name, nil
+	}
+	var known []string
+	for _, w := range ws {
+		if len(w.Tasks) == 0 {
+			return name, nil // a catch-all worker runs every task
+		}
+		for _, t := range w.Tasks {
+			if !slices.Contains(known, t) {
+				known = append(known, t)
+			}
+		}
+	}
+	full, ok, err := queuemax.ResolveTask(known, name)
+	switch {
+	case err != nil:
+		return "", usagef("%v", err)
+	case ok:
+		return full, nil
+	}
+	return "", usagef("%v (the tasks of the live workers; --any-task stores it anyway)", queuemax.UnknownTaskError(name, known))
 }
