@@ -19,11 +19,11 @@ import (
 // Tests for issue 11: nothing fails silently.
 
 type mailArgs struct {
-	To   string            `json:"to"`
-	CC   *string           `json:"cc"`
-	N    int               `json:"n"`
-	Tags []string          `json:"tags"`
-	Meta map[string]int    `json:"meta"`
+	To   string             `json:"to"`
+	CC   *string            `json:"cc"`
+	N    int                `json:"n"`
+	Tags []string           `json:"tags"`
+	Meta map[string]int     `json:"meta"`
 	Msg  struct{ S string } `json:"msg"`
 }
 
