@@ -30,7 +30,7 @@ func ResolveTask(handlers []string, name string) (full string, ok bool, err erro
 		return matches[0], true, nil
 	}
 	slices.Sort(matches)
-	return "", false, fmt.Errorf("%w: %q is ambiguous: it may mean %s", ErrUnknownTask, name, strings.Join(matches, ", "))
+	return "", false, fmt.Errorf("%w %q: ambiguous, it may mean %s", ErrUnknownTask, name, strings.Join(matches, ", "))
 }
 
 // UnknownTaskError returns the ErrUnknownTask error for name, with the
@@ -57,7 +57,7 @@ func UnknownTaskError(name string, known []string) error {
 	if len(known) == 0 {
 		list = "none"
 	}
-	return fmt.Errorf("%w: %q%s; known tasks: %s", ErrUnknownTask, name, hint, list)
+	return fmt.Errorf("%w %q%s; known tasks: %s", ErrUnknownTask, name, hint, list)
 }
 
 // pathlessTask returns a task name without its import path.

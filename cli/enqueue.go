@@ -26,8 +26,8 @@ such as SendEmail is resolved when it matches one task) and payloads that
 do not fit the task's parameters: an unknown key, a missing parameter or a
 wrong type is refused naming the field. A binary without a registry
 (queuemax) checks --task against the tasks of the live workers (see
-workers) in the same way; with no live worker it warns and stores the name
-as given, and --any-task skips the check.
+workers) in the same way; with no live worker it stores the name as given
+(stats then warns while no worker runs it), and --any-task skips the check.
 
 With --file, every record of the file is enqueued, all or nothing: one
 JSON object per line (blank lines skipped) or one JSON array, each record
@@ -259,8 +259,7 @@ func (r *runner) checkFileTasks(path string, data []byte) error {
 // checkLiveTask resolves name against the tasks of the live workers, for a
 // binary without a task registry: a short name matching one of their tasks
 // becomes its full name, and a name none of them runs is an error. With no
-// live worker (or a catch-all one) the name is kept, with a warning in the
-// first case.
+// live worker (or a catch-all one) the name is kept.
 func (r *runner) checkLiveTask(ctx context.Context, c *queuemax.Client, name string) (string, error) {
 	ws, err := c.Workers(ctx)
 	if err != nil {
@@ -268,8 +267,7 @@ func (r *runner) checkLiveTask(ctx context.Context, c *queuemax.Client, name str
 		return name, nil
 	}
 	if len(ws) == 0 {
-		fmt.Fprintf(r.stderr, "warning: no live worker; task %q not checked, stored as given\n", name)
-		return name, nil
+		return name, nil // workers may start later; stats warns while none runs it
 	}
 	var known []string
 	for _, w := range ws {
