@@ -55,7 +55,9 @@ type argShape struct {
 var argShapes sync.Map // reflect.Type -> *argShape
 
 // shapeOf describes the payload struct t: one key per exported field, named
-// by its json tag (or the field name), as the generator emits them.
+// by its json tag (or the field name), as the generator emits them. A
+// struct with embedded fields is decoded by encoding/json alone (unknown
+// keys still refused, but no required-key check).
 func shapeOf(t reflect.Type) *argShape {
 	if s, ok := argShapes.Load(t); ok {
 		return s.(*argShape)
@@ -65,6 +67,10 @@ func shapeOf(t reflect.Type) *argShape {
 		s.isStruct = true
 		for i := range t.NumField() {
 			f := t.Field(i)
+			if f.Anonymous {
+				// Promoted fields: leave key matching to encoding/json.
+				return storeShape(t, &argShape{})
+			}
 			if !f.IsExported() {
 				continue
 			}
@@ -88,6 +94,10 @@ func shapeOf(t reflect.Type) *argShape {
 			s.keys = append(s.keys, key)
 		}
 	}
+	return storeShape(t, s)
+}
+
+func storeShape(t reflect.Type, s *argShape) *argShape {
 	v, _ := argShapes.LoadOrStore(t, s)
 	return v.(*argShape)
 }

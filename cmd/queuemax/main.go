@@ -31,6 +31,8 @@
 //	wait       wait until no job is pending, scheduled or running, with
 //	           progress (--timeout DURATION)
 //	worker     run jobs; only in a binary built with a task registry
+//	workers    list the live workers of the queue: tasks, concurrency,
+//	           breakers and rate limits (--json)
 //	help       show the help of a command
 //
 // Every command takes --help. The global flags, accepted before or after
