@@ -96,8 +96,10 @@ type Config struct {
 	// quiet the check backs off to 4×PollInterval. Zero means 5ms. Enqueues
 	// from this process wake Run at once.
 	PollInterval time.Duration
-	// HeartbeatInterval is how often running jobs' heartbeats are renewed.
-	// Zero means 5s (env HEARTBEAT_INTERVAL, in ms).
+	// HeartbeatInterval is how often running jobs' heartbeats are renewed,
+	// and how often Run refreshes its worker registry entry (at least
+	// RegistryMinRefresh apart; see WorkerInfo). Zero means 5s (env
+	// HEARTBEAT_INTERVAL, in ms).
 	HeartbeatInterval time.Duration
 	// StuckTimeout is how old a heartbeat must be before orphan recovery
 	// takes the job back. Zero means 30s (env STUCK_TIMEOUT, in ms). It

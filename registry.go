@@ -18,11 +18,13 @@ import (
 )
 
 // WorkerInfo is one running process's entry in the live worker registry,
-// which every Run writes into the store (shard 0 for SQLite) when it
-// starts, refreshes every Config.HeartbeatInterval and removes when it
-// stops cleanly. An entry whose process died expires RegistryTTL
-// heartbeat intervals after its last refresh. Breakers and RateLimits are
-// the process's state as of UpdatedAt.
+// which every Run writes into the store (shard 0 for SQLite) before it
+// claims anything, refreshes every Config.HeartbeatInterval (at least
+// every RegistryMinRefresh apart) and removes when it stops cleanly. An
+// entry whose process died expires RegistryTTL refresh intervals after its
+// last refresh, or Config.StuckTimeout after it if that is later (the
+// bound after which orphan recovery takes the process's jobs back).
+// Breakers and RateLimits are the process's state as of UpdatedAt.
 type WorkerInfo struct {
 	// ID is the process's Config.WorkerID (the worker_id of its claims).
 	ID        string    `json:"id"`
@@ -59,9 +61,25 @@ type RateLimitInfo struct {
 	Denied uint64 `json:"denied"`
 }
 
-// RegistryTTL is how many heartbeat intervals a worker registry entry
-// stays live without a refresh.
-const RegistryTTL = 3
+// Worker registry timing; see WorkerInfo.
+const (
+	// RegistryTTL is how many refresh intervals a worker registry entry
+	// stays live without a refresh (at least Config.StuckTimeout).
+	RegistryTTL = 3
+	// RegistryMinRefresh is the shortest interval between two refreshes
+	// of an entry, however short Config.HeartbeatInterval is.
+	RegistryMinRefresh = time.Second
+)
+
+// registryRefresh returns how often Run refreshes its registry entry.
+func (c *Client) registryRefresh() time.Duration {
+	return max(c.cfg.HeartbeatInterval, RegistryMinRefresh)
+}
+
+// registryTTL returns how long an entry lives without a refresh.
+func (c *Client) registryTTL() time.Duration {
+	return max(RegistryTTL*c.registryRefresh(), c.cfg.StuckTimeout)
+}
 
 // workerSeq tells apart the registry keys of several Runs in one process.
 var workerSeq atomic.Int64
@@ -79,7 +97,7 @@ func (e *engine) registryKey() string {
 // workerInfo describes this engine for the registry.
 func (e *engine) workerInfo(now time.Time) WorkerInfo {
 	host, _ := os.Hostname()
-	ttl := RegistryTTL * e.c.cfg.HeartbeatInterval
+	ttl := e.c.registryTTL()
 	w := WorkerInfo{
 		ID: e.c.cfg.WorkerID, Host: host, PID: os.Getpid(),
 		StartedAt: e.started, UpdatedAt: now, ExpiresAt: now.Add(ttl),
@@ -122,22 +140,23 @@ func (e *engine) register(ctx context.Context) error {
 		StartedAt: w.StartedAt, UpdatedAt: now, ExpiresAt: w.ExpiresAt})
 }
 
+// registerFirst writes this engine's first registry entry; Run calls it
+// before it claims anything, so that a process that runs jobs is listed.
+// A failure is logged, never fatal: the registry is for observers.
+func (e *engine) registerFirst(ctx context.Context) {
+	if err := e.register(ctx); err != nil && ctx.Err() == nil {
+		e.log.WarnContext(ctx, "worker registry: first entry failed", "err", err)
+	}
+}
+
 // registry keeps this engine's entry fresh until ctx ends, then removes
 // it. Failures are logged: a registry that cannot be written makes the
 // process look absent, never stops it from running jobs.
 func (e *engine) registry(ctx context.Context) {
-	t := time.NewTicker(e.c.cfg.HeartbeatInterval)
+	t := time.NewTicker(e.c.registryRefresh())
 	defer t.Stop()
 	failing := false
 	for {
-		if err := e.register(ctx); err != nil && ctx.Err() == nil {
-			if !failing {
-				e.log.WarnContext(ctx, "worker registry: refresh failed", "err", err)
-			}
-			failing = true
-		} else {
-			failing = false
-		}
 		select {
 		case <-ctx.Done():
 			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -147,6 +166,14 @@ func (e *engine) registry(ctx context.Context) {
 			}
 			return
 		case <-t.C:
+		}
+		if err := e.register(ctx); err != nil && ctx.Err() == nil {
+			if !failing {
+				e.log.WarnContext(ctx, "worker registry: refresh failed", "err", err)
+			}
+			failing = true
+		} else {
+			failing = false
 		}
 	}
 }

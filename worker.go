@@ -226,6 +226,7 @@ func (c *Client) Run(ctx context.Context) error {
 	// Services that keep running during the drain stop with svcCtx.
 	svcCtx, stopSvc := context.WithCancelCause(context.WithoutCancel(ctx))
 	var svc sync.WaitGroup
+	e.registerFirst(ctx)
 	svc.Go(func() { e.heartbeats(svcCtx) })
 	svc.Go(func() { e.registry(svcCtx) })
 	svc.Go(func() { e.maintenance(svcCtx) })

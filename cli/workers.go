@@ -21,8 +21,9 @@ Workers lists the worker registry: every process whose Run is active on the
 queue, with its host and pid, when it started and last refreshed its entry,
 the tasks it runs (all: a catch-all handler), its concurrency, the jobs it
 is running, and its circuit breakers and rate limits. A worker refreshes
-its entry every heartbeat interval (HEARTBEAT_INTERVAL) and removes it on a
-clean stop; the entry of a process that died lapses after three intervals.
+its entry every heartbeat interval (HEARTBEAT_INTERVAL, at least 1s apart)
+and removes it on a clean stop; the entry of a process that died lapses
+after three refreshes, and no sooner than STUCK_TIMEOUT.
 The data directory is opened read-only.`,
 	run: runWorkers,
 }

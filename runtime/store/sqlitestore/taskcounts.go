@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/queuemax/queuemax/runtime/store"
@@ -21,6 +22,12 @@ func (s *Store) TaskBacklog(ctx context.Context) (map[string]store.TaskBacklog, 
 	for _, sh := range s.shards {
 		rows, err := sh.r.QueryContext(ctx, `SELECT coalesce(task, ''), status, count(*) FROM fila
 			WHERE status IN ('pending', 'scheduled') GROUP BY 1, 2`)
+		if err != nil && sh.w == nil && strings.Contains(err.Error(), "no such column") {
+			// A read-only look at a queue-max file never migrated: its
+			// jobs have no task name.
+			rows, err = sh.r.QueryContext(ctx, `SELECT '', status, count(*) FROM fila
+				WHERE status IN ('pending', 'scheduled') GROUP BY 2`)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("shard %d: task backlog: %w", sh.idx, err)
 		}
