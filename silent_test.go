@@ -422,3 +422,31 @@ func TestAdmin_EnqueueChecksAndWorkers(t *testing.T) {
 		return code == 200 && len(ws) == 1
 	})
 }
+
+func TestDecodeArgs_OtherShapes(t *testing.T) {
+	t.Parallel()
+	var m map[string]int
+	if err := DecodeArgs("t", json.RawMessage(`{"a":1}`), &m); err != nil || m["a"] != 1 {
+		t.Errorf("map args: %v, %v", m, err)
+	}
+	if err := DecodeArgs("t", json.RawMessage(`{"a":"x"}`), &m); !errors.Is(err, ErrPayloadShape) {
+		t.Errorf("map args of the wrong type: %v", err)
+	}
+	type base struct {
+		ID int `json:"id"`
+	}
+	var e struct {
+		base
+		Name string `json:"name"`
+	}
+	if err := DecodeArgs("t", json.RawMessage(`{"id":1,"name":"n"}`), &e); err != nil || e.ID != 1 || e.Name != "n" {
+		t.Errorf("embedded struct: %+v, %v", e, err)
+	}
+	if err := DecodeArgs("t", json.RawMessage(`{"id":1,"nope":1}`), &e); !errors.Is(err, ErrPayloadShape) || !strings.Contains(err.Error(), "nope") {
+		t.Errorf("embedded struct with an unknown key: %v", err)
+	}
+	var none struct{}
+	if err := DecodeArgs("t", json.RawMessage(`{"x":1}`), &none); !errors.Is(err, ErrPayloadShape) || !strings.Contains(err.Error(), "takes no parameters") {
+		t.Errorf("a task without parameters: %v", err)
+	}
+}
