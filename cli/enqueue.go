@@ -32,8 +32,9 @@ workers) in the same way; with no live worker it stores the name as given
 With --file, every record of the file is enqueued, all or nothing: one
 JSON object per line (blank lines skipped) or one JSON array, each record
 {"task": ..., "payload": {...}, "priority": 0-2, "max_retries": N,
-"key": N, "run_at": "RFC 3339"}. The first bad record is named by its line
-and nothing is stored. A progress bar is drawn on a terminal.
+"key": N, "run_at": "RFC 3339"}. Task names and payloads are checked as for
+a single job. The first bad record is named by its line and nothing is
+stored. A progress bar is drawn on a terminal.
 
 The data directory must hold a queue unless --create is given.`,
 	run: runEnqueue,
@@ -79,7 +80,7 @@ func runEnqueue(r *runner, ctx context.Context, cmd *command, args []string) (er
 				return usagef("--%s cannot be combined with --file (each record sets its own)", name)
 			}
 		}
-		return r.enqueueFile(ctx, *file, mode, *jsonOut)
+		return r.enqueueFile(ctx, *file, mode, *jsonOut, *anyTask)
 	}
 
 	// Check everything before opening, so that a bad flag changes nothing.
@@ -165,13 +166,13 @@ func jsonError(s string) error {
 }
 
 // enqueueFile runs enqueue --file.
-func (r *runner) enqueueFile(ctx context.Context, path string, mode access, asJSON bool) (err error) {
+func (r *runner) enqueueFile(ctx context.Context, path string, mode access, asJSON, anyTask bool) (err error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("--file: %w", err)
 	}
 	if len(r.handlers) > 0 {
-		if err := r.checkFileTasks(path, data); err != nil {
+		if err := r.checkFileTasks(path, data, r.requireTask); err != nil {
 			return err
 		}
 	}
@@ -180,6 +181,11 @@ func (r *runner) enqueueFile(ctx context.Context, path string, mode access, asJS
 		return err
 	}
 	defer closeClient(c, &err)
+	if len(r.handlers) == 0 && !anyTask {
+		if err := r.checkFileTasks(path, data, r.liveResolver(ctx, c)); err != nil {
+			return err
+		}
+	}
 	p := newProgress(r.stderr, time.Second)
 	n, err := c.EnqueueFile(ctx, path, func(done, total int) {
 		if !p.tty {
@@ -202,9 +208,10 @@ func (r *runner) enqueueFile(ctx context.Context, path string, mode access, asJS
 	return nil
 }
 
-// checkFileTasks rejects the first record whose task the registry does not
-// know. Records that do not parse are left for EnqueueFile to report.
-func (r *runner) checkFileTasks(path string, data []byte) error {
+// checkFileTasks rejects the first record whose task resolve (the
+// binary's registry, or the live workers' tasks) does not know, or names
+// by a short name. Records that do not parse are left for EnqueueFile to report.
+func (r *runner) checkFileTasks(path string, data []byte, resolve func(string) (string, error)) error {
 	check := func(line int, raw []byte) error {
 		var rec struct {
 			Task string `json:"task"`
@@ -213,10 +220,13 @@ func (r *runner) checkFileTasks(path string, data []byte) error {
 			return nil
 		}
 		if rec.Task == "" {
+			if len(r.handlers) == 0 {
+				return nil // a raw queue-max job
+			}
 			return &queuemax.LineError{Path: path, Line: line,
 				Err: usagef(`missing "task" (this binary runs: %s)`, strings.Join(taskNames(r.handlers), ", "))}
 		}
-		full, err := r.requireTask(rec.Task)
+		full, err := resolve(rec.Task)
 		if err != nil {
 			return &queuemax.LineError{Path: path, Line: line, Err: err}
 		}
@@ -256,23 +266,31 @@ func (r *runner) checkFileTasks(path string, data []byte) error {
 	return nil
 }
 
-// checkLiveTask resolves name against the tasks of the live workers, for a
-// binary without a task registry: a short name matching one of their tasks
-// becomes its full name, and a name none of them runs is an error. With no
-// live worker (or a catch-all one) the name is kept.
+// checkLiveTask resolves name against the tasks of the live workers; see
+// liveResolver.
 func (r *runner) checkLiveTask(ctx context.Context, c *queuemax.Client, name string) (string, error) {
+	return r.liveResolver(ctx, c)(name)
+}
+
+// liveResolver reads the worker registry once and returns a resolver of
+// task names against the live workers' tasks, for a binary without a task
+// registry: a short name matching one of their tasks becomes its full
+// name, and a name none of them runs is an error. With no live worker (or
+// a catch-all one) every name is kept as given.
+func (r *runner) liveResolver(ctx context.Context, c *queuemax.Client) func(string) (string, error) {
+	keep := func(name string) (string, error) { return name, nil }
 	ws, err := c.Workers(ctx)
 	if err != nil {
-		fmt.Fprintf(r.stderr, "warning: cannot read the worker registry (%v); task %q not checked\n", err, name)
-		return name, nil
+		fmt.Fprintf(r.stderr, "warning: cannot read the worker registry (%v); task names not checked\n", err)
+		return keep
 	}
 	if len(ws) == 0 {
-		return name, nil // workers may start later; stats warns while none runs it
+		return keep // workers may start later; stats warns while none runs it
 	}
 	var known []string
 	for _, w := range ws {
 		if len(w.Tasks) == 0 {
-			return name, nil // a catch-all worker runs every task
+			return keep // a catch-all worker runs every task
 		}
 		for _, t := range w.Tasks {
 			if !slices.Contains(known, t) {
@@ -280,12 +298,14 @@ func (r *runner) checkLiveTask(ctx context.Context, c *queuemax.Client, name str
 			}
 		}
 	}
-	full, ok, err := queuemax.ResolveTask(known, name)
-	switch {
-	case err != nil:
-		return "", usagef("%v", err)
-	case ok:
-		return full, nil
+	return func(name string) (string, error) {
+		full, ok, err := queuemax.ResolveTask(known, name)
+		switch {
+		case err != nil:
+			return "", usagef("%v", err)
+		case ok:
+			return full, nil
+		}
+		return "", usagef("%v (the tasks of the live workers; --any-task stores it anyway)", queuemax.UnknownTaskError(name, known))
 	}
-	return "", usagef("%v (the tasks of the live workers; --any-task stores it anyway)", queuemax.UnknownTaskError(name, known))
 }

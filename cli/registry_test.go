@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -60,6 +62,9 @@ func TestWorkersAndLiveTasks(t *testing.T) {
 		t.Errorf("enqueue short name: %s", res.stdout)
 	}
 	ok(t, qm(t, append(d, "enqueue", "--task", "other.Task", "--any-task")...), "enqueue --any-task")
+	file := filepath.Join(t.TempDir(), "jobs.jsonl")
+	os.WriteFile(file, []byte(`{"task":"`+taskPrefix+`SendEmail","payload":{"to":"a@b","subject":"s"}}`+"\n"+`{"task":"`+taskPrefix+`SendMail","payload":{}}`+"\n"), 0o600)
+	wantFail(t, qm(t, append(d, "enqueue", "--file", file)...), 2, file+":2:", `unknown task "`+taskPrefix+`SendMail"`)
 
 	// The tasks binary checks the payload against the parameters.
 	wantFail(t, tk(t, append(d, "enqueue", "--task", "SendEmail", "--payload", `{"to":"a@b"}`)...), 2, `field "subject"`, "missing")
