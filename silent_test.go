@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -448,5 +450,43 @@ func TestDecodeArgs_OtherShapes(t *testing.T) {
 	var none struct{}
 	if err := DecodeArgs("t", json.RawMessage(`{"x":1}`), &none); !errors.Is(err, ErrPayloadShape) || !strings.Contains(err.Error(), "takes no parameters") {
 		t.Errorf("a task without parameters: %v", err)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger and a reader at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestRun_LogsTasksNobodyRuns(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	producer := setup(t, Config{Dir: dir, Shards: 1})
+	if _, err := producer.c.Enqueue(producer.ctx, "example.com/jobs.Renamed", map[string]int{}, Opts{}); err != nil {
+		t.Fatal(err)
+	}
+	var logs syncBuffer
+	w := setup(t, Config{Dir: dir, Shards: 1, RecoveryInterval: 50 * time.Millisecond,
+		Handlers: []Handler{Define("example.com/jobs.Mine", TaskOptions{}, func(context.Context, struct{}) error { return nil })},
+		Logger:   slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	run(t, w.c)
+	waitFor(t, "the warning about the task nobody runs", func() bool {
+		return strings.Contains(logs.String(), "no live worker runs it") && strings.Contains(logs.String(), "example.com/jobs.Renamed")
+	})
+	if n := strings.Count(logs.String(), "no live worker runs it"); n != 1 {
+		t.Errorf("warned %d times, want once while nothing changes:\n%s", n, logs.String())
 	}
 }
