@@ -135,14 +135,23 @@ type TaskStats struct {
 	Completed  int64  `json:"completed"`
 }
 
-// Define returns the Handler for a task whose function takes args A and
-// returns only an error. The payload is decoded into A; a payload that does
-// not decode fails the job permanently.
-func Define[A any](name string, o TaskOptions, fn func(context.Context, A) error) Handler {
-	return Handler{Name: name, Options: o, Func: func(ctx context.Context, job *Job) (any, error) {
+// validator returns a Handler.Validate that decodes into A with DecodeArgs.
+func validator[A any](name string) func(json.RawMessage) error {
+	return func(raw json.RawMessage) error {
 		var a A
-		if err := decodePayload(job.Payload, &a); err != nil {
-			return nil, Permanent(fmt.Errorf("task %s: decode payload: %w", name, err))
+		return DecodeArgs(name, raw, &a)
+	}
+}
+
+// Define returns the Handler for a task whose function takes args A and
+// returns only an error. The payload is decoded into A with DecodeArgs; a
+// payload that does not fit (a key A lacks, a missing parameter, a wrong
+// type) dead-letters the job at once with a *PayloadShapeError.
+func Define[A any](name string, o TaskOptions, fn func(context.Context, A) error) Handler {
+	return Handler{Name: name, Options: o, Validate: validator[A](name), Func: func(ctx context.Context, job *Job) (any, error) {
+		var a A
+		if err := DecodeArgs(name, job.Payload, &a); err != nil {
+			return nil, Permanent(err)
 		}
 		return nil, fn(ctx, a)
 	}}
@@ -151,10 +160,10 @@ func Define[A any](name string, o TaskOptions, fn func(context.Context, A) error
 // DefineResult returns the Handler for a task whose function returns a
 // result R, which is stored with the completed job (see Result).
 func DefineResult[A, R any](name string, o TaskOptions, fn func(context.Context, A) (R, error)) Handler {
-	return Handler{Name: name, Options: o, Func: func(ctx context.Context, job *Job) (any, error) {
+	return Handler{Name: name, Options: o, Validate: validator[A](name), Func: func(ctx context.Context, job *Job) (any, error) {
 		var a A
-		if err := decodePayload(job.Payload, &a); err != nil {
-			return nil, Permanent(fmt.Errorf("task %s: decode payload: %w", name, err))
+		if err := DecodeArgs(name, job.Payload, &a); err != nil {
+			return nil, Permanent(err)
 		}
 		r, err := fn(ctx, a)
 		if err != nil {

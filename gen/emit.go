@@ -394,7 +394,9 @@ func task(t taskSpec) []jen.Code {
 		fmt.Sprintf("%s is the payload of %s (%s).", n.args, t.Func, src),
 		"",
 		"Each field holds one parameter after ctx; a job stores the payload as",
-		"a JSON object with snake_case keys.",
+		"a JSON object with snake_case keys. Every key is required except those",
+		"of pointer parameters, and unknown keys and wrong types are refused at",
+		"enqueue and at run time (see [queuemax.DecodeArgs]).",
 	).Type().Id(n.args).StructFunc(func(g *jen.Group) {
 		for _, p := range t.Params {
 			g.Id(p.Field).Add(typ(p.Type)).Tag(map[string]string{"json": p.JSON})

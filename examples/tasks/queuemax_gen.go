@@ -59,7 +59,9 @@ func Handlers() []queuemax.Handler {
 // CallWebhookArgs is the payload of CallWebhook (webhook.go:45).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
-// a JSON object with snake_case keys.
+// a JSON object with snake_case keys. Every key is required except those
+// of pointer parameters, and unknown keys and wrong types are refused at
+// enqueue and at run time (see [queuemax.DecodeArgs]).
 type CallWebhookArgs struct {
 	URL  string            `json:"url"`
 	Body map[string]string `json:"body"`
@@ -199,7 +201,9 @@ var _ func(context.Context, string, map[string]string) error = CallWebhook
 // CleanupOldDataArgs is the payload of CleanupOldData (cleanup.go:16).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
-// a JSON object with snake_case keys.
+// a JSON object with snake_case keys. Every key is required except those
+// of pointer parameters, and unknown keys and wrong types are refused at
+// enqueue and at run time (see [queuemax.DecodeArgs]).
 type CleanupOldDataArgs struct{}
 
 // cleanupOldDataOptions are the defaults of CleanupOldData from its annotation (cleanup.go:16).
@@ -304,7 +308,9 @@ var _ func(context.Context) error = CleanupOldData
 // GenerateReportArgs is the payload of GenerateReport (report.go:24).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
-// a JSON object with snake_case keys.
+// a JSON object with snake_case keys. Every key is required except those
+// of pointer parameters, and unknown keys and wrong types are refused at
+// enqueue and at run time (see [queuemax.DecodeArgs]).
 type GenerateReportArgs struct {
 	UserID int64  `json:"user_id"`
 	Month  string `json:"month"`
@@ -442,7 +448,9 @@ var _ func(context.Context, int64, string) (Report, error) = GenerateReport
 // PingMonitorArgs is the payload of PingMonitor (monitor.go:15).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
-// a JSON object with snake_case keys.
+// a JSON object with snake_case keys. Every key is required except those
+// of pointer parameters, and unknown keys and wrong types are refused at
+// enqueue and at run time (see [queuemax.DecodeArgs]).
 type PingMonitorArgs struct{}
 
 // pingMonitorOptions are the defaults of PingMonitor from its annotation (monitor.go:15).
@@ -548,7 +556,9 @@ var _ func(context.Context) error = PingMonitor
 // SendEmailArgs is the payload of SendEmail (email.go:15).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
-// a JSON object with snake_case keys.
+// a JSON object with snake_case keys. Every key is required except those
+// of pointer parameters, and unknown keys and wrong types are refused at
+// enqueue and at run time (see [queuemax.DecodeArgs]).
 type SendEmailArgs struct {
 	To      string `json:"to"`
 	Subject string `json:"subject"`

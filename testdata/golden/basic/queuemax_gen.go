@@ -40,7 +40,9 @@ func Handlers() []queuemax.Handler {
 // ResizeArgs is the payload of Resize (email.go:20).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
-// a JSON object with snake_case keys.
+// a JSON object with snake_case keys. Every key is required except those
+// of pointer parameters, and unknown keys and wrong types are refused at
+// enqueue and at run time (see [queuemax.DecodeArgs]).
 type ResizeArgs struct {
 	ImageURL string            `json:"image_url"`
 	UserID   int64             `json:"user_id"`
@@ -175,7 +177,9 @@ var _ func(context.Context, string, int64, []int, map[string]string, time.Time, 
 // SendEmailArgs is the payload of SendEmail (email.go:12).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
-// a JSON object with snake_case keys.
+// a JSON object with snake_case keys. Every key is required except those
+// of pointer parameters, and unknown keys and wrong types are refused at
+// enqueue and at run time (see [queuemax.DecodeArgs]).
 type SendEmailArgs struct {
 	To      string `json:"to"`
 	Subject string `json:"subject"`

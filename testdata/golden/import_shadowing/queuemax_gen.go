@@ -43,7 +43,9 @@ func Handlers() []queuemax.Handler {
 // TickArgs is the payload of Tick (clock.go:22).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
-// a JSON object with snake_case keys.
+// a JSON object with snake_case keys. Every key is required except those
+// of pointer parameters, and unknown keys and wrong types are refused at
+// enqueue and at run time (see [queuemax.DecodeArgs]).
 type TickArgs struct{}
 
 // tickOptions are the defaults of Tick from its annotation (clock.go:22).
@@ -148,7 +150,9 @@ var _ func(context.Context) error = Tick
 // WaitArgs is the payload of Wait (clock.go:30).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
-// a JSON object with snake_case keys.
+// a JSON object with snake_case keys. Every key is required except those
+// of pointer parameters, and unknown keys and wrong types are refused at
+// enqueue and at run time (see [queuemax.DecodeArgs]).
 type WaitArgs struct {
 	Until timepkg.Time `json:"until"`
 }

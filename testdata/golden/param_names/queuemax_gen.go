@@ -45,7 +45,9 @@ func Handlers() []queuemax.Handler {
 // BlankArgs is the payload of Blank (names.go:33).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
-// a JSON object with snake_case keys.
+// a JSON object with snake_case keys. Every key is required except those
+// of pointer parameters, and unknown keys and wrong types are refused at
+// enqueue and at run time (see [queuemax.DecodeArgs]).
 type BlankArgs struct {
 	HTTPServer string `json:"http_server"`
 	PageSize   int    `json:"page_size"`
@@ -173,7 +175,9 @@ var _ func(context.Context, string, int) error = Blank
 // RawArgs is the payload of Raw (names.go:23).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
-// a JSON object with snake_case keys.
+// a JSON object with snake_case keys. Every key is required except those
+// of pointer parameters, and unknown keys and wrong types are refused at
+// enqueue and at run time (see [queuemax.DecodeArgs]).
 type RawArgs struct {
 	Raw  json.RawMessage `json:"raw"`
 	Pair [2]int          `json:"pair"`
@@ -335,7 +339,9 @@ var _ func(context.Context, json.RawMessage, [2]int, struct {
 // ScheduleArgs is the payload of Schedule (names.go:15).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
-// a JSON object with snake_case keys.
+// a JSON object with snake_case keys. Every key is required except those
+// of pointer parameters, and unknown keys and wrong types are refused at
+// enqueue and at run time (see [queuemax.DecodeArgs]).
 type ScheduleArgs struct {
 	Ctx      string        `json:"ctx"`
 	At       time.Time     `json:"at"`

@@ -53,7 +53,9 @@ func Handlers() []queuemax.Handler {
 // HourlyArgs is the payload of Hourly (nightly.go:23).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
-// a JSON object with snake_case keys.
+// a JSON object with snake_case keys. Every key is required except those
+// of pointer parameters, and unknown keys and wrong types are refused at
+// enqueue and at run time (see [queuemax.DecodeArgs]).
 type HourlyArgs struct{}
 
 // hourlyOptions are the defaults of Hourly from its annotation (nightly.go:23).
@@ -156,7 +158,9 @@ var _ func(context.Context) error = Hourly
 // NightlyArgs is the payload of Nightly (nightly.go:9).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
-// a JSON object with snake_case keys.
+// a JSON object with snake_case keys. Every key is required except those
+// of pointer parameters, and unknown keys and wrong types are refused at
+// enqueue and at run time (see [queuemax.DecodeArgs]).
 type NightlyArgs struct{}
 
 // nightlyOptions are the defaults of Nightly from its annotation (nightly.go:9).
@@ -261,7 +265,9 @@ var _ func(context.Context) error = Nightly
 // ParisMorningArgs is the payload of ParisMorning (nightly.go:16).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
-// a JSON object with snake_case keys.
+// a JSON object with snake_case keys. Every key is required except those
+// of pointer parameters, and unknown keys and wrong types are refused at
+// enqueue and at run time (see [queuemax.DecodeArgs]).
 type ParisMorningArgs struct{}
 
 // parisMorningOptions are the defaults of ParisMorning from its annotation (nightly.go:16).

@@ -48,7 +48,9 @@ func Handlers() []queuemax.Handler {
 // CleanupOldDataArgs is the payload of CleanupOldData (cleanup.go:10).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
-// a JSON object with snake_case keys.
+// a JSON object with snake_case keys. Every key is required except those
+// of pointer parameters, and unknown keys and wrong types are refused at
+// enqueue and at run time (see [queuemax.DecodeArgs]).
 type CleanupOldDataArgs struct{}
 
 // cleanupOldDataOptions are the defaults of CleanupOldData from its annotation (cleanup.go:10).
@@ -153,7 +155,9 @@ var _ func(context.Context) error = CleanupOldData
 // HeartbeatArgs is the payload of Heartbeat (cleanup.go:17).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
-// a JSON object with snake_case keys.
+// a JSON object with snake_case keys. Every key is required except those
+// of pointer parameters, and unknown keys and wrong types are refused at
+// enqueue and at run time (see [queuemax.DecodeArgs]).
 type HeartbeatArgs struct{}
 
 // heartbeatOptions are the defaults of Heartbeat from its annotation (cleanup.go:17).
@@ -265,7 +269,9 @@ var _ func(context.Context) (string, error) = Heartbeat
 // NotifyArgs is the payload of Notify (cleanup.go:24).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
-// a JSON object with snake_case keys.
+// a JSON object with snake_case keys. Every key is required except those
+// of pointer parameters, and unknown keys and wrong types are refused at
+// enqueue and at run time (see [queuemax.DecodeArgs]).
 type NotifyArgs struct {
 	Message string `json:"message"`
 }

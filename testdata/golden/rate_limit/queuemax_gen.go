@@ -48,7 +48,9 @@ func Handlers() []queuemax.Handler {
 // ArchiveArgs is the payload of Archive (api.go:30).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
-// a JSON object with snake_case keys.
+// a JSON object with snake_case keys. Every key is required except those
+// of pointer parameters, and unknown keys and wrong types are refused at
+// enqueue and at run time (see [queuemax.DecodeArgs]).
 type ArchiveArgs struct {
 	ID int `json:"id"`
 }
@@ -180,7 +182,9 @@ var _ func(context.Context, int) error = Archive
 // CallAPIArgs is the payload of CallAPI (api.go:9).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
-// a JSON object with snake_case keys.
+// a JSON object with snake_case keys. Every key is required except those
+// of pointer parameters, and unknown keys and wrong types are refused at
+// enqueue and at run time (see [queuemax.DecodeArgs]).
 type CallAPIArgs struct {
 	Endpoint string `json:"endpoint"`
 }
@@ -312,7 +316,9 @@ var _ func(context.Context, string) error = CallAPI
 // ExportArgs is the payload of Export (api.go:23).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
-// a JSON object with snake_case keys.
+// a JSON object with snake_case keys. Every key is required except those
+// of pointer parameters, and unknown keys and wrong types are refused at
+// enqueue and at run time (see [queuemax.DecodeArgs]).
 type ExportArgs struct {
 	Format string `json:"format"`
 }
@@ -444,7 +450,9 @@ var _ func(context.Context, string) error = Export
 // SyncAccountArgs is the payload of SyncAccount (api.go:16).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
-// a JSON object with snake_case keys.
+// a JSON object with snake_case keys. Every key is required except those
+// of pointer parameters, and unknown keys and wrong types are refused at
+// enqueue and at run time (see [queuemax.DecodeArgs]).
 type SyncAccountArgs struct {
 	AccountID string `json:"account_id"`
 }

@@ -44,7 +44,9 @@ func Handlers() []queuemax.Handler {
 // CountArgs is the payload of Count (report.go:30).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
-// a JSON object with snake_case keys.
+// a JSON object with snake_case keys. Every key is required except those
+// of pointer parameters, and unknown keys and wrong types are refused at
+// enqueue and at run time (see [queuemax.DecodeArgs]).
 type CountArgs struct{}
 
 // countOptions are the defaults of Count from its annotation (report.go:30).
@@ -156,7 +158,9 @@ var _ func(context.Context) (int, error) = Count
 // GenerateReportArgs is the payload of GenerateReport (report.go:16).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
-// a JSON object with snake_case keys.
+// a JSON object with snake_case keys. Every key is required except those
+// of pointer parameters, and unknown keys and wrong types are refused at
+// enqueue and at run time (see [queuemax.DecodeArgs]).
 type GenerateReportArgs struct {
 	UserID int64  `json:"user_id"`
 	Month  string `json:"month"`
@@ -293,7 +297,9 @@ var _ func(context.Context, int64, string) (Report, error) = GenerateReport
 // LookupArgs is the payload of Lookup (report.go:23).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
-// a JSON object with snake_case keys.
+// a JSON object with snake_case keys. Every key is required except those
+// of pointer parameters, and unknown keys and wrong types are refused at
+// enqueue and at run time (see [queuemax.DecodeArgs]).
 type LookupArgs struct {
 	Keys []string `json:"keys"`
 }

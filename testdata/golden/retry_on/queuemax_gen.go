@@ -44,7 +44,9 @@ func Handlers() []queuemax.Handler {
 // FetchArgs is the payload of Fetch (fetch.go:28).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
-// a JSON object with snake_case keys.
+// a JSON object with snake_case keys. Every key is required except those
+// of pointer parameters, and unknown keys and wrong types are refused at
+// enqueue and at run time (see [queuemax.DecodeArgs]).
 type FetchArgs struct {
 	URL string `json:"url"`
 }
@@ -178,7 +180,9 @@ var _ func(context.Context, string) error = Fetch
 // StoreArgs is the payload of Store (fetch.go:39).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
-// a JSON object with snake_case keys.
+// a JSON object with snake_case keys. Every key is required except those
+// of pointer parameters, and unknown keys and wrong types are refused at
+// enqueue and at run time (see [queuemax.DecodeArgs]).
 type StoreArgs struct {
 	Key string `json:"key"`
 }

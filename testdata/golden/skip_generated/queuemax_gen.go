@@ -36,7 +36,9 @@ func Handlers() []queuemax.Handler {
 // RealArgs is the payload of Real (task.go:10).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
-// a JSON object with snake_case keys.
+// a JSON object with snake_case keys. Every key is required except those
+// of pointer parameters, and unknown keys and wrong types are refused at
+// enqueue and at run time (see [queuemax.DecodeArgs]).
 type RealArgs struct{}
 
 // realOptions are the defaults of Real from its annotation (task.go:10).

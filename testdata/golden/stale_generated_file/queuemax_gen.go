@@ -36,7 +36,9 @@ func Handlers() []queuemax.Handler {
 // SendEmailArgs is the payload of SendEmail (email.go:11).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
-// a JSON object with snake_case keys.
+// a JSON object with snake_case keys. Every key is required except those
+// of pointer parameters, and unknown keys and wrong types are refused at
+// enqueue and at run time (see [queuemax.DecodeArgs]).
 type SendEmailArgs struct {
 	To      string `json:"to"`
 	Subject string `json:"subject"`
