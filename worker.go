@@ -115,6 +115,8 @@ type engine struct {
 	// sticky is the shard the last claim filled its batch from (-1: none)
 	// and streak how many claims in a row did; only fetch uses them.
 	sticky, streak int
+	regKey         string          // the worker registry row (registry.go)
+	warned         map[string]bool // tasks warnUnhandled reported (maintenance only)
 
 	mu      sync.Mutex
 	running map[JobID]*runningJob
@@ -235,7 +237,9 @@ func (c *Client) Run(ctx context.Context) error {
 	// Services that keep running during the drain stop with svcCtx.
 	svcCtx, stopSvc := context.WithCancelCause(context.WithoutCancel(ctx))
 	var svc sync.WaitGroup
+	e.registerFirst(ctx)
 	svc.Go(func() { e.heartbeats(svcCtx) })
+	svc.Go(func() { e.registry(svcCtx) })
 	svc.Go(func() { e.maintenance(svcCtx) })
 	if e.auto != nil {
 		svc.Go(func() { e.autoscale(svcCtx) })
@@ -293,11 +297,15 @@ func (c *Client) Stop(ctx context.Context) error {
 
 // WaitIdle blocks until Run has no job running and no job of any task is
 // ready to claim (scheduled jobs are not waited for), or until ctx ends. It
-// checks every 20ms.
+// checks every 20ms. A check that cannot read a shard returns an error
+// wrapping ErrShardUnavailable, never a false "idle".
 func (c *Client) WaitIdle(ctx context.Context) error {
 	t := time.NewTicker(20 * time.Millisecond)
 	defer t.Stop()
 	for {
+		if err := ctx.Err(); err != nil {
+			return context.Cause(ctx)
+		}
 		running := 0
 		if e := c.engine.Load(); e != nil {
 			running = int(e.active.Load())
@@ -309,6 +317,9 @@ func (c *Client) WaitIdle(ctx context.Context) error {
 				return err
 			}
 			for _, s := range ss {
+				if !s.Healthy {
+					return fmt.Errorf("%w: shard %d: %s", ErrShardUnavailable, s.Shard, s.LastError)
+				}
 				ready += int(s.Pending)
 			}
 			if ready == 0 {
@@ -1092,6 +1103,7 @@ func (e *engine) maintenance(ctx context.Context) {
 			}
 		}
 		c.checkAlert(ctx, true)
+		e.warnUnhandled(ctx)
 		select {
 		case <-ctx.Done():
 			return
