@@ -49,6 +49,9 @@ type Decision struct {
 //   - Anything else is retryable: a job fails for good only when it has
 //     used all its attempts or an error says so.
 func Classify(err error) Decision {
+	if s, ok := errors.AsType[*SnoozeError](err); ok {
+		return Decision{Delay: s.Delay, Reason: "snooze"}
+	}
 	if _, ok := errors.AsType[*CancelError](err); ok {
 		return Decision{Permanent: true, Reason: "cancelled"}
 	}

@@ -111,6 +111,11 @@ type Config struct {
 	// CleanupAge is how long finished jobs and dead letters are kept before
 	// Run's maintenance deletes them. Zero means 7 days (env CLEANUP_DAYS).
 	CleanupAge time.Duration
+	// MaxSnoozes bounds how often one job may snooze (a handler returning
+	// Snooze(d)): the next snooze dead-letters it with a SnoozeLimitError,
+	// so a job cannot wait forever unnoticed. Zero means 100; negative is
+	// an error.
+	MaxSnoozes int
 	// AlertThreshold raises an alert event while more than this many jobs
 	// are pending. Zero means 1000 (env QUEUE_ALERT_THRESHOLD).
 	AlertThreshold int
@@ -153,6 +158,7 @@ const (
 	MaxPayloadBytes        = 10 << 20
 	MaxPayloadDepth        = 20
 	defaultRetryDelay      = 60 * time.Second
+	defaultMaxSnoozes      = 100
 	maxBackoff             = time.Hour
 	defaultBusyTimeout     = 30 * time.Second
 	defaultCacheSize       = 10000
@@ -177,6 +183,7 @@ func (c Config) withDefaults() Config {
 		c.MaxRetries = Ptr(DefaultMaxRetries)
 	}
 	setDefault(&c.RetryDelay, defaultRetryDelay)
+	setDefault(&c.MaxSnoozes, defaultMaxSnoozes)
 	setDefault(&c.BusyTimeout, defaultBusyTimeout)
 	setDefault(&c.CacheSize, defaultCacheSize)
 	setDefault(&c.MmapSize, defaultMmapSize)
@@ -223,6 +230,8 @@ func (c Config) validate() error {
 		return &ConfigError{"MaxRetries", fmt.Sprintf("%d is negative", *c.MaxRetries)}
 	case c.RetryDelay < 0:
 		return &ConfigError{"RetryDelay", "is negative"}
+	case c.MaxSnoozes < 0:
+		return &ConfigError{"MaxSnoozes", "is negative"}
 	case c.BusyTimeout < 0:
 		return &ConfigError{"BusyTimeout", "is negative"}
 	case c.Workers < 0:

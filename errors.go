@@ -178,6 +178,31 @@ func (e *CancelError) Unwrap() error { return e.Err }
 // runs ends the same way whatever its handler returns, unless it succeeds.
 func Cancel(err error) error { return &CancelError{Err: err} }
 
+// SnoozeError asks for the job to run again after Delay without spending
+// an attempt. Create it with Snooze.
+type SnoozeError struct {
+	Delay time.Duration
+}
+
+func (e *SnoozeError) Error() string { return fmt.Sprintf("snoozed for %s", e.Delay) }
+
+// Snooze returned by a handler runs its job again after d (zero or
+// negative: as soon as a worker is free) without spending an attempt,
+// unlike RetryAfter: a job waiting for something that is not ready yet, not
+// one that failed. The job's snooze count (Job.Snoozes) grows by one; past
+// Config.MaxSnoozes the job is dead-lettered with a SnoozeLimitError.
+func Snooze(d time.Duration) error { return &SnoozeError{Delay: max(d, 0)} }
+
+// SnoozeLimitError is recorded for a job dead-lettered because it snoozed
+// more than Config.MaxSnoozes times.
+type SnoozeLimitError struct {
+	Snoozes, Max int
+}
+
+func (e *SnoozeLimitError) Error() string {
+	return fmt.Sprintf("queuemax: job snoozed %d times, the limit is Config.MaxSnoozes = %d", e.Snoozes, e.Max)
+}
+
 // PanicError is the error recorded for a handler that panicked.
 type PanicError struct {
 	Value any

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/queuemax/queuemax"
@@ -90,4 +91,37 @@ func ExampleCancel() {
 	fmt.Println(e.Kind, j.Status, j.LastError)
 	// Output:
 	// job_cancelled cancelled account closed: nothing to sync
+}
+
+// ExampleSnooze runs a job again later without spending an attempt: here
+// a report waits until its data is ready, with no retries allowed.
+func ExampleSnooze() {
+	dir, _ := os.MkdirTemp("", "queuemax-example")
+	defer os.RemoveAll(dir)
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+
+	var checks atomic.Int32
+	report := queuemax.DefineResult("example.Report", queuemax.TaskOptions{MaxRetries: queuemax.Ptr(0)},
+		func(ctx context.Context, _ struct{}) (string, error) {
+			if checks.Add(1) < 3 {
+				return "", queuemax.Snooze(10 * time.Millisecond) // data not ready yet
+			}
+			return "built", nil
+		})
+	c, err := queuemax.Open(ctx, queuemax.Config{Dir: dir, Handlers: []queuemax.Handler{report}, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer c.Close()
+	done := make(chan struct{}, 1)
+	c.On(queuemax.EventCompleted, func(queuemax.Event) { done <- struct{}{} })
+	go c.Run(ctx)
+	id, _ := c.Enqueue(ctx, "example.Report", struct{}{}, queuemax.Opts{})
+	<-done
+	j, _ := c.Job(ctx, id)
+	fmt.Printf("%s after %d snoozes and %d attempt: %s\n", j.Status, j.Snoozes, j.Attempts, j.Result)
+	// Output:
+	// completed after 2 snoozes and 1 attempt: "built"
 }

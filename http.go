@@ -449,6 +449,7 @@ type adminJob struct {
 	Heartbeat   *time.Time      `json:"heartbeat,omitempty"`
 	// CancelRequested: Cancel was called while the job runs.
 	CancelRequested bool `json:"cancel_requested,omitempty"`
+	Snoozes         int  `json:"snoozes"`
 }
 
 func timePtr(t time.Time) *time.Time {
@@ -463,7 +464,7 @@ func toAdminJob(j *Job) adminJob {
 		Key: j.PartitionKey, Attempts: j.Attempts, MaxAttempts: j.MaxAttempts, LastError: j.LastError, ErrorType: j.ErrorType,
 		WorkerID: j.WorkerID, Result: j.Result, CreatedAt: timePtr(j.CreatedAt), StartedAt: timePtr(j.StartedAt),
 		CompletedAt: timePtr(j.CompletedAt), NextRunAt: timePtr(j.NextRetryAt), Heartbeat: timePtr(j.Heartbeat),
-		CancelRequested: j.CancelRequested}
+		CancelRequested: j.CancelRequested, Snoozes: j.Snoozes}
 }
 
 type adminDeadLetter struct {

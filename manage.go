@@ -65,6 +65,9 @@ type FailOutcome struct {
 	// Cancelled is true when the job ended cancelled (the error was
 	// Cancel(err)); Dead is false then.
 	Cancelled bool
+	// Snoozed is true when the job was snoozed (the error was Snooze(d)):
+	// it runs again at RetryAt without having spent the attempt.
+	Snoozed bool
 	// RetryAt is when the job runs again, if it is not dead.
 	RetryAt time.Time
 	// Decision is the classification of the error.
@@ -90,6 +93,12 @@ func (c *Client) failOutcome(job *Job, jobErr error) FailOutcome {
 	d := Classify(jobErr)
 	if _, ok := errors.AsType[*CancelError](jobErr); ok {
 		return FailOutcome{Decision: d, Cancelled: true}
+	}
+	if s, ok := errors.AsType[*SnoozeError](jobErr); ok {
+		if job.Snoozes >= c.cfg.MaxSnoozes {
+			return FailOutcome{Decision: Decision{Permanent: true, Reason: "snooze limit"}, Dead: true}
+		}
+		return FailOutcome{Decision: d, Snoozed: true, RetryAt: c.now().Add(s.Delay)}
 	}
 	out := FailOutcome{Decision: d, Dead: d.Permanent || job.Attempts >= job.MaxAttempts}
 	if !out.Dead {
@@ -140,15 +149,22 @@ func errorType(err error) string {
 }
 
 func (c *Client) record(ctx context.Context, job *Job, jobErr error, out FailOutcome, stack string) error {
+	if _, ok := errors.AsType[*SnoozeError](jobErr); ok && out.Dead {
+		jobErr = &SnoozeLimitError{Snoozes: job.Snoozes + 1, Max: c.cfg.MaxSnoozes}
+	}
 	msg := "unknown error"
 	if jobErr != nil {
 		msg = jobErr.Error()
 	}
 	now := c.now()
 	err := c.st.Fail(ctx, []store.FailParams{{Lease: lease(job), Error: msg, ErrorType: errorType(jobErr),
-		Stack: stack, Dead: out.Dead, Cancelled: out.Cancelled, RetryAt: out.RetryAt, Now: now}})[0]
+		Stack: stack, Dead: out.Dead, Cancelled: out.Cancelled, Snooze: out.Snoozed, RetryAt: out.RetryAt, Now: now}})[0]
 	if err != nil {
 		return err
+	}
+	if out.Snoozed {
+		c.notify()
+		return nil
 	}
 	if out.Cancelled {
 		c.emit(ctx, Event{Kind: EventCancelled, JobID: job.ID, Shard: job.Shard, Task: job.Task, Attempt: job.Attempts, Error: msg})

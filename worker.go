@@ -857,7 +857,7 @@ func (e *engine) execute(ctx context.Context, rj *runningJob, t *breaker.Ticket)
 		e.release(rj)
 		return
 	}
-	settle(err, err != nil && !Classify(err).Permanent)
+	settle(err, err != nil && !Classify(err).Permanent && !isSnooze(err))
 	e.finish(ctx, rj, result, err)
 }
 
@@ -956,6 +956,9 @@ func (e *engine) finish(ctx context.Context, rj *runningJob, result any, jobErr 
 		return
 	case err != nil:
 		e.log.ErrorContext(ackCtx, "record failure", "task", j.Task, "job_id", int64(j.ID), "err", err)
+		return
+	case out.Snoozed:
+		e.log.DebugContext(ackCtx, "job snoozed", "task", j.Task, "job_id", int64(j.ID), "snoozes", j.Snoozes+1, "run_at", out.RetryAt)
 		return
 	case out.Cancelled:
 		e.log.InfoContext(ackCtx, "job cancelled", "task", j.Task, "job_id", int64(j.ID), "attempt", j.Attempts, "err", jobErr)
@@ -1077,6 +1080,13 @@ func cancelledOutcome(rj *runningJob, err error) error {
 		return err
 	}
 	return Cancel(fmt.Errorf("%w: %w", ErrJobCancelled, err))
+}
+
+// isSnooze reports whether a handler's error is Snooze(d): not a failure,
+// so the task's circuit breaker does not count it.
+func isSnooze(err error) bool {
+	_, ok := errors.AsType[*SnoozeError](err)
+	return ok
 }
 
 // maintenance recovers orphans, cleans up old jobs and checks the alert

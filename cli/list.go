@@ -114,7 +114,7 @@ func runList(r *runner, ctx context.Context, cmd *command, args []string) (err e
 	t := newTable(r.stdout, "ID", "SHARD", "TASK", "STATUS", "PRIORITY", "TRIES", "CREATED", "DETAIL", "PAYLOAD")
 	for _, j := range jobs {
 		t.row(j.ID.String(), strconv.Itoa(j.Shard), shortTask(j.Task), string(j.Status), j.Priority.String(),
-			fmt.Sprintf("%d/%d", j.Attempts, j.MaxAttempts), ago(j.CreatedAt, now), detail(j, now), clip(string(j.Payload), 50))
+			tries(j), ago(j.CreatedAt, now), detail(j, now), clip(string(j.Payload), 50))
 	}
 	if err := t.flush(); err != nil {
 		return err
@@ -123,6 +123,16 @@ func runList(r *runner, ctx context.Context, cmd *command, args []string) (err e
 		fmt.Fprintf(r.stdout, "(first %d shown; use --limit for more)\n", p.Limit)
 	}
 	return nil
+}
+
+// tries is the TRIES column: attempts of max attempts, and the snoozes
+// (runs that spent no attempt) if any.
+func tries(j *queuemax.Job) string {
+	s := fmt.Sprintf("%d/%d", j.Attempts, j.MaxAttempts)
+	if j.Snoozes > 0 {
+		s += fmt.Sprintf(" +%d snoozed", j.Snoozes)
+	}
+	return s
 }
 
 // detail is the DETAIL column: what the job waits for or how it ended.
@@ -135,7 +145,11 @@ func detail(j *queuemax.Job, now time.Time) string {
 		}
 		return clip(s, 60)
 	case queuemax.StatusProcessing:
-		return clip(fmt.Sprintf("on %s, started %s", j.WorkerID, ago(j.StartedAt, now)), 60)
+		s := fmt.Sprintf("on %s, started %s", j.WorkerID, ago(j.StartedAt, now))
+		if j.CancelRequested {
+			s = "cancel requested; " + s
+		}
+		return clip(s, 60)
 	case queuemax.StatusFailed:
 		return clip(j.LastError, 60)
 	case queuemax.StatusCompleted:

@@ -229,6 +229,7 @@ type jobOut struct {
 	RetryDelayMS int64           `json:"retry_delay_ms,omitempty"`
 	// CancelRequested: cancel was called while the job runs.
 	CancelRequested bool `json:"cancel_requested,omitempty"`
+	Snoozes         int  `json:"snoozes"`
 }
 
 func toJobOut(j *queuemax.Job) jobOut {
@@ -239,6 +240,7 @@ func toJobOut(j *queuemax.Job) jobOut {
 		WorkerID: j.WorkerID, CreatedAt: timePtr(j.CreatedAt), RunAt: timePtr(j.NextRetryAt),
 		StartedAt: timePtr(j.StartedAt), Heartbeat: timePtr(j.Heartbeat), CompletedAt: timePtr(j.CompletedAt),
 		RetryDelayMS: j.RetryDelay.Milliseconds(), CancelRequested: j.CancelRequested,
+		Snoozes: j.Snoozes,
 	}
 }
 

@@ -129,6 +129,9 @@ type Job struct {
 	// CancelRequested is true for a processing job that Cancel asked to
 	// stop; its worker learns of it at the next heartbeat.
 	CancelRequested bool
+	// Snoozes counts how often the job's handler snoozed it (Snooze):
+	// runs that spent no attempt.
+	Snoozes int
 }
 
 // IsPending reports whether the job waits to run (now or at a later time).

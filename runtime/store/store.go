@@ -267,10 +267,13 @@ type FailParams struct {
 	Error     string
 	ErrorType string
 	Stack     string
-	Dead      bool      // no retry: mark failed and copy to the dead-letter queue
-	Cancelled bool      // no retry: mark cancelled (not dead-lettered, not counted failed); wins over Dead
-	RetryAt   time.Time // when !Dead: not eligible before this time
-	Now       time.Time
+	Dead      bool // no retry: mark failed and copy to the dead-letter queue
+	Cancelled bool // no retry: mark cancelled (not dead-lettered, not counted failed); wins over Dead
+	// Snooze, with !Dead, runs the job again at RetryAt without spending
+	// the attempt: attempts go back down by one and snoozes up by one.
+	Snooze  bool
+	RetryAt time.Time // when !Dead: not eligible before this time
+	Now     time.Time
 }
 
 // RecoverResult counts what RecoverOrphans did.

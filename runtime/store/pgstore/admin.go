@@ -219,7 +219,7 @@ func (s *Store) Purge(ctx context.Context, statuses []store.Status) (int, error)
 
 const jobColumns = `id, shard, partition_key, task, payload, status, priority, attempts, max_attempts, retry_delay,
 	last_error, error_type, error_stack, worker_id, lease, heartbeat, created_at, started_at, completed_at,
-	next_retry_at, result, metadata, cancel_requested`
+	next_retry_at, result, metadata, cancel_requested, snoozes`
 
 func scanJob(r pgx.Row) (*store.Job, error) {
 	var (
@@ -232,9 +232,10 @@ func scanJob(r pgx.Row) (*store.Job, error) {
 		status                                   string
 		hb, created, started, completed, next    pgtype.Timestamptz
 		payload, result, meta                    []byte
+		snoozes                                  int32
 	)
 	if err := r.Scan(&id, &shard, &key, &task, &payload, &status, &prio, &att, &maxa, &rd, &lastErr, &errType, &errStack,
-		&worker, &lease, &hb, &created, &started, &completed, &next, &result, &meta, &j.CancelRequested); err != nil {
+		&worker, &lease, &hb, &created, &started, &completed, &next, &result, &meta, &j.CancelRequested, &snoozes); err != nil {
 		return nil, err
 	}
 	j.ID = store.NewJobID(int(shard), id)
@@ -256,6 +257,7 @@ func scanJob(r pgx.Row) (*store.Job, error) {
 	j.CompletedAt, j.NextRetryAt = toTime(completed), toTime(next)
 	j.Result = result
 	j.Metadata = meta
+	j.Snoozes = int(snoozes)
 	return &j, nil
 }
 

@@ -263,17 +263,17 @@ func (s *Store) claimShard(ctx context.Context, p store.ClaimParams, lease int64
 	var jobs []*store.Job
 	for rows.Next() {
 		var (
-			j                       store.Job
-			id                      int64
-			shardIdx, att, maxa, rd int32
-			prio                    int16
-			task, lastErr, errType  pgtype.Text
-			key                     pgtype.Int8
-			created, hb, next       pgtype.Timestamptz
-			payload, meta           []byte
+			j                            store.Job
+			id                           int64
+			shardIdx, att, maxa, rd, snz int32
+			prio                         int16
+			task, lastErr, errType       pgtype.Text
+			key                          pgtype.Int8
+			created, hb, next            pgtype.Timestamptz
+			payload, meta                []byte
 		)
 		if err := rows.Scan(&id, &shardIdx, &task, &payload, &prio, &att, &maxa, &rd, &lastErr, &errType, &key,
-			&created, &hb, &meta, &next); err != nil {
+			&created, &hb, &meta, &next, &snz); err != nil {
 			return nil, err
 		}
 		j.ID = store.NewJobID(int(shardIdx), id)
@@ -296,6 +296,7 @@ func (s *Store) claimShard(ctx context.Context, p store.ClaimParams, lease int64
 		j.StartedAt = j.Heartbeat
 		j.NextRetryAt = toTime(next)
 		j.Metadata = meta
+		j.Snoozes = int(snz)
 		jobs = append(jobs, &j)
 	}
 	if err := rows.Err(); err != nil {
@@ -448,6 +449,7 @@ func (s *Store) Fail(ctx context.Context, fails []store.FailParams) []error {
 		stack  = make([]pgtype.Text, n)
 		at     = make([]time.Time, n)
 		cancel = make([]bool, n)
+		snooze = make([]bool, n)
 	)
 	for i, f := range fails {
 		leases[i] = f.Lease
@@ -455,7 +457,7 @@ func (s *Store) Fail(ctx context.Context, fails []store.FailParams) []error {
 	order := byID(leases)
 	for k, i := range order {
 		f := fails[i]
-		dead[k], cancel[k] = f.Dead, f.Cancelled
+		dead[k], cancel[k], snooze[k] = f.Dead, f.Cancelled, f.Snooze
 		now := f.Now
 		if now.IsZero() {
 			now = hostNow()
@@ -467,7 +469,7 @@ func (s *Store) Fail(ctx context.Context, fails []store.FailParams) []error {
 		msg[k], etype[k], stack[k] = f.Error, f.ErrorType, text(f.Stack)
 	}
 	ids, tokens := leaseArrays(leases, order)
-	rows, err := s.pool.Query(ctx, s.q.fail, ids, tokens, dead, delay, msg, etype, stack, at, counterSlot(), cancel)
+	rows, err := s.pool.Query(ctx, s.q.fail, ids, tokens, dead, delay, msg, etype, stack, at, counterSlot(), cancel, snooze)
 	if err != nil {
 		return itemErrors(n, nil, fmt.Errorf("queuemax: fail jobs: %w", err))
 	}

@@ -36,7 +36,7 @@ const us = ` * interval '1 microsecond'`
 // claimColumns are the columns a claim returns: what the engine needs to run
 // the job, not the whole row.
 const claimColumns = `j.id, j.shard, j.task, j.payload, j.priority, j.attempts, j.max_attempts, j.retry_delay,
-	j.last_error, j.error_type, j.partition_key, j.created_at, j.heartbeat, j.metadata, j.next_retry_at`
+	j.last_error, j.error_type, j.partition_key, j.created_at, j.heartbeat, j.metadata, j.next_retry_at, j.snoozes`
 
 // claimSQL claims a batch in one statement: the first ready jobs by
 // priority then id, and scheduled jobs that have come due (claimed
@@ -109,12 +109,16 @@ const (
 	// back to pending or scheduled, dead ones to failed with a dead-letter
 	// row, and the failed counter is bumped.
 	sqlFail = `WITH a AS (SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::boolean[], $4::bigint[], $5::text[], $6::text[],
-			$7::text[], $8::timestamptz[], $10::boolean[]) AS u(id, lease, dead, delay, err, etype, stack, at, cancel)),
+			$7::text[], $8::timestamptz[], $10::boolean[], $11::boolean[]) AS u(id, lease, dead, delay, err, etype, stack, at, cancel, snooze)),
 	lk AS (SELECT array_agg(id) AS ids FROM (SELECT id FROM {s}.jobs WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE) l),
 	r AS (UPDATE {s}.jobs j SET status = CASE WHEN j.cancel_requested THEN 'cancelled' WHEN u.delay > 0 THEN 'scheduled' ELSE 'pending' END,
 			next_retry_at = CASE WHEN j.cancel_requested THEN NULL ELSE @rownow + u.delay` + us + ` END,
 			completed_at = CASE WHEN j.cancel_requested THEN @rownow END,
-			last_error = u.err, error_type = u.etype, error_stack = u.stack,
+			last_error = CASE WHEN u.snooze THEN j.last_error ELSE u.err END,
+			error_type = CASE WHEN u.snooze THEN j.error_type ELSE u.etype END,
+			error_stack = CASE WHEN u.snooze THEN j.error_stack ELSE u.stack END,
+			attempts = CASE WHEN u.snooze THEN greatest(j.attempts - 1, 0) ELSE j.attempts END,
+			snoozes = j.snoozes + CASE WHEN u.snooze THEN 1 ELSE 0 END,
 			worker_id = NULL, heartbeat = NULL, lease = NULL
 		FROM a u WHERE NOT u.dead AND NOT u.cancel AND (SELECT ids FROM lk) IS NOT NULL AND j.id = u.id AND j.lease = u.lease AND j.status = 'processing'
 		RETURNING j.id, u.lease),

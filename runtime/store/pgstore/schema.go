@@ -133,12 +133,14 @@ var migrations = []migration{
 	},
 	{
 		version: 2,
-		name:    "job cancellation requests, dead-letter metadata",
+		name:    "job cancellation requests, snooze counts, dead-letter metadata",
 		stmts: []string{
 			// A job re-created from its dead letter keeps its metadata.
 			`ALTER TABLE {s}.dead_letters ADD COLUMN IF NOT EXISTS metadata json`,
 			// Set by Cancel on a processing job; heartbeats read it back.
 			`ALTER TABLE {s}.jobs ADD COLUMN IF NOT EXISTS cancel_requested boolean NOT NULL DEFAULT false`,
+			// How often the job snoozed (ran again without spending an attempt).
+			`ALTER TABLE {s}.jobs ADD COLUMN IF NOT EXISTS snoozes integer NOT NULL DEFAULT 0`,
 		},
 	},
 }

@@ -24,10 +24,10 @@ func scanJob(r scanner, sh int) (*store.Job, error) {
 		payload, status                                                    string
 		lastErr, errType, errStack, worker, hb, created, started, finished sql.NullString
 		next, task, result, meta                                           sql.NullString
-		cancelReq                                                          sql.NullInt64
+		cancelReq, snoozes                                                 sql.NullInt64
 	)
 	if err := r.Scan(&id, &key, &payload, &status, &prio, &attempts, &maxAttempts, &retryDelay,
-		&lastErr, &errType, &errStack, &worker, &hb, &created, &started, &finished, &next, &task, &lease, &result, &meta, &cancelReq); err != nil {
+		&lastErr, &errType, &errStack, &worker, &hb, &created, &started, &finished, &next, &task, &lease, &result, &meta, &cancelReq, &snoozes); err != nil {
 		return nil, err
 	}
 	j.ID = store.NewJobID(sh, id)
@@ -56,6 +56,7 @@ func scanJob(r scanner, sh int) (*store.Job, error) {
 	}
 	j.Metadata = metadataOf(meta)
 	j.CancelRequested = cancelReq.Int64 != 0
+	j.Snoozes = int(snoozes.Int64)
 	return &j, nil
 }
 
@@ -384,7 +385,7 @@ func (s *Store) Fail(ctx context.Context, fails []store.FailParams) []error {
 				}
 				return leaseLost(counts.stmt(ctx, tx, sh.stmts.failRetry).ExecContext(ctx, string(status),
 					store.FormatTime(f.RetryAt), f.Error, f.ErrorType, nullString(f.Stack), f.ID.Seq(), f.Token,
-					store.FormatTime(f.Now)))
+					store.FormatTime(f.Now), boolInt(f.Snooze)))
 			}
 			var payload string
 			var task, meta sql.NullString
@@ -502,6 +503,13 @@ func insertJob(ctx context.Context, st *sql.Stmt, sh *shardDB, j store.InsertPar
 		return 0, err
 	}
 	return store.NewJobID(sh.idx, seq), nil
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // metadataOf returns a stored metadata column as a JSON value, nil if NULL.

@@ -144,11 +144,12 @@ var migrations = []migration{
 	{
 		// Version 6 belongs to another change; a file at 5 skips it here.
 		version: 7,
-		name:    "job cancellation requests",
+		name:    "job cancellation requests, snooze counts",
 		// cancel_requested is set by Cancel on a processing job; the
 		// worker's heartbeat reads it back.
 		addColumns: [][3]string{
 			{"fila", "cancel_requested", "INTEGER NOT NULL DEFAULT 0"},
+			{"fila", "snoozes", "INTEGER NOT NULL DEFAULT 0"},
 		},
 	},
 }

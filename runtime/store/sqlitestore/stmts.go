@@ -12,7 +12,7 @@ import (
 // jobColumns is the column list scanJob reads, in order.
 const jobColumns = `id, pagina_id, payload, status, priority, tentativas, max_tentativas, retry_delay,
 	last_error, error_type, error_stack, worker_id, heartbeat, created_at, started_at, completed_at,
-	next_retry_at, task, lease, result, metadata, cancel_requested`
+	next_retry_at, task, lease, result, metadata, cancel_requested, snoozes`
 
 const (
 	sqlInsert = `INSERT INTO fila (pagina_id, payload, status, priority, tentativas, max_tentativas, retry_delay,
@@ -39,12 +39,17 @@ const (
 		WHERE id = ? AND lease = ? AND status = 'processing'`
 	sqlCountProcessed = `UPDATE shard_metadata SET total_jobs_processed = total_jobs_processed + ? WHERE shard_id = ?`
 	sqlCountFailed    = `UPDATE shard_metadata SET total_jobs_failed = total_jobs_failed + ? WHERE shard_id = ?`
-	// sqlFailRetry schedules a retry, or ends the job cancelled when a
-	// cancel was requested while it ran.
+	// sqlFailRetry schedules a retry (?9 = 1: a snooze, which gives the
+	// attempt back), or ends the job cancelled when a cancel was requested
+	// while it ran.
 	sqlFailRetry = `UPDATE fila SET status = CASE WHEN cancel_requested = 1 THEN 'cancelled' ELSE ?1 END,
 		next_retry_at = CASE WHEN cancel_requested = 1 THEN NULL ELSE ?2 END,
 		completed_at = CASE WHEN cancel_requested = 1 THEN ?8 END,
-		last_error = ?3, error_type = ?4, error_stack = ?5, worker_id = NULL, heartbeat = NULL, lease = NULL
+		last_error = CASE WHEN ?9 = 1 THEN last_error ELSE ?3 END,
+		error_type = CASE WHEN ?9 = 1 THEN error_type ELSE ?4 END,
+		error_stack = CASE WHEN ?9 = 1 THEN error_stack ELSE ?5 END,
+		tentativas = max(tentativas - ?9, 0), snoozes = snoozes + ?9,
+		worker_id = NULL, heartbeat = NULL, lease = NULL
 		WHERE id = ?6 AND lease = ?7 AND status = 'processing'`
 	sqlFailCancel = `UPDATE fila SET status = 'cancelled', completed_at = ?, last_error = ?, error_type = ?, error_stack = ?,
 		worker_id = NULL, heartbeat = NULL, lease = NULL

@@ -715,6 +715,10 @@ func Run(t *testing.T, open Opener) {
 		t.Parallel()
 		testCancel(t, setup(t, 2).st)
 	})
+	t.Run("Snooze", func(t *testing.T) {
+		t.Parallel()
+		testSnooze(t, setup(t, 1).st)
+	})
 	t.Run("JobCounts", func(t *testing.T) {
 		t.Parallel()
 		testJobCounts(t, setup(t, 2).st)
