@@ -156,6 +156,7 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) ([]*store.Job, e
 		order = randomOrder(len(s.shards))
 	}
 	now := store.FormatTime(p.Now)
+	start := time.Now()
 	var out []*store.Job
 	var firstErr error
 	for _, i := range order {
@@ -179,7 +180,7 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) ([]*store.Job, e
 			}
 		}
 		want := p.Max - len(out)
-		jobs, err := s.claimShard(ctx, sh, p, now, want)
+		jobs, err := s.claimShard(ctx, sh, p, start, want)
 		if err != nil {
 			if firstErr == nil {
 				firstErr = fmt.Errorf("shard %d: claim: %w", i, err)
@@ -195,7 +196,13 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) ([]*store.Job, e
 	return out, firstErr
 }
 
-func (s *Store) claimShard(ctx context.Context, sh *shardDB, p store.ClaimParams, now string, want int) ([]*store.Job, error) {
+// stamp returns the caller's time now, advanced by the real time elapsed
+// since start: a claim or heartbeat that waited for the write lock records
+// when it was written, not when it was asked for, so a slow commit under
+// load cannot make a fresh claim look stuck to orphan recovery.
+func stamp(now, start time.Time) string { return store.FormatTime(now.Add(time.Since(start))) }
+
+func (s *Store) claimShard(ctx context.Context, sh *shardDB, p store.ClaimParams, start time.Time, want int) ([]*store.Job, error) {
 	lease := rand.Int64N(1<<62) + 1
 	if sh.w == nil {
 		return nil, store.ErrReadOnly
@@ -212,6 +219,7 @@ func (s *Store) claimShard(ctx context.Context, sh *shardDB, p store.ClaimParams
 	var jobs []*store.Job
 	err := sh.commit.do(ctx, func(ctx context.Context, tx *sql.Tx, counts *groupCounts) error {
 		jobs = jobs[:0]
+		now := stamp(p.Now, start)
 		if _, err := tx.StmtContext(ctx, sh.stmts.promote).ExecContext(ctx, now); err != nil {
 			return err
 		}
@@ -400,10 +408,10 @@ func (s *Store) Fail(ctx context.Context, fails []store.FailParams) []error {
 
 // Heartbeat renews heartbeats; see store.Store.
 func (s *Store) Heartbeat(ctx context.Context, leases []store.Lease, now time.Time) []error {
-	ts := store.FormatTime(now)
+	start := time.Now()
 	return perShard(ctx, s, leases, func(l store.Lease) store.JobID { return l.ID },
 		func(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shardDB, l store.Lease) error {
-			return leaseLost(counts.stmt(ctx, tx, sh.stmts.heartbeat).ExecContext(ctx, ts, l.ID.Seq(), l.Token))
+			return leaseLost(counts.stmt(ctx, tx, sh.stmts.heartbeat).ExecContext(ctx, stamp(now, start), l.ID.Seq(), l.Token))
 		})
 }
 
