@@ -45,7 +45,8 @@ func affected(res sql.Result, err error) (int, error) {
 }
 
 // RecoverOrphans takes back jobs whose worker stopped heartbeating; see
-// store.Store. A job that has used every attempt is dead-lettered instead of
+// store.Store. It also settles multi-shard batches left staged by a dead
+// producer (see batch.go). A job that has used every attempt is dead-lettered instead of
 // being offered again, so a job that crashes its worker cannot loop forever.
 func (s *Store) RecoverOrphans(ctx context.Context, stuckBefore, now time.Time) (store.RecoverResult, error) {
 	var res store.RecoverResult
@@ -76,6 +77,10 @@ func (s *Store) RecoverOrphans(ctx context.Context, stuckBefore, now time.Time) 
 		res.DeadLettered += dead
 		return 0, nil
 	})
+	if err != nil {
+		return res, err
+	}
+	_, _, err = s.finishBatches(ctx)
 	return res, err
 }
 
@@ -450,7 +455,7 @@ func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
 	var best time.Time
 	for _, sh := range s.shards {
 		var next sql.NullString
-		if err := sh.r.QueryRowContext(ctx, `SELECT min(next_retry_at) FROM fila WHERE status = 'scheduled'`).Scan(&next); err != nil {
+		if err := sh.r.QueryRowContext(ctx, `SELECT min(next_retry_at) FROM fila WHERE status = 'scheduled' AND next_retry_at < '`+stagedNext+`'`).Scan(&next); err != nil {
 			return time.Time{}, false, fmt.Errorf("shard %d: %w", sh.idx, err)
 		}
 		if t := store.ParseTime(next.String); !t.IsZero() && (best.IsZero() || t.Before(best)) {

@@ -99,6 +99,13 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		}
 		s.shards = append(s.shards, sh)
 	}
+	if !o.ReadOnly {
+		// Settle multi-shard batches a dead producer left staged.
+		if _, _, err := s.finishBatches(ctx); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
 	return s, nil
 }
 

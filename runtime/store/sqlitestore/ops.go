@@ -70,7 +70,9 @@ func nullString(s string) any {
 	return s
 }
 
-// Insert stores jobs; see store.Store.
+// Insert stores jobs; see store.Store. Jobs of one shard are written in
+// one transaction; a batch spanning several shards is staged, committed and
+// published in two phases (see batch.go).
 func (s *Store) Insert(ctx context.Context, jobs []store.InsertParams) ([]store.JobID, error) {
 	if s.closed.Load() {
 		return nil, store.ErrClosed
@@ -101,46 +103,8 @@ func (s *Store) Insert(ctx context.Context, jobs []store.InsertParams) ([]store.
 			return ids, insert(s.shards[sh], idxs)
 		}
 	}
-	// Several shards: write them in parallel; on any failure delete what
-	// the others wrote, so the batch is all or nothing.
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
-		ok   []int
-	)
-	for sh, idxs := range byShard {
-		wg.Go(func() {
-			err := insert(s.shards[sh], idxs)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				errs = append(errs, err)
-			} else {
-				ok = append(ok, sh)
-			}
-		})
-	}
-	wg.Wait()
-	if len(errs) == 0 {
-		return ids, nil
-	}
-	for _, sh := range ok {
-		idxs := byShard[sh]
-		shd := s.shards[sh]
-		err := shd.commit.do(context.WithoutCancel(ctx), func(ctx context.Context, tx *sql.Tx, counts *groupCounts) error {
-			for _, i := range idxs {
-				if _, err := tx.ExecContext(ctx, `DELETE FROM fila WHERE id = ?`, ids[i].Seq()); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			errs = append(errs, fmt.Errorf("shard %d: undo partial batch: %w", sh, err))
-		}
-	}
-	return nil, errors.Join(errs...)
+	// Several shards: two phases, so the batch is all or nothing.
+	return s.insertBatch(ctx, jobs, byShard)
 }
 
 // Claim claims ready jobs; see store.Store.

@@ -706,6 +706,10 @@ func Run(t *testing.T, open Opener) {
 		}
 	})
 
+	t.Run("BatchAllOrNothing", func(t *testing.T) {
+		t.Parallel()
+		testBatchAllOrNothing(t, setup(t, 3).st)
+	})
 	t.Run("WorkerRegistry", func(t *testing.T) {
 		t.Parallel()
 		testWorkerRegistry(t, setup(t, 2).st)
