@@ -24,7 +24,8 @@ type Client struct {
 	log      *slog.Logger
 	st       store.Store
 	handlers map[string]*Handler
-	names    []string // handler names, for claim filters
+	names    []string // handler names, for claim filters ("" for defaultH)
+	defaultH *Handler // Config.DefaultHandler, for jobs without a task
 	started  time.Time
 	events   events
 
@@ -96,6 +97,15 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 	}
 	if _, ok := c.handlers[""]; ok {
 		c.names = nil // a catch-all handler takes every task
+	}
+	if cfg.DefaultHandler != nil {
+		if c.names == nil && len(c.handlers) > 0 {
+			return nil, &ConfigError{"DefaultHandler", `a catch-all handler (Name "") already runs every job`}
+		}
+		// Claimed under the empty task name, which matches jobs stored
+		// without one.
+		c.defaultH = &Handler{Func: cfg.DefaultHandler}
+		c.names = append(c.names, "")
 	}
 	st, err := sqlitestore.Open(ctx, sqlitestore.Options{
 		Dir:         cfg.Dir,
@@ -257,10 +267,14 @@ func (c *Client) afterInsert(ctx context.Context, ps []store.InsertParams, ids [
 	c.checkAlert(ctx, false)
 }
 
-// EnqueueMany stores jobs in one transaction per shard, the shards written
-// in parallel, and returns their IDs in order. Every job is validated first:
-// if any is invalid nothing is stored and the error names its index. If a
-// shard fails to commit, what other shards wrote is removed again.
+// EnqueueMany stores jobs all or nothing and returns their IDs in order.
+// Every job is validated first: if any is invalid nothing is stored and the
+// error names its index. The shards are written in parallel; a batch that
+// spans shards is staged in each, committed by one record in shard 0 and
+// then published, so no job of it can be claimed before all are stored,
+// and after an error (a locked shard, a full disk) none ran or stays. Jobs
+// a killed producer left staged are removed by the next Open or orphan
+// recovery.
 func (c *Client) EnqueueMany(ctx context.Context, jobs []EnqueueParams) ([]JobID, error) {
 	ps := make([]store.InsertParams, len(jobs))
 	for i, e := range jobs {

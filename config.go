@@ -52,6 +52,12 @@ type Config struct {
 	// Handlers(). They are fixed after Open. A client without handlers can
 	// still enqueue.
 	Handlers []Handler
+	// DefaultHandler runs jobs stored without a task name: those that
+	// queue-max wrote (its rows have no task column) and those enqueued
+	// with an empty task. The job's Payload is the stored JSON object. Nil
+	// means such jobs wait for a process that has one (or a catch-all
+	// Handler with Name ""). It cannot be combined with a catch-all.
+	DefaultHandler HandlerFunc
 	// Logger receives the client's logs. Nil means slog.Default().
 	Logger *slog.Logger
 

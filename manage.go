@@ -56,7 +56,7 @@ func isNilValue(v any) bool {
 	return false
 }
 
-func lease(j *Job) store.Lease { return store.Lease{ID: j.ID, Token: j.Lease} }
+func lease(j *Job) store.Lease { return store.Lease{ID: j.ID, Token: j.Lease, WorkerID: j.WorkerID} }
 
 // FailOutcome reports what Fail did with a job.
 type FailOutcome struct {

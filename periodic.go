@@ -112,7 +112,7 @@ func (c *Client) newScheduler() (*scheduler, error) {
 	s := &scheduler{c: c, now: c.now}
 	for _, name := range c.names {
 		h := c.handlers[name]
-		if h.Periodic == nil {
+		if h == nil || h.Periodic == nil { // nil: Config.DefaultHandler
 			continue
 		}
 		sched, spec, err := parsePeriodic(h.Periodic)

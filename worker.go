@@ -474,7 +474,7 @@ func (e *engine) plan(n int) (groups []claimGroup, retryIn time.Duration) {
 		tasks := free
 		if !excluded && len(groups) == 0 {
 			tasks = e.c.names // every task: the usual filter (nil with a catch-all)
-		} else if len(free) == 1 && free[0] == "" {
+		} else if len(free) == 1 && free[0] == "" && e.c.names == nil {
 			tasks = nil
 		}
 		groups = append(groups, claimGroup{tasks: tasks, max: n})
@@ -622,7 +622,7 @@ const gatherWait = time.Millisecond
 
 // claim claims up to max jobs of tasks (nil: any task).
 func (e *engine) claim(ctx context.Context, tasks []string, max int) ([]*Job, error) {
-	if len(tasks) == 1 && tasks[0] == "" {
+	if len(tasks) == 1 && tasks[0] == "" && e.c.names == nil {
 		tasks = nil // the catch-all handler's group covers every task
 	}
 	jobs, err := e.c.st.Claim(ctx, store.ClaimParams{WorkerID: e.c.cfg.WorkerID, Max: max, Now: e.c.now(), Tasks: tasks,
@@ -840,6 +840,9 @@ func (e *engine) execute(ctx context.Context, rj *runningJob, t *breaker.Ticket)
 		}
 	}
 	h, ok := c.handlers[j.Task]
+	if !ok && j.Task == "" && c.defaultH != nil {
+		h, ok = c.defaultH, true // a job stored without a task (queue-max's)
+	}
 	if !ok {
 		h, ok = c.handlers[""]
 	}

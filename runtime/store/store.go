@@ -228,7 +228,8 @@ type ClaimParams struct {
 	Now      time.Time
 	// Order lists shards to visit; nil means a fresh random order.
 	Order []int
-	// Tasks, when not empty, restricts claims to these task names.
+	// Tasks, when not empty, restricts claims to these task names; ""
+	// matches jobs stored without a task (queue-max's).
 	Tasks []string
 }
 
@@ -236,6 +237,10 @@ type ClaimParams struct {
 type Lease struct {
 	ID    JobID
 	Token int64
+	// WorkerID, when not empty, must also still own the job. queue-max
+	// claims rows without touching the lease token, so a job it re-claimed
+	// keeps our old token: only the worker column tells the claims apart.
+	WorkerID string
 }
 
 // CompleteParams acknowledges one successful execution.

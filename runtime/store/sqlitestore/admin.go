@@ -217,7 +217,7 @@ func (s *Store) Job(ctx context.Context, id store.JobID) (*store.Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	j, err := scanJob(sh.r.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM fila WHERE id = ?`, id.Seq()), sh.idx)
+	j, err := scanJob(sh.r.QueryRowContext(ctx, `SELECT `+sh.cols+` FROM fila WHERE id = ?`, id.Seq()), sh.idx)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("%w: %d", store.ErrJobNotFound, id)
 	}
@@ -239,20 +239,20 @@ func (s *Store) Jobs(ctx context.Context, p store.ListParams) ([]*store.Job, err
 		return nil, err
 	}
 	limit := listLimit(p)
-	q := `SELECT ` + jobColumns + ` FROM fila WHERE 1 = 1`
-	var args []any
-	if p.Status != "" {
-		q += ` AND status = ?`
-		args = append(args, string(p.Status))
-	}
-	if p.Task != "" {
-		q += ` AND task = ?`
-		args = append(args, p.Task)
-	}
-	q += ` ORDER BY id DESC LIMIT ?`
-	args = append(args, limit)
 	var out []*store.Job
 	for _, sh := range list {
+		q := `SELECT ` + sh.cols + ` FROM fila WHERE 1 = 1`
+		var args []any
+		if p.Status != "" {
+			q += ` AND status = ?`
+			args = append(args, string(p.Status))
+		}
+		if p.Task != "" {
+			q += ` AND ` + sh.taskCol + ` = ?`
+			args = append(args, p.Task)
+		}
+		q += ` ORDER BY id DESC LIMIT ?`
+		args = append(args, limit)
 		rows, err := sh.r.QueryContext(ctx, q, args...)
 		if err != nil {
 			return nil, fmt.Errorf("shard %d: list jobs: %w", sh.idx, err)
@@ -290,16 +290,16 @@ func (s *Store) DeadLetters(ctx context.Context, p store.ListParams) ([]*store.D
 		return nil, err
 	}
 	limit := listLimit(p)
-	q := `SELECT id, original_job_id, task, payload, error, error_type, attempts, failed_at FROM dead_letter_queue`
-	var args []any
-	if p.Task != "" {
-		q += ` WHERE task = ?`
-		args = append(args, p.Task)
-	}
-	q += ` ORDER BY id DESC LIMIT ?`
-	args = append(args, limit)
 	var out []*store.DeadLetter
 	for _, sh := range list {
+		q := `SELECT ` + sh.dlqCols + ` FROM dead_letter_queue`
+		var args []any
+		if p.Task != "" {
+			q += ` WHERE ` + sh.dlqTaskCol + ` = ?`
+			args = append(args, p.Task)
+		}
+		q += ` ORDER BY id DESC LIMIT ?`
+		args = append(args, limit)
 		rows, err := sh.r.QueryContext(ctx, q, args...)
 		if err != nil {
 			return nil, fmt.Errorf("shard %d: list dead letters: %w", sh.idx, err)
@@ -381,6 +381,18 @@ func shardStats(ctx context.Context, sh *shardDB, st *store.ShardStats, now time
 	if err := rows.Err(); err != nil {
 		return err
 	}
+	// queue-max keeps a job waiting for its retry time pending with a
+	// future next_retry_at (also when it writes after our migration): that
+	// job is not ready, so it counts as scheduled.
+	var later int64
+	if st.Pending > 0 {
+		if err := sh.r.QueryRowContext(ctx, `SELECT count(*) FROM fila WHERE status = 'pending'
+			AND next_retry_at IS NOT NULL AND next_retry_at > ?`, store.FormatTime(now)).Scan(&later); err != nil {
+			return err
+		}
+	}
+	st.Pending -= later
+	st.Scheduled += later
 	var oldest, avgStart sql.NullString
 	if err := sh.r.QueryRowContext(ctx, `SELECT
 		(SELECT created_at FROM fila WHERE status = 'pending' ORDER BY priority DESC, id LIMIT 1),
@@ -409,7 +421,7 @@ func (s *Store) TaskCounts(ctx context.Context, task string) (map[store.Status]i
 	}
 	out := make(map[store.Status]int64)
 	for _, sh := range s.shards {
-		rows, err := sh.r.QueryContext(ctx, `SELECT status, count(*) FROM fila WHERE task = ? GROUP BY status`, task)
+		rows, err := sh.r.QueryContext(ctx, `SELECT status, count(*) FROM fila WHERE `+sh.taskCol+` = ? GROUP BY status`, task)
 		if err != nil {
 			return nil, fmt.Errorf("shard %d: task counts: %w", sh.idx, err)
 		}

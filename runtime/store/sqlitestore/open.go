@@ -63,6 +63,61 @@ type shardDB struct {
 	// full remembers that the last claim filled its batch, so the next
 	// claim can skip the read-only probe for work.
 	full atomic.Bool
+	// cols is jobColumns as this file can answer it, and dlqCols the
+	// dead-letter listing's columns: a queue-max file opened read-only
+	// (not migrated) lacks our columns, which read as NULL.
+	cols, dlqCols string
+	taskCol       string // "task", or "NULL" in such a file
+	dlqTaskCol    string
+}
+
+// dlqColumns is the column list DeadLetters reads, in order.
+const dlqColumns = `id, original_job_id, task, payload, error, error_type, attempts, failed_at`
+
+// readColumns fills sh's column lists from the columns the file has.
+func (sh *shardDB) readColumns(ctx context.Context) error {
+	have := func(table string) (map[string]bool, error) {
+		rows, err := sh.r.QueryContext(ctx, `SELECT name FROM pragma_table_info(?)`, table)
+		if err != nil {
+			return nil, err
+		}
+		defer rows.Close()
+		m := make(map[string]bool)
+		for rows.Next() {
+			var n string
+			if err := rows.Scan(&n); err != nil {
+				return nil, err
+			}
+			m[n] = true
+		}
+		return m, rows.Err()
+	}
+	list := func(cols string, m map[string]bool) string {
+		parts := strings.Split(cols, ",")
+		for i, c := range parts {
+			if c = strings.TrimSpace(c); !m[c] {
+				parts[i] = " NULL AS " + c
+			}
+		}
+		return strings.Join(parts, ",")
+	}
+	fila, err := have("fila")
+	if err != nil {
+		return err
+	}
+	dlq, err := have("dead_letter_queue")
+	if err != nil {
+		return err
+	}
+	sh.cols, sh.dlqCols = list(jobColumns, fila), list(dlqColumns, dlq)
+	sh.taskCol, sh.dlqTaskCol = "task", "task"
+	if !fila["task"] {
+		sh.taskCol = "NULL"
+	}
+	if !dlq["task"] {
+		sh.dlqTaskCol = "NULL"
+	}
+	return nil
 }
 
 var shardFileRE = regexp.MustCompile(`^shard_(\d+)\.db$`)
@@ -225,6 +280,10 @@ func openShard(ctx context.Context, o Options, i int) (*shardDB, error) {
 			sh.close()
 			return nil, wrap("read", err)
 		}
+	}
+	if err := sh.readColumns(ctx); err != nil {
+		sh.close()
+		return nil, wrap("read", err)
 	}
 	if !o.ReadOnly {
 		if err := sh.stmts.prepare(ctx, sh.w); err != nil {

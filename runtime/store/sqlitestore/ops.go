@@ -325,10 +325,10 @@ func (s *Store) Complete(ctx context.Context, acks []store.CompleteParams) []err
 		func(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shardDB, a store.CompleteParams) error {
 			var err error
 			if a.Result == nil {
-				err = leaseLost(counts.stmt(ctx, tx, sh.stmts.completeDelete).ExecContext(ctx, a.ID.Seq(), a.Token))
+				err = leaseLost(counts.stmt(ctx, tx, sh.stmts.completeDelete).ExecContext(ctx, a.ID.Seq(), a.Token, a.WorkerID, a.WorkerID))
 			} else {
 				err = leaseLost(counts.stmt(ctx, tx, sh.stmts.completeKeep).ExecContext(ctx,
-					string(a.Result), store.FormatTime(a.Now), a.ID.Seq(), a.Token))
+					string(a.Result), store.FormatTime(a.Now), a.ID.Seq(), a.Token, a.WorkerID, a.WorkerID))
 			}
 			if err != nil {
 				return err
@@ -348,13 +348,13 @@ func (s *Store) Fail(ctx context.Context, fails []store.FailParams) []error {
 					status = store.StatusScheduled
 				}
 				return leaseLost(counts.stmt(ctx, tx, sh.stmts.failRetry).ExecContext(ctx, string(status),
-					store.FormatTime(f.RetryAt), f.Error, f.ErrorType, nullString(f.Stack), f.ID.Seq(), f.Token))
+					store.FormatTime(f.RetryAt), f.Error, f.ErrorType, nullString(f.Stack), f.ID.Seq(), f.Token, f.WorkerID, f.WorkerID))
 			}
 			var payload string
 			var task sql.NullString
 			var attempts int
 			err := tx.StmtContext(ctx, sh.stmts.failDead).QueryRowContext(ctx, store.FormatTime(f.Now),
-				f.Error, f.ErrorType, nullString(f.Stack), f.ID.Seq(), f.Token).Scan(&payload, &task, &attempts)
+				f.Error, f.ErrorType, nullString(f.Stack), f.ID.Seq(), f.Token, f.WorkerID, f.WorkerID).Scan(&payload, &task, &attempts)
 			if errors.Is(err, sql.ErrNoRows) {
 				return asItem(store.ErrLeaseLost)
 			}
@@ -375,7 +375,7 @@ func (s *Store) Heartbeat(ctx context.Context, leases []store.Lease, now time.Ti
 	start := time.Now()
 	return perShard(ctx, s, leases, func(l store.Lease) store.JobID { return l.ID },
 		func(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shardDB, l store.Lease) error {
-			return leaseLost(counts.stmt(ctx, tx, sh.stmts.heartbeat).ExecContext(ctx, stamp(now, start), l.ID.Seq(), l.Token))
+			return leaseLost(counts.stmt(ctx, tx, sh.stmts.heartbeat).ExecContext(ctx, stamp(now, start), l.ID.Seq(), l.Token, l.WorkerID, l.WorkerID))
 		})
 }
 
@@ -383,7 +383,7 @@ func (s *Store) Heartbeat(ctx context.Context, leases []store.Lease, now time.Ti
 func (s *Store) Release(ctx context.Context, leases []store.Lease) []error {
 	return perShard(ctx, s, leases, func(l store.Lease) store.JobID { return l.ID },
 		func(ctx context.Context, tx *sql.Tx, _ *groupCounts, sh *shardDB, l store.Lease) error {
-			return leaseLost(tx.StmtContext(ctx, sh.stmts.release).ExecContext(ctx, l.ID.Seq(), l.Token))
+			return leaseLost(tx.StmtContext(ctx, sh.stmts.release).ExecContext(ctx, l.ID.Seq(), l.Token, l.WorkerID, l.WorkerID))
 		})
 }
 
