@@ -133,7 +133,7 @@ func checkHandler(h *Handler) error {
 	switch {
 	case !o.Priority.Valid():
 		return fmt.Errorf("handler %q: %w", h.Name, ErrInvalidPriority)
-	case o.MaxRetries != nil && *o.MaxRetries < 0:
+	case o.MaxRetries != nil && (*o.MaxRetries < 0 || *o.MaxRetries > MaxRetriesLimit):
 		return fmt.Errorf("handler %q: %w", h.Name, ErrInvalidRetries)
 	case o.Timeout < 0 || o.RetryDelay < 0 || o.InlineRetries < 0:
 		return fmt.Errorf("%w: handler %q: negative timeout, retry delay or inline retries", ErrInvalidConfig, h.Name)
@@ -230,8 +230,8 @@ func (c *Client) prepare(e EnqueueParams) (store.InsertParams, error) {
 	if e.Opts.MaxRetries != nil {
 		retries = *e.Opts.MaxRetries
 	}
-	if retries < 0 {
-		return store.InsertParams{}, fmt.Errorf("%w: got %d", ErrInvalidRetries, retries)
+	if retries < 0 || retries > MaxRetriesLimit {
+		return store.InsertParams{}, fmt.Errorf("%w: got %d (want 0–%d)", ErrInvalidRetries, retries, MaxRetriesLimit)
 	}
 	delay := def.RetryDelay
 	if delay == 0 {
@@ -303,7 +303,7 @@ func (c *Client) EnqueueMany(ctx context.Context, jobs []EnqueueParams) ([]JobID
 // status index rather than per enqueue, and emits on the rising edge and
 // then at most once a minute while pending stays high.
 func (c *Client) checkAlert(ctx context.Context, force bool) {
-	if !c.hasSubscribers(EventAlert) || eventsSuppressed(ctx) {
+	if c.cfg.AlertThreshold < 0 || !c.hasSubscribers(EventAlert) || eventsSuppressed(ctx) {
 		return
 	}
 	now := c.now()

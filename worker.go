@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -168,8 +169,12 @@ func (c *Client) newEngine(jobCtx context.Context) (*engine, error) {
 		names = []string{""}
 	}
 	for _, name := range names {
+		threshold := c.cfg.CircuitThreshold
+		if h := c.handlers[name]; threshold < 0 || (h != nil && h.Options.CircuitOff) {
+			threshold = math.MaxInt // off: never opens
+		}
 		b, err := breaker.New(breaker.Config{
-			Threshold: c.cfg.CircuitThreshold,
+			Threshold: threshold,
 			Timeout:   c.cfg.CircuitTimeout,
 			OnStateChange: func(from, to breaker.State) {
 				c.log.Warn("circuit breaker changed state", "task", name, "from", from.String(), "to", to.String())

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	_ "modernc.org/sqlite"
@@ -62,4 +63,26 @@ func TestReadOnlyOnQueueMaxDirectory(t *testing.T) {
 	if err := db.QueryRow(`SELECT version FROM shard_metadata WHERE shard_id = 0`).Scan(&v); err != nil || v != 2 {
 		t.Errorf("schema version %d, %v; want 2 (read-only commands migrate nothing)", v, err)
 	}
+}
+
+// TestShardFlagOutOfRange: --shard -1 is a shard number out of range, not
+// "every shard" (which is the flag left out).
+func TestShardFlagOutOfRange(t *testing.T) {
+	t.Parallel()
+	dir := newQueue(t, 2)
+	d := []string{"--data-dir", dir}
+	for _, args := range [][]string{
+		{"list", "--shard", "-1"}, {"list", "--shard", "2"}, {"dlq", "list", "--shard", "-1"},
+		{"retry", "--shard", "-1"}, {"retry", "--shard", "2"},
+	} {
+		res := qm(t, append(d, args...)...)
+		if res.code == 0 {
+			t.Errorf("%q succeeded, want a usage error", args)
+		}
+		if !strings.Contains(res.stderr, "shard") {
+			t.Errorf("%q: stderr %q does not name the shard", args, res.stderr)
+		}
+	}
+	ok(t, qm(t, append(d, "list")...), "list without --shard")
+	ok(t, qm(t, append(d, "retry")...), "retry without --shard")
 }
