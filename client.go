@@ -65,15 +65,8 @@ type EnqueueParams struct {
 // ErrNotDatabase for a shard file that is not a database, and
 // ErrDuplicateTask for two handlers with one name.
 func Open(ctx context.Context, cfg Config) (*Client, error) {
-	if cfg.Shards == 0 {
-		dir := cfg.Dir
-		if dir == "" {
-			dir = DefaultDir
-		}
-		// An unreadable directory counts as new; opening it reports why.
-		n, _ := sqlitestore.CountShards(dir)
-		cfg.Shards = n // 0 (a new directory) becomes the default below
-	}
+	// Zero Shards: the store reads the count under its creation lock.
+	infer := cfg.Shards == 0
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -107,19 +100,27 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 		c.defaultH = &Handler{Func: cfg.DefaultHandler}
 		c.names = append(c.names, "")
 	}
+	shards := cfg.Shards
+	if infer {
+		shards = 0
+	}
 	st, err := sqlitestore.Open(ctx, sqlitestore.Options{
-		Dir:         cfg.Dir,
-		Shards:      cfg.Shards,
-		BusyTimeout: cfg.BusyTimeout,
-		CacheSize:   cfg.CacheSize,
-		MmapSize:    cfg.MmapSize,
-		FullSync:    cfg.Durability == DurabilityFull,
-		ReadOnly:    cfg.ReadOnly,
+		Dir:           cfg.Dir,
+		Shards:        shards,
+		DefaultShards: cfg.Shards,
+		DirMode:       cfg.DirMode,
+		FileMode:      cfg.FileMode,
+		BusyTimeout:   cfg.BusyTimeout,
+		CacheSize:     cfg.CacheSize,
+		MmapSize:      cfg.MmapSize,
+		FullSync:      cfg.Durability == DurabilityFull,
+		ReadOnly:      cfg.ReadOnly,
 	})
 	if err != nil {
 		return nil, err
 	}
 	c.st = st
+	c.cfg.Shards = st.Shards()
 	c.started = c.now()
 	return c, nil
 }

@@ -45,9 +45,17 @@ type Config struct {
 	// directory with a different count fails with ErrShardMismatch. At
 	// most 1024.
 	Shards int
+	// DirMode is the permission of a data directory Open creates. Zero
+	// means 0700.
+	DirMode os.FileMode
+	// FileMode is the permission of the shard files (and their -wal and
+	// -shm companions) and the lock file Open creates. Zero means 0600.
+	FileMode os.FileMode
 	// ReadOnly opens an existing data directory without creating, migrating
 	// or changing anything, for inspection tools: Open fails if Dir or its
-	// shard files do not exist, and every write returns ErrReadOnly.
+	// shard files do not exist, and every write returns ErrReadOnly. It
+	// works on a read-only file system and on a directory of another user
+	// that grants read access.
 	ReadOnly bool
 	// Handlers are the tasks this client can run, usually the generated
 	// Handlers(). They are fixed after Open. A client without handlers can
