@@ -53,6 +53,10 @@ const abortedKeep = 24 * time.Hour
 // multi-shard batch before its producer could commit it.
 var ErrBatchAborted = errors.New("queuemax: batch aborted by recovery before it committed")
 
+// inflight holds the ids of the batches this process is inserting, so that
+// recovery in this process leaves them alone and settles the rest at once.
+var inflight sync.Map
+
 var hostname = sync.OnceValue(func() string { h, _ := os.Hostname(); return h })
 
 // newBatchID returns "host|pid|start-unix-nanos|random".
@@ -80,7 +84,8 @@ func batchAbandoned(id string) bool {
 		return false
 	}
 	if pid == os.Getpid() {
-		return false // a batch of this process still in flight
+		_, busy := inflight.Load(id) // any Store of this process
+		return !busy
 	}
 	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
 }
@@ -103,6 +108,8 @@ const (
 func (s *Store) insertBatch(ctx context.Context, jobs []store.InsertParams, byShard map[int][]int) ([]store.JobID, error) {
 	ids := make([]store.JobID, len(jobs))
 	batch := newBatchID()
+	inflight.Store(batch, true)
+	defer inflight.Delete(batch)
 	var (
 		wg     sync.WaitGroup
 		mu     sync.Mutex
