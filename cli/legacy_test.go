@@ -53,6 +53,7 @@ func TestReadOnlyOnQueueMaxDirectory(t *testing.T) {
 	if dl := listJobs(t, queuemaxBin, append(d, "dlq", "list")...); len(dl) != 2 {
 		t.Errorf("dlq list: %d rows, want 2: %v", len(dl), dl)
 	}
+	ok(t, qm(t, append(d, "stats")...), "stats")
 	// Nothing was migrated.
 	db, err := sql.Open("sqlite", filepath.Join(dir, "shard_0.db"))
 	if err != nil {
