@@ -29,8 +29,8 @@ type FileRecord struct {
 // array of records. It is all or nothing: every record is parsed and
 // validated before anything is stored, the first bad record is reported
 // as a *LineError naming its line, and the records are stored as one
-// EnqueueMany batch (no job of the file runs unless all are stored). It returns how many jobs it stored.
-// Progress, when not nil, is called after parsing with (done, total) as the
+// EnqueueMany batch (no job of the file runs unless all are stored). It
+// returns how many jobs it stored. Progress, when not nil, is called after parsing with (done, total) as the
 // records are validated.
 func (c *Client) EnqueueFile(ctx context.Context, path string, progress func(done, total int)) (int, error) {
 	data, err := os.ReadFile(path)
