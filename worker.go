@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -130,7 +131,19 @@ type engine struct {
 	jobWG      sync.WaitGroup
 	stop       context.CancelFunc // ends Run's claiming (Stop)
 	done       chan struct{}      // closed when Run returns
+	// abort, closed by a Stop whose ctx ended, cuts the drain short.
+	abort     chan struct{}
+	abortOnce sync.Once
 }
+
+// ShutdownGrace is how long Run waits, after the drain ends and running
+// jobs' contexts are cancelled, for their handlers to return. A handler
+// still running then ignores cancellation: Run abandons it and returns. Its
+// job is not lost: with no heartbeats its lease lapses after
+// Config.StuckTimeout and orphan recovery (of any process) runs it again.
+// Run therefore returns within DrainTimeout + ShutdownGrace of its
+// context ending, plus the time to release unfinished jobs.
+const ShutdownGrace = 2 * time.Second
 
 func (c *Client) newEngine(jobCtx context.Context) (*engine, error) {
 	e := &engine{
@@ -169,8 +182,12 @@ func (c *Client) newEngine(jobCtx context.Context) (*engine, error) {
 		names = []string{""}
 	}
 	for _, name := range names {
+		threshold := c.cfg.CircuitThreshold
+		if h := c.handlers[name]; threshold < 0 || (h != nil && h.Options.CircuitOff) {
+			threshold = math.MaxInt // off: never opens
+		}
 		b, err := breaker.New(breaker.Config{
-			Threshold: c.cfg.CircuitThreshold,
+			Threshold: threshold,
 			Timeout:   c.cfg.CircuitTimeout,
 			OnStateChange: func(from, to breaker.State) {
 				c.log.Warn("circuit breaker changed state", "task", name, "from", from.String(), "to", to.String())
@@ -197,7 +214,10 @@ func (c *Client) newEngine(jobCtx context.Context) (*engine, error) {
 
 // Run processes jobs until ctx ends, then drains: it stops claiming, lets
 // running jobs finish for up to Config.DrainTimeout, cancels the rest and
-// returns them to pending without spending an attempt. While it runs it
+// returns them to pending without spending an attempt; a handler that
+// ignores cancellation for ShutdownGrace more is abandoned (its job runs
+// again once its lease lapses), so Run returns within DrainTimeout plus
+// ShutdownGrace. While it runs it
 // renews running jobs' heartbeats, recovers orphans every
 // Config.RecoveryInterval, deletes jobs older than Config.CleanupAge every
 // hour and raises alerts. It returns nil after a drain caused by ctx, and
@@ -229,6 +249,7 @@ func (c *Client) Run(ctx context.Context) error {
 	defer e.stop()
 	e.cancelJobs = cancelJobs
 	e.done = make(chan struct{})
+	e.abort = make(chan struct{})
 	defer close(e.done)
 	c.engine.Store(e)
 	c.log.InfoContext(ctx, "queuemax started", "worker_id", c.cfg.WorkerID, "shards", c.cfg.Shards,
@@ -264,8 +285,11 @@ func (c *Client) Run(ctx context.Context) error {
 		timer.Stop()
 	case <-timer.C:
 		c.log.WarnContext(jobCtx, "drain timeout: cancelling running jobs", "running", e.active.Load())
-		cancelJobs(errStopping)
-		<-drained
+		e.cancelRunning(drained)
+	case <-e.abort:
+		timer.Stop()
+		c.log.WarnContext(jobCtx, "stop deadline: cancelling running jobs", "running", e.active.Load())
+		e.cancelRunning(drained)
 	}
 	stopSvc(errStopping)
 	svc.Wait()
@@ -274,11 +298,33 @@ func (c *Client) Run(ctx context.Context) error {
 	return nil
 }
 
-// Stop stops the running Run: it stops claiming, lets running jobs finish
-// until ctx ends (or Config.DrainTimeout passes), then cancels the rest and
-// returns them to pending. It returns when Run has returned, or ctx's error
-// if ctx ends first (the drain still completes). Stop without a running Run
-// returns nil.
+// cancelRunning cancels the running jobs' contexts and waits up to
+// ShutdownGrace for their handlers to return (drained closes); handlers that
+// ignore cancellation are abandoned to their lapsing leases.
+func (e *engine) cancelRunning(drained <-chan struct{}) {
+	e.cancelJobs(errStopping)
+	grace := time.NewTimer(ShutdownGrace)
+	defer grace.Stop()
+	select {
+	case <-drained:
+	case <-grace.C:
+		e.mu.Lock()
+		ids := make([]int64, 0, len(e.running))
+		for id := range e.running {
+			ids = append(ids, int64(id))
+		}
+		e.mu.Unlock()
+		e.log.Error("abandoning jobs whose handlers ignore cancellation; their leases lapse after the stuck timeout and they run again",
+			"jobs", ids, "grace", ShutdownGrace)
+	}
+}
+
+// Stop stops the running Run: it stops claiming and lets running jobs
+// finish until ctx ends (or Config.DrainTimeout passes); then their
+// contexts are cancelled and unfinished jobs return to pending. It returns
+// nil when Run has returned, or ctx's error as soon as ctx ends, even if a
+// handler ignores cancellation: Run then finishes shutting down in the
+// background within ShutdownGrace. Stop without a running Run returns nil.
 func (c *Client) Stop(ctx context.Context) error {
 	e := c.engine.Load()
 	if e == nil {
@@ -289,8 +335,7 @@ func (c *Client) Stop(ctx context.Context) error {
 	case <-e.done:
 		return nil
 	case <-ctx.Done():
-		e.cancelJobs(errStopping)
-		<-e.done
+		e.abortOnce.Do(func() { close(e.abort) })
 		return context.Cause(ctx)
 	}
 }
@@ -457,7 +502,7 @@ func (e *engine) plan(n int) (groups []claimGroup, retryIn time.Duration) {
 		tasks := free
 		if !excluded && len(groups) == 0 {
 			tasks = e.c.names // every task: the usual filter (nil with a catch-all)
-		} else if len(free) == 1 && free[0] == "" {
+		} else if len(free) == 1 && free[0] == "" && e.c.names == nil {
 			tasks = nil
 		}
 		groups = append(groups, claimGroup{tasks: tasks, max: n})
@@ -605,7 +650,7 @@ const gatherWait = time.Millisecond
 
 // claim claims up to max jobs of tasks (nil: any task).
 func (e *engine) claim(ctx context.Context, tasks []string, max int) ([]*Job, error) {
-	if len(tasks) == 1 && tasks[0] == "" {
+	if len(tasks) == 1 && tasks[0] == "" && e.c.names == nil {
 		tasks = nil // the catch-all handler's group covers every task
 	}
 	jobs, err := e.c.st.Claim(ctx, store.ClaimParams{WorkerID: e.c.cfg.WorkerID, Max: max, Now: e.c.now(), Tasks: tasks,
@@ -831,6 +876,9 @@ func (e *engine) execute(ctx context.Context, rj *runningJob, t *breaker.Ticket)
 		}
 	}
 	h, ok := c.handlers[j.Task]
+	if !ok && j.Task == "" && c.defaultH != nil {
+		h, ok = c.defaultH, true // a job stored without a task (queue-max's)
+	}
 	if !ok {
 		h, ok = c.handlers[""]
 	}
@@ -1023,29 +1071,35 @@ func (e *engine) heartbeats(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		e.mu.Lock()
-		rjs := make([]*runningJob, 0, len(e.running))
-		for _, rj := range e.running {
-			rjs = append(rjs, rj)
-		}
-		e.mu.Unlock()
-		if len(rjs) == 0 {
-			continue
-		}
-		ls := make([]store.Lease, len(rjs))
-		for i, rj := range rjs {
-			ls[i] = lease(rj.job)
-		}
-		for i, err := range e.c.st.Heartbeat(ctx, ls, e.c.now()) {
-			switch {
-			case errors.Is(err, ErrLeaseLost):
-				rjs[i].lost.Store(true)
-				rjs[i].cancel(ErrLeaseLost)
-			case errors.Is(err, ErrCancelRequested):
-				requestCancel(rjs[i])
-			case err != nil && ctx.Err() == nil:
-				e.log.WarnContext(ctx, "heartbeat failed", "job_id", int64(rjs[i].job.ID), "err", err)
-			}
+		e.renew(ctx)
+	}
+}
+
+// renew renews the heartbeats of every job this engine holds, cancelling
+// those whose lease was lost.
+func (e *engine) renew(ctx context.Context) {
+	e.mu.Lock()
+	rjs := make([]*runningJob, 0, len(e.running))
+	for _, rj := range e.running {
+		rjs = append(rjs, rj)
+	}
+	e.mu.Unlock()
+	if len(rjs) == 0 {
+		return
+	}
+	ls := make([]store.Lease, len(rjs))
+	for i, rj := range rjs {
+		ls[i] = lease(rj.job)
+	}
+	for i, err := range e.c.st.Heartbeat(ctx, ls, e.c.now()) {
+		switch {
+		case errors.Is(err, ErrLeaseLost):
+			rjs[i].lost.Store(true)
+			rjs[i].cancel(ErrLeaseLost)
+		case errors.Is(err, ErrCancelRequested):
+			requestCancel(rjs[i])
+		case err != nil && ctx.Err() == nil:
+			e.log.WarnContext(ctx, "heartbeat failed", "job_id", int64(rjs[i].job.ID), "err", err)
 		}
 	}
 }
@@ -1097,6 +1151,10 @@ func (e *engine) maintenance(ctx context.Context) {
 	defer t.Stop()
 	lastCleanup := time.Time{}
 	for {
+		// Renew this process's own leases first: a heartbeat tick starved
+		// under load must not let our own recovery take back jobs we are
+		// still running.
+		e.renew(ctx)
 		res, err := c.RecoverOrphans(ctx)
 		switch {
 		case err != nil && ctx.Err() == nil:

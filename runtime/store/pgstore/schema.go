@@ -82,7 +82,8 @@ var migrations = []migration{
 				error_type text NOT NULL,
 				error_stack text,
 				attempts integer,
-				failed_at timestamptz NOT NULL DEFAULT now()
+				failed_at timestamptz NOT NULL DEFAULT now(),
+				metadata json
 			)`,
 			`CREATE INDEX dead_letters_job ON {s}.dead_letters (original_job_id)`,
 			`CREATE INDEX dead_letters_failed_at ON {s}.dead_letters (failed_at)`,
@@ -133,10 +134,8 @@ var migrations = []migration{
 	},
 	{
 		version: 2,
-		name:    "job cancellation requests, snooze counts, dead-letter metadata",
+		name:    "job cancellation requests, snooze counts",
 		stmts: []string{
-			// A job re-created from its dead letter keeps its metadata.
-			`ALTER TABLE {s}.dead_letters ADD COLUMN IF NOT EXISTS metadata json`,
 			// Set by Cancel on a processing job; heartbeats read it back.
 			`ALTER TABLE {s}.jobs ADD COLUMN IF NOT EXISTS cancel_requested boolean NOT NULL DEFAULT false`,
 			// How often the job snoozed (ran again without spending an attempt).

@@ -142,7 +142,29 @@ var migrations = []migration{
 		},
 	},
 	{
-		// Version 6 belongs to another change; a file at 5 skips it here.
+		version: 6,
+		name:    "all-or-nothing batches across shards; pending rows with a retry time",
+		addColumns: [][3]string{
+			// The batch a staged row belongs to, and the next_retry_at it
+			// gets when the batch is published.
+			{"fila", "batch_id", "TEXT"},
+			{"fila", "batch_next", "TEXT"},
+		},
+		stmts: []string{
+			`CREATE INDEX IF NOT EXISTS idx_qm_batch ON fila(batch_id) WHERE batch_id IS NOT NULL`,
+			// Pending rows with a retry time (queue-max writes retries
+			// so): Stats counts the future ones as scheduled.
+			`CREATE INDEX IF NOT EXISTS idx_qm_pending_later ON fila(next_retry_at) WHERE status = 'pending' AND next_retry_at IS NOT NULL`,
+			// Only shard 0's file is used: the commit decision of each
+			// multi-shard batch in flight.
+			`CREATE TABLE IF NOT EXISTS qm_batches (
+				id TEXT PRIMARY KEY,
+				state TEXT NOT NULL CHECK (state IN ('committed', 'aborted')),
+				decided_at TEXT NOT NULL
+			)`,
+		},
+	},
+	{
 		version: 7,
 		name:    "job cancellation requests, snooze counts",
 		// cancel_requested is set by Cancel on a processing job; the

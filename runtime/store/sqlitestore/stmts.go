@@ -33,10 +33,10 @@ const (
 	// sqlHasReady is the read-only probe run before taking the write lock.
 	sqlHasReady = `SELECT EXISTS (SELECT 1 FROM fila WHERE status = 'pending')
 		OR EXISTS (SELECT 1 FROM fila WHERE status = 'scheduled' AND next_retry_at <= ?)`
-	sqlCompleteDelete = `DELETE FROM fila WHERE id = ? AND lease = ? AND status = 'processing'`
+	sqlCompleteDelete = `DELETE FROM fila WHERE id = ? AND lease = ? AND status = 'processing' AND (? = '' OR worker_id = ?)`
 	sqlCompleteKeep   = `UPDATE fila SET status = 'completed', result = ?, completed_at = ?, worker_id = NULL,
 		heartbeat = NULL, lease = NULL, last_error = NULL, error_type = NULL, error_stack = NULL
-		WHERE id = ? AND lease = ? AND status = 'processing'`
+		WHERE id = ? AND lease = ? AND status = 'processing' AND (? = '' OR worker_id = ?)`
 	sqlCountProcessed = `UPDATE shard_metadata SET total_jobs_processed = total_jobs_processed + ? WHERE shard_id = ?`
 	sqlCountFailed    = `UPDATE shard_metadata SET total_jobs_failed = total_jobs_failed + ? WHERE shard_id = ?`
 	// sqlFailRetry schedules a retry (?9 = 1: a snooze, which gives the
@@ -50,24 +50,24 @@ const (
 		error_stack = CASE WHEN ?9 = 1 THEN error_stack ELSE ?5 END,
 		tentativas = max(tentativas - ?9, 0), snoozes = snoozes + ?9,
 		worker_id = NULL, heartbeat = NULL, lease = NULL
-		WHERE id = ?6 AND lease = ?7 AND status = 'processing'`
+		WHERE id = ?6 AND lease = ?7 AND status = 'processing' AND (?10 = '' OR worker_id = ?10)`
 	sqlFailCancel = `UPDATE fila SET status = 'cancelled', completed_at = ?, last_error = ?, error_type = ?, error_stack = ?,
 		worker_id = NULL, heartbeat = NULL, lease = NULL
-		WHERE id = ? AND lease = ? AND status = 'processing'`
+		WHERE id = ? AND lease = ? AND status = 'processing' AND (? = '' OR worker_id = ?)`
 	sqlFailDead = `UPDATE fila SET status = 'failed', completed_at = ?, last_error = ?, error_type = ?, error_stack = ?,
 		worker_id = NULL, heartbeat = NULL, lease = NULL
-		WHERE id = ? AND lease = ? AND status = 'processing'
+		WHERE id = ? AND lease = ? AND status = 'processing' AND (? = '' OR worker_id = ?)
 		RETURNING payload, task, tentativas, metadata`
 	sqlInsertDLQ = `INSERT INTO dead_letter_queue (original_job_id, payload, error, error_type, failed_at, shard_id,
 		task, attempts, error_stack, metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	sqlHeartbeat = `UPDATE fila SET heartbeat = ? WHERE id = ? AND lease = ? AND status = 'processing'
+	sqlHeartbeat = `UPDATE fila SET heartbeat = ? WHERE id = ? AND lease = ? AND status = 'processing' AND (? = '' OR worker_id = ?)
 		RETURNING cancel_requested`
 	// sqlRelease gives a job back unspent; one asked to cancel ends
 	// cancelled, finished at its last heartbeat.
 	sqlRelease = `UPDATE fila SET status = CASE WHEN cancel_requested = 1 THEN 'cancelled' ELSE 'pending' END,
 		completed_at = CASE WHEN cancel_requested = 1 THEN coalesce(heartbeat, started_at) END,
 		tentativas = max(tentativas - 1, 0), worker_id = NULL,
-		heartbeat = NULL, lease = NULL WHERE id = ? AND lease = ? AND status = 'processing'`
+		heartbeat = NULL, lease = NULL WHERE id = ? AND lease = ? AND status = 'processing' AND (? = '' OR worker_id = ?)`
 	// sqlCancel cancels a waiting job at once, or flags a running one.
 	sqlCancel = `UPDATE fila SET
 		status = CASE WHEN status = 'processing' THEN status ELSE 'cancelled' END,
@@ -119,7 +119,8 @@ func claimSQLFor(n int) string {
 	for i := range ph {
 		ph[i] = fmt.Sprintf("?%d", i+5)
 	}
-	return sqlClaimHead + ` AND task IN (` + strings.Join(ph, ", ") + `)` + sqlClaimTail
+	// A job without a task (NULL, as queue-max writes it) matches "".
+	return sqlClaimHead + ` AND coalesce(task, '') IN (` + strings.Join(ph, ", ") + `)` + sqlClaimTail
 }
 
 func (s *stmts) prepare(ctx context.Context, db *sql.DB) error {
