@@ -93,7 +93,8 @@ func testCancel(t *testing.T, st store.Store) {
 	if !errors.Is(errs[0], store.ErrCancelRequested) || errs[1] != nil || !errors.Is(errs[2], store.ErrLeaseLost) {
 		t.Fatalf("Heartbeat = %v; want [ErrCancelRequested nil ErrLeaseLost]", errs)
 	}
-	if j := status(ids[0]); !j.Heartbeat.Equal(t0.Add(time.Second)) {
+	// A store may add the time the call took to its Now.
+	if j := status(ids[0]); j.Heartbeat.Before(t0.Add(time.Second)) || j.Heartbeat.After(t0.Add(time.Minute)) {
 		t.Errorf("heartbeat of a job asked to cancel = %v; want renewed to t0+1s", j.Heartbeat)
 	}
 	// A retryable failure of a job asked to cancel ends it cancelled.
