@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/queuemax/queuemax/runtime/engine"
 	"github.com/queuemax/queuemax/runtime/shard"
 	"github.com/queuemax/queuemax/runtime/store"
 	"github.com/queuemax/queuemax/runtime/store/sqlitestore"
@@ -40,7 +41,7 @@ type Client struct {
 	alertHigh bool      // pending was above the threshold at the last check
 	alertSent time.Time // last alert event
 
-	engine atomic.Pointer[engine] // the running engine, while Run is active
+	engine atomic.Pointer[engine.Engine] // the running engine, while Run is active
 }
 
 // EnqueueParams describes one job for EnqueueMany.

@@ -390,7 +390,7 @@ func (c *Client) Stats(ctx context.Context) (Stats, error) {
 		s.IsHealthy = s.IsHealthy && sh.Healthy
 	}
 	if e := c.engine.Load(); e != nil {
-		e.fillStats(&s)
+		fillStats(e, &s)
 	}
 	return s, nil
 }
