@@ -2,7 +2,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: all test test-short vet lint fmt generate check-generated golden demo bench bench-go clean
+.PHONY: all test test-short vet lint fmt generate check-generated golden demo bench bench-pg bench-go clean
 
 all: test
 
@@ -47,6 +47,10 @@ demo:
 ## bench: queue-max's performance table measured against the SQLite floor (see docs/performance.md); BENCHFLAGS='-scale 0.1' for a quick run
 bench:
 	$(GO) run ./cmd/queuemax-bench $(BENCHFLAGS)
+
+## bench-pg: the same on PostgreSQL against the same-server SQL floor; the server is QUEUE_MAX_DSN (default the local test database)
+bench-pg:
+	$(GO) run ./cmd/queuemax-bench -store postgres $(BENCHFLAGS)
 
 clean:
 	rm -rf data

@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/queuemax/queuemax/runtime/engine"
 	"github.com/queuemax/queuemax/runtime/shard"
 	"github.com/queuemax/queuemax/runtime/store"
 	"github.com/queuemax/queuemax/runtime/store/sqlitestore"
@@ -36,18 +35,22 @@ type Client struct {
 	running atomic.Bool
 	closed  atomic.Bool
 
-	alertMu   sync.Mutex
-	alertAt   time.Time // last alert check
-	alertHigh bool      // pending was above the threshold at the last check
-	alertSent time.Time // last alert event
+	alertMu    sync.Mutex
+	alertAt    time.Time   // last alert check (wall clock, for the throttle)
+	alertTimer *time.Timer // the pending trailing check, if any
+	alertHigh  bool        // pending was above the threshold at the last check
+	alertSent  time.Time   // last alert event
 
-	engine atomic.Pointer[engine.Engine] // the running engine, while Run is active
+	engine atomic.Pointer[worker] // the running engine, while Run is active
 }
 
 // EnqueueParams describes one job for EnqueueMany.
 type EnqueueParams struct {
-	// Task is the task name. It may name no registered handler (another
-	// process may run it).
+	// Task is the task name. When the client has handlers (and no
+	// catch-all one) it must name one of them, by its full name or a short
+	// one (SendEmail, tasks.SendEmail) that matches exactly one; other
+	// names are ErrUnknownTask unless Config.AllowUnknownTasks is set. A
+	// client without handlers stores any name as written.
 	Task string
 	// Payload is JSON-encoded and must encode to an object: a struct, a
 	// map, or a json.RawMessage holding an object.
@@ -167,6 +170,12 @@ func (c *Client) Close() error {
 	if c.closed.Swap(true) {
 		return ErrClosed
 	}
+	c.alertMu.Lock()
+	if c.alertTimer != nil {
+		c.alertTimer.Stop()
+		c.alertTimer = nil
+	}
+	c.alertMu.Unlock()
 	return c.st.Close()
 }
 
@@ -190,8 +199,16 @@ func (c *Client) notify() {
 // json.RawMessage that encodes to a JSON object) and returns its ID. The job
 // is durable once Enqueue returns nil. Task defaults come from the handler
 // registered under task, if any. Concurrent enqueues to one shard share a
-// transaction. It returns ErrInvalidPayload, ErrInvalidPriority or
-// ErrInvalidRetries for bad input, and ErrClosed after Close.
+// transaction.
+//
+// When the client has handlers, task must name one of them (a short name
+// such as SendEmail is resolved to the one registered task it matches) or
+// Enqueue returns ErrUnknownTask with a suggestion, unless
+// Config.AllowUnknownTasks is set; a client without handlers accepts any
+// name. The payload of a registered task is checked against its parameters
+// (see DecodeArgs): a *PayloadShapeError names the bad field. It returns
+// ErrInvalidPayload, ErrInvalidPriority or ErrInvalidRetries for other bad
+// input, and ErrClosed after Close.
 func (c *Client) Enqueue(ctx context.Context, task string, payload any, o Opts) (JobID, error) {
 	return c.enqueueOne(ctx, task, nil, payload, o)
 }
@@ -215,9 +232,20 @@ func (c *Client) prepare(e EnqueueParams) (store.InsertParams, error) {
 	if c.closed.Load() {
 		return store.InsertParams{}, ErrClosed
 	}
+	typed := e.defaults != nil
+	task, err := c.resolveTask(e.Task, typed)
+	if err != nil {
+		return store.InsertParams{}, err
+	}
+	e.Task = task
 	raw, err := encodePayload(e.Payload)
 	if err != nil {
 		return store.InsertParams{}, err
+	}
+	if h, ok := c.handlers[task]; ok && !typed && h.Validate != nil {
+		if err := h.Validate(raw); err != nil {
+			return store.InsertParams{}, err
+		}
 	}
 	def := e.defaults
 	if def == nil {
@@ -294,6 +322,11 @@ func (c *Client) EnqueueMany(ctx context.Context, jobs []EnqueueParams) ([]JobID
 		}
 		ps[i] = p
 	}
+	return c.insertPrepared(ctx, ps)
+}
+
+// insertPrepared stores jobs that prepare has validated.
+func (c *Client) insertPrepared(ctx context.Context, ps []store.InsertParams) ([]JobID, error) {
 	if len(ps) == 0 {
 		return nil, nil
 	}
@@ -305,30 +338,47 @@ func (c *Client) EnqueueMany(ctx context.Context, jobs []EnqueueParams) ([]JobID
 	return ids, nil
 }
 
-// checkAlert emits EventAlert when pending jobs exceed the threshold. It
-// counts at most once a second (force skips that throttle), through the
-// status index rather than per enqueue, and emits on the rising edge and
-// then at most once a minute while pending stays high.
+// alertCheckEvery bounds how often enqueues count pending jobs for the
+// alert: an enqueue that takes pending over Config.AlertThreshold raises
+// EventAlert within alertCheckEvery, in a process that only enqueues too.
+const alertCheckEvery = 100 * time.Millisecond
+
+// checkAlert emits EventAlert when pending (ready plus scheduled) jobs
+// exceed the threshold. Enqueues count at most once per alertCheckEvery
+// (force skips that throttle); an enqueue that falls inside the throttle
+// schedules one trailing check, so the last enqueue of a burst is always
+// counted. The count is one indexed count per shard. It emits on the rising
+// edge and then at most once a minute while pending stays high.
 func (c *Client) checkAlert(ctx context.Context, force bool) {
-	if !c.hasSubscribers(EventAlert) || eventsSuppressed(ctx) {
+	if !c.hasSubscribers(EventAlert) || eventsSuppressed(ctx) || c.closed.Load() {
+		return
+	}
+	c.alertMu.Lock()
+	if !force {
+		if wait := alertCheckEvery - time.Since(c.alertAt); wait > 0 {
+			if c.alertTimer == nil {
+				bg := context.WithoutCancel(ctx)
+				c.alertTimer = time.AfterFunc(wait, func() {
+					c.alertMu.Lock()
+					c.alertTimer = nil
+					c.alertMu.Unlock()
+					c.checkAlert(bg, false)
+				})
+			}
+			c.alertMu.Unlock()
+			return
+		}
+	}
+	c.alertAt = time.Now()
+	c.alertMu.Unlock()
+	pending, err := c.waitingCount(ctx)
+	if err != nil {
+		if ctx.Err() == nil && !errors.Is(err, ErrClosed) {
+			c.log.WarnContext(ctx, "alert check: count pending jobs", "err", err)
+		}
 		return
 	}
 	now := c.now()
-	c.alertMu.Lock()
-	if !force && now.Sub(c.alertAt) < time.Second {
-		c.alertMu.Unlock()
-		return
-	}
-	c.alertAt = now
-	c.alertMu.Unlock()
-	ss, err := c.st.Stats(ctx)
-	if err != nil {
-		return
-	}
-	var pending int64
-	for _, s := range ss {
-		pending += s.Pending + s.Scheduled
-	}
 	c.alertMu.Lock()
 	high := pending > int64(c.cfg.AlertThreshold)
 	send := high && (!c.alertHigh || now.Sub(c.alertSent) >= time.Minute)
@@ -340,6 +390,25 @@ func (c *Client) checkAlert(ctx context.Context, force bool) {
 	if send {
 		c.emit(ctx, Event{Kind: EventAlert, AlertType: "QUEUE_SIZE", Pending: pending, Threshold: c.cfg.AlertThreshold})
 	}
+}
+
+// waitingCount returns how many jobs are pending or scheduled.
+func (c *Client) waitingCount(ctx context.Context) (int64, error) {
+	if wc, ok := c.st.(store.TaskBacklogger); ok {
+		return wc.WaitingCount(ctx)
+	}
+	ss, err := c.st.Stats(ctx)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, s := range ss {
+		if !s.Healthy {
+			return 0, fmt.Errorf("%w: shard %d: %s", ErrShardUnavailable, s.Shard, s.LastError)
+		}
+		n += s.Pending + s.Scheduled
+	}
+	return n, nil
 }
 
 // TaskStats returns the counts of one task's jobs by status.

@@ -52,6 +52,13 @@ type Config struct {
 	// Handlers(). They are fixed after Open. A client without handlers can
 	// still enqueue.
 	Handlers []Handler
+	// AllowUnknownTasks lets a client that has Handlers enqueue tasks none
+	// of them runs (a producer that also enqueues another service's tasks).
+	// Without it such an enqueue fails with ErrUnknownTask, so that a
+	// misspelt or renamed task is caught instead of waiting forever. A
+	// client with no Handlers at all accepts every task name as written
+	// and cannot check payloads: it is a pure producer.
+	AllowUnknownTasks bool
 	// Logger receives the client's logs. Nil means slog.Default().
 	Logger *slog.Logger
 
@@ -89,8 +96,10 @@ type Config struct {
 	// quiet the check backs off to 4×PollInterval. Zero means 5ms. Enqueues
 	// from this process wake Run at once.
 	PollInterval time.Duration
-	// HeartbeatInterval is how often running jobs' heartbeats are renewed.
-	// Zero means 5s (env HEARTBEAT_INTERVAL, in ms).
+	// HeartbeatInterval is how often running jobs' heartbeats are renewed,
+	// and how often Run refreshes its worker registry entry (at least
+	// RegistryMinRefresh apart; see WorkerInfo). Zero means 5s (env
+	// HEARTBEAT_INTERVAL, in ms).
 	HeartbeatInterval time.Duration
 	// StuckTimeout is how old a heartbeat must be before orphan recovery
 	// takes the job back. Zero means 30s (env STUCK_TIMEOUT, in ms). It

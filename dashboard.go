@@ -354,23 +354,6 @@ func (a *admin) throughput(w http.ResponseWriter, r *http.Request, _ []string) e
 	})
 }
 
-// adminWorker is one live worker as GET /workers shows it.
-type adminWorker struct {
-	WorkerStats
-	Local bool `json:"local"` // the worker of this process
-}
-
-func (a *admin) workers(w http.ResponseWriter, r *http.Request, _ []string) error {
-	if err := onlyParams(r); err != nil {
-		return err
-	}
-	out := []adminWorker{}
-	if ws, ok := a.c.WorkerStats(); ok {
-		out = append(out, adminWorker{WorkerStats: ws, Local: true})
-	}
-	return reply(w, http.StatusOK, map[string]any{"workers": out, "source": "local"})
-}
-
 // adminBreaker is one task's circuit breaker.
 type adminBreaker struct {
 	Task              string  `json:"task"` // "" for the catch-all handler's breaker

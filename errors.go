@@ -26,6 +26,10 @@ var (
 	// ErrReadOnly is returned by every write through a client opened with
 	// Config.ReadOnly.
 	ErrReadOnly = store.ErrReadOnly
+	// ErrShardUnavailable is wrapped by the error Stats and WaitIdle return
+	// when a shard could not be read (locked past Config.BusyTimeout,
+	// corrupt, or gone).
+	ErrShardUnavailable = errors.New("queuemax: shard unavailable")
 	// ErrInvalidShard is returned for a shard index outside [0, Shards).
 	ErrInvalidShard = store.ErrInvalidShard
 	// ErrInvalidPayload is returned for a payload that is not a JSON object,
@@ -37,8 +41,16 @@ var (
 	ErrInvalidRetries = errors.New("queuemax: invalid max retries (want 0 or more)")
 	// ErrInvalidConfig is wrapped by every Config validation error.
 	ErrInvalidConfig = errors.New("queuemax: invalid config")
-	// ErrUnknownTask is returned when a job names a task with no handler.
+	// ErrUnknownTask is returned when a job names a task with no handler:
+	// by an enqueue through a client that has handlers (unless
+	// Config.AllowUnknownTasks is set), and recorded for a claimed job no
+	// handler runs.
 	ErrUnknownTask = errors.New("queuemax: unknown task")
+	// ErrPayloadShape is matched by a *PayloadShapeError: a payload whose
+	// keys or value types do not fit the task's parameters. An enqueue
+	// refuses such a payload; a stored job whose payload no longer fits is
+	// dead-lettered at once, never run on zero values.
+	ErrPayloadShape = errors.New("queuemax: payload does not fit the task's parameters")
 	// ErrDuplicateTask is returned by Open when two handlers share a name.
 	ErrDuplicateTask = errors.New("queuemax: duplicate task name")
 	// ErrNotBound is returned by a Task that is not bound to a Client.
@@ -48,6 +60,16 @@ var (
 	ErrNoResult = errors.New("queuemax: job has no result")
 	// ErrRunning is returned by Run when the client is already running.
 	ErrRunning = errors.New("queuemax: client already running")
+	// ErrTxUnsupported is returned by the transactional enqueues (EnqueueTx,
+	// EnqueueManyTx, Task.EnqueueTx, the generated DelayTx, …) on the
+	// embedded SQLite store: its jobs live in queuemax's own shard files,
+	// which an application's transaction cannot span. Use the PostgreSQL
+	// store (Config.DSN) for them.
+	ErrTxUnsupported = errors.New("queuemax: transactional enqueue needs the PostgreSQL store (Config.DSN); the SQLite store cannot join an application's transaction")
+	// ErrInvalidTx is wrapped by the error of a transactional enqueue whose
+	// transaction is nil. A value of the wrong type gets the store's error,
+	// which names the type it got and the types it takes.
+	ErrInvalidTx = errors.New("queuemax: invalid transaction (want a pgx.Tx or a *sql.Tx of the pgx stdlib driver)")
 )
 
 // ConfigError names the Config field that failed validation.

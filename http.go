@@ -84,7 +84,8 @@ type AdminOptions struct {
 //
 // Endpoints:
 //
-//	GET  /stats                              Stats, plus "worker" (WorkerStats) while Run is active
+//	GET  /stats                              Stats, plus "worker" (WorkerStats) while Run is active,
+//	                                         and "error" when a shard could not be read
 //	GET  /jobs?status=&task=&shard=&q=&limit= {"jobs": [...]}, newest first; limit 1–1000, default 100;
 //	                                         q keeps jobs whose id, task, payload, error or worker contain it
 //	                                         (searching the newest 1000 jobs that match the other filters)
@@ -93,7 +94,7 @@ type AdminOptions struct {
 //	GET  /periodic                           {"periodic": [PeriodicInfo...]}
 //	GET  /tasks                              {"tasks": [...]}: counts per task by status and shard
 //	GET  /throughput                         completed, failed and retried jobs per 5s step, last 10 minutes
-//	GET  /workers                            {"workers": [...]}: this process's worker, while Run is active
+//	GET  /workers                            {"workers": [WorkerInfo...]}: the live worker registry
 //	GET  /breakers                           {"breakers": [...]}: the task circuit breakers of a running worker
 //	GET  /info                               what the dashboard may offer (read_only, protect_reads, shards)
 //	GET  /ui/                                the dashboard, a web page over these endpoints (its
@@ -119,8 +120,11 @@ type AdminOptions struct {
 // be JSON (415 otherwise), at most AdminOptions.MaxBodyBytes (413), with no
 // unknown fields (400). Errors are JSON objects {"error": "..."}: 400 names
 // the bad parameter or field, 404 an unknown job or path, 405 a wrong
-// method (with an Allow header). When c has handlers and no catch-all one,
-// /enqueue accepts only their task names.
+// method (with an Allow header). /enqueue checks like Client.Enqueue: when
+// c has handlers (and no catch-all one) the task must be one of theirs (a
+// short name is resolved) unless Config.AllowUnknownTasks is set, and the
+// payload of a registered task must fit its parameters (400 naming the
+// field; nothing is stored).
 func NewAdminHandler(c *Client, opts AdminOptions) http.Handler {
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = DefaultAdminMaxBodyBytes
@@ -285,7 +289,7 @@ func (a *admin) fail(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, ErrJobNotFound):
 		status, msg = http.StatusNotFound, err.Error()
 	case errors.Is(err, ErrInvalidPayload), errors.Is(err, ErrInvalidPriority), errors.Is(err, ErrInvalidRetries),
-		errors.Is(err, ErrInvalidShard):
+		errors.Is(err, ErrInvalidShard), errors.Is(err, ErrUnknownTask):
 		status, msg = http.StatusBadRequest, err.Error()
 	case errors.Is(err, ErrReadOnly):
 		status, msg = http.StatusForbidden, err.Error()
@@ -480,16 +484,28 @@ type adminShard struct {
 	LastError      string  `json:"last_error,omitempty"`
 }
 
+func (a *admin) workers(w http.ResponseWriter, r *http.Request, _ []string) error {
+	ws, err := a.c.Workers(r.Context())
+	if err != nil {
+		return err
+	}
+	return reply(w, http.StatusOK, map[string][]WorkerInfo{"workers": ws})
+}
+
 func (a *admin) stats(w http.ResponseWriter, r *http.Request, _ []string) error {
 	s, err := a.c.Stats(r.Context())
-	if err != nil {
+	if err != nil && (s.PerShard == nil || !errors.Is(err, ErrShardUnavailable)) {
 		return err
 	}
 	out := struct {
 		Stats
 		Shards []adminShard `json:"shards"`
 		Worker *WorkerStats `json:"worker,omitempty"`
+		Error  string       `json:"error,omitempty"` // why the snapshot is incomplete (unreadable shards)
 	}{Stats: s, Shards: []adminShard{}}
+	if err != nil {
+		out.Error = err.Error()
+	}
 	for _, sh := range s.PerShard {
 		as := adminShard{Shard: sh.Shard, Pending: sh.Pending, Scheduled: sh.Scheduled, Processing: sh.Processing,
 			Failed: sh.Failed, Completed: sh.Completed, DeadLetters: sh.DeadLetters, TotalProcessed: sh.TotalProcessed,
@@ -716,9 +732,6 @@ func (a *admin) enqueue(w http.ResponseWriter, r *http.Request, _ []string) erro
 	if req.Task == "" {
 		return badRequest(`field "task": required`)
 	}
-	if err := a.knownTask(req.Task); err != nil {
-		return err
-	}
 	payload := req.Payload
 	if len(payload) == 0 || string(payload) == "null" {
 		payload = json.RawMessage("{}")
@@ -753,28 +766,6 @@ func (a *admin) enqueue(w http.ResponseWriter, r *http.Request, _ []string) erro
 		return err
 	}
 	return reply(w, http.StatusCreated, map[string]any{"job_id": id, "shard": id.Shard()})
-}
-
-// knownTask refuses a task no handler runs, when the client's handlers are
-// known to be the whole set.
-func (a *admin) knownTask(task string) error {
-	if len(a.c.handlers) == 0 {
-		return nil // an enqueue-only client: workers elsewhere know the tasks
-	}
-	if _, ok := a.c.handlers[task]; ok {
-		return nil
-	}
-	if _, ok := a.c.handlers[""]; ok {
-		return nil
-	}
-	names := slices.Sorted(func(yield func(string) bool) {
-		for n := range a.c.handlers {
-			if !yield(n) {
-				return
-			}
-		}
-	})
-	return badRequest("field \"task\": unknown task %q (known: %s)", task, strings.Join(names, ", "))
 }
 
 // ServeWithWorkers runs srv on srv.Addr (":http" if empty; TLS when

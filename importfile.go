@@ -10,6 +10,8 @@ import (
 	"io"
 	"os"
 	"time"
+
+	"github.com/queuemax/queuemax/runtime/store"
 )
 
 // FileRecord is one job in an import file. Payload is required; the other
@@ -27,8 +29,9 @@ type FileRecord struct {
 // EnqueueFile enqueues every record of a JSON Lines file (one FileRecord
 // object per line; blank lines are skipped) or of a file holding one JSON
 // array of records. It is all or nothing: every record is parsed and
-// validated before anything is stored, and the first bad record is reported
-// as a *LineError naming its line. It returns how many jobs it stored.
+// validated before anything is stored (task names and payload shapes as
+// Enqueue checks them), and the first bad record is reported as a
+// *LineError naming its line. It returns how many jobs it stored.
 // Progress, when not nil, is called after parsing with (done, total) as the
 // records are validated.
 func (c *Client) EnqueueFile(ctx context.Context, path string, progress func(done, total int)) (int, error) {
@@ -44,7 +47,7 @@ func (c *Client) EnqueueFile(ctx context.Context, path string, progress func(don
 		}
 		return 0, err
 	}
-	params := make([]EnqueueParams, len(recs))
+	params := make([]store.InsertParams, len(recs))
 	for i, r := range recs {
 		p := EnqueueParams{Task: r.Task, Payload: r.Payload, Opts: Opts{Priority: r.Priority, MaxRetries: r.MaxRetries, Key: r.Key}}
 		if p.Opts.Key == nil {
@@ -53,15 +56,19 @@ func (c *Client) EnqueueFile(ctx context.Context, path string, progress func(don
 		if r.RunAt != nil {
 			p.Opts.RunAt = *r.RunAt
 		}
-		if _, err := c.prepare(p); err != nil {
+		sp, err := c.prepare(p)
+		if err != nil {
+			if errors.Is(err, ErrClosed) {
+				return 0, err
+			}
 			return 0, &LineError{Path: path, Line: lines[i], Err: err}
 		}
-		params[i] = p
+		params[i] = sp
 		if progress != nil && (i%1000 == 999 || i == len(recs)-1) {
 			progress(i+1, len(recs))
 		}
 	}
-	ids, err := c.EnqueueMany(ctx, params)
+	ids, err := c.insertPrepared(ctx, params)
 	return len(ids), err
 }
 

@@ -267,11 +267,16 @@ func (c *Client) RecoverOrphans(ctx context.Context) (RecoverResult, error) {
 }
 
 // WaitUntilEmpty blocks until no job is pending, scheduled or running, or
-// until ctx ends (returning its error). It checks every 50ms.
+// until ctx ends (returning its error). It checks every 50ms; a check that
+// fails (an unreadable shard, an expired ctx) returns its error, never a
+// false "empty".
 func (c *Client) WaitUntilEmpty(ctx context.Context) error {
 	t := time.NewTicker(50 * time.Millisecond)
 	defer t.Stop()
 	for {
+		if err := ctx.Err(); err != nil {
+			return context.Cause(ctx)
+		}
 		has, err := c.st.HasWork(ctx)
 		if err != nil {
 			return err
@@ -350,17 +355,42 @@ type Stats struct {
 	TokensAvailable float64 `json:"tokens_available"` // -1 when not limited
 	CircuitState    string  `json:"circuit_state"`    // the worst task breaker's: closed, open, half_open
 	CircuitFailures int     `json:"circuit_failures"` // the most consecutive failures of any task
-	// Circuits maps each task to its breaker's state while Run is active.
-	Circuits      map[string]string `json:"circuits,omitempty"`
-	UptimeSeconds float64           `json:"uptime_seconds"` // since Open
-	IsHealthy     bool              `json:"is_healthy"`     // every shard readable and circuit not open
-	PerShard      []ShardStats      `json:"shards"`
+	// Circuits maps each task to its breaker's state: this process's while
+	// its Run is active, otherwise the worst over the live workers of the
+	// registry.
+	Circuits map[string]string `json:"circuits,omitempty"`
+	// RateLimits maps each rate-limited task ("*" for the process-wide
+	// limit) to its limiter: this process's while its Run is active,
+	// otherwise summed over the live workers (each process limits itself).
+	RateLimits map[string]RateLimitInfo `json:"rate_limits,omitempty"`
+	// UptimeSeconds is the queue's uptime: since the earliest live worker
+	// started, or, with no live worker, since the queue was created.
+	UptimeSeconds float64      `json:"uptime_seconds"`
+	IsHealthy     bool         `json:"is_healthy"` // every shard readable and circuit not open
+	PerShard      []ShardStats `json:"shards"`
+	// Tasks maps every task with pending or scheduled jobs to its backlog
+	// and how many live workers run it.
+	Tasks map[string]TaskInfo `json:"tasks,omitempty"`
+	// Warnings lists problems nobody would otherwise notice, such as a task
+	// with pending jobs that no live worker runs.
+	Warnings []string `json:"warnings,omitempty"`
+	// Workers are the live entries of the worker registry (see Workers).
+	Workers []WorkerInfo `json:"workers,omitempty"`
 }
 
 // Stats returns queue statistics. Counts come from the status index, not
-// from scanning payloads. A shard that cannot be read is reported unhealthy
-// with its error instead of as zeros.
+// from scanning payloads. Stats never reports a shard it could not read as
+// zeros: the snapshot marks such a shard unhealthy with its error in
+// PerShard, and Stats returns that snapshot together with a non-nil error
+// (ErrShardUnavailable for each unreadable shard, or ctx's error); callers
+// that only want a complete answer check the error alone. Tasks, Warnings
+// and Workers come from the live worker registry, so Stats in a process
+// that runs no workers (the CLI, a dashboard) shows the running workers'
+// breaker and rate-limit states.
 func (c *Client) Stats(ctx context.Context) (Stats, error) {
+	if err := ctx.Err(); err != nil {
+		return Stats{}, context.Cause(ctx)
+	}
 	ss, err := c.st.Stats(ctx)
 	if err != nil {
 		return Stats{}, err
@@ -371,13 +401,13 @@ func (c *Client) Stats(ctx context.Context) (Stats, error) {
 		RateLimit:       c.cfg.RateLimit.Limit,
 		TokensAvailable: -1,
 		CircuitState:    "closed",
-		UptimeSeconds:   c.now().Sub(c.started).Seconds(),
 		IsHealthy:       true,
 		PerShard:        ss,
 	}
 	if c.cfg.RateLimit.Limit > 0 {
 		s.RateLimitPer = c.cfg.RateLimit.Per.String()
 	}
+	var errs []error
 	for _, sh := range ss {
 		s.Pending += sh.Pending
 		s.Scheduled += sh.Scheduled
@@ -388,11 +418,23 @@ func (c *Client) Stats(ctx context.Context) (Stats, error) {
 		s.TotalProcessed += sh.TotalProcessed
 		s.TotalFailed += sh.TotalFailed
 		s.IsHealthy = s.IsHealthy && sh.Healthy
+		if !sh.Healthy {
+			errs = append(errs, fmt.Errorf("%w: shard %d: %s", ErrShardUnavailable, sh.Shard, sh.LastError))
+		}
 	}
-	if e := c.engine.Load(); e != nil {
-		fillStats(e, &s)
+	if err := ctx.Err(); err != nil {
+		return s, context.Cause(ctx)
 	}
-	return s, nil
+	e := c.engine.Load()
+	local := e != nil && c.running.Load()
+	if local {
+		fillStats(e.Engine, &s)
+		s.RateLimits = e.workerInfo(c.now()).RateLimits
+	}
+	if err := c.fillRegistry(ctx, &s, local); err != nil {
+		errs = append(errs, err)
+	}
+	return s, errors.Join(errs...)
 }
 
 // panicError turns a recovered panic into a *PanicError with its stack.

@@ -2,6 +2,7 @@ package queuemax
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/queuemax/queuemax/runtime/store"
@@ -114,6 +115,12 @@ type Handler struct {
 	Periodic *Periodic
 	// Func runs one job.
 	Func HandlerFunc
+	// Validate, when set, checks a raw JSON payload against the task's
+	// parameters; every enqueue that takes a raw payload (Client.Enqueue,
+	// EnqueueMany, EnqueueFile, the CLI and the admin API) calls it before
+	// storing anything. Define and DefineResult set it to DecodeArgs; their
+	// Func dead-letters a stored payload that fails it at once.
+	Validate func(payload json.RawMessage) error
 }
 
 // Re-exported leaf types. They are defined in the storage layer so that every

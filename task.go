@@ -74,6 +74,49 @@ func (t Task[A]) EnqueueMany(ctx context.Context, args []A) ([]JobID, error) {
 	return t.c.EnqueueMany(ctx, params)
 }
 
+// EnqueueTx stores one job with payload args inside tx, the application's
+// open transaction: the job exists if and only if tx commits. See
+// Client.EnqueueTx for the transaction types, wake-up and errors; on the
+// SQLite store it returns ErrTxUnsupported.
+func (t Task[A]) EnqueueTx(ctx context.Context, tx Tx, args A) (JobID, error) {
+	if t.c == nil {
+		return 0, ErrNotBound
+	}
+	ids, err := t.c.enqueueTx(ctx, tx, []EnqueueParams{{Task: t.name, Payload: args, Opts: t.opts, defaults: &t.def}}, false)
+	if err != nil {
+		return 0, err
+	}
+	return ids[0], nil
+}
+
+// EnqueueAtTx stores one job inside tx that becomes ready at at.
+func (t Task[A]) EnqueueAtTx(ctx context.Context, tx Tx, at time.Time, args A) (JobID, error) {
+	return t.With(Opts{RunAt: at}).EnqueueTx(ctx, tx, args)
+}
+
+// EnqueueInTx stores one job inside tx that becomes ready after d, counted
+// from this call (not from the commit).
+func (t Task[A]) EnqueueInTx(ctx context.Context, tx Tx, d time.Duration, args A) (JobID, error) {
+	if t.c == nil {
+		return 0, ErrNotBound
+	}
+	return t.EnqueueAtTx(ctx, tx, t.c.now().Add(d), args)
+}
+
+// EnqueueManyTx stores one job per element of args inside tx and returns
+// their IDs in order; they exist if and only if tx commits. If any payload
+// is invalid nothing is written to tx.
+func (t Task[A]) EnqueueManyTx(ctx context.Context, tx Tx, args []A) ([]JobID, error) {
+	if t.c == nil {
+		return nil, ErrNotBound
+	}
+	params := make([]EnqueueParams, len(args))
+	for i, a := range args {
+		params[i] = EnqueueParams{Task: t.name, Payload: a, Opts: t.opts, defaults: &t.def}
+	}
+	return t.c.enqueueTx(ctx, tx, params, true)
+}
+
 // Stats returns the counts of this task's jobs by status.
 func (t Task[A]) Stats(ctx context.Context) (TaskStats, error) {
 	if t.c == nil {
@@ -92,14 +135,23 @@ type TaskStats struct {
 	Completed  int64  `json:"completed"`
 }
 
-// Define returns the Handler for a task whose function takes args A and
-// returns only an error. The payload is decoded into A; a payload that does
-// not decode fails the job permanently.
-func Define[A any](name string, o TaskOptions, fn func(context.Context, A) error) Handler {
-	return Handler{Name: name, Options: o, Func: func(ctx context.Context, job *Job) (any, error) {
+// validator returns a Handler.Validate that decodes into A with DecodeArgs.
+func validator[A any](name string) func(json.RawMessage) error {
+	return func(raw json.RawMessage) error {
 		var a A
-		if err := decodePayload(job.Payload, &a); err != nil {
-			return nil, Permanent(fmt.Errorf("task %s: decode payload: %w", name, err))
+		return DecodeArgs(name, raw, &a)
+	}
+}
+
+// Define returns the Handler for a task whose function takes args A and
+// returns only an error. The payload is decoded into A with DecodeArgs; a
+// payload that does not fit (a key A lacks, a missing parameter, a wrong
+// type) dead-letters the job at once with a *PayloadShapeError.
+func Define[A any](name string, o TaskOptions, fn func(context.Context, A) error) Handler {
+	return Handler{Name: name, Options: o, Validate: validator[A](name), Func: func(ctx context.Context, job *Job) (any, error) {
+		var a A
+		if err := DecodeArgs(name, job.Payload, &a); err != nil {
+			return nil, Permanent(err)
 		}
 		return nil, fn(ctx, a)
 	}}
@@ -108,10 +160,10 @@ func Define[A any](name string, o TaskOptions, fn func(context.Context, A) error
 // DefineResult returns the Handler for a task whose function returns a
 // result R, which is stored with the completed job (see Result).
 func DefineResult[A, R any](name string, o TaskOptions, fn func(context.Context, A) (R, error)) Handler {
-	return Handler{Name: name, Options: o, Func: func(ctx context.Context, job *Job) (any, error) {
+	return Handler{Name: name, Options: o, Validate: validator[A](name), Func: func(ctx context.Context, job *Job) (any, error) {
 		var a A
-		if err := decodePayload(job.Payload, &a); err != nil {
-			return nil, Permanent(fmt.Errorf("task %s: decode payload: %w", name, err))
+		if err := DecodeArgs(name, job.Payload, &a); err != nil {
+			return nil, Permanent(err)
 		}
 		r, err := fn(ctx, a)
 		if err != nil {

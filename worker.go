@@ -64,10 +64,20 @@ type WorkerStats struct {
 	CurrentJobs       []JobID       `json:"current_jobs,omitempty"`   // executing or prefetched
 }
 
+// worker is one Run: the engine, plus what the API keeps about it (its
+// worker-registry entry).
+type worker struct {
+	*engine.Engine
+	c      *Client
+	regKey string          // the worker registry row (registry.go)
+	warned map[string]bool // tasks warnUnhandled reported (maintenance only)
+}
+
 // newEngine builds the engine of one Run from the client's configuration:
 // the breakers and rate limiters it decides claims by, and the funcs
 // through which it runs handlers and records outcomes.
-func (c *Client) newEngine() (*engine.Engine, error) {
+func (c *Client) newEngine() (*worker, error) {
+	w := &worker{c: c}
 	cfg := engine.Config{
 		Store:             c.st,
 		WorkerID:          c.cfg.WorkerID,
@@ -91,7 +101,12 @@ func (c *Client) newEngine() (*engine.Engine, error) {
 		Fail:              c.failed,
 		RecoverOrphans:    c.recoverOrphans,
 		Cleanup:           c.cleanupOld,
-		CheckAlert:        func(ctx context.Context) { c.checkAlert(ctx, true) },
+		CheckAlert: func(ctx context.Context) {
+			c.checkAlert(ctx, true)
+			w.warnUnhandled(ctx)
+		},
+		Start:    w.registerFirst,
+		Services: []engine.Service{&registry{w: w}},
 	}
 	if r := c.cfg.RateLimit; r.Limit > 0 {
 		l, err := ratelimit.New(r.Limit, r.Per, 0)
@@ -141,7 +156,8 @@ func (c *Client) newEngine() (*engine.Engine, error) {
 	if len(sched.entries) > 0 {
 		cfg.Periodic = sched
 	}
-	return engine.New(cfg), nil
+	w.Engine = engine.New(cfg)
+	return w, nil
 }
 
 // Run processes jobs until ctx ends, then drains: it stops claiming, lets
@@ -200,11 +216,15 @@ func (c *Client) Stop(ctx context.Context) error {
 
 // WaitIdle blocks until Run has no job running and no job of any task is
 // ready to claim (scheduled jobs are not waited for), or until ctx ends. It
-// checks every 20ms.
+// checks every 20ms. A check that cannot read a shard returns an error
+// wrapping ErrShardUnavailable, never a false "idle".
 func (c *Client) WaitIdle(ctx context.Context) error {
 	t := time.NewTicker(20 * time.Millisecond)
 	defer t.Stop()
 	for {
+		if err := ctx.Err(); err != nil {
+			return context.Cause(ctx)
+		}
 		running := 0
 		if e := c.engine.Load(); e != nil {
 			running = e.Active()
@@ -216,6 +236,9 @@ func (c *Client) WaitIdle(ctx context.Context) error {
 				return err
 			}
 			for _, s := range ss {
+				if !s.Healthy {
+					return fmt.Errorf("%w: shard %d: %s", ErrShardUnavailable, s.Shard, s.LastError)
+				}
 				ready += int(s.Pending)
 			}
 			if ready == 0 {

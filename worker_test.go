@@ -247,7 +247,7 @@ func TestClient_Run(t *testing.T) {
 	t.Run("OnlyRegisteredTasksAreClaimed", func(t *testing.T) {
 		t.Parallel()
 		h := Define("t.Mine", TaskOptions{}, func(context.Context, echoArgs) error { return nil })
-		b := setup(t, Config{Shards: 1, Handlers: []Handler{h}})
+		b := setup(t, Config{Shards: 1, Handlers: []Handler{h}, AllowUnknownTasks: true})
 		evs := collect(b.c, EventCompleted)
 		run(t, b.c)
 		other, _ := b.c.Enqueue(b.ctx, "t.Theirs", echoArgs{}, Opts{})

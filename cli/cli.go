@@ -1,6 +1,6 @@
 // Package cli is the queuemax command line as a library: every operator
 // subcommand (stats, list, enqueue, retry, dlq, recover, purge, periodic,
-// wait, dashboard) and, for a binary built with a task registry, worker.
+// wait, workers, dashboard) and, for a binary built with a task registry, worker.
 //
 // A Go program cannot load a function by name, so the worker runs the
 // handlers compiled into its binary. A worker binary is a main of one line

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,14 +21,20 @@ var enqueueCommand = &command{
 	help: `
 Enqueue stores one job of --task with --payload, a JSON object (default {}),
 and prints its ID. Unset options keep the task's defaults when the binary
-has a task registry, which also rejects unknown task names; a binary
-without one (queuemax) accepts any name.
+has a task registry, which also rejects unknown task names (a short name
+such as SendEmail is resolved when it matches one task) and payloads that
+do not fit the task's parameters: an unknown key, a missing parameter or a
+wrong type is refused naming the field. A binary without a registry
+(queuemax) checks --task against the tasks of the live workers (see
+workers) in the same way; with no live worker it stores the name as given
+(stats then warns while no worker runs it), and --any-task skips the check.
 
 With --file, every record of the file is enqueued, all or nothing: one
 JSON object per line (blank lines skipped) or one JSON array, each record
 {"task": ..., "payload": {...}, "priority": 0-2, "max_retries": N,
-"key": N, "run_at": "RFC 3339"}. The first bad record is named by its line
-and nothing is stored. A progress bar is drawn on a terminal.
+"key": N, "run_at": "RFC 3339"}. Task names and payloads are checked as for
+a single job. The first bad record is named by its line and nothing is
+stored. A progress bar is drawn on a terminal.
 
 The data directory must hold a queue unless --create is given.`,
 	run: runEnqueue,
@@ -57,6 +64,7 @@ func runEnqueue(r *runner, ctx context.Context, cmd *command, args []string) (er
 	file := fs.String("file", "", "enqueue every record of `FILE` (JSON Lines or a JSON array)")
 	jsonOut := fs.Bool("json", false, "print JSON")
 	mkdir := fs.Bool("create", false, "create the data dir and shard files if missing")
+	anyTask := fs.Bool("any-task", false, "store --task as given even if no live worker runs it (binaries without a task registry)")
 	if err := r.parse(fs, cmd, args); err != nil {
 		return err
 	}
@@ -72,7 +80,7 @@ func runEnqueue(r *runner, ctx context.Context, cmd *command, args []string) (er
 				return usagef("--%s cannot be combined with --file (each record sets its own)", name)
 			}
 		}
-		return r.enqueueFile(ctx, *file, mode, *jsonOut)
+		return r.enqueueFile(ctx, *file, mode, *jsonOut, *anyTask)
 	}
 
 	// Check everything before opening, so that a bad flag changes nothing.
@@ -122,6 +130,11 @@ func runEnqueue(r *runner, ctx context.Context, cmd *command, args []string) (er
 		return err
 	}
 	defer closeClient(c, &err)
+	if len(r.handlers) == 0 && !*anyTask {
+		if name, err = r.checkLiveTask(ctx, c, name); err != nil {
+			return err
+		}
+	}
 	id, err := c.Enqueue(ctx, name, json.RawMessage(*payload), o)
 	if err != nil {
 		return err
@@ -153,13 +166,13 @@ func jsonError(s string) error {
 }
 
 // enqueueFile runs enqueue --file.
-func (r *runner) enqueueFile(ctx context.Context, path string, mode access, asJSON bool) (err error) {
+func (r *runner) enqueueFile(ctx context.Context, path string, mode access, asJSON, anyTask bool) (err error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("--file: %w", err)
 	}
 	if len(r.handlers) > 0 {
-		if err := r.checkFileTasks(path, data); err != nil {
+		if err := r.checkFileTasks(path, data, r.requireTask); err != nil {
 			return err
 		}
 	}
@@ -168,6 +181,11 @@ func (r *runner) enqueueFile(ctx context.Context, path string, mode access, asJS
 		return err
 	}
 	defer closeClient(c, &err)
+	if len(r.handlers) == 0 && !anyTask {
+		if err := r.checkFileTasks(path, data, r.liveResolver(ctx, c)); err != nil {
+			return err
+		}
+	}
 	p := newProgress(r.stderr, time.Second)
 	n, err := c.EnqueueFile(ctx, path, func(done, total int) {
 		if !p.tty {
@@ -190,9 +208,10 @@ func (r *runner) enqueueFile(ctx context.Context, path string, mode access, asJS
 	return nil
 }
 
-// checkFileTasks rejects the first record whose task the registry does not
-// know. Records that do not parse are left for EnqueueFile to report.
-func (r *runner) checkFileTasks(path string, data []byte) error {
+// checkFileTasks rejects the first record whose task resolve (the
+// binary's registry, or the live workers' tasks) does not know, or names
+// by a short name. Records that do not parse are left for EnqueueFile to report.
+func (r *runner) checkFileTasks(path string, data []byte, resolve func(string) (string, error)) error {
 	check := func(line int, raw []byte) error {
 		var rec struct {
 			Task string `json:"task"`
@@ -201,10 +220,13 @@ func (r *runner) checkFileTasks(path string, data []byte) error {
 			return nil
 		}
 		if rec.Task == "" {
+			if len(r.handlers) == 0 {
+				return nil // a raw queue-max job
+			}
 			return &queuemax.LineError{Path: path, Line: line,
 				Err: usagef(`missing "task" (this binary runs: %s)`, strings.Join(taskNames(r.handlers), ", "))}
 		}
-		full, err := r.requireTask(rec.Task)
+		full, err := resolve(rec.Task)
 		if err != nil {
 			return &queuemax.LineError{Path: path, Line: line, Err: err}
 		}
@@ -242,4 +264,48 @@ func (r *runner) checkFileTasks(path string, data []byte) error {
 		}
 	}
 	return nil
+}
+
+// checkLiveTask resolves name against the tasks of the live workers; see
+// liveResolver.
+func (r *runner) checkLiveTask(ctx context.Context, c *queuemax.Client, name string) (string, error) {
+	return r.liveResolver(ctx, c)(name)
+}
+
+// liveResolver reads the worker registry once and returns a resolver of
+// task names against the live workers' tasks, for a binary without a task
+// registry: a short name matching one of their tasks becomes its full
+// name, and a name none of them runs is an error. With no live worker (or
+// a catch-all one) every name is kept as given.
+func (r *runner) liveResolver(ctx context.Context, c *queuemax.Client) func(string) (string, error) {
+	keep := func(name string) (string, error) { return name, nil }
+	ws, err := c.Workers(ctx)
+	if err != nil {
+		fmt.Fprintf(r.stderr, "warning: cannot read the worker registry (%v); task names not checked\n", err)
+		return keep
+	}
+	if len(ws) == 0 {
+		return keep // workers may start later; stats warns while none runs it
+	}
+	var known []string
+	for _, w := range ws {
+		if len(w.Tasks) == 0 {
+			return keep // a catch-all worker runs every task
+		}
+		for _, t := range w.Tasks {
+			if !slices.Contains(known, t) {
+				known = append(known, t)
+			}
+		}
+	}
+	return func(name string) (string, error) {
+		full, ok, err := queuemax.ResolveTask(known, name)
+		switch {
+		case err != nil:
+			return "", usagef("%v", err)
+		case ok:
+			return full, nil
+		}
+		return "", usagef("%v (the tasks of the live workers; --any-task stores it anyway)", queuemax.UnknownTaskError(name, known))
+	}
 }

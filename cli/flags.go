@@ -31,7 +31,7 @@ type command struct {
 func commands() []*command {
 	return []*command{
 		statsCommand, listCommand, enqueueCommand, retryCommand, dlqCommand,
-		recoverCommand, purgeCommand, periodicCommand, waitCommand, workerCommand, dashboardCommand,
+		recoverCommand, purgeCommand, periodicCommand, waitCommand, workerCommand, workersCommand, dashboardCommand,
 	}
 }
 

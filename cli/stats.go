@@ -23,8 +23,13 @@ and still in the queue table; completed ones are kept for their result.
 Processed and failed totals count every completion and dead-lettering ever
 recorded. The data directory is opened read-only.
 
-The rate limit, tokens and circuit state are those of this process's
-configuration (the environment), not of a running worker's.`,
+The rate limits, tokens and circuit states are those of the live workers
+(from the worker registry; see workers), and the uptime is the queue's:
+since the earliest live worker started, or since the queue was created.
+Every task with waiting jobs is listed with how many live workers run it;
+a task with pending jobs and no live worker is reported as a warning. A
+shard that cannot be read is shown unhealthy with its error, and the
+command then exits 1.`,
 	run: runStats,
 }
 
@@ -63,6 +68,7 @@ func toShardOut(s queuemax.ShardStats) shardOut {
 }
 
 func runStats(r *runner, ctx context.Context, cmd *command, args []string) (err error) {
+	var statsErr error // a shard that could not be read: printed, then returned
 	fs := r.newFlagSet(cmd.name)
 	jsonOut := fs.Bool("json", false, "print JSON")
 	shard := fs.Int("shard", -1, "show only shard `N`")
@@ -81,9 +87,15 @@ func runStats(r *runner, ctx context.Context, cmd *command, args []string) (err 
 		return usagef("--shard %d: the data dir has %d shards (0–%d)", *shard, c.Shards(), c.Shards()-1)
 	}
 	s, err := c.Stats(ctx)
-	if err != nil {
+	if err != nil && s.PerShard == nil {
 		return err
 	}
+	defer func() {
+		if err == nil && statsErr != nil {
+			err = statsErr
+		}
+	}()
+	statsErr = err
 	out := statsOut{DataDir: c.Dir(), Stats: s}
 	for _, sh := range s.PerShard {
 		out.PerShard = append(out.PerShard, toShardOut(sh))
@@ -116,10 +128,37 @@ func runStats(r *runner, ctx context.Context, cmd *command, args []string) (err 
 		for _, task := range slices.Sorted(maps.Keys(s.Circuits)) {
 			kv.row("  "+shortTask(task), s.Circuits[task])
 		}
+		for _, task := range slices.Sorted(maps.Keys(s.RateLimits)) {
+			rl := s.RateLimits[task]
+			name := task
+			if task != "*" {
+				name = shortTask(task)
+			}
+			kv.row("  rate "+name, fmt.Sprintf("%d per %s, %.1f tokens, %d waited", rl.Limit, rl.Per, rl.Tokens, rl.Denied))
+		}
+		kv.row("Uptime", roughDuration(time.Duration(s.UptimeSeconds*float64(time.Second))))
+		kv.row("Live workers", strconv.Itoa(len(s.Workers)))
 		if err := kv.flush(); err != nil {
 			return err
 		}
 		fmt.Fprintln(r.stdout)
+		if len(s.Tasks) > 0 {
+			tt := newTable(r.stdout, "TASK", "PENDING", "SCHEDULED", "LIVE WORKERS")
+			for _, task := range slices.Sorted(maps.Keys(s.Tasks)) {
+				ti := s.Tasks[task]
+				tt.row(shortTask(task), strconv.FormatInt(ti.Pending, 10), strconv.FormatInt(ti.Scheduled, 10), strconv.Itoa(ti.Workers))
+			}
+			if err := tt.flush(); err != nil {
+				return err
+			}
+			fmt.Fprintln(r.stdout)
+		}
+		for _, w := range s.Warnings {
+			fmt.Fprintln(r.stdout, "warning: "+w)
+		}
+		if len(s.Warnings) > 0 {
+			fmt.Fprintln(r.stdout)
+		}
 	}
 	t := newTable(r.stdout, "SHARD", "PENDING", "SCHEDULED", "PROCESSING", "FAILED", "COMPLETED",
 		"DLQ", "PROCESSED", "FAILED TOTAL", "OLDEST PENDING", "AVG RUN", "HEALTHY")

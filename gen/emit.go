@@ -336,10 +336,15 @@ func tagLiteral(tag string) string {
 //	func sendEmailFunc(ctx context.Context, a SendEmailArgs) error { return SendEmail(ctx, a.To) }
 //	type SendEmailTask struct{ queuemax.Task[SendEmailArgs] }
 //	func (t SendEmailTask) Delay(ctx context.Context, to string) (queuemax.JobID, error)
+//	func (t SendEmailTask) DelayTx(ctx context.Context, tx queuemax.Tx, to string) (queuemax.JobID, error)
 //	func (t SendEmailTask) ScheduleAt(ctx context.Context, at time.Time, to string) (queuemax.JobID, error)
+//	func (t SendEmailTask) ScheduleAtTx(ctx context.Context, tx queuemax.Tx, at time.Time, to string) (queuemax.JobID, error)
 //	func (t SendEmailTask) ScheduleIn(ctx context.Context, d time.Duration, to string) (queuemax.JobID, error)
+//	func (t SendEmailTask) ScheduleInTx(ctx context.Context, tx queuemax.Tx, d time.Duration, to string) (queuemax.JobID, error)
 //	func (t SendEmailTask) Map(ctx context.Context, to []string) ([]queuemax.JobID, error)
+//	func (t SendEmailTask) MapTx(ctx context.Context, tx queuemax.Tx, to []string) ([]queuemax.JobID, error)
 //	func (t SendEmailTask) MapArgs(ctx context.Context, args []SendEmailArgs) ([]queuemax.JobID, error)
+//	func (t SendEmailTask) MapArgsTx(ctx context.Context, tx queuemax.Tx, args []SendEmailArgs) ([]queuemax.JobID, error)
 //	func (t SendEmailTask) With(o queuemax.Opts) SendEmailTask
 //	func (t SendEmailTask) Call(ctx context.Context, to string) error
 //	func (t ReportTask) Result(ctx context.Context, id queuemax.JobID) (Report, error)  // (T, error) tasks only
@@ -349,6 +354,7 @@ func task(t taskSpec) []jen.Code {
 	src := t.src()
 	recv := jen.Id("t").Id(n.stub)
 	ctx := jen.Id("ctx").Qual("context", "Context")
+	txParam := func() jen.Code { return jen.Id("tx").Add(qm("Tx")) }
 
 	// params renders the task's parameters as method parameters.
 	params := func(lead ...jen.Code) []jen.Code {
@@ -388,7 +394,9 @@ func task(t taskSpec) []jen.Code {
 		fmt.Sprintf("%s is the payload of %s (%s).", n.args, t.Func, src),
 		"",
 		"Each field holds one parameter after ctx; a job stores the payload as",
-		"a JSON object with snake_case keys.",
+		"a JSON object with snake_case keys. Every key is required except those",
+		"of pointer parameters, and unknown keys and wrong types are refused at",
+		"enqueue and at run time (see [queuemax.DecodeArgs]).",
 	).Type().Id(n.args).StructFunc(func(g *jen.Group) {
 		for _, p := range t.Params {
 			g.Id(p.Field).Add(typ(p.Type)).Tag(map[string]string{"json": p.JSON})
@@ -422,7 +430,7 @@ func task(t taskSpec) []jen.Code {
 		"concurrently.",
 	).Type().Id(n.stub).Struct(qm("Task").Types(jen.Id(n.args))))
 
-	// Delay
+	// Delay, DelayTx
 	out = append(out, doc(
 		fmt.Sprintf("Delay enqueues one %s job to run as soon as a worker is free and", t.Func),
 		"returns its ID. The job is durable once Delay returns nil; Delay does not",
@@ -434,50 +442,95 @@ func task(t taskSpec) []jen.Code {
 	).Func().Params(recv.Clone()).Id("Delay").Params(params()...).Params(jobID.Clone(), jen.Error()).Block(
 		jen.Return(jen.Id("t").Dot("Enqueue").Call(jen.Id("ctx"), argsLit(nil))),
 	))
+	out = append(out, doc(
+		fmt.Sprintf("DelayTx enqueues one %s job inside tx, the application's open", t.Func),
+		"transaction (a pgx.Tx or a *sql.Tx of the pgx stdlib driver), and returns",
+		"its ID: the job exists if and only if tx commits. On the SQLite store it",
+		"returns [queuemax.ErrTxUnsupported]; see [queuemax.Client.EnqueueTx].",
+	).Func().Params(recv.Clone()).Id("DelayTx").Params(params(txParam())...).Params(jobID.Clone(), jen.Error()).Block(
+		jen.Return(jen.Id("t").Dot("EnqueueTx").Call(jen.Id("ctx"), jen.Id("tx"), argsLit(nil))),
+	))
 
-	// ScheduleAt
+	// ScheduleAt, ScheduleAtTx
 	out = append(out, doc(
 		fmt.Sprintf("ScheduleAt enqueues one %s job that becomes ready at at, and", t.Func),
 		"returns its ID. The job is durable once ScheduleAt returns nil.",
 	).Func().Params(recv.Clone()).Id("ScheduleAt").Params(params(jen.Id("at").Qual("time", "Time"))...).Params(jobID.Clone(), jen.Error()).Block(
 		jen.Return(jen.Id("t").Dot("EnqueueAt").Call(jen.Id("ctx"), jen.Id("at"), argsLit(nil))),
 	))
+	out = append(out, doc(
+		fmt.Sprintf("ScheduleAtTx enqueues one %s job inside tx that becomes ready at", t.Func),
+		"at, and returns its ID; the job exists if and only if tx commits (see",
+		"DelayTx).",
+	).Func().Params(recv.Clone()).Id("ScheduleAtTx").Params(params(txParam(), jen.Id("at").Qual("time", "Time"))...).Params(jobID.Clone(), jen.Error()).Block(
+		jen.Return(jen.Id("t").Dot("EnqueueAtTx").Call(jen.Id("ctx"), jen.Id("tx"), jen.Id("at"), argsLit(nil))),
+	))
 
-	// ScheduleIn
+	// ScheduleIn, ScheduleInTx
 	out = append(out, doc(
 		fmt.Sprintf("ScheduleIn enqueues one %s job that becomes ready after d, and", t.Func),
 		"returns its ID. The job is durable once ScheduleIn returns nil.",
 	).Func().Params(recv.Clone()).Id("ScheduleIn").Params(params(jen.Id("d").Qual("time", "Duration"))...).Params(jobID.Clone(), jen.Error()).Block(
 		jen.Return(jen.Id("t").Dot("EnqueueIn").Call(jen.Id("ctx"), jen.Id("d"), argsLit(nil))),
 	))
+	out = append(out, doc(
+		fmt.Sprintf("ScheduleInTx enqueues one %s job inside tx that becomes ready d", t.Func),
+		"after this call, and returns its ID; the job exists if and only if tx",
+		"commits (see DelayTx).",
+	).Func().Params(recv.Clone()).Id("ScheduleInTx").Params(params(txParam(), jen.Id("d").Qual("time", "Duration"))...).Params(jobID.Clone(), jen.Error()).Block(
+		jen.Return(jen.Id("t").Dot("EnqueueInTx").Call(jen.Id("ctx"), jen.Id("tx"), jen.Id("d"), argsLit(nil))),
+	))
 
-	// Map fans out over the first parameter.
+	// Map, MapTx fan out over the first parameter.
 	if len(t.Params) > 0 {
 		first := t.Params[0]
-		mapParams := []jen.Code{ctx, jen.Id(first.Local).Index().Add(typ(first.Type))}
-		for _, p := range t.Params[1:] {
-			mapParams = append(mapParams, jen.Id(p.Local).Add(typ(p.Type)))
+		mapParams := func(lead ...jen.Code) []jen.Code {
+			out := append([]jen.Code{ctx}, lead...)
+			out = append(out, jen.Id(first.Local).Index().Add(typ(first.Type)))
+			for _, p := range t.Params[1:] {
+				out = append(out, jen.Id(p.Local).Add(typ(p.Type)))
+			}
+			return out
+		}
+		mapBody := func(call jen.Code) []jen.Code {
+			return []jen.Code{
+				jen.Id("args").Op(":=").Make(jen.Index().Id(n.args), jen.Len(jen.Id(first.Local))),
+				jen.For(jen.List(jen.Id("i"), jen.Id("v")).Op(":=").Range().Id(first.Local)).Block(
+					jen.Id("args").Index(jen.Id("i")).Op("=").Add(argsLit(jen.Id("v"))),
+				),
+				jen.Return(call),
+			}
 		}
 		out = append(out, doc(
 			fmt.Sprintf("Map enqueues one %s job per element of %s, the other parameters", t.Func, first.Local),
 			"fixed, and returns their IDs in order. The jobs are stored in one",
 			"transaction per shard: if any is invalid, none is stored.",
-		).Func().Params(recv.Clone()).Id("Map").Params(mapParams...).Params(jen.Index().Add(jobID.Clone()), jen.Error()).Block(
-			jen.Id("args").Op(":=").Make(jen.Index().Id(n.args), jen.Len(jen.Id(first.Local))),
-			jen.For(jen.List(jen.Id("i"), jen.Id("v")).Op(":=").Range().Id(first.Local)).Block(
-				jen.Id("args").Index(jen.Id("i")).Op("=").Add(argsLit(jen.Id("v"))),
-			),
-			jen.Return(jen.Id("t").Dot("EnqueueMany").Call(jen.Id("ctx"), jen.Id("args"))),
+		).Func().Params(recv.Clone()).Id("Map").Params(mapParams()...).Params(jen.Index().Add(jobID.Clone()), jen.Error()).Block(
+			mapBody(jen.Id("t").Dot("EnqueueMany").Call(jen.Id("ctx"), jen.Id("args")))...,
+		))
+		out = append(out, doc(
+			fmt.Sprintf("MapTx enqueues one %s job per element of %s inside tx, the other", t.Func, first.Local),
+			"parameters fixed, and returns their IDs in order; the jobs exist if and",
+			"only if tx commits (see DelayTx). If any is invalid, none is written.",
+		).Func().Params(recv.Clone()).Id("MapTx").Params(mapParams(txParam())...).Params(jen.Index().Add(jobID.Clone()), jen.Error()).Block(
+			mapBody(jen.Id("t").Dot("EnqueueManyTx").Call(jen.Id("ctx"), jen.Id("tx"), jen.Id("args")))...,
 		))
 	}
 
-	// MapArgs
+	// MapArgs, MapArgsTx
 	out = append(out, doc(
 		fmt.Sprintf("MapArgs enqueues one %s job per payload and returns their IDs in", t.Func),
 		"order. The jobs are stored in one transaction per shard: if any is",
 		"invalid, none is stored.",
 	).Func().Params(recv.Clone()).Id("MapArgs").Params(ctx, jen.Id("args").Index().Id(n.args)).Params(jen.Index().Add(jobID.Clone()), jen.Error()).Block(
 		jen.Return(jen.Id("t").Dot("EnqueueMany").Call(jen.Id("ctx"), jen.Id("args"))),
+	))
+	out = append(out, doc(
+		fmt.Sprintf("MapArgsTx enqueues one %s job per payload inside tx and returns", t.Func),
+		"their IDs in order; the jobs exist if and only if tx commits (see",
+		"DelayTx). If any is invalid, none is written.",
+	).Func().Params(recv.Clone()).Id("MapArgsTx").Params(ctx, txParam(), jen.Id("args").Index().Id(n.args)).Params(jen.Index().Add(jobID.Clone()), jen.Error()).Block(
+		jen.Return(jen.Id("t").Dot("EnqueueManyTx").Call(jen.Id("ctx"), jen.Id("tx"), jen.Id("args"))),
 	))
 
 	// With

@@ -323,17 +323,16 @@ function renderShards(el, shards) {
 
 function renderWorkers(el, wk) {
   const rows = wk.workers.map((w) => h("tr", {},
-    h("td", { class: "mono" }, w.worker_id),
-    h("td", {}, badge(w.state === "running" ? "running" : w.state, w.state)),
+    h("td", { class: "mono" }, w.id),
+    h("td", {}, `${w.host} (pid ${w.pid})`),
+    h("td", {}, (w.tasks && w.tasks.length) ? w.tasks.join(", ") : "every task"),
     h("td", { class: "num" }, `${w.running} / ${w.concurrency}`),
-    h("td", { class: "num" }, fmt(w.processed)),
-    h("td", { class: "num" }, fmt(w.failed)),
-    h("td", { class: "num" }, fmt(w.retried)),
-    h("td", {}, when(w.started_at))));
+    h("td", {}, when(w.started_at)),
+    h("td", {}, when(w.updated_at))));
   el.replaceChildren(
-    table(["Worker", "State", N("Busy"), N("Done"), N("Failed"), N("Retried"), "Started"], rows,
-      "No worker runs in this process."),
-    h("p", { class: "note" }, "Shows the worker of the process serving this dashboard; workers of other processes are not listed yet."));
+    table(["Worker", "Host", "Tasks", N("Busy"), "Started", "Seen"], rows,
+      "No live worker."),
+    h("p", { class: "note" }, "The live worker registry: every process that runs jobs, refreshed with its heartbeats."));
 }
 
 function renderBreakers(el, br) {

@@ -24,6 +24,8 @@ type options struct {
 	dir     string
 	verbose bool
 	stderr  io.Writer
+	store   string // "sqlite" or "postgres"
+	dsn     string // the PostgreSQL server, for -store postgres
 }
 
 // bench runs scenarios and collects their results.
@@ -31,6 +33,7 @@ type bench struct {
 	o   options
 	log *slog.Logger
 	rep *Report
+	pg  *pgEnv // the PostgreSQL server, for -store postgres
 }
 
 func newBench(o options) *bench {
@@ -60,6 +63,15 @@ const (
 func (b *bench) run(ctx context.Context, chosen []string) *Report {
 	start := time.Now()
 	b.rep.Started = start.UTC().Format(time.RFC3339)
+	b.rep.Store = "sqlite"
+	if b.o.store == "postgres" {
+		if err := b.pgConnect(ctx); err != nil {
+			b.rep.fail("postgres: %v", err)
+			b.rep.Seconds = time.Since(start).Seconds()
+			return b.rep
+		}
+		defer b.pg.close()
+	}
 	for _, name := range chosen {
 		if ctx.Err() != nil {
 			b.rep.fail("interrupted before %s", name)
@@ -68,20 +80,31 @@ func (b *bench) run(ctx context.Context, chosen []string) *Report {
 		fmt.Fprintf(b.o.stderr, "queuemax-bench: %s …", name)
 		began := time.Now()
 		var err error
-		switch name {
-		case "floor":
+		switch {
+		case b.pg != nil:
+			switch name {
+			case "floor":
+				err = b.pgFloorScenario(ctx)
+			case "processing":
+				err = b.pgProcessing(ctx)
+			case "enqueue":
+				err = b.pgEnqueue(ctx)
+			case "latency":
+				err = b.latency(ctx)
+			}
+		case name == "floor":
 			err = b.floorScenario(ctx)
-		case "burst":
+		case name == "burst":
 			err = b.throughput(ctx, "burst", b.n(burstJobs, 200), burstWorkers, burstShards)
-		case "contention":
+		case name == "contention":
 			err = b.throughput(ctx, "contention", b.n(contentionJobs, 100), contentionWorkers, contentionShards)
-		case "failure":
+		case name == "failure":
 			err = b.failure(ctx)
-		case "scale":
+		case name == "scale":
 			err = b.scaleScenario(ctx)
-		case "depth":
+		case name == "depth":
 			err = b.depth(ctx)
-		case "latency":
+		case name == "latency":
 			err = b.latency(ctx)
 		}
 		fmt.Fprintf(b.o.stderr, " %.1fs\n", time.Since(began).Seconds())

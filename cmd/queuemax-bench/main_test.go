@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 )
@@ -31,6 +32,8 @@ func TestRun(t *testing.T) {
 		{name: "Help", args: []string{"-h"}, wantCode: exitOK},
 		{name: "UnknownScenario", args: []string{"-scenarios", "bogus"}, wantCode: exitUsage},
 		{name: "BadScale", args: []string{"-scale", "0"}, wantCode: exitUsage},
+		{name: "UnknownStore", args: []string{"-store", "mysql"}, wantCode: exitUsage},
+		{name: "SQLiteScenarioOnPostgres", args: []string{"-store", "postgres", "-scenarios", "burst"}, wantCode: exitUsage},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -76,5 +79,31 @@ func TestRun_Smoke(t *testing.T) {
 	}
 	if len(rep.Failures) > 0 {
 		t.Errorf("report failures: %q", rep.Failures)
+	}
+}
+
+func TestWithAppName(t *testing.T) {
+	t.Parallel()
+	got, err := withAppName("postgres://u@h:5432/db?sslmode=disable", "x")
+	if err != nil || !strings.Contains(got, "application_name=x") || !strings.Contains(got, "sslmode=disable") {
+		t.Errorf("withAppName = %q, %v; want both parameters", got, err)
+	}
+	if _, err := withAppName("host=h dbname=db", "x"); err == nil {
+		t.Error("withAppName(key=value) = nil error, want one asking for a URL")
+	}
+}
+
+func TestProcTicks(t *testing.T) {
+	t.Parallel()
+	// Burn some CPU so that the count is positive on any machine.
+	deadline := time.Now().Add(50 * time.Millisecond)
+	for time.Now().Before(deadline) {
+	}
+	n, err := procTicks(os.Getpid())
+	if err != nil || n <= 0 {
+		t.Errorf("procTicks(self) = %d, %v; want a positive count", n, err)
+	}
+	if _, err := procTicks(-1); err == nil {
+		t.Error("procTicks(-1) = nil error")
 	}
 }

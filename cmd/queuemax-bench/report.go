@@ -14,7 +14,11 @@ import (
 
 // Report is everything one run measured; it is also the JSON output.
 type Report struct {
-	Machine  Machine  `json:"machine"`
+	Machine Machine `json:"machine"`
+	// Store is "sqlite" or "postgres"; Server describes the PostgreSQL
+	// server (version, synchronous_commit) of a postgres run.
+	Store    string   `json:"store"`
+	Server   string   `json:"server,omitempty"`
 	Scale    float64  `json:"scale"`
 	Started  string   `json:"started"`
 	Seconds  float64  `json:"seconds"`
@@ -63,8 +67,8 @@ func machine() Machine {
 }
 
 func (r *Report) print(w io.Writer) {
-	fmt.Fprintf(w, "queuemax-bench: %d CPUs (%s), %s, scale %g, %.0fs\n\n", r.Machine.CPUs, r.Machine.CPUModel,
-		r.Machine.GoVersion, r.Scale, r.Seconds)
+	fmt.Fprintf(w, "queuemax-bench: %d CPUs (%s), %s, %s, scale %g, %.0fs\n\n", r.Machine.CPUs, r.Machine.CPUModel,
+		r.Machine.GoVersion, r.storeLine(), r.Scale, r.Seconds)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "scenario\tmetric\tvalue\tunit\tfloor\tratio\ttarget\tstatus\t")
 	for _, res := range r.Results {
@@ -92,6 +96,14 @@ func (r *Report) print(w io.Writer) {
 	if len(r.Failures) == 0 {
 		fmt.Fprintln(w, "\nexactly-once: verified in every scenario (0 duplicates, 0 losses)")
 	}
+}
+
+// storeLine names the store of the run.
+func (r *Report) storeLine() string {
+	if r.Server != "" {
+		return r.Store + " (" + r.Server + ")"
+	}
+	return r.Store
 }
 
 func fmtNum(v float64) string {
@@ -167,7 +179,7 @@ func rate(n int, d time.Duration) float64 {
 
 // printMarkdown writes the results as a Markdown table, notes below it.
 func (r *Report) printMarkdown(w io.Writer) {
-	fmt.Fprintf(w, "%d CPUs (%s), %s, scale %g, %.0fs\n\n", r.Machine.CPUs, r.Machine.CPUModel, r.Machine.GoVersion, r.Scale, r.Seconds)
+	fmt.Fprintf(w, "%d CPUs (%s), %s, %s, scale %g, %.0fs\n\n", r.Machine.CPUs, r.Machine.CPUModel, r.Machine.GoVersion, r.storeLine(), r.Scale, r.Seconds)
 	fmt.Fprintln(w, "| scenario | metric | value | unit | floor | ratio | target | status |")
 	fmt.Fprintln(w, "|---|---|--:|---|--:|--:|---|---|")
 	for _, res := range r.Results {

@@ -31,6 +31,8 @@
 //	wait       wait until no job is pending, scheduled or running, with
 //	           progress (--timeout DURATION)
 //	worker     run jobs; only in a binary built with a task registry
+//	workers    list the live workers of the queue: tasks, concurrency,
+//	           breakers and rate limits (--json)
 //	dashboard  serve the web dashboard and the JSON admin API
 //	           (--addr HOST:PORT, default 127.0.0.1:8080; --token-file FILE
 //	           or env QUEUE_MAX_ADMIN_TOKEN enables actions; read-only

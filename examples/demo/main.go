@@ -3,9 +3,17 @@
 // progress, then prints the queue's statistics. Run it with make demo (which
 // regenerates the task stubs first) or go run ./examples/demo.
 //
+// The runtime's environment variables apply, as queuemax.ConfigFromEnv reads
+// them: DATA_DIR, NUM_SHARDS, QUEUE_MAX_RETRIES, CIRCUIT_TIMEOUT,
+// QUEUE_MAX_LOG_LEVEL and the others. The demo picks a short retry backoff
+// and breaker timeout of its own only where the environment sets none.
+// Started on a data directory that already holds jobs (an interrupted run,
+// another program's queue), it says so: those jobs run too, and the
+// progress line counts only the jobs this run enqueues.
+//
 // Flags:
 //
-//	-dir     data directory (default ./data, the runtime's default)
+//	-dir     data directory (default: DATA_DIR, else ./data)
 //	-emails  number of SendEmail jobs (default 5000)
 //
 // Ctrl-C drains: running jobs finish, the rest stay queued for the next run.
@@ -31,33 +39,81 @@ import (
 )
 
 func main() {
-	dir := flag.String("dir", queuemax.DefaultDir, "data directory")
+	dir := flag.String("dir", "", "data directory (default: DATA_DIR, else "+queuemax.DefaultDir+")")
 	emails := flag.Int("emails", 5000, "number of SendEmail jobs")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *dir, *emails); err != nil {
+	cfg, err := demoConfig(os.Getenv, *dir)
+	if err == nil {
+		err = run(ctx, cfg, *emails)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, dir string, emails int) error {
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError + 4})) // the progress line reports outcomes
-	c, err := queuemax.Open(ctx, queuemax.Config{
-		Dir:        dir,
-		Handlers:   tasks.Handlers(),
-		Logger:     log,
-		Workers:    16,
-		RetryDelay: 200 * time.Millisecond, // short backoff so retries show up within the demo
+// demoConfig returns the demo's Config: the environment's (ConfigFromEnv),
+// the -dir flag over DATA_DIR, and the demo's own choices where the
+// environment leaves a field unset.
+func demoConfig(getenv func(string) string, dir string) (queuemax.Config, error) {
+	cfg, level, err := queuemax.ConfigFromEnv(getenv)
+	if err != nil {
+		return cfg, fmt.Errorf("environment: %w", err)
+	}
+	if dir != "" {
+		cfg.Dir = dir
+	}
+	if cfg.Dir == "" {
+		cfg.Dir = queuemax.DefaultDir
+	}
+	if getenv("QUEUE_MAX_LOG_LEVEL") == "" {
+		level = slog.LevelError + 4 // the progress line reports outcomes
+	}
+	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	cfg.Handlers = tasks.Handlers()
+	if cfg.Workers == 0 {
+		cfg.Workers = 16
+	}
+	if cfg.RetryDelay == 0 {
+		cfg.RetryDelay = 200 * time.Millisecond // short backoff so retries show up within the demo
+	}
+	if cfg.CircuitTimeout == 0 {
 		// The flaky webhook answers 503 often enough to open its task's
 		// circuit breaker; probe again after a second (default 60s).
-		CircuitTimeout: time.Second,
-	})
+		cfg.CircuitTimeout = time.Second
+	}
+	return cfg, nil
+}
+
+// existingJobs describes what the queue already holds before the demo
+// enqueues anything, or "" for an empty queue.
+func existingJobs(ctx context.Context, c *queuemax.Client) (string, error) {
+	s, err := c.Stats(ctx)
+	if err != nil {
+		return "", err
+	}
+	if s.Pending+s.Scheduled+s.Processing+s.Failed+s.Completed+s.DeadLetters == 0 {
+		return "", nil
+	}
+	return fmt.Sprintf("data dir %s already holds jobs: %d pending, %d scheduled, %d processing (held by a running or crashed worker), "+
+		"%d failed, %d completed, %d dead letters; waiting jobs run in this demo too, but the progress line counts only its own",
+		c.Dir(), s.Pending, s.Scheduled, s.Processing, s.Failed, s.Completed, s.DeadLetters), nil
+}
+
+func run(ctx context.Context, cfg queuemax.Config, emails int) error {
+	c, err := queuemax.Open(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
+	fmt.Printf("queuemax demo: data dir %s, %d shards\n", c.Dir(), c.Shards())
+	if msg, err := existingJobs(ctx, c); err != nil {
+		return err
+	} else if msg != "" {
+		fmt.Println(msg)
+	}
 	t := tasks.New(c)
 
 	// A local webhook receiver: the first call to each /flaky URL answers
@@ -120,7 +176,6 @@ func run(ctx context.Context, dir string, emails int) error {
 		}
 	}
 
-	fmt.Printf("queuemax demo: data dir %s, %d shards\n", c.Dir(), c.Shards())
 	start := time.Now()
 	to := make([]string, emails)
 	for i := range to {

@@ -59,7 +59,9 @@ func Handlers() []queuemax.Handler {
 // CallWebhookArgs is the payload of CallWebhook (webhook.go:45).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
-// a JSON object with snake_case keys.
+// a JSON object with snake_case keys. Every key is required except those
+// of pointer parameters, and unknown keys and wrong types are refused at
+// enqueue and at run time (see [queuemax.DecodeArgs]).
 type CallWebhookArgs struct {
 	URL  string            `json:"url"`
 	Body map[string]string `json:"body"`
@@ -107,16 +109,38 @@ func (t CallWebhookTask) Delay(ctx context.Context, url string, body map[string]
 	return t.Enqueue(ctx, CallWebhookArgs{URL: url, Body: body})
 }
 
+// DelayTx enqueues one CallWebhook job inside tx, the application's open
+// transaction (a pgx.Tx or a *sql.Tx of the pgx stdlib driver), and returns
+// its ID: the job exists if and only if tx commits. On the SQLite store it
+// returns [queuemax.ErrTxUnsupported]; see [queuemax.Client.EnqueueTx].
+func (t CallWebhookTask) DelayTx(ctx context.Context, tx queuemax.Tx, url string, body map[string]string) (queuemax.JobID, error) {
+	return t.EnqueueTx(ctx, tx, CallWebhookArgs{URL: url, Body: body})
+}
+
 // ScheduleAt enqueues one CallWebhook job that becomes ready at at, and
 // returns its ID. The job is durable once ScheduleAt returns nil.
 func (t CallWebhookTask) ScheduleAt(ctx context.Context, at time.Time, url string, body map[string]string) (queuemax.JobID, error) {
 	return t.EnqueueAt(ctx, at, CallWebhookArgs{URL: url, Body: body})
 }
 
+// ScheduleAtTx enqueues one CallWebhook job inside tx that becomes ready at
+// at, and returns its ID; the job exists if and only if tx commits (see
+// DelayTx).
+func (t CallWebhookTask) ScheduleAtTx(ctx context.Context, tx queuemax.Tx, at time.Time, url string, body map[string]string) (queuemax.JobID, error) {
+	return t.EnqueueAtTx(ctx, tx, at, CallWebhookArgs{URL: url, Body: body})
+}
+
 // ScheduleIn enqueues one CallWebhook job that becomes ready after d, and
 // returns its ID. The job is durable once ScheduleIn returns nil.
 func (t CallWebhookTask) ScheduleIn(ctx context.Context, d time.Duration, url string, body map[string]string) (queuemax.JobID, error) {
 	return t.EnqueueIn(ctx, d, CallWebhookArgs{URL: url, Body: body})
+}
+
+// ScheduleInTx enqueues one CallWebhook job inside tx that becomes ready d
+// after this call, and returns its ID; the job exists if and only if tx
+// commits (see DelayTx).
+func (t CallWebhookTask) ScheduleInTx(ctx context.Context, tx queuemax.Tx, d time.Duration, url string, body map[string]string) (queuemax.JobID, error) {
+	return t.EnqueueInTx(ctx, tx, d, CallWebhookArgs{URL: url, Body: body})
 }
 
 // Map enqueues one CallWebhook job per element of url, the other parameters
@@ -130,11 +154,29 @@ func (t CallWebhookTask) Map(ctx context.Context, url []string, body map[string]
 	return t.EnqueueMany(ctx, args)
 }
 
+// MapTx enqueues one CallWebhook job per element of url inside tx, the other
+// parameters fixed, and returns their IDs in order; the jobs exist if and
+// only if tx commits (see DelayTx). If any is invalid, none is written.
+func (t CallWebhookTask) MapTx(ctx context.Context, tx queuemax.Tx, url []string, body map[string]string) ([]queuemax.JobID, error) {
+	args := make([]CallWebhookArgs, len(url))
+	for i, v := range url {
+		args[i] = CallWebhookArgs{URL: v, Body: body}
+	}
+	return t.EnqueueManyTx(ctx, tx, args)
+}
+
 // MapArgs enqueues one CallWebhook job per payload and returns their IDs in
 // order. The jobs are stored in one transaction per shard: if any is
 // invalid, none is stored.
 func (t CallWebhookTask) MapArgs(ctx context.Context, args []CallWebhookArgs) ([]queuemax.JobID, error) {
 	return t.EnqueueMany(ctx, args)
+}
+
+// MapArgsTx enqueues one CallWebhook job per payload inside tx and returns
+// their IDs in order; the jobs exist if and only if tx commits (see
+// DelayTx). If any is invalid, none is written.
+func (t CallWebhookTask) MapArgsTx(ctx context.Context, tx queuemax.Tx, args []CallWebhookArgs) ([]queuemax.JobID, error) {
+	return t.EnqueueManyTx(ctx, tx, args)
 }
 
 // With returns a copy of t whose enqueues apply o (priority, retries,
@@ -159,7 +201,9 @@ var _ func(context.Context, string, map[string]string) error = CallWebhook
 // CleanupOldDataArgs is the payload of CleanupOldData (cleanup.go:16).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
-// a JSON object with snake_case keys.
+// a JSON object with snake_case keys. Every key is required except those
+// of pointer parameters, and unknown keys and wrong types are refused at
+// enqueue and at run time (see [queuemax.DecodeArgs]).
 type CleanupOldDataArgs struct{}
 
 // cleanupOldDataOptions are the defaults of CleanupOldData from its annotation (cleanup.go:16).
@@ -194,10 +238,25 @@ func (t CleanupOldDataTask) Delay(ctx context.Context) (queuemax.JobID, error) {
 	return t.Enqueue(ctx, CleanupOldDataArgs{})
 }
 
+// DelayTx enqueues one CleanupOldData job inside tx, the application's open
+// transaction (a pgx.Tx or a *sql.Tx of the pgx stdlib driver), and returns
+// its ID: the job exists if and only if tx commits. On the SQLite store it
+// returns [queuemax.ErrTxUnsupported]; see [queuemax.Client.EnqueueTx].
+func (t CleanupOldDataTask) DelayTx(ctx context.Context, tx queuemax.Tx) (queuemax.JobID, error) {
+	return t.EnqueueTx(ctx, tx, CleanupOldDataArgs{})
+}
+
 // ScheduleAt enqueues one CleanupOldData job that becomes ready at at, and
 // returns its ID. The job is durable once ScheduleAt returns nil.
 func (t CleanupOldDataTask) ScheduleAt(ctx context.Context, at time.Time) (queuemax.JobID, error) {
 	return t.EnqueueAt(ctx, at, CleanupOldDataArgs{})
+}
+
+// ScheduleAtTx enqueues one CleanupOldData job inside tx that becomes ready at
+// at, and returns its ID; the job exists if and only if tx commits (see
+// DelayTx).
+func (t CleanupOldDataTask) ScheduleAtTx(ctx context.Context, tx queuemax.Tx, at time.Time) (queuemax.JobID, error) {
+	return t.EnqueueAtTx(ctx, tx, at, CleanupOldDataArgs{})
 }
 
 // ScheduleIn enqueues one CleanupOldData job that becomes ready after d, and
@@ -206,11 +265,25 @@ func (t CleanupOldDataTask) ScheduleIn(ctx context.Context, d time.Duration) (qu
 	return t.EnqueueIn(ctx, d, CleanupOldDataArgs{})
 }
 
+// ScheduleInTx enqueues one CleanupOldData job inside tx that becomes ready d
+// after this call, and returns its ID; the job exists if and only if tx
+// commits (see DelayTx).
+func (t CleanupOldDataTask) ScheduleInTx(ctx context.Context, tx queuemax.Tx, d time.Duration) (queuemax.JobID, error) {
+	return t.EnqueueInTx(ctx, tx, d, CleanupOldDataArgs{})
+}
+
 // MapArgs enqueues one CleanupOldData job per payload and returns their IDs in
 // order. The jobs are stored in one transaction per shard: if any is
 // invalid, none is stored.
 func (t CleanupOldDataTask) MapArgs(ctx context.Context, args []CleanupOldDataArgs) ([]queuemax.JobID, error) {
 	return t.EnqueueMany(ctx, args)
+}
+
+// MapArgsTx enqueues one CleanupOldData job per payload inside tx and returns
+// their IDs in order; the jobs exist if and only if tx commits (see
+// DelayTx). If any is invalid, none is written.
+func (t CleanupOldDataTask) MapArgsTx(ctx context.Context, tx queuemax.Tx, args []CleanupOldDataArgs) ([]queuemax.JobID, error) {
+	return t.EnqueueManyTx(ctx, tx, args)
 }
 
 // With returns a copy of t whose enqueues apply o (priority, retries,
@@ -235,7 +308,9 @@ var _ func(context.Context) error = CleanupOldData
 // GenerateReportArgs is the payload of GenerateReport (report.go:24).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
-// a JSON object with snake_case keys.
+// a JSON object with snake_case keys. Every key is required except those
+// of pointer parameters, and unknown keys and wrong types are refused at
+// enqueue and at run time (see [queuemax.DecodeArgs]).
 type GenerateReportArgs struct {
 	UserID int64  `json:"user_id"`
 	Month  string `json:"month"`
@@ -274,16 +349,38 @@ func (t GenerateReportTask) Delay(ctx context.Context, userID int64, month strin
 	return t.Enqueue(ctx, GenerateReportArgs{UserID: userID, Month: month})
 }
 
+// DelayTx enqueues one GenerateReport job inside tx, the application's open
+// transaction (a pgx.Tx or a *sql.Tx of the pgx stdlib driver), and returns
+// its ID: the job exists if and only if tx commits. On the SQLite store it
+// returns [queuemax.ErrTxUnsupported]; see [queuemax.Client.EnqueueTx].
+func (t GenerateReportTask) DelayTx(ctx context.Context, tx queuemax.Tx, userID int64, month string) (queuemax.JobID, error) {
+	return t.EnqueueTx(ctx, tx, GenerateReportArgs{UserID: userID, Month: month})
+}
+
 // ScheduleAt enqueues one GenerateReport job that becomes ready at at, and
 // returns its ID. The job is durable once ScheduleAt returns nil.
 func (t GenerateReportTask) ScheduleAt(ctx context.Context, at time.Time, userID int64, month string) (queuemax.JobID, error) {
 	return t.EnqueueAt(ctx, at, GenerateReportArgs{UserID: userID, Month: month})
 }
 
+// ScheduleAtTx enqueues one GenerateReport job inside tx that becomes ready at
+// at, and returns its ID; the job exists if and only if tx commits (see
+// DelayTx).
+func (t GenerateReportTask) ScheduleAtTx(ctx context.Context, tx queuemax.Tx, at time.Time, userID int64, month string) (queuemax.JobID, error) {
+	return t.EnqueueAtTx(ctx, tx, at, GenerateReportArgs{UserID: userID, Month: month})
+}
+
 // ScheduleIn enqueues one GenerateReport job that becomes ready after d, and
 // returns its ID. The job is durable once ScheduleIn returns nil.
 func (t GenerateReportTask) ScheduleIn(ctx context.Context, d time.Duration, userID int64, month string) (queuemax.JobID, error) {
 	return t.EnqueueIn(ctx, d, GenerateReportArgs{UserID: userID, Month: month})
+}
+
+// ScheduleInTx enqueues one GenerateReport job inside tx that becomes ready d
+// after this call, and returns its ID; the job exists if and only if tx
+// commits (see DelayTx).
+func (t GenerateReportTask) ScheduleInTx(ctx context.Context, tx queuemax.Tx, d time.Duration, userID int64, month string) (queuemax.JobID, error) {
+	return t.EnqueueInTx(ctx, tx, d, GenerateReportArgs{UserID: userID, Month: month})
 }
 
 // Map enqueues one GenerateReport job per element of userID, the other parameters
@@ -297,11 +394,29 @@ func (t GenerateReportTask) Map(ctx context.Context, userID []int64, month strin
 	return t.EnqueueMany(ctx, args)
 }
 
+// MapTx enqueues one GenerateReport job per element of userID inside tx, the other
+// parameters fixed, and returns their IDs in order; the jobs exist if and
+// only if tx commits (see DelayTx). If any is invalid, none is written.
+func (t GenerateReportTask) MapTx(ctx context.Context, tx queuemax.Tx, userID []int64, month string) ([]queuemax.JobID, error) {
+	args := make([]GenerateReportArgs, len(userID))
+	for i, v := range userID {
+		args[i] = GenerateReportArgs{UserID: v, Month: month}
+	}
+	return t.EnqueueManyTx(ctx, tx, args)
+}
+
 // MapArgs enqueues one GenerateReport job per payload and returns their IDs in
 // order. The jobs are stored in one transaction per shard: if any is
 // invalid, none is stored.
 func (t GenerateReportTask) MapArgs(ctx context.Context, args []GenerateReportArgs) ([]queuemax.JobID, error) {
 	return t.EnqueueMany(ctx, args)
+}
+
+// MapArgsTx enqueues one GenerateReport job per payload inside tx and returns
+// their IDs in order; the jobs exist if and only if tx commits (see
+// DelayTx). If any is invalid, none is written.
+func (t GenerateReportTask) MapArgsTx(ctx context.Context, tx queuemax.Tx, args []GenerateReportArgs) ([]queuemax.JobID, error) {
+	return t.EnqueueManyTx(ctx, tx, args)
 }
 
 // With returns a copy of t whose enqueues apply o (priority, retries,
@@ -333,7 +448,9 @@ var _ func(context.Context, int64, string) (Report, error) = GenerateReport
 // PingMonitorArgs is the payload of PingMonitor (monitor.go:15).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
-// a JSON object with snake_case keys.
+// a JSON object with snake_case keys. Every key is required except those
+// of pointer parameters, and unknown keys and wrong types are refused at
+// enqueue and at run time (see [queuemax.DecodeArgs]).
 type PingMonitorArgs struct{}
 
 // pingMonitorOptions are the defaults of PingMonitor from its annotation (monitor.go:15).
@@ -369,10 +486,25 @@ func (t PingMonitorTask) Delay(ctx context.Context) (queuemax.JobID, error) {
 	return t.Enqueue(ctx, PingMonitorArgs{})
 }
 
+// DelayTx enqueues one PingMonitor job inside tx, the application's open
+// transaction (a pgx.Tx or a *sql.Tx of the pgx stdlib driver), and returns
+// its ID: the job exists if and only if tx commits. On the SQLite store it
+// returns [queuemax.ErrTxUnsupported]; see [queuemax.Client.EnqueueTx].
+func (t PingMonitorTask) DelayTx(ctx context.Context, tx queuemax.Tx) (queuemax.JobID, error) {
+	return t.EnqueueTx(ctx, tx, PingMonitorArgs{})
+}
+
 // ScheduleAt enqueues one PingMonitor job that becomes ready at at, and
 // returns its ID. The job is durable once ScheduleAt returns nil.
 func (t PingMonitorTask) ScheduleAt(ctx context.Context, at time.Time) (queuemax.JobID, error) {
 	return t.EnqueueAt(ctx, at, PingMonitorArgs{})
+}
+
+// ScheduleAtTx enqueues one PingMonitor job inside tx that becomes ready at
+// at, and returns its ID; the job exists if and only if tx commits (see
+// DelayTx).
+func (t PingMonitorTask) ScheduleAtTx(ctx context.Context, tx queuemax.Tx, at time.Time) (queuemax.JobID, error) {
+	return t.EnqueueAtTx(ctx, tx, at, PingMonitorArgs{})
 }
 
 // ScheduleIn enqueues one PingMonitor job that becomes ready after d, and
@@ -381,11 +513,25 @@ func (t PingMonitorTask) ScheduleIn(ctx context.Context, d time.Duration) (queue
 	return t.EnqueueIn(ctx, d, PingMonitorArgs{})
 }
 
+// ScheduleInTx enqueues one PingMonitor job inside tx that becomes ready d
+// after this call, and returns its ID; the job exists if and only if tx
+// commits (see DelayTx).
+func (t PingMonitorTask) ScheduleInTx(ctx context.Context, tx queuemax.Tx, d time.Duration) (queuemax.JobID, error) {
+	return t.EnqueueInTx(ctx, tx, d, PingMonitorArgs{})
+}
+
 // MapArgs enqueues one PingMonitor job per payload and returns their IDs in
 // order. The jobs are stored in one transaction per shard: if any is
 // invalid, none is stored.
 func (t PingMonitorTask) MapArgs(ctx context.Context, args []PingMonitorArgs) ([]queuemax.JobID, error) {
 	return t.EnqueueMany(ctx, args)
+}
+
+// MapArgsTx enqueues one PingMonitor job per payload inside tx and returns
+// their IDs in order; the jobs exist if and only if tx commits (see
+// DelayTx). If any is invalid, none is written.
+func (t PingMonitorTask) MapArgsTx(ctx context.Context, tx queuemax.Tx, args []PingMonitorArgs) ([]queuemax.JobID, error) {
+	return t.EnqueueManyTx(ctx, tx, args)
 }
 
 // With returns a copy of t whose enqueues apply o (priority, retries,
@@ -410,7 +556,9 @@ var _ func(context.Context) error = PingMonitor
 // SendEmailArgs is the payload of SendEmail (email.go:15).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
-// a JSON object with snake_case keys.
+// a JSON object with snake_case keys. Every key is required except those
+// of pointer parameters, and unknown keys and wrong types are refused at
+// enqueue and at run time (see [queuemax.DecodeArgs]).
 type SendEmailArgs struct {
 	To      string `json:"to"`
 	Subject string `json:"subject"`
@@ -450,16 +598,38 @@ func (t SendEmailTask) Delay(ctx context.Context, to string, subject string) (qu
 	return t.Enqueue(ctx, SendEmailArgs{To: to, Subject: subject})
 }
 
+// DelayTx enqueues one SendEmail job inside tx, the application's open
+// transaction (a pgx.Tx or a *sql.Tx of the pgx stdlib driver), and returns
+// its ID: the job exists if and only if tx commits. On the SQLite store it
+// returns [queuemax.ErrTxUnsupported]; see [queuemax.Client.EnqueueTx].
+func (t SendEmailTask) DelayTx(ctx context.Context, tx queuemax.Tx, to string, subject string) (queuemax.JobID, error) {
+	return t.EnqueueTx(ctx, tx, SendEmailArgs{To: to, Subject: subject})
+}
+
 // ScheduleAt enqueues one SendEmail job that becomes ready at at, and
 // returns its ID. The job is durable once ScheduleAt returns nil.
 func (t SendEmailTask) ScheduleAt(ctx context.Context, at time.Time, to string, subject string) (queuemax.JobID, error) {
 	return t.EnqueueAt(ctx, at, SendEmailArgs{To: to, Subject: subject})
 }
 
+// ScheduleAtTx enqueues one SendEmail job inside tx that becomes ready at
+// at, and returns its ID; the job exists if and only if tx commits (see
+// DelayTx).
+func (t SendEmailTask) ScheduleAtTx(ctx context.Context, tx queuemax.Tx, at time.Time, to string, subject string) (queuemax.JobID, error) {
+	return t.EnqueueAtTx(ctx, tx, at, SendEmailArgs{To: to, Subject: subject})
+}
+
 // ScheduleIn enqueues one SendEmail job that becomes ready after d, and
 // returns its ID. The job is durable once ScheduleIn returns nil.
 func (t SendEmailTask) ScheduleIn(ctx context.Context, d time.Duration, to string, subject string) (queuemax.JobID, error) {
 	return t.EnqueueIn(ctx, d, SendEmailArgs{To: to, Subject: subject})
+}
+
+// ScheduleInTx enqueues one SendEmail job inside tx that becomes ready d
+// after this call, and returns its ID; the job exists if and only if tx
+// commits (see DelayTx).
+func (t SendEmailTask) ScheduleInTx(ctx context.Context, tx queuemax.Tx, d time.Duration, to string, subject string) (queuemax.JobID, error) {
+	return t.EnqueueInTx(ctx, tx, d, SendEmailArgs{To: to, Subject: subject})
 }
 
 // Map enqueues one SendEmail job per element of to, the other parameters
@@ -473,11 +643,29 @@ func (t SendEmailTask) Map(ctx context.Context, to []string, subject string) ([]
 	return t.EnqueueMany(ctx, args)
 }
 
+// MapTx enqueues one SendEmail job per element of to inside tx, the other
+// parameters fixed, and returns their IDs in order; the jobs exist if and
+// only if tx commits (see DelayTx). If any is invalid, none is written.
+func (t SendEmailTask) MapTx(ctx context.Context, tx queuemax.Tx, to []string, subject string) ([]queuemax.JobID, error) {
+	args := make([]SendEmailArgs, len(to))
+	for i, v := range to {
+		args[i] = SendEmailArgs{To: v, Subject: subject}
+	}
+	return t.EnqueueManyTx(ctx, tx, args)
+}
+
 // MapArgs enqueues one SendEmail job per payload and returns their IDs in
 // order. The jobs are stored in one transaction per shard: if any is
 // invalid, none is stored.
 func (t SendEmailTask) MapArgs(ctx context.Context, args []SendEmailArgs) ([]queuemax.JobID, error) {
 	return t.EnqueueMany(ctx, args)
+}
+
+// MapArgsTx enqueues one SendEmail job per payload inside tx and returns
+// their IDs in order; the jobs exist if and only if tx commits (see
+// DelayTx). If any is invalid, none is written.
+func (t SendEmailTask) MapArgsTx(ctx context.Context, tx queuemax.Tx, args []SendEmailArgs) ([]queuemax.JobID, error) {
+	return t.EnqueueManyTx(ctx, tx, args)
 }
 
 // With returns a copy of t whose enqueues apply o (priority, retries,

@@ -80,6 +80,8 @@ type Config struct {
 	// Services are extra services run beside maintenance until the drain
 	// has ended (e.g. the worker registry).
 	Services []Service
+	// Start, when set, runs once before the first claim.
+	Start func(ctx context.Context)
 }
 
 // Periodic is a periodic scheduler: Register once, then Tick at each slot.
@@ -207,6 +209,9 @@ func (e *Engine) Run(ctx context.Context) {
 	for _, s := range e.backgroundServices() {
 		svc.Go(func() { run(bg, s) })
 	}
+	if e.cfg.Start != nil {
+		e.cfg.Start(ctx)
+	}
 	var claiming sync.WaitGroup
 	p := newProducer(e)
 	claiming.Go(func() { p.run(ctx) })
@@ -292,6 +297,9 @@ func (e *Engine) Active() int { return int(e.active.Load()) }
 
 // Limiter is the overall rate limiter (nil: none).
 func (e *Engine) Limiter() *ratelimit.Limiter { return e.cfg.Limiter }
+
+// TaskLimiters are the per-task rate limiters.
+func (e *Engine) TaskLimiters() map[string]*ratelimit.Limiter { return e.cfg.TaskLimiters }
 
 // Breakers returns the task breakers by name, and the names sorted.
 func (e *Engine) Breakers() (map[string]*breaker.Breaker, []string) { return e.cfg.Breakers, e.order }

@@ -17,10 +17,20 @@ type Service interface {
 	RunOnce(ctx context.Context, now time.Time)
 }
 
+// Closer is a Service with work to do when it stops (e.g. removing a
+// registry entry); run calls Close after the service's context ended.
+type Closer interface {
+	Close(ctx context.Context)
+}
+
 // run is the start/stop discipline every ticking service shares.
 func run(ctx context.Context, s Service) {
+	if c, ok := s.(Closer); ok {
+		defer c.Close(ctx)
+	}
 	d := s.Interval()
 	if d <= 0 {
+		<-ctx.Done()
 		return
 	}
 	t := time.NewTicker(d)

@@ -2,45 +2,91 @@ package sqlitestore
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/queuemax/queuemax/runtime/store"
 )
 
-var _ store.TaskCounter = (*Store)(nil)
+var _ store.TaskBacklogger = (*Store)(nil)
 
-// AllTaskCounts counts every task's jobs per shard and status, and its
-// dead-letter rows. It groups the job table, so it reads every row's task
-// and status (not the payloads); callers cache it.
-func (s *Store) AllTaskCounts(ctx context.Context) ([]store.TaskCount, error) {
+// TaskBacklog counts pending and scheduled jobs per task; see
+// store.TaskBacklogger. It reads the claim and due indexes' rows only.
+func (s *Store) TaskBacklog(ctx context.Context) (map[string]store.TaskBacklog, error) {
 	if s.closed.Load() {
 		return nil, store.ErrClosed
 	}
-	var out []store.TaskCount
+	out := make(map[string]store.TaskBacklog)
 	for _, sh := range s.shards {
-		for _, q := range []string{
-			`SELECT COALESCE(task, ''), status, count(*) FROM fila GROUP BY 1, 2`,
-			`SELECT COALESCE(task, ''), '', count(*) FROM dead_letter_queue GROUP BY 1`,
-		} {
-			rows, err := sh.r.QueryContext(ctx, q)
-			if err != nil {
-				return nil, fmt.Errorf("shard %d: task counts: %w", sh.idx, err)
+		rows, err := sh.r.QueryContext(ctx, `SELECT coalesce(task, ''), status, count(*) FROM fila
+			WHERE status IN ('pending', 'scheduled') GROUP BY 1, 2`)
+		if err != nil && sh.w == nil && strings.Contains(err.Error(), "no such column") {
+			// A read-only look at a queue-max file never migrated: its
+			// jobs have no task name.
+			rows, err = sh.r.QueryContext(ctx, `SELECT '', status, count(*) FROM fila
+				WHERE status IN ('pending', 'scheduled') GROUP BY 2`)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("shard %d: task backlog: %w", sh.idx, err)
+		}
+		for rows.Next() {
+			var task, status string
+			var n int64
+			if err := rows.Scan(&task, &status, &n); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("shard %d: task backlog: %w", sh.idx, err)
 			}
-			for rows.Next() {
-				tc := store.TaskCount{Shard: sh.idx}
-				var st string
-				if err := rows.Scan(&tc.Task, &st, &tc.Count); err != nil {
-					rows.Close()
-					return nil, fmt.Errorf("shard %d: task counts: %w", sh.idx, err)
-				}
-				tc.Status = store.Status(st)
-				out = append(out, tc)
+			b := out[task]
+			if status == string(store.StatusPending) {
+				b.Pending += n
+			} else {
+				b.Scheduled += n
 			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
-				return nil, fmt.Errorf("shard %d: task counts: %w", sh.idx, err)
-			}
+			out[task] = b
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, fmt.Errorf("shard %d: task backlog: %w", sh.idx, err)
 		}
 	}
 	return out, nil
+}
+
+// CreatedAt returns the earliest shard_metadata.created_at; see
+// store.TaskBacklogger.
+func (s *Store) CreatedAt(ctx context.Context) (time.Time, error) {
+	if s.closed.Load() {
+		return time.Time{}, store.ErrClosed
+	}
+	var best time.Time
+	for _, sh := range s.shards {
+		var at sql.NullString
+		err := sh.r.QueryRowContext(ctx, `SELECT min(created_at) FROM shard_metadata`).Scan(&at)
+		if err != nil {
+			return time.Time{}, fmt.Errorf("shard %d: created at: %w", sh.idx, err)
+		}
+		if t := store.ParseTime(at.String); !t.IsZero() && (best.IsZero() || t.Before(best)) {
+			best = t
+		}
+	}
+	return best, nil
+}
+
+// WaitingCount counts pending and scheduled jobs; see store.TaskBacklogger.
+func (s *Store) WaitingCount(ctx context.Context) (int64, error) {
+	if s.closed.Load() {
+		return 0, store.ErrClosed
+	}
+	var total int64
+	for _, sh := range s.shards {
+		var n int64
+		if err := sh.r.QueryRowContext(ctx, `SELECT count(*) FROM fila WHERE status IN ('pending', 'scheduled')`).Scan(&n); err != nil {
+			return 0, fmt.Errorf("shard %d: waiting count: %w", sh.idx, err)
+		}
+		total += n
+	}
+	return total, nil
 }

@@ -40,7 +40,9 @@ func Handlers() []queuemax.Handler {
 // ResizeArgs is the payload of Resize (email.go:20).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
-// a JSON object with snake_case keys.
+// a JSON object with snake_case keys. Every key is required except those
+// of pointer parameters, and unknown keys and wrong types are refused at
+// enqueue and at run time (see [queuemax.DecodeArgs]).
 type ResizeArgs struct {
 	ImageURL string            `json:"image_url"`
 	UserID   int64             `json:"user_id"`
@@ -83,16 +85,38 @@ func (t ResizeTask) Delay(ctx context.Context, imageURL string, userID int64, si
 	return t.Enqueue(ctx, ResizeArgs{ImageURL: imageURL, UserID: userID, Sizes: sizes, Meta: meta, Deadline: deadline, Crop: crop})
 }
 
+// DelayTx enqueues one Resize job inside tx, the application's open
+// transaction (a pgx.Tx or a *sql.Tx of the pgx stdlib driver), and returns
+// its ID: the job exists if and only if tx commits. On the SQLite store it
+// returns [queuemax.ErrTxUnsupported]; see [queuemax.Client.EnqueueTx].
+func (t ResizeTask) DelayTx(ctx context.Context, tx queuemax.Tx, imageURL string, userID int64, sizes []int, meta map[string]string, deadline time.Time, crop *Rect) (queuemax.JobID, error) {
+	return t.EnqueueTx(ctx, tx, ResizeArgs{ImageURL: imageURL, UserID: userID, Sizes: sizes, Meta: meta, Deadline: deadline, Crop: crop})
+}
+
 // ScheduleAt enqueues one Resize job that becomes ready at at, and
 // returns its ID. The job is durable once ScheduleAt returns nil.
 func (t ResizeTask) ScheduleAt(ctx context.Context, at time.Time, imageURL string, userID int64, sizes []int, meta map[string]string, deadline time.Time, crop *Rect) (queuemax.JobID, error) {
 	return t.EnqueueAt(ctx, at, ResizeArgs{ImageURL: imageURL, UserID: userID, Sizes: sizes, Meta: meta, Deadline: deadline, Crop: crop})
 }
 
+// ScheduleAtTx enqueues one Resize job inside tx that becomes ready at
+// at, and returns its ID; the job exists if and only if tx commits (see
+// DelayTx).
+func (t ResizeTask) ScheduleAtTx(ctx context.Context, tx queuemax.Tx, at time.Time, imageURL string, userID int64, sizes []int, meta map[string]string, deadline time.Time, crop *Rect) (queuemax.JobID, error) {
+	return t.EnqueueAtTx(ctx, tx, at, ResizeArgs{ImageURL: imageURL, UserID: userID, Sizes: sizes, Meta: meta, Deadline: deadline, Crop: crop})
+}
+
 // ScheduleIn enqueues one Resize job that becomes ready after d, and
 // returns its ID. The job is durable once ScheduleIn returns nil.
 func (t ResizeTask) ScheduleIn(ctx context.Context, d time.Duration, imageURL string, userID int64, sizes []int, meta map[string]string, deadline time.Time, crop *Rect) (queuemax.JobID, error) {
 	return t.EnqueueIn(ctx, d, ResizeArgs{ImageURL: imageURL, UserID: userID, Sizes: sizes, Meta: meta, Deadline: deadline, Crop: crop})
+}
+
+// ScheduleInTx enqueues one Resize job inside tx that becomes ready d
+// after this call, and returns its ID; the job exists if and only if tx
+// commits (see DelayTx).
+func (t ResizeTask) ScheduleInTx(ctx context.Context, tx queuemax.Tx, d time.Duration, imageURL string, userID int64, sizes []int, meta map[string]string, deadline time.Time, crop *Rect) (queuemax.JobID, error) {
+	return t.EnqueueInTx(ctx, tx, d, ResizeArgs{ImageURL: imageURL, UserID: userID, Sizes: sizes, Meta: meta, Deadline: deadline, Crop: crop})
 }
 
 // Map enqueues one Resize job per element of imageURL, the other parameters
@@ -106,11 +130,29 @@ func (t ResizeTask) Map(ctx context.Context, imageURL []string, userID int64, si
 	return t.EnqueueMany(ctx, args)
 }
 
+// MapTx enqueues one Resize job per element of imageURL inside tx, the other
+// parameters fixed, and returns their IDs in order; the jobs exist if and
+// only if tx commits (see DelayTx). If any is invalid, none is written.
+func (t ResizeTask) MapTx(ctx context.Context, tx queuemax.Tx, imageURL []string, userID int64, sizes []int, meta map[string]string, deadline time.Time, crop *Rect) ([]queuemax.JobID, error) {
+	args := make([]ResizeArgs, len(imageURL))
+	for i, v := range imageURL {
+		args[i] = ResizeArgs{ImageURL: v, UserID: userID, Sizes: sizes, Meta: meta, Deadline: deadline, Crop: crop}
+	}
+	return t.EnqueueManyTx(ctx, tx, args)
+}
+
 // MapArgs enqueues one Resize job per payload and returns their IDs in
 // order. The jobs are stored in one transaction per shard: if any is
 // invalid, none is stored.
 func (t ResizeTask) MapArgs(ctx context.Context, args []ResizeArgs) ([]queuemax.JobID, error) {
 	return t.EnqueueMany(ctx, args)
+}
+
+// MapArgsTx enqueues one Resize job per payload inside tx and returns
+// their IDs in order; the jobs exist if and only if tx commits (see
+// DelayTx). If any is invalid, none is written.
+func (t ResizeTask) MapArgsTx(ctx context.Context, tx queuemax.Tx, args []ResizeArgs) ([]queuemax.JobID, error) {
+	return t.EnqueueManyTx(ctx, tx, args)
 }
 
 // With returns a copy of t whose enqueues apply o (priority, retries,
@@ -135,7 +177,9 @@ var _ func(context.Context, string, int64, []int, map[string]string, time.Time, 
 // SendEmailArgs is the payload of SendEmail (email.go:12).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
-// a JSON object with snake_case keys.
+// a JSON object with snake_case keys. Every key is required except those
+// of pointer parameters, and unknown keys and wrong types are refused at
+// enqueue and at run time (see [queuemax.DecodeArgs]).
 type SendEmailArgs struct {
 	To      string `json:"to"`
 	Subject string `json:"subject"`
@@ -175,16 +219,38 @@ func (t SendEmailTask) Delay(ctx context.Context, to string, subject string) (qu
 	return t.Enqueue(ctx, SendEmailArgs{To: to, Subject: subject})
 }
 
+// DelayTx enqueues one SendEmail job inside tx, the application's open
+// transaction (a pgx.Tx or a *sql.Tx of the pgx stdlib driver), and returns
+// its ID: the job exists if and only if tx commits. On the SQLite store it
+// returns [queuemax.ErrTxUnsupported]; see [queuemax.Client.EnqueueTx].
+func (t SendEmailTask) DelayTx(ctx context.Context, tx queuemax.Tx, to string, subject string) (queuemax.JobID, error) {
+	return t.EnqueueTx(ctx, tx, SendEmailArgs{To: to, Subject: subject})
+}
+
 // ScheduleAt enqueues one SendEmail job that becomes ready at at, and
 // returns its ID. The job is durable once ScheduleAt returns nil.
 func (t SendEmailTask) ScheduleAt(ctx context.Context, at time.Time, to string, subject string) (queuemax.JobID, error) {
 	return t.EnqueueAt(ctx, at, SendEmailArgs{To: to, Subject: subject})
 }
 
+// ScheduleAtTx enqueues one SendEmail job inside tx that becomes ready at
+// at, and returns its ID; the job exists if and only if tx commits (see
+// DelayTx).
+func (t SendEmailTask) ScheduleAtTx(ctx context.Context, tx queuemax.Tx, at time.Time, to string, subject string) (queuemax.JobID, error) {
+	return t.EnqueueAtTx(ctx, tx, at, SendEmailArgs{To: to, Subject: subject})
+}
+
 // ScheduleIn enqueues one SendEmail job that becomes ready after d, and
 // returns its ID. The job is durable once ScheduleIn returns nil.
 func (t SendEmailTask) ScheduleIn(ctx context.Context, d time.Duration, to string, subject string) (queuemax.JobID, error) {
 	return t.EnqueueIn(ctx, d, SendEmailArgs{To: to, Subject: subject})
+}
+
+// ScheduleInTx enqueues one SendEmail job inside tx that becomes ready d
+// after this call, and returns its ID; the job exists if and only if tx
+// commits (see DelayTx).
+func (t SendEmailTask) ScheduleInTx(ctx context.Context, tx queuemax.Tx, d time.Duration, to string, subject string) (queuemax.JobID, error) {
+	return t.EnqueueInTx(ctx, tx, d, SendEmailArgs{To: to, Subject: subject})
 }
 
 // Map enqueues one SendEmail job per element of to, the other parameters
@@ -198,11 +264,29 @@ func (t SendEmailTask) Map(ctx context.Context, to []string, subject string) ([]
 	return t.EnqueueMany(ctx, args)
 }
 
+// MapTx enqueues one SendEmail job per element of to inside tx, the other
+// parameters fixed, and returns their IDs in order; the jobs exist if and
+// only if tx commits (see DelayTx). If any is invalid, none is written.
+func (t SendEmailTask) MapTx(ctx context.Context, tx queuemax.Tx, to []string, subject string) ([]queuemax.JobID, error) {
+	args := make([]SendEmailArgs, len(to))
+	for i, v := range to {
+		args[i] = SendEmailArgs{To: v, Subject: subject}
+	}
+	return t.EnqueueManyTx(ctx, tx, args)
+}
+
 // MapArgs enqueues one SendEmail job per payload and returns their IDs in
 // order. The jobs are stored in one transaction per shard: if any is
 // invalid, none is stored.
 func (t SendEmailTask) MapArgs(ctx context.Context, args []SendEmailArgs) ([]queuemax.JobID, error) {
 	return t.EnqueueMany(ctx, args)
+}
+
+// MapArgsTx enqueues one SendEmail job per payload inside tx and returns
+// their IDs in order; the jobs exist if and only if tx commits (see
+// DelayTx). If any is invalid, none is written.
+func (t SendEmailTask) MapArgsTx(ctx context.Context, tx queuemax.Tx, args []SendEmailArgs) ([]queuemax.JobID, error) {
+	return t.EnqueueManyTx(ctx, tx, args)
 }
 
 // With returns a copy of t whose enqueues apply o (priority, retries,

@@ -43,7 +43,9 @@ func Handlers() []queuemax.Handler {
 // TickArgs is the payload of Tick (clock.go:22).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
-// a JSON object with snake_case keys.
+// a JSON object with snake_case keys. Every key is required except those
+// of pointer parameters, and unknown keys and wrong types are refused at
+// enqueue and at run time (see [queuemax.DecodeArgs]).
 type TickArgs struct{}
 
 // tickOptions are the defaults of Tick from its annotation (clock.go:22).
@@ -78,10 +80,25 @@ func (t TickTask) Delay(ctx context.Context) (queuemax.JobID, error) {
 	return t.Enqueue(ctx, TickArgs{})
 }
 
+// DelayTx enqueues one Tick job inside tx, the application's open
+// transaction (a pgx.Tx or a *sql.Tx of the pgx stdlib driver), and returns
+// its ID: the job exists if and only if tx commits. On the SQLite store it
+// returns [queuemax.ErrTxUnsupported]; see [queuemax.Client.EnqueueTx].
+func (t TickTask) DelayTx(ctx context.Context, tx queuemax.Tx) (queuemax.JobID, error) {
+	return t.EnqueueTx(ctx, tx, TickArgs{})
+}
+
 // ScheduleAt enqueues one Tick job that becomes ready at at, and
 // returns its ID. The job is durable once ScheduleAt returns nil.
 func (t TickTask) ScheduleAt(ctx context.Context, at timepkg.Time) (queuemax.JobID, error) {
 	return t.EnqueueAt(ctx, at, TickArgs{})
+}
+
+// ScheduleAtTx enqueues one Tick job inside tx that becomes ready at
+// at, and returns its ID; the job exists if and only if tx commits (see
+// DelayTx).
+func (t TickTask) ScheduleAtTx(ctx context.Context, tx queuemax.Tx, at timepkg.Time) (queuemax.JobID, error) {
+	return t.EnqueueAtTx(ctx, tx, at, TickArgs{})
 }
 
 // ScheduleIn enqueues one Tick job that becomes ready after d, and
@@ -90,11 +107,25 @@ func (t TickTask) ScheduleIn(ctx context.Context, d timepkg.Duration) (queuemax.
 	return t.EnqueueIn(ctx, d, TickArgs{})
 }
 
+// ScheduleInTx enqueues one Tick job inside tx that becomes ready d
+// after this call, and returns its ID; the job exists if and only if tx
+// commits (see DelayTx).
+func (t TickTask) ScheduleInTx(ctx context.Context, tx queuemax.Tx, d timepkg.Duration) (queuemax.JobID, error) {
+	return t.EnqueueInTx(ctx, tx, d, TickArgs{})
+}
+
 // MapArgs enqueues one Tick job per payload and returns their IDs in
 // order. The jobs are stored in one transaction per shard: if any is
 // invalid, none is stored.
 func (t TickTask) MapArgs(ctx context.Context, args []TickArgs) ([]queuemax.JobID, error) {
 	return t.EnqueueMany(ctx, args)
+}
+
+// MapArgsTx enqueues one Tick job per payload inside tx and returns
+// their IDs in order; the jobs exist if and only if tx commits (see
+// DelayTx). If any is invalid, none is written.
+func (t TickTask) MapArgsTx(ctx context.Context, tx queuemax.Tx, args []TickArgs) ([]queuemax.JobID, error) {
+	return t.EnqueueManyTx(ctx, tx, args)
 }
 
 // With returns a copy of t whose enqueues apply o (priority, retries,
@@ -119,7 +150,9 @@ var _ func(context.Context) error = Tick
 // WaitArgs is the payload of Wait (clock.go:30).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
-// a JSON object with snake_case keys.
+// a JSON object with snake_case keys. Every key is required except those
+// of pointer parameters, and unknown keys and wrong types are refused at
+// enqueue and at run time (see [queuemax.DecodeArgs]).
 type WaitArgs struct {
 	Until timepkg.Time `json:"until"`
 }
@@ -158,16 +191,38 @@ func (t WaitTask) Delay(ctx context.Context, until timepkg.Time) (queuemax.JobID
 	return t.Enqueue(ctx, WaitArgs{Until: until})
 }
 
+// DelayTx enqueues one Wait job inside tx, the application's open
+// transaction (a pgx.Tx or a *sql.Tx of the pgx stdlib driver), and returns
+// its ID: the job exists if and only if tx commits. On the SQLite store it
+// returns [queuemax.ErrTxUnsupported]; see [queuemax.Client.EnqueueTx].
+func (t WaitTask) DelayTx(ctx context.Context, tx queuemax.Tx, until timepkg.Time) (queuemax.JobID, error) {
+	return t.EnqueueTx(ctx, tx, WaitArgs{Until: until})
+}
+
 // ScheduleAt enqueues one Wait job that becomes ready at at, and
 // returns its ID. The job is durable once ScheduleAt returns nil.
 func (t WaitTask) ScheduleAt(ctx context.Context, at timepkg.Time, until timepkg.Time) (queuemax.JobID, error) {
 	return t.EnqueueAt(ctx, at, WaitArgs{Until: until})
 }
 
+// ScheduleAtTx enqueues one Wait job inside tx that becomes ready at
+// at, and returns its ID; the job exists if and only if tx commits (see
+// DelayTx).
+func (t WaitTask) ScheduleAtTx(ctx context.Context, tx queuemax.Tx, at timepkg.Time, until timepkg.Time) (queuemax.JobID, error) {
+	return t.EnqueueAtTx(ctx, tx, at, WaitArgs{Until: until})
+}
+
 // ScheduleIn enqueues one Wait job that becomes ready after d, and
 // returns its ID. The job is durable once ScheduleIn returns nil.
 func (t WaitTask) ScheduleIn(ctx context.Context, d timepkg.Duration, until timepkg.Time) (queuemax.JobID, error) {
 	return t.EnqueueIn(ctx, d, WaitArgs{Until: until})
+}
+
+// ScheduleInTx enqueues one Wait job inside tx that becomes ready d
+// after this call, and returns its ID; the job exists if and only if tx
+// commits (see DelayTx).
+func (t WaitTask) ScheduleInTx(ctx context.Context, tx queuemax.Tx, d timepkg.Duration, until timepkg.Time) (queuemax.JobID, error) {
+	return t.EnqueueInTx(ctx, tx, d, WaitArgs{Until: until})
 }
 
 // Map enqueues one Wait job per element of until, the other parameters
@@ -181,11 +236,29 @@ func (t WaitTask) Map(ctx context.Context, until []timepkg.Time) ([]queuemax.Job
 	return t.EnqueueMany(ctx, args)
 }
 
+// MapTx enqueues one Wait job per element of until inside tx, the other
+// parameters fixed, and returns their IDs in order; the jobs exist if and
+// only if tx commits (see DelayTx). If any is invalid, none is written.
+func (t WaitTask) MapTx(ctx context.Context, tx queuemax.Tx, until []timepkg.Time) ([]queuemax.JobID, error) {
+	args := make([]WaitArgs, len(until))
+	for i, v := range until {
+		args[i] = WaitArgs{Until: v}
+	}
+	return t.EnqueueManyTx(ctx, tx, args)
+}
+
 // MapArgs enqueues one Wait job per payload and returns their IDs in
 // order. The jobs are stored in one transaction per shard: if any is
 // invalid, none is stored.
 func (t WaitTask) MapArgs(ctx context.Context, args []WaitArgs) ([]queuemax.JobID, error) {
 	return t.EnqueueMany(ctx, args)
+}
+
+// MapArgsTx enqueues one Wait job per payload inside tx and returns
+// their IDs in order; the jobs exist if and only if tx commits (see
+// DelayTx). If any is invalid, none is written.
+func (t WaitTask) MapArgsTx(ctx context.Context, tx queuemax.Tx, args []WaitArgs) ([]queuemax.JobID, error) {
+	return t.EnqueueManyTx(ctx, tx, args)
 }
 
 // With returns a copy of t whose enqueues apply o (priority, retries,

@@ -36,7 +36,9 @@ func Handlers() []queuemax.Handler {
 // PingArgs is the payload of Ping (ping.go:10).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
-// a JSON object with snake_case keys.
+// a JSON object with snake_case keys. Every key is required except those
+// of pointer parameters, and unknown keys and wrong types are refused at
+// enqueue and at run time (see [queuemax.DecodeArgs]).
 type PingArgs struct{}
 
 // pingOptions are the defaults of Ping from its annotation (ping.go:10).
@@ -69,10 +71,25 @@ func (t PingTask) Delay(ctx context.Context) (queuemax.JobID, error) {
 	return t.Enqueue(ctx, PingArgs{})
 }
 
+// DelayTx enqueues one Ping job inside tx, the application's open
+// transaction (a pgx.Tx or a *sql.Tx of the pgx stdlib driver), and returns
+// its ID: the job exists if and only if tx commits. On the SQLite store it
+// returns [queuemax.ErrTxUnsupported]; see [queuemax.Client.EnqueueTx].
+func (t PingTask) DelayTx(ctx context.Context, tx queuemax.Tx) (queuemax.JobID, error) {
+	return t.EnqueueTx(ctx, tx, PingArgs{})
+}
+
 // ScheduleAt enqueues one Ping job that becomes ready at at, and
 // returns its ID. The job is durable once ScheduleAt returns nil.
 func (t PingTask) ScheduleAt(ctx context.Context, at time.Time) (queuemax.JobID, error) {
 	return t.EnqueueAt(ctx, at, PingArgs{})
+}
+
+// ScheduleAtTx enqueues one Ping job inside tx that becomes ready at
+// at, and returns its ID; the job exists if and only if tx commits (see
+// DelayTx).
+func (t PingTask) ScheduleAtTx(ctx context.Context, tx queuemax.Tx, at time.Time) (queuemax.JobID, error) {
+	return t.EnqueueAtTx(ctx, tx, at, PingArgs{})
 }
 
 // ScheduleIn enqueues one Ping job that becomes ready after d, and
@@ -81,11 +98,25 @@ func (t PingTask) ScheduleIn(ctx context.Context, d time.Duration) (queuemax.Job
 	return t.EnqueueIn(ctx, d, PingArgs{})
 }
 
+// ScheduleInTx enqueues one Ping job inside tx that becomes ready d
+// after this call, and returns its ID; the job exists if and only if tx
+// commits (see DelayTx).
+func (t PingTask) ScheduleInTx(ctx context.Context, tx queuemax.Tx, d time.Duration) (queuemax.JobID, error) {
+	return t.EnqueueInTx(ctx, tx, d, PingArgs{})
+}
+
 // MapArgs enqueues one Ping job per payload and returns their IDs in
 // order. The jobs are stored in one transaction per shard: if any is
 // invalid, none is stored.
 func (t PingTask) MapArgs(ctx context.Context, args []PingArgs) ([]queuemax.JobID, error) {
 	return t.EnqueueMany(ctx, args)
+}
+
+// MapArgsTx enqueues one Ping job per payload inside tx and returns
+// their IDs in order; the jobs exist if and only if tx commits (see
+// DelayTx). If any is invalid, none is written.
+func (t PingTask) MapArgsTx(ctx context.Context, tx queuemax.Tx, args []PingArgs) ([]queuemax.JobID, error) {
+	return t.EnqueueManyTx(ctx, tx, args)
 }
 
 // With returns a copy of t whose enqueues apply o (priority, retries,

@@ -12,7 +12,7 @@ import (
 // Schedule takes parameters named like the generated methods' own.
 //
 //queuemax:task
-func Schedule(c context.Context, ctx string, at time.Time, d time.Duration, args []string, t int, queuemax bool) error {
+func Schedule(c context.Context, ctx string, at time.Time, d time.Duration, args []string, t int, queuemax bool, tx string) error {
 	return nil
 }
 

@@ -45,7 +45,9 @@ func Handlers() []queuemax.Handler {
 // BlankArgs is the payload of Blank (names.go:33).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
-// a JSON object with snake_case keys.
+// a JSON object with snake_case keys. Every key is required except those
+// of pointer parameters, and unknown keys and wrong types are refused at
+// enqueue and at run time (see [queuemax.DecodeArgs]).
 type BlankArgs struct {
 	HTTPServer string `json:"http_server"`
 	PageSize   int    `json:"page_size"`
@@ -81,16 +83,38 @@ func (t BlankTask) Delay(ctx context.Context, HTTPServer string, page_size int) 
 	return t.Enqueue(ctx, BlankArgs{HTTPServer: HTTPServer, PageSize: page_size})
 }
 
+// DelayTx enqueues one Blank job inside tx, the application's open
+// transaction (a pgx.Tx or a *sql.Tx of the pgx stdlib driver), and returns
+// its ID: the job exists if and only if tx commits. On the SQLite store it
+// returns [queuemax.ErrTxUnsupported]; see [queuemax.Client.EnqueueTx].
+func (t BlankTask) DelayTx(ctx context.Context, tx queuemax.Tx, HTTPServer string, page_size int) (queuemax.JobID, error) {
+	return t.EnqueueTx(ctx, tx, BlankArgs{HTTPServer: HTTPServer, PageSize: page_size})
+}
+
 // ScheduleAt enqueues one Blank job that becomes ready at at, and
 // returns its ID. The job is durable once ScheduleAt returns nil.
 func (t BlankTask) ScheduleAt(ctx context.Context, at time.Time, HTTPServer string, page_size int) (queuemax.JobID, error) {
 	return t.EnqueueAt(ctx, at, BlankArgs{HTTPServer: HTTPServer, PageSize: page_size})
 }
 
+// ScheduleAtTx enqueues one Blank job inside tx that becomes ready at
+// at, and returns its ID; the job exists if and only if tx commits (see
+// DelayTx).
+func (t BlankTask) ScheduleAtTx(ctx context.Context, tx queuemax.Tx, at time.Time, HTTPServer string, page_size int) (queuemax.JobID, error) {
+	return t.EnqueueAtTx(ctx, tx, at, BlankArgs{HTTPServer: HTTPServer, PageSize: page_size})
+}
+
 // ScheduleIn enqueues one Blank job that becomes ready after d, and
 // returns its ID. The job is durable once ScheduleIn returns nil.
 func (t BlankTask) ScheduleIn(ctx context.Context, d time.Duration, HTTPServer string, page_size int) (queuemax.JobID, error) {
 	return t.EnqueueIn(ctx, d, BlankArgs{HTTPServer: HTTPServer, PageSize: page_size})
+}
+
+// ScheduleInTx enqueues one Blank job inside tx that becomes ready d
+// after this call, and returns its ID; the job exists if and only if tx
+// commits (see DelayTx).
+func (t BlankTask) ScheduleInTx(ctx context.Context, tx queuemax.Tx, d time.Duration, HTTPServer string, page_size int) (queuemax.JobID, error) {
+	return t.EnqueueInTx(ctx, tx, d, BlankArgs{HTTPServer: HTTPServer, PageSize: page_size})
 }
 
 // Map enqueues one Blank job per element of HTTPServer, the other parameters
@@ -104,11 +128,29 @@ func (t BlankTask) Map(ctx context.Context, HTTPServer []string, page_size int) 
 	return t.EnqueueMany(ctx, args)
 }
 
+// MapTx enqueues one Blank job per element of HTTPServer inside tx, the other
+// parameters fixed, and returns their IDs in order; the jobs exist if and
+// only if tx commits (see DelayTx). If any is invalid, none is written.
+func (t BlankTask) MapTx(ctx context.Context, tx queuemax.Tx, HTTPServer []string, page_size int) ([]queuemax.JobID, error) {
+	args := make([]BlankArgs, len(HTTPServer))
+	for i, v := range HTTPServer {
+		args[i] = BlankArgs{HTTPServer: v, PageSize: page_size}
+	}
+	return t.EnqueueManyTx(ctx, tx, args)
+}
+
 // MapArgs enqueues one Blank job per payload and returns their IDs in
 // order. The jobs are stored in one transaction per shard: if any is
 // invalid, none is stored.
 func (t BlankTask) MapArgs(ctx context.Context, args []BlankArgs) ([]queuemax.JobID, error) {
 	return t.EnqueueMany(ctx, args)
+}
+
+// MapArgsTx enqueues one Blank job per payload inside tx and returns
+// their IDs in order; the jobs exist if and only if tx commits (see
+// DelayTx). If any is invalid, none is written.
+func (t BlankTask) MapArgsTx(ctx context.Context, tx queuemax.Tx, args []BlankArgs) ([]queuemax.JobID, error) {
+	return t.EnqueueManyTx(ctx, tx, args)
 }
 
 // With returns a copy of t whose enqueues apply o (priority, retries,
@@ -133,7 +175,9 @@ var _ func(context.Context, string, int) error = Blank
 // RawArgs is the payload of Raw (names.go:23).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
-// a JSON object with snake_case keys.
+// a JSON object with snake_case keys. Every key is required except those
+// of pointer parameters, and unknown keys and wrong types are refused at
+// enqueue and at run time (see [queuemax.DecodeArgs]).
 type RawArgs struct {
 	Raw  json.RawMessage `json:"raw"`
 	Pair [2]int          `json:"pair"`
@@ -176,6 +220,17 @@ func (t RawTask) Delay(ctx context.Context, raw json.RawMessage, pair [2]int, op
 	return t.Enqueue(ctx, RawArgs{Raw: raw, Pair: pair, Opts: opts})
 }
 
+// DelayTx enqueues one Raw job inside tx, the application's open
+// transaction (a pgx.Tx or a *sql.Tx of the pgx stdlib driver), and returns
+// its ID: the job exists if and only if tx commits. On the SQLite store it
+// returns [queuemax.ErrTxUnsupported]; see [queuemax.Client.EnqueueTx].
+func (t RawTask) DelayTx(ctx context.Context, tx queuemax.Tx, raw json.RawMessage, pair [2]int, opts struct {
+	Verbose bool `json:"verbose,omitempty"`
+	Level   int
+}) (queuemax.JobID, error) {
+	return t.EnqueueTx(ctx, tx, RawArgs{Raw: raw, Pair: pair, Opts: opts})
+}
+
 // ScheduleAt enqueues one Raw job that becomes ready at at, and
 // returns its ID. The job is durable once ScheduleAt returns nil.
 func (t RawTask) ScheduleAt(ctx context.Context, at time.Time, raw json.RawMessage, pair [2]int, opts struct {
@@ -185,6 +240,16 @@ func (t RawTask) ScheduleAt(ctx context.Context, at time.Time, raw json.RawMessa
 	return t.EnqueueAt(ctx, at, RawArgs{Raw: raw, Pair: pair, Opts: opts})
 }
 
+// ScheduleAtTx enqueues one Raw job inside tx that becomes ready at
+// at, and returns its ID; the job exists if and only if tx commits (see
+// DelayTx).
+func (t RawTask) ScheduleAtTx(ctx context.Context, tx queuemax.Tx, at time.Time, raw json.RawMessage, pair [2]int, opts struct {
+	Verbose bool `json:"verbose,omitempty"`
+	Level   int
+}) (queuemax.JobID, error) {
+	return t.EnqueueAtTx(ctx, tx, at, RawArgs{Raw: raw, Pair: pair, Opts: opts})
+}
+
 // ScheduleIn enqueues one Raw job that becomes ready after d, and
 // returns its ID. The job is durable once ScheduleIn returns nil.
 func (t RawTask) ScheduleIn(ctx context.Context, d time.Duration, raw json.RawMessage, pair [2]int, opts struct {
@@ -192,6 +257,16 @@ func (t RawTask) ScheduleIn(ctx context.Context, d time.Duration, raw json.RawMe
 	Level   int
 }) (queuemax.JobID, error) {
 	return t.EnqueueIn(ctx, d, RawArgs{Raw: raw, Pair: pair, Opts: opts})
+}
+
+// ScheduleInTx enqueues one Raw job inside tx that becomes ready d
+// after this call, and returns its ID; the job exists if and only if tx
+// commits (see DelayTx).
+func (t RawTask) ScheduleInTx(ctx context.Context, tx queuemax.Tx, d time.Duration, raw json.RawMessage, pair [2]int, opts struct {
+	Verbose bool `json:"verbose,omitempty"`
+	Level   int
+}) (queuemax.JobID, error) {
+	return t.EnqueueInTx(ctx, tx, d, RawArgs{Raw: raw, Pair: pair, Opts: opts})
 }
 
 // Map enqueues one Raw job per element of raw, the other parameters
@@ -208,11 +283,32 @@ func (t RawTask) Map(ctx context.Context, raw []json.RawMessage, pair [2]int, op
 	return t.EnqueueMany(ctx, args)
 }
 
+// MapTx enqueues one Raw job per element of raw inside tx, the other
+// parameters fixed, and returns their IDs in order; the jobs exist if and
+// only if tx commits (see DelayTx). If any is invalid, none is written.
+func (t RawTask) MapTx(ctx context.Context, tx queuemax.Tx, raw []json.RawMessage, pair [2]int, opts struct {
+	Verbose bool `json:"verbose,omitempty"`
+	Level   int
+}) ([]queuemax.JobID, error) {
+	args := make([]RawArgs, len(raw))
+	for i, v := range raw {
+		args[i] = RawArgs{Raw: v, Pair: pair, Opts: opts}
+	}
+	return t.EnqueueManyTx(ctx, tx, args)
+}
+
 // MapArgs enqueues one Raw job per payload and returns their IDs in
 // order. The jobs are stored in one transaction per shard: if any is
 // invalid, none is stored.
 func (t RawTask) MapArgs(ctx context.Context, args []RawArgs) ([]queuemax.JobID, error) {
 	return t.EnqueueMany(ctx, args)
+}
+
+// MapArgsTx enqueues one Raw job per payload inside tx and returns
+// their IDs in order; the jobs exist if and only if tx commits (see
+// DelayTx). If any is invalid, none is written.
+func (t RawTask) MapArgsTx(ctx context.Context, tx queuemax.Tx, args []RawArgs) ([]queuemax.JobID, error) {
+	return t.EnqueueManyTx(ctx, tx, args)
 }
 
 // With returns a copy of t whose enqueues apply o (priority, retries,
@@ -243,7 +339,9 @@ var _ func(context.Context, json.RawMessage, [2]int, struct {
 // ScheduleArgs is the payload of Schedule (names.go:15).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
-// a JSON object with snake_case keys.
+// a JSON object with snake_case keys. Every key is required except those
+// of pointer parameters, and unknown keys and wrong types are refused at
+// enqueue and at run time (see [queuemax.DecodeArgs]).
 type ScheduleArgs struct {
 	Ctx      string        `json:"ctx"`
 	At       time.Time     `json:"at"`
@@ -251,6 +349,7 @@ type ScheduleArgs struct {
 	Args     []string      `json:"args"`
 	T        int           `json:"t"`
 	Queuemax bool          `json:"queuemax"`
+	Tx       string        `json:"tx"`
 }
 
 // scheduleOptions are the defaults of Schedule from its annotation (names.go:15).
@@ -258,7 +357,7 @@ var scheduleOptions = queuemax.TaskOptions{}
 
 // scheduleFunc calls Schedule (names.go:15) with the fields of its payload.
 func scheduleFunc(ctx context.Context, a ScheduleArgs) error {
-	return Schedule(ctx, a.Ctx, a.At, a.D, a.Args, a.T, a.Queuemax)
+	return Schedule(ctx, a.Ctx, a.At, a.D, a.Args, a.T, a.Queuemax, a.Tx)
 }
 
 // ScheduleTask enqueues Schedule (names.go:15).
@@ -279,31 +378,64 @@ type ScheduleTask struct {
 // Delay returns [queuemax.ErrNotBound] for an unbound handle,
 // [queuemax.ErrClosed] after [queuemax.Client.Close], or ctx's error if
 // ctx ends first. It is safe for concurrent use.
-func (t ScheduleTask) Delay(ctx context.Context, ctx_ string, at_ time.Time, d_ time.Duration, args_ []string, t_ int, queuemax_ bool) (queuemax.JobID, error) {
-	return t.Enqueue(ctx, ScheduleArgs{Ctx: ctx_, At: at_, D: d_, Args: args_, T: t_, Queuemax: queuemax_})
+func (t ScheduleTask) Delay(ctx context.Context, ctx_ string, at_ time.Time, d_ time.Duration, args_ []string, t_ int, queuemax_ bool, tx_ string) (queuemax.JobID, error) {
+	return t.Enqueue(ctx, ScheduleArgs{Ctx: ctx_, At: at_, D: d_, Args: args_, T: t_, Queuemax: queuemax_, Tx: tx_})
+}
+
+// DelayTx enqueues one Schedule job inside tx, the application's open
+// transaction (a pgx.Tx or a *sql.Tx of the pgx stdlib driver), and returns
+// its ID: the job exists if and only if tx commits. On the SQLite store it
+// returns [queuemax.ErrTxUnsupported]; see [queuemax.Client.EnqueueTx].
+func (t ScheduleTask) DelayTx(ctx context.Context, tx queuemax.Tx, ctx_ string, at_ time.Time, d_ time.Duration, args_ []string, t_ int, queuemax_ bool, tx_ string) (queuemax.JobID, error) {
+	return t.EnqueueTx(ctx, tx, ScheduleArgs{Ctx: ctx_, At: at_, D: d_, Args: args_, T: t_, Queuemax: queuemax_, Tx: tx_})
 }
 
 // ScheduleAt enqueues one Schedule job that becomes ready at at, and
 // returns its ID. The job is durable once ScheduleAt returns nil.
-func (t ScheduleTask) ScheduleAt(ctx context.Context, at time.Time, ctx_ string, at_ time.Time, d_ time.Duration, args_ []string, t_ int, queuemax_ bool) (queuemax.JobID, error) {
-	return t.EnqueueAt(ctx, at, ScheduleArgs{Ctx: ctx_, At: at_, D: d_, Args: args_, T: t_, Queuemax: queuemax_})
+func (t ScheduleTask) ScheduleAt(ctx context.Context, at time.Time, ctx_ string, at_ time.Time, d_ time.Duration, args_ []string, t_ int, queuemax_ bool, tx_ string) (queuemax.JobID, error) {
+	return t.EnqueueAt(ctx, at, ScheduleArgs{Ctx: ctx_, At: at_, D: d_, Args: args_, T: t_, Queuemax: queuemax_, Tx: tx_})
+}
+
+// ScheduleAtTx enqueues one Schedule job inside tx that becomes ready at
+// at, and returns its ID; the job exists if and only if tx commits (see
+// DelayTx).
+func (t ScheduleTask) ScheduleAtTx(ctx context.Context, tx queuemax.Tx, at time.Time, ctx_ string, at_ time.Time, d_ time.Duration, args_ []string, t_ int, queuemax_ bool, tx_ string) (queuemax.JobID, error) {
+	return t.EnqueueAtTx(ctx, tx, at, ScheduleArgs{Ctx: ctx_, At: at_, D: d_, Args: args_, T: t_, Queuemax: queuemax_, Tx: tx_})
 }
 
 // ScheduleIn enqueues one Schedule job that becomes ready after d, and
 // returns its ID. The job is durable once ScheduleIn returns nil.
-func (t ScheduleTask) ScheduleIn(ctx context.Context, d time.Duration, ctx_ string, at_ time.Time, d_ time.Duration, args_ []string, t_ int, queuemax_ bool) (queuemax.JobID, error) {
-	return t.EnqueueIn(ctx, d, ScheduleArgs{Ctx: ctx_, At: at_, D: d_, Args: args_, T: t_, Queuemax: queuemax_})
+func (t ScheduleTask) ScheduleIn(ctx context.Context, d time.Duration, ctx_ string, at_ time.Time, d_ time.Duration, args_ []string, t_ int, queuemax_ bool, tx_ string) (queuemax.JobID, error) {
+	return t.EnqueueIn(ctx, d, ScheduleArgs{Ctx: ctx_, At: at_, D: d_, Args: args_, T: t_, Queuemax: queuemax_, Tx: tx_})
+}
+
+// ScheduleInTx enqueues one Schedule job inside tx that becomes ready d
+// after this call, and returns its ID; the job exists if and only if tx
+// commits (see DelayTx).
+func (t ScheduleTask) ScheduleInTx(ctx context.Context, tx queuemax.Tx, d time.Duration, ctx_ string, at_ time.Time, d_ time.Duration, args_ []string, t_ int, queuemax_ bool, tx_ string) (queuemax.JobID, error) {
+	return t.EnqueueInTx(ctx, tx, d, ScheduleArgs{Ctx: ctx_, At: at_, D: d_, Args: args_, T: t_, Queuemax: queuemax_, Tx: tx_})
 }
 
 // Map enqueues one Schedule job per element of ctx_, the other parameters
 // fixed, and returns their IDs in order. The jobs are stored in one
 // transaction per shard: if any is invalid, none is stored.
-func (t ScheduleTask) Map(ctx context.Context, ctx_ []string, at_ time.Time, d_ time.Duration, args_ []string, t_ int, queuemax_ bool) ([]queuemax.JobID, error) {
+func (t ScheduleTask) Map(ctx context.Context, ctx_ []string, at_ time.Time, d_ time.Duration, args_ []string, t_ int, queuemax_ bool, tx_ string) ([]queuemax.JobID, error) {
 	args := make([]ScheduleArgs, len(ctx_))
 	for i, v := range ctx_ {
-		args[i] = ScheduleArgs{Ctx: v, At: at_, D: d_, Args: args_, T: t_, Queuemax: queuemax_}
+		args[i] = ScheduleArgs{Ctx: v, At: at_, D: d_, Args: args_, T: t_, Queuemax: queuemax_, Tx: tx_}
 	}
 	return t.EnqueueMany(ctx, args)
+}
+
+// MapTx enqueues one Schedule job per element of ctx_ inside tx, the other
+// parameters fixed, and returns their IDs in order; the jobs exist if and
+// only if tx commits (see DelayTx). If any is invalid, none is written.
+func (t ScheduleTask) MapTx(ctx context.Context, tx queuemax.Tx, ctx_ []string, at_ time.Time, d_ time.Duration, args_ []string, t_ int, queuemax_ bool, tx_ string) ([]queuemax.JobID, error) {
+	args := make([]ScheduleArgs, len(ctx_))
+	for i, v := range ctx_ {
+		args[i] = ScheduleArgs{Ctx: v, At: at_, D: d_, Args: args_, T: t_, Queuemax: queuemax_, Tx: tx_}
+	}
+	return t.EnqueueManyTx(ctx, tx, args)
 }
 
 // MapArgs enqueues one Schedule job per payload and returns their IDs in
@@ -311,6 +443,13 @@ func (t ScheduleTask) Map(ctx context.Context, ctx_ []string, at_ time.Time, d_ 
 // invalid, none is stored.
 func (t ScheduleTask) MapArgs(ctx context.Context, args []ScheduleArgs) ([]queuemax.JobID, error) {
 	return t.EnqueueMany(ctx, args)
+}
+
+// MapArgsTx enqueues one Schedule job per payload inside tx and returns
+// their IDs in order; the jobs exist if and only if tx commits (see
+// DelayTx). If any is invalid, none is written.
+func (t ScheduleTask) MapArgsTx(ctx context.Context, tx queuemax.Tx, args []ScheduleArgs) ([]queuemax.JobID, error) {
+	return t.EnqueueManyTx(ctx, tx, args)
 }
 
 // With returns a copy of t whose enqueues apply o (priority, retries,
@@ -324,10 +463,10 @@ func (t ScheduleTask) With(o queuemax.Opts) ScheduleTask {
 // after a round trip of the arguments through the JSON codec workers use,
 // so what works with Call works in a worker. It enqueues nothing and
 // works on an unbound handle; the task's timeout bounds ctx.
-func (t ScheduleTask) Call(ctx context.Context, ctx_ string, at_ time.Time, d_ time.Duration, args_ []string, t_ int, queuemax_ bool) error {
-	return queuemax.Call(ctx, scheduleOptions, scheduleFunc, ScheduleArgs{Ctx: ctx_, At: at_, D: d_, Args: args_, T: t_, Queuemax: queuemax_})
+func (t ScheduleTask) Call(ctx context.Context, ctx_ string, at_ time.Time, d_ time.Duration, args_ []string, t_ int, queuemax_ bool, tx_ string) error {
+	return queuemax.Call(ctx, scheduleOptions, scheduleFunc, ScheduleArgs{Ctx: ctx_, At: at_, D: d_, Args: args_, T: t_, Queuemax: queuemax_, Tx: tx_})
 }
 
 // Schedule must keep the signature this file was generated from (names.go:15):
 // after changing it, run go generate.
-var _ func(context.Context, string, time.Time, time.Duration, []string, int, bool) error = Schedule
+var _ func(context.Context, string, time.Time, time.Duration, []string, int, bool, string) error = Schedule

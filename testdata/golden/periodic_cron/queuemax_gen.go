@@ -53,7 +53,9 @@ func Handlers() []queuemax.Handler {
 // HourlyArgs is the payload of Hourly (nightly.go:23).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
-// a JSON object with snake_case keys.
+// a JSON object with snake_case keys. Every key is required except those
+// of pointer parameters, and unknown keys and wrong types are refused at
+// enqueue and at run time (see [queuemax.DecodeArgs]).
 type HourlyArgs struct{}
 
 // hourlyOptions are the defaults of Hourly from its annotation (nightly.go:23).
@@ -86,10 +88,25 @@ func (t HourlyTask) Delay(ctx context.Context) (queuemax.JobID, error) {
 	return t.Enqueue(ctx, HourlyArgs{})
 }
 
+// DelayTx enqueues one Hourly job inside tx, the application's open
+// transaction (a pgx.Tx or a *sql.Tx of the pgx stdlib driver), and returns
+// its ID: the job exists if and only if tx commits. On the SQLite store it
+// returns [queuemax.ErrTxUnsupported]; see [queuemax.Client.EnqueueTx].
+func (t HourlyTask) DelayTx(ctx context.Context, tx queuemax.Tx) (queuemax.JobID, error) {
+	return t.EnqueueTx(ctx, tx, HourlyArgs{})
+}
+
 // ScheduleAt enqueues one Hourly job that becomes ready at at, and
 // returns its ID. The job is durable once ScheduleAt returns nil.
 func (t HourlyTask) ScheduleAt(ctx context.Context, at time.Time) (queuemax.JobID, error) {
 	return t.EnqueueAt(ctx, at, HourlyArgs{})
+}
+
+// ScheduleAtTx enqueues one Hourly job inside tx that becomes ready at
+// at, and returns its ID; the job exists if and only if tx commits (see
+// DelayTx).
+func (t HourlyTask) ScheduleAtTx(ctx context.Context, tx queuemax.Tx, at time.Time) (queuemax.JobID, error) {
+	return t.EnqueueAtTx(ctx, tx, at, HourlyArgs{})
 }
 
 // ScheduleIn enqueues one Hourly job that becomes ready after d, and
@@ -98,11 +115,25 @@ func (t HourlyTask) ScheduleIn(ctx context.Context, d time.Duration) (queuemax.J
 	return t.EnqueueIn(ctx, d, HourlyArgs{})
 }
 
+// ScheduleInTx enqueues one Hourly job inside tx that becomes ready d
+// after this call, and returns its ID; the job exists if and only if tx
+// commits (see DelayTx).
+func (t HourlyTask) ScheduleInTx(ctx context.Context, tx queuemax.Tx, d time.Duration) (queuemax.JobID, error) {
+	return t.EnqueueInTx(ctx, tx, d, HourlyArgs{})
+}
+
 // MapArgs enqueues one Hourly job per payload and returns their IDs in
 // order. The jobs are stored in one transaction per shard: if any is
 // invalid, none is stored.
 func (t HourlyTask) MapArgs(ctx context.Context, args []HourlyArgs) ([]queuemax.JobID, error) {
 	return t.EnqueueMany(ctx, args)
+}
+
+// MapArgsTx enqueues one Hourly job per payload inside tx and returns
+// their IDs in order; the jobs exist if and only if tx commits (see
+// DelayTx). If any is invalid, none is written.
+func (t HourlyTask) MapArgsTx(ctx context.Context, tx queuemax.Tx, args []HourlyArgs) ([]queuemax.JobID, error) {
+	return t.EnqueueManyTx(ctx, tx, args)
 }
 
 // With returns a copy of t whose enqueues apply o (priority, retries,
@@ -127,7 +158,9 @@ var _ func(context.Context) error = Hourly
 // NightlyArgs is the payload of Nightly (nightly.go:9).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
-// a JSON object with snake_case keys.
+// a JSON object with snake_case keys. Every key is required except those
+// of pointer parameters, and unknown keys and wrong types are refused at
+// enqueue and at run time (see [queuemax.DecodeArgs]).
 type NightlyArgs struct{}
 
 // nightlyOptions are the defaults of Nightly from its annotation (nightly.go:9).
@@ -162,10 +195,25 @@ func (t NightlyTask) Delay(ctx context.Context) (queuemax.JobID, error) {
 	return t.Enqueue(ctx, NightlyArgs{})
 }
 
+// DelayTx enqueues one Nightly job inside tx, the application's open
+// transaction (a pgx.Tx or a *sql.Tx of the pgx stdlib driver), and returns
+// its ID: the job exists if and only if tx commits. On the SQLite store it
+// returns [queuemax.ErrTxUnsupported]; see [queuemax.Client.EnqueueTx].
+func (t NightlyTask) DelayTx(ctx context.Context, tx queuemax.Tx) (queuemax.JobID, error) {
+	return t.EnqueueTx(ctx, tx, NightlyArgs{})
+}
+
 // ScheduleAt enqueues one Nightly job that becomes ready at at, and
 // returns its ID. The job is durable once ScheduleAt returns nil.
 func (t NightlyTask) ScheduleAt(ctx context.Context, at time.Time) (queuemax.JobID, error) {
 	return t.EnqueueAt(ctx, at, NightlyArgs{})
+}
+
+// ScheduleAtTx enqueues one Nightly job inside tx that becomes ready at
+// at, and returns its ID; the job exists if and only if tx commits (see
+// DelayTx).
+func (t NightlyTask) ScheduleAtTx(ctx context.Context, tx queuemax.Tx, at time.Time) (queuemax.JobID, error) {
+	return t.EnqueueAtTx(ctx, tx, at, NightlyArgs{})
 }
 
 // ScheduleIn enqueues one Nightly job that becomes ready after d, and
@@ -174,11 +222,25 @@ func (t NightlyTask) ScheduleIn(ctx context.Context, d time.Duration) (queuemax.
 	return t.EnqueueIn(ctx, d, NightlyArgs{})
 }
 
+// ScheduleInTx enqueues one Nightly job inside tx that becomes ready d
+// after this call, and returns its ID; the job exists if and only if tx
+// commits (see DelayTx).
+func (t NightlyTask) ScheduleInTx(ctx context.Context, tx queuemax.Tx, d time.Duration) (queuemax.JobID, error) {
+	return t.EnqueueInTx(ctx, tx, d, NightlyArgs{})
+}
+
 // MapArgs enqueues one Nightly job per payload and returns their IDs in
 // order. The jobs are stored in one transaction per shard: if any is
 // invalid, none is stored.
 func (t NightlyTask) MapArgs(ctx context.Context, args []NightlyArgs) ([]queuemax.JobID, error) {
 	return t.EnqueueMany(ctx, args)
+}
+
+// MapArgsTx enqueues one Nightly job per payload inside tx and returns
+// their IDs in order; the jobs exist if and only if tx commits (see
+// DelayTx). If any is invalid, none is written.
+func (t NightlyTask) MapArgsTx(ctx context.Context, tx queuemax.Tx, args []NightlyArgs) ([]queuemax.JobID, error) {
+	return t.EnqueueManyTx(ctx, tx, args)
 }
 
 // With returns a copy of t whose enqueues apply o (priority, retries,
@@ -203,7 +265,9 @@ var _ func(context.Context) error = Nightly
 // ParisMorningArgs is the payload of ParisMorning (nightly.go:16).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
-// a JSON object with snake_case keys.
+// a JSON object with snake_case keys. Every key is required except those
+// of pointer parameters, and unknown keys and wrong types are refused at
+// enqueue and at run time (see [queuemax.DecodeArgs]).
 type ParisMorningArgs struct{}
 
 // parisMorningOptions are the defaults of ParisMorning from its annotation (nightly.go:16).
@@ -236,10 +300,25 @@ func (t ParisMorningTask) Delay(ctx context.Context) (queuemax.JobID, error) {
 	return t.Enqueue(ctx, ParisMorningArgs{})
 }
 
+// DelayTx enqueues one ParisMorning job inside tx, the application's open
+// transaction (a pgx.Tx or a *sql.Tx of the pgx stdlib driver), and returns
+// its ID: the job exists if and only if tx commits. On the SQLite store it
+// returns [queuemax.ErrTxUnsupported]; see [queuemax.Client.EnqueueTx].
+func (t ParisMorningTask) DelayTx(ctx context.Context, tx queuemax.Tx) (queuemax.JobID, error) {
+	return t.EnqueueTx(ctx, tx, ParisMorningArgs{})
+}
+
 // ScheduleAt enqueues one ParisMorning job that becomes ready at at, and
 // returns its ID. The job is durable once ScheduleAt returns nil.
 func (t ParisMorningTask) ScheduleAt(ctx context.Context, at time.Time) (queuemax.JobID, error) {
 	return t.EnqueueAt(ctx, at, ParisMorningArgs{})
+}
+
+// ScheduleAtTx enqueues one ParisMorning job inside tx that becomes ready at
+// at, and returns its ID; the job exists if and only if tx commits (see
+// DelayTx).
+func (t ParisMorningTask) ScheduleAtTx(ctx context.Context, tx queuemax.Tx, at time.Time) (queuemax.JobID, error) {
+	return t.EnqueueAtTx(ctx, tx, at, ParisMorningArgs{})
 }
 
 // ScheduleIn enqueues one ParisMorning job that becomes ready after d, and
@@ -248,11 +327,25 @@ func (t ParisMorningTask) ScheduleIn(ctx context.Context, d time.Duration) (queu
 	return t.EnqueueIn(ctx, d, ParisMorningArgs{})
 }
 
+// ScheduleInTx enqueues one ParisMorning job inside tx that becomes ready d
+// after this call, and returns its ID; the job exists if and only if tx
+// commits (see DelayTx).
+func (t ParisMorningTask) ScheduleInTx(ctx context.Context, tx queuemax.Tx, d time.Duration) (queuemax.JobID, error) {
+	return t.EnqueueInTx(ctx, tx, d, ParisMorningArgs{})
+}
+
 // MapArgs enqueues one ParisMorning job per payload and returns their IDs in
 // order. The jobs are stored in one transaction per shard: if any is
 // invalid, none is stored.
 func (t ParisMorningTask) MapArgs(ctx context.Context, args []ParisMorningArgs) ([]queuemax.JobID, error) {
 	return t.EnqueueMany(ctx, args)
+}
+
+// MapArgsTx enqueues one ParisMorning job per payload inside tx and returns
+// their IDs in order; the jobs exist if and only if tx commits (see
+// DelayTx). If any is invalid, none is written.
+func (t ParisMorningTask) MapArgsTx(ctx context.Context, tx queuemax.Tx, args []ParisMorningArgs) ([]queuemax.JobID, error) {
+	return t.EnqueueManyTx(ctx, tx, args)
 }
 
 // With returns a copy of t whose enqueues apply o (priority, retries,

@@ -48,7 +48,9 @@ func Handlers() []queuemax.Handler {
 // CleanupOldDataArgs is the payload of CleanupOldData (cleanup.go:10).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
-// a JSON object with snake_case keys.
+// a JSON object with snake_case keys. Every key is required except those
+// of pointer parameters, and unknown keys and wrong types are refused at
+// enqueue and at run time (see [queuemax.DecodeArgs]).
 type CleanupOldDataArgs struct{}
 
 // cleanupOldDataOptions are the defaults of CleanupOldData from its annotation (cleanup.go:10).
@@ -83,10 +85,25 @@ func (t CleanupOldDataTask) Delay(ctx context.Context) (queuemax.JobID, error) {
 	return t.Enqueue(ctx, CleanupOldDataArgs{})
 }
 
+// DelayTx enqueues one CleanupOldData job inside tx, the application's open
+// transaction (a pgx.Tx or a *sql.Tx of the pgx stdlib driver), and returns
+// its ID: the job exists if and only if tx commits. On the SQLite store it
+// returns [queuemax.ErrTxUnsupported]; see [queuemax.Client.EnqueueTx].
+func (t CleanupOldDataTask) DelayTx(ctx context.Context, tx queuemax.Tx) (queuemax.JobID, error) {
+	return t.EnqueueTx(ctx, tx, CleanupOldDataArgs{})
+}
+
 // ScheduleAt enqueues one CleanupOldData job that becomes ready at at, and
 // returns its ID. The job is durable once ScheduleAt returns nil.
 func (t CleanupOldDataTask) ScheduleAt(ctx context.Context, at time.Time) (queuemax.JobID, error) {
 	return t.EnqueueAt(ctx, at, CleanupOldDataArgs{})
+}
+
+// ScheduleAtTx enqueues one CleanupOldData job inside tx that becomes ready at
+// at, and returns its ID; the job exists if and only if tx commits (see
+// DelayTx).
+func (t CleanupOldDataTask) ScheduleAtTx(ctx context.Context, tx queuemax.Tx, at time.Time) (queuemax.JobID, error) {
+	return t.EnqueueAtTx(ctx, tx, at, CleanupOldDataArgs{})
 }
 
 // ScheduleIn enqueues one CleanupOldData job that becomes ready after d, and
@@ -95,11 +112,25 @@ func (t CleanupOldDataTask) ScheduleIn(ctx context.Context, d time.Duration) (qu
 	return t.EnqueueIn(ctx, d, CleanupOldDataArgs{})
 }
 
+// ScheduleInTx enqueues one CleanupOldData job inside tx that becomes ready d
+// after this call, and returns its ID; the job exists if and only if tx
+// commits (see DelayTx).
+func (t CleanupOldDataTask) ScheduleInTx(ctx context.Context, tx queuemax.Tx, d time.Duration) (queuemax.JobID, error) {
+	return t.EnqueueInTx(ctx, tx, d, CleanupOldDataArgs{})
+}
+
 // MapArgs enqueues one CleanupOldData job per payload and returns their IDs in
 // order. The jobs are stored in one transaction per shard: if any is
 // invalid, none is stored.
 func (t CleanupOldDataTask) MapArgs(ctx context.Context, args []CleanupOldDataArgs) ([]queuemax.JobID, error) {
 	return t.EnqueueMany(ctx, args)
+}
+
+// MapArgsTx enqueues one CleanupOldData job per payload inside tx and returns
+// their IDs in order; the jobs exist if and only if tx commits (see
+// DelayTx). If any is invalid, none is written.
+func (t CleanupOldDataTask) MapArgsTx(ctx context.Context, tx queuemax.Tx, args []CleanupOldDataArgs) ([]queuemax.JobID, error) {
+	return t.EnqueueManyTx(ctx, tx, args)
 }
 
 // With returns a copy of t whose enqueues apply o (priority, retries,
@@ -124,7 +155,9 @@ var _ func(context.Context) error = CleanupOldData
 // HeartbeatArgs is the payload of Heartbeat (cleanup.go:17).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
-// a JSON object with snake_case keys.
+// a JSON object with snake_case keys. Every key is required except those
+// of pointer parameters, and unknown keys and wrong types are refused at
+// enqueue and at run time (see [queuemax.DecodeArgs]).
 type HeartbeatArgs struct{}
 
 // heartbeatOptions are the defaults of Heartbeat from its annotation (cleanup.go:17).
@@ -159,10 +192,25 @@ func (t HeartbeatTask) Delay(ctx context.Context) (queuemax.JobID, error) {
 	return t.Enqueue(ctx, HeartbeatArgs{})
 }
 
+// DelayTx enqueues one Heartbeat job inside tx, the application's open
+// transaction (a pgx.Tx or a *sql.Tx of the pgx stdlib driver), and returns
+// its ID: the job exists if and only if tx commits. On the SQLite store it
+// returns [queuemax.ErrTxUnsupported]; see [queuemax.Client.EnqueueTx].
+func (t HeartbeatTask) DelayTx(ctx context.Context, tx queuemax.Tx) (queuemax.JobID, error) {
+	return t.EnqueueTx(ctx, tx, HeartbeatArgs{})
+}
+
 // ScheduleAt enqueues one Heartbeat job that becomes ready at at, and
 // returns its ID. The job is durable once ScheduleAt returns nil.
 func (t HeartbeatTask) ScheduleAt(ctx context.Context, at time.Time) (queuemax.JobID, error) {
 	return t.EnqueueAt(ctx, at, HeartbeatArgs{})
+}
+
+// ScheduleAtTx enqueues one Heartbeat job inside tx that becomes ready at
+// at, and returns its ID; the job exists if and only if tx commits (see
+// DelayTx).
+func (t HeartbeatTask) ScheduleAtTx(ctx context.Context, tx queuemax.Tx, at time.Time) (queuemax.JobID, error) {
+	return t.EnqueueAtTx(ctx, tx, at, HeartbeatArgs{})
 }
 
 // ScheduleIn enqueues one Heartbeat job that becomes ready after d, and
@@ -171,11 +219,25 @@ func (t HeartbeatTask) ScheduleIn(ctx context.Context, d time.Duration) (queuema
 	return t.EnqueueIn(ctx, d, HeartbeatArgs{})
 }
 
+// ScheduleInTx enqueues one Heartbeat job inside tx that becomes ready d
+// after this call, and returns its ID; the job exists if and only if tx
+// commits (see DelayTx).
+func (t HeartbeatTask) ScheduleInTx(ctx context.Context, tx queuemax.Tx, d time.Duration) (queuemax.JobID, error) {
+	return t.EnqueueInTx(ctx, tx, d, HeartbeatArgs{})
+}
+
 // MapArgs enqueues one Heartbeat job per payload and returns their IDs in
 // order. The jobs are stored in one transaction per shard: if any is
 // invalid, none is stored.
 func (t HeartbeatTask) MapArgs(ctx context.Context, args []HeartbeatArgs) ([]queuemax.JobID, error) {
 	return t.EnqueueMany(ctx, args)
+}
+
+// MapArgsTx enqueues one Heartbeat job per payload inside tx and returns
+// their IDs in order; the jobs exist if and only if tx commits (see
+// DelayTx). If any is invalid, none is written.
+func (t HeartbeatTask) MapArgsTx(ctx context.Context, tx queuemax.Tx, args []HeartbeatArgs) ([]queuemax.JobID, error) {
+	return t.EnqueueManyTx(ctx, tx, args)
 }
 
 // With returns a copy of t whose enqueues apply o (priority, retries,
@@ -207,7 +269,9 @@ var _ func(context.Context) (string, error) = Heartbeat
 // NotifyArgs is the payload of Notify (cleanup.go:24).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
-// a JSON object with snake_case keys.
+// a JSON object with snake_case keys. Every key is required except those
+// of pointer parameters, and unknown keys and wrong types are refused at
+// enqueue and at run time (see [queuemax.DecodeArgs]).
 type NotifyArgs struct {
 	Message string `json:"message"`
 }
@@ -242,16 +306,38 @@ func (t NotifyTask) Delay(ctx context.Context, message string) (queuemax.JobID, 
 	return t.Enqueue(ctx, NotifyArgs{Message: message})
 }
 
+// DelayTx enqueues one Notify job inside tx, the application's open
+// transaction (a pgx.Tx or a *sql.Tx of the pgx stdlib driver), and returns
+// its ID: the job exists if and only if tx commits. On the SQLite store it
+// returns [queuemax.ErrTxUnsupported]; see [queuemax.Client.EnqueueTx].
+func (t NotifyTask) DelayTx(ctx context.Context, tx queuemax.Tx, message string) (queuemax.JobID, error) {
+	return t.EnqueueTx(ctx, tx, NotifyArgs{Message: message})
+}
+
 // ScheduleAt enqueues one Notify job that becomes ready at at, and
 // returns its ID. The job is durable once ScheduleAt returns nil.
 func (t NotifyTask) ScheduleAt(ctx context.Context, at time.Time, message string) (queuemax.JobID, error) {
 	return t.EnqueueAt(ctx, at, NotifyArgs{Message: message})
 }
 
+// ScheduleAtTx enqueues one Notify job inside tx that becomes ready at
+// at, and returns its ID; the job exists if and only if tx commits (see
+// DelayTx).
+func (t NotifyTask) ScheduleAtTx(ctx context.Context, tx queuemax.Tx, at time.Time, message string) (queuemax.JobID, error) {
+	return t.EnqueueAtTx(ctx, tx, at, NotifyArgs{Message: message})
+}
+
 // ScheduleIn enqueues one Notify job that becomes ready after d, and
 // returns its ID. The job is durable once ScheduleIn returns nil.
 func (t NotifyTask) ScheduleIn(ctx context.Context, d time.Duration, message string) (queuemax.JobID, error) {
 	return t.EnqueueIn(ctx, d, NotifyArgs{Message: message})
+}
+
+// ScheduleInTx enqueues one Notify job inside tx that becomes ready d
+// after this call, and returns its ID; the job exists if and only if tx
+// commits (see DelayTx).
+func (t NotifyTask) ScheduleInTx(ctx context.Context, tx queuemax.Tx, d time.Duration, message string) (queuemax.JobID, error) {
+	return t.EnqueueInTx(ctx, tx, d, NotifyArgs{Message: message})
 }
 
 // Map enqueues one Notify job per element of message, the other parameters
@@ -265,11 +351,29 @@ func (t NotifyTask) Map(ctx context.Context, message []string) ([]queuemax.JobID
 	return t.EnqueueMany(ctx, args)
 }
 
+// MapTx enqueues one Notify job per element of message inside tx, the other
+// parameters fixed, and returns their IDs in order; the jobs exist if and
+// only if tx commits (see DelayTx). If any is invalid, none is written.
+func (t NotifyTask) MapTx(ctx context.Context, tx queuemax.Tx, message []string) ([]queuemax.JobID, error) {
+	args := make([]NotifyArgs, len(message))
+	for i, v := range message {
+		args[i] = NotifyArgs{Message: v}
+	}
+	return t.EnqueueManyTx(ctx, tx, args)
+}
+
 // MapArgs enqueues one Notify job per payload and returns their IDs in
 // order. The jobs are stored in one transaction per shard: if any is
 // invalid, none is stored.
 func (t NotifyTask) MapArgs(ctx context.Context, args []NotifyArgs) ([]queuemax.JobID, error) {
 	return t.EnqueueMany(ctx, args)
+}
+
+// MapArgsTx enqueues one Notify job per payload inside tx and returns
+// their IDs in order; the jobs exist if and only if tx commits (see
+// DelayTx). If any is invalid, none is written.
+func (t NotifyTask) MapArgsTx(ctx context.Context, tx queuemax.Tx, args []NotifyArgs) ([]queuemax.JobID, error) {
+	return t.EnqueueManyTx(ctx, tx, args)
 }
 
 // With returns a copy of t whose enqueues apply o (priority, retries,

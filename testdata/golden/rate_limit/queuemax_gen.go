@@ -48,7 +48,9 @@ func Handlers() []queuemax.Handler {
 // ArchiveArgs is the payload of Archive (api.go:30).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
-// a JSON object with snake_case keys.
+// a JSON object with snake_case keys. Every key is required except those
+// of pointer parameters, and unknown keys and wrong types are refused at
+// enqueue and at run time (see [queuemax.DecodeArgs]).
 type ArchiveArgs struct {
 	ID int `json:"id"`
 }
@@ -88,16 +90,38 @@ func (t ArchiveTask) Delay(ctx context.Context, id_ int) (queuemax.JobID, error)
 	return t.Enqueue(ctx, ArchiveArgs{ID: id_})
 }
 
+// DelayTx enqueues one Archive job inside tx, the application's open
+// transaction (a pgx.Tx or a *sql.Tx of the pgx stdlib driver), and returns
+// its ID: the job exists if and only if tx commits. On the SQLite store it
+// returns [queuemax.ErrTxUnsupported]; see [queuemax.Client.EnqueueTx].
+func (t ArchiveTask) DelayTx(ctx context.Context, tx queuemax.Tx, id_ int) (queuemax.JobID, error) {
+	return t.EnqueueTx(ctx, tx, ArchiveArgs{ID: id_})
+}
+
 // ScheduleAt enqueues one Archive job that becomes ready at at, and
 // returns its ID. The job is durable once ScheduleAt returns nil.
 func (t ArchiveTask) ScheduleAt(ctx context.Context, at time.Time, id_ int) (queuemax.JobID, error) {
 	return t.EnqueueAt(ctx, at, ArchiveArgs{ID: id_})
 }
 
+// ScheduleAtTx enqueues one Archive job inside tx that becomes ready at
+// at, and returns its ID; the job exists if and only if tx commits (see
+// DelayTx).
+func (t ArchiveTask) ScheduleAtTx(ctx context.Context, tx queuemax.Tx, at time.Time, id_ int) (queuemax.JobID, error) {
+	return t.EnqueueAtTx(ctx, tx, at, ArchiveArgs{ID: id_})
+}
+
 // ScheduleIn enqueues one Archive job that becomes ready after d, and
 // returns its ID. The job is durable once ScheduleIn returns nil.
 func (t ArchiveTask) ScheduleIn(ctx context.Context, d time.Duration, id_ int) (queuemax.JobID, error) {
 	return t.EnqueueIn(ctx, d, ArchiveArgs{ID: id_})
+}
+
+// ScheduleInTx enqueues one Archive job inside tx that becomes ready d
+// after this call, and returns its ID; the job exists if and only if tx
+// commits (see DelayTx).
+func (t ArchiveTask) ScheduleInTx(ctx context.Context, tx queuemax.Tx, d time.Duration, id_ int) (queuemax.JobID, error) {
+	return t.EnqueueInTx(ctx, tx, d, ArchiveArgs{ID: id_})
 }
 
 // Map enqueues one Archive job per element of id_, the other parameters
@@ -111,11 +135,29 @@ func (t ArchiveTask) Map(ctx context.Context, id_ []int) ([]queuemax.JobID, erro
 	return t.EnqueueMany(ctx, args)
 }
 
+// MapTx enqueues one Archive job per element of id_ inside tx, the other
+// parameters fixed, and returns their IDs in order; the jobs exist if and
+// only if tx commits (see DelayTx). If any is invalid, none is written.
+func (t ArchiveTask) MapTx(ctx context.Context, tx queuemax.Tx, id_ []int) ([]queuemax.JobID, error) {
+	args := make([]ArchiveArgs, len(id_))
+	for i, v := range id_ {
+		args[i] = ArchiveArgs{ID: v}
+	}
+	return t.EnqueueManyTx(ctx, tx, args)
+}
+
 // MapArgs enqueues one Archive job per payload and returns their IDs in
 // order. The jobs are stored in one transaction per shard: if any is
 // invalid, none is stored.
 func (t ArchiveTask) MapArgs(ctx context.Context, args []ArchiveArgs) ([]queuemax.JobID, error) {
 	return t.EnqueueMany(ctx, args)
+}
+
+// MapArgsTx enqueues one Archive job per payload inside tx and returns
+// their IDs in order; the jobs exist if and only if tx commits (see
+// DelayTx). If any is invalid, none is written.
+func (t ArchiveTask) MapArgsTx(ctx context.Context, tx queuemax.Tx, args []ArchiveArgs) ([]queuemax.JobID, error) {
+	return t.EnqueueManyTx(ctx, tx, args)
 }
 
 // With returns a copy of t whose enqueues apply o (priority, retries,
@@ -140,7 +182,9 @@ var _ func(context.Context, int) error = Archive
 // CallAPIArgs is the payload of CallAPI (api.go:9).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
-// a JSON object with snake_case keys.
+// a JSON object with snake_case keys. Every key is required except those
+// of pointer parameters, and unknown keys and wrong types are refused at
+// enqueue and at run time (see [queuemax.DecodeArgs]).
 type CallAPIArgs struct {
 	Endpoint string `json:"endpoint"`
 }
@@ -180,16 +224,38 @@ func (t CallAPITask) Delay(ctx context.Context, endpoint string) (queuemax.JobID
 	return t.Enqueue(ctx, CallAPIArgs{Endpoint: endpoint})
 }
 
+// DelayTx enqueues one CallAPI job inside tx, the application's open
+// transaction (a pgx.Tx or a *sql.Tx of the pgx stdlib driver), and returns
+// its ID: the job exists if and only if tx commits. On the SQLite store it
+// returns [queuemax.ErrTxUnsupported]; see [queuemax.Client.EnqueueTx].
+func (t CallAPITask) DelayTx(ctx context.Context, tx queuemax.Tx, endpoint string) (queuemax.JobID, error) {
+	return t.EnqueueTx(ctx, tx, CallAPIArgs{Endpoint: endpoint})
+}
+
 // ScheduleAt enqueues one CallAPI job that becomes ready at at, and
 // returns its ID. The job is durable once ScheduleAt returns nil.
 func (t CallAPITask) ScheduleAt(ctx context.Context, at time.Time, endpoint string) (queuemax.JobID, error) {
 	return t.EnqueueAt(ctx, at, CallAPIArgs{Endpoint: endpoint})
 }
 
+// ScheduleAtTx enqueues one CallAPI job inside tx that becomes ready at
+// at, and returns its ID; the job exists if and only if tx commits (see
+// DelayTx).
+func (t CallAPITask) ScheduleAtTx(ctx context.Context, tx queuemax.Tx, at time.Time, endpoint string) (queuemax.JobID, error) {
+	return t.EnqueueAtTx(ctx, tx, at, CallAPIArgs{Endpoint: endpoint})
+}
+
 // ScheduleIn enqueues one CallAPI job that becomes ready after d, and
 // returns its ID. The job is durable once ScheduleIn returns nil.
 func (t CallAPITask) ScheduleIn(ctx context.Context, d time.Duration, endpoint string) (queuemax.JobID, error) {
 	return t.EnqueueIn(ctx, d, CallAPIArgs{Endpoint: endpoint})
+}
+
+// ScheduleInTx enqueues one CallAPI job inside tx that becomes ready d
+// after this call, and returns its ID; the job exists if and only if tx
+// commits (see DelayTx).
+func (t CallAPITask) ScheduleInTx(ctx context.Context, tx queuemax.Tx, d time.Duration, endpoint string) (queuemax.JobID, error) {
+	return t.EnqueueInTx(ctx, tx, d, CallAPIArgs{Endpoint: endpoint})
 }
 
 // Map enqueues one CallAPI job per element of endpoint, the other parameters
@@ -203,11 +269,29 @@ func (t CallAPITask) Map(ctx context.Context, endpoint []string) ([]queuemax.Job
 	return t.EnqueueMany(ctx, args)
 }
 
+// MapTx enqueues one CallAPI job per element of endpoint inside tx, the other
+// parameters fixed, and returns their IDs in order; the jobs exist if and
+// only if tx commits (see DelayTx). If any is invalid, none is written.
+func (t CallAPITask) MapTx(ctx context.Context, tx queuemax.Tx, endpoint []string) ([]queuemax.JobID, error) {
+	args := make([]CallAPIArgs, len(endpoint))
+	for i, v := range endpoint {
+		args[i] = CallAPIArgs{Endpoint: v}
+	}
+	return t.EnqueueManyTx(ctx, tx, args)
+}
+
 // MapArgs enqueues one CallAPI job per payload and returns their IDs in
 // order. The jobs are stored in one transaction per shard: if any is
 // invalid, none is stored.
 func (t CallAPITask) MapArgs(ctx context.Context, args []CallAPIArgs) ([]queuemax.JobID, error) {
 	return t.EnqueueMany(ctx, args)
+}
+
+// MapArgsTx enqueues one CallAPI job per payload inside tx and returns
+// their IDs in order; the jobs exist if and only if tx commits (see
+// DelayTx). If any is invalid, none is written.
+func (t CallAPITask) MapArgsTx(ctx context.Context, tx queuemax.Tx, args []CallAPIArgs) ([]queuemax.JobID, error) {
+	return t.EnqueueManyTx(ctx, tx, args)
 }
 
 // With returns a copy of t whose enqueues apply o (priority, retries,
@@ -232,7 +316,9 @@ var _ func(context.Context, string) error = CallAPI
 // ExportArgs is the payload of Export (api.go:23).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
-// a JSON object with snake_case keys.
+// a JSON object with snake_case keys. Every key is required except those
+// of pointer parameters, and unknown keys and wrong types are refused at
+// enqueue and at run time (see [queuemax.DecodeArgs]).
 type ExportArgs struct {
 	Format string `json:"format"`
 }
@@ -272,16 +358,38 @@ func (t ExportTask) Delay(ctx context.Context, format string) (queuemax.JobID, e
 	return t.Enqueue(ctx, ExportArgs{Format: format})
 }
 
+// DelayTx enqueues one Export job inside tx, the application's open
+// transaction (a pgx.Tx or a *sql.Tx of the pgx stdlib driver), and returns
+// its ID: the job exists if and only if tx commits. On the SQLite store it
+// returns [queuemax.ErrTxUnsupported]; see [queuemax.Client.EnqueueTx].
+func (t ExportTask) DelayTx(ctx context.Context, tx queuemax.Tx, format string) (queuemax.JobID, error) {
+	return t.EnqueueTx(ctx, tx, ExportArgs{Format: format})
+}
+
 // ScheduleAt enqueues one Export job that becomes ready at at, and
 // returns its ID. The job is durable once ScheduleAt returns nil.
 func (t ExportTask) ScheduleAt(ctx context.Context, at time.Time, format string) (queuemax.JobID, error) {
 	return t.EnqueueAt(ctx, at, ExportArgs{Format: format})
 }
 
+// ScheduleAtTx enqueues one Export job inside tx that becomes ready at
+// at, and returns its ID; the job exists if and only if tx commits (see
+// DelayTx).
+func (t ExportTask) ScheduleAtTx(ctx context.Context, tx queuemax.Tx, at time.Time, format string) (queuemax.JobID, error) {
+	return t.EnqueueAtTx(ctx, tx, at, ExportArgs{Format: format})
+}
+
 // ScheduleIn enqueues one Export job that becomes ready after d, and
 // returns its ID. The job is durable once ScheduleIn returns nil.
 func (t ExportTask) ScheduleIn(ctx context.Context, d time.Duration, format string) (queuemax.JobID, error) {
 	return t.EnqueueIn(ctx, d, ExportArgs{Format: format})
+}
+
+// ScheduleInTx enqueues one Export job inside tx that becomes ready d
+// after this call, and returns its ID; the job exists if and only if tx
+// commits (see DelayTx).
+func (t ExportTask) ScheduleInTx(ctx context.Context, tx queuemax.Tx, d time.Duration, format string) (queuemax.JobID, error) {
+	return t.EnqueueInTx(ctx, tx, d, ExportArgs{Format: format})
 }
 
 // Map enqueues one Export job per element of format, the other parameters
@@ -295,11 +403,29 @@ func (t ExportTask) Map(ctx context.Context, format []string) ([]queuemax.JobID,
 	return t.EnqueueMany(ctx, args)
 }
 
+// MapTx enqueues one Export job per element of format inside tx, the other
+// parameters fixed, and returns their IDs in order; the jobs exist if and
+// only if tx commits (see DelayTx). If any is invalid, none is written.
+func (t ExportTask) MapTx(ctx context.Context, tx queuemax.Tx, format []string) ([]queuemax.JobID, error) {
+	args := make([]ExportArgs, len(format))
+	for i, v := range format {
+		args[i] = ExportArgs{Format: v}
+	}
+	return t.EnqueueManyTx(ctx, tx, args)
+}
+
 // MapArgs enqueues one Export job per payload and returns their IDs in
 // order. The jobs are stored in one transaction per shard: if any is
 // invalid, none is stored.
 func (t ExportTask) MapArgs(ctx context.Context, args []ExportArgs) ([]queuemax.JobID, error) {
 	return t.EnqueueMany(ctx, args)
+}
+
+// MapArgsTx enqueues one Export job per payload inside tx and returns
+// their IDs in order; the jobs exist if and only if tx commits (see
+// DelayTx). If any is invalid, none is written.
+func (t ExportTask) MapArgsTx(ctx context.Context, tx queuemax.Tx, args []ExportArgs) ([]queuemax.JobID, error) {
+	return t.EnqueueManyTx(ctx, tx, args)
 }
 
 // With returns a copy of t whose enqueues apply o (priority, retries,
@@ -324,7 +450,9 @@ var _ func(context.Context, string) error = Export
 // SyncAccountArgs is the payload of SyncAccount (api.go:16).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
-// a JSON object with snake_case keys.
+// a JSON object with snake_case keys. Every key is required except those
+// of pointer parameters, and unknown keys and wrong types are refused at
+// enqueue and at run time (see [queuemax.DecodeArgs]).
 type SyncAccountArgs struct {
 	AccountID string `json:"account_id"`
 }
@@ -365,16 +493,38 @@ func (t SyncAccountTask) Delay(ctx context.Context, accountID string) (queuemax.
 	return t.Enqueue(ctx, SyncAccountArgs{AccountID: accountID})
 }
 
+// DelayTx enqueues one SyncAccount job inside tx, the application's open
+// transaction (a pgx.Tx or a *sql.Tx of the pgx stdlib driver), and returns
+// its ID: the job exists if and only if tx commits. On the SQLite store it
+// returns [queuemax.ErrTxUnsupported]; see [queuemax.Client.EnqueueTx].
+func (t SyncAccountTask) DelayTx(ctx context.Context, tx queuemax.Tx, accountID string) (queuemax.JobID, error) {
+	return t.EnqueueTx(ctx, tx, SyncAccountArgs{AccountID: accountID})
+}
+
 // ScheduleAt enqueues one SyncAccount job that becomes ready at at, and
 // returns its ID. The job is durable once ScheduleAt returns nil.
 func (t SyncAccountTask) ScheduleAt(ctx context.Context, at time.Time, accountID string) (queuemax.JobID, error) {
 	return t.EnqueueAt(ctx, at, SyncAccountArgs{AccountID: accountID})
 }
 
+// ScheduleAtTx enqueues one SyncAccount job inside tx that becomes ready at
+// at, and returns its ID; the job exists if and only if tx commits (see
+// DelayTx).
+func (t SyncAccountTask) ScheduleAtTx(ctx context.Context, tx queuemax.Tx, at time.Time, accountID string) (queuemax.JobID, error) {
+	return t.EnqueueAtTx(ctx, tx, at, SyncAccountArgs{AccountID: accountID})
+}
+
 // ScheduleIn enqueues one SyncAccount job that becomes ready after d, and
 // returns its ID. The job is durable once ScheduleIn returns nil.
 func (t SyncAccountTask) ScheduleIn(ctx context.Context, d time.Duration, accountID string) (queuemax.JobID, error) {
 	return t.EnqueueIn(ctx, d, SyncAccountArgs{AccountID: accountID})
+}
+
+// ScheduleInTx enqueues one SyncAccount job inside tx that becomes ready d
+// after this call, and returns its ID; the job exists if and only if tx
+// commits (see DelayTx).
+func (t SyncAccountTask) ScheduleInTx(ctx context.Context, tx queuemax.Tx, d time.Duration, accountID string) (queuemax.JobID, error) {
+	return t.EnqueueInTx(ctx, tx, d, SyncAccountArgs{AccountID: accountID})
 }
 
 // Map enqueues one SyncAccount job per element of accountID, the other parameters
@@ -388,11 +538,29 @@ func (t SyncAccountTask) Map(ctx context.Context, accountID []string) ([]queuema
 	return t.EnqueueMany(ctx, args)
 }
 
+// MapTx enqueues one SyncAccount job per element of accountID inside tx, the other
+// parameters fixed, and returns their IDs in order; the jobs exist if and
+// only if tx commits (see DelayTx). If any is invalid, none is written.
+func (t SyncAccountTask) MapTx(ctx context.Context, tx queuemax.Tx, accountID []string) ([]queuemax.JobID, error) {
+	args := make([]SyncAccountArgs, len(accountID))
+	for i, v := range accountID {
+		args[i] = SyncAccountArgs{AccountID: v}
+	}
+	return t.EnqueueManyTx(ctx, tx, args)
+}
+
 // MapArgs enqueues one SyncAccount job per payload and returns their IDs in
 // order. The jobs are stored in one transaction per shard: if any is
 // invalid, none is stored.
 func (t SyncAccountTask) MapArgs(ctx context.Context, args []SyncAccountArgs) ([]queuemax.JobID, error) {
 	return t.EnqueueMany(ctx, args)
+}
+
+// MapArgsTx enqueues one SyncAccount job per payload inside tx and returns
+// their IDs in order; the jobs exist if and only if tx commits (see
+// DelayTx). If any is invalid, none is written.
+func (t SyncAccountTask) MapArgsTx(ctx context.Context, tx queuemax.Tx, args []SyncAccountArgs) ([]queuemax.JobID, error) {
+	return t.EnqueueManyTx(ctx, tx, args)
 }
 
 // With returns a copy of t whose enqueues apply o (priority, retries,

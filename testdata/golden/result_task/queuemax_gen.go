@@ -44,7 +44,9 @@ func Handlers() []queuemax.Handler {
 // CountArgs is the payload of Count (report.go:30).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
-// a JSON object with snake_case keys.
+// a JSON object with snake_case keys. Every key is required except those
+// of pointer parameters, and unknown keys and wrong types are refused at
+// enqueue and at run time (see [queuemax.DecodeArgs]).
 type CountArgs struct{}
 
 // countOptions are the defaults of Count from its annotation (report.go:30).
@@ -79,10 +81,25 @@ func (t CountTask) Delay(ctx context.Context) (queuemax.JobID, error) {
 	return t.Enqueue(ctx, CountArgs{})
 }
 
+// DelayTx enqueues one Count job inside tx, the application's open
+// transaction (a pgx.Tx or a *sql.Tx of the pgx stdlib driver), and returns
+// its ID: the job exists if and only if tx commits. On the SQLite store it
+// returns [queuemax.ErrTxUnsupported]; see [queuemax.Client.EnqueueTx].
+func (t CountTask) DelayTx(ctx context.Context, tx queuemax.Tx) (queuemax.JobID, error) {
+	return t.EnqueueTx(ctx, tx, CountArgs{})
+}
+
 // ScheduleAt enqueues one Count job that becomes ready at at, and
 // returns its ID. The job is durable once ScheduleAt returns nil.
 func (t CountTask) ScheduleAt(ctx context.Context, at time.Time) (queuemax.JobID, error) {
 	return t.EnqueueAt(ctx, at, CountArgs{})
+}
+
+// ScheduleAtTx enqueues one Count job inside tx that becomes ready at
+// at, and returns its ID; the job exists if and only if tx commits (see
+// DelayTx).
+func (t CountTask) ScheduleAtTx(ctx context.Context, tx queuemax.Tx, at time.Time) (queuemax.JobID, error) {
+	return t.EnqueueAtTx(ctx, tx, at, CountArgs{})
 }
 
 // ScheduleIn enqueues one Count job that becomes ready after d, and
@@ -91,11 +108,25 @@ func (t CountTask) ScheduleIn(ctx context.Context, d time.Duration) (queuemax.Jo
 	return t.EnqueueIn(ctx, d, CountArgs{})
 }
 
+// ScheduleInTx enqueues one Count job inside tx that becomes ready d
+// after this call, and returns its ID; the job exists if and only if tx
+// commits (see DelayTx).
+func (t CountTask) ScheduleInTx(ctx context.Context, tx queuemax.Tx, d time.Duration) (queuemax.JobID, error) {
+	return t.EnqueueInTx(ctx, tx, d, CountArgs{})
+}
+
 // MapArgs enqueues one Count job per payload and returns their IDs in
 // order. The jobs are stored in one transaction per shard: if any is
 // invalid, none is stored.
 func (t CountTask) MapArgs(ctx context.Context, args []CountArgs) ([]queuemax.JobID, error) {
 	return t.EnqueueMany(ctx, args)
+}
+
+// MapArgsTx enqueues one Count job per payload inside tx and returns
+// their IDs in order; the jobs exist if and only if tx commits (see
+// DelayTx). If any is invalid, none is written.
+func (t CountTask) MapArgsTx(ctx context.Context, tx queuemax.Tx, args []CountArgs) ([]queuemax.JobID, error) {
+	return t.EnqueueManyTx(ctx, tx, args)
 }
 
 // With returns a copy of t whose enqueues apply o (priority, retries,
@@ -127,7 +158,9 @@ var _ func(context.Context) (int, error) = Count
 // GenerateReportArgs is the payload of GenerateReport (report.go:16).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
-// a JSON object with snake_case keys.
+// a JSON object with snake_case keys. Every key is required except those
+// of pointer parameters, and unknown keys and wrong types are refused at
+// enqueue and at run time (see [queuemax.DecodeArgs]).
 type GenerateReportArgs struct {
 	UserID int64  `json:"user_id"`
 	Month  string `json:"month"`
@@ -165,16 +198,38 @@ func (t GenerateReportTask) Delay(ctx context.Context, userID int64, month strin
 	return t.Enqueue(ctx, GenerateReportArgs{UserID: userID, Month: month})
 }
 
+// DelayTx enqueues one GenerateReport job inside tx, the application's open
+// transaction (a pgx.Tx or a *sql.Tx of the pgx stdlib driver), and returns
+// its ID: the job exists if and only if tx commits. On the SQLite store it
+// returns [queuemax.ErrTxUnsupported]; see [queuemax.Client.EnqueueTx].
+func (t GenerateReportTask) DelayTx(ctx context.Context, tx queuemax.Tx, userID int64, month string) (queuemax.JobID, error) {
+	return t.EnqueueTx(ctx, tx, GenerateReportArgs{UserID: userID, Month: month})
+}
+
 // ScheduleAt enqueues one GenerateReport job that becomes ready at at, and
 // returns its ID. The job is durable once ScheduleAt returns nil.
 func (t GenerateReportTask) ScheduleAt(ctx context.Context, at time.Time, userID int64, month string) (queuemax.JobID, error) {
 	return t.EnqueueAt(ctx, at, GenerateReportArgs{UserID: userID, Month: month})
 }
 
+// ScheduleAtTx enqueues one GenerateReport job inside tx that becomes ready at
+// at, and returns its ID; the job exists if and only if tx commits (see
+// DelayTx).
+func (t GenerateReportTask) ScheduleAtTx(ctx context.Context, tx queuemax.Tx, at time.Time, userID int64, month string) (queuemax.JobID, error) {
+	return t.EnqueueAtTx(ctx, tx, at, GenerateReportArgs{UserID: userID, Month: month})
+}
+
 // ScheduleIn enqueues one GenerateReport job that becomes ready after d, and
 // returns its ID. The job is durable once ScheduleIn returns nil.
 func (t GenerateReportTask) ScheduleIn(ctx context.Context, d time.Duration, userID int64, month string) (queuemax.JobID, error) {
 	return t.EnqueueIn(ctx, d, GenerateReportArgs{UserID: userID, Month: month})
+}
+
+// ScheduleInTx enqueues one GenerateReport job inside tx that becomes ready d
+// after this call, and returns its ID; the job exists if and only if tx
+// commits (see DelayTx).
+func (t GenerateReportTask) ScheduleInTx(ctx context.Context, tx queuemax.Tx, d time.Duration, userID int64, month string) (queuemax.JobID, error) {
+	return t.EnqueueInTx(ctx, tx, d, GenerateReportArgs{UserID: userID, Month: month})
 }
 
 // Map enqueues one GenerateReport job per element of userID, the other parameters
@@ -188,11 +243,29 @@ func (t GenerateReportTask) Map(ctx context.Context, userID []int64, month strin
 	return t.EnqueueMany(ctx, args)
 }
 
+// MapTx enqueues one GenerateReport job per element of userID inside tx, the other
+// parameters fixed, and returns their IDs in order; the jobs exist if and
+// only if tx commits (see DelayTx). If any is invalid, none is written.
+func (t GenerateReportTask) MapTx(ctx context.Context, tx queuemax.Tx, userID []int64, month string) ([]queuemax.JobID, error) {
+	args := make([]GenerateReportArgs, len(userID))
+	for i, v := range userID {
+		args[i] = GenerateReportArgs{UserID: v, Month: month}
+	}
+	return t.EnqueueManyTx(ctx, tx, args)
+}
+
 // MapArgs enqueues one GenerateReport job per payload and returns their IDs in
 // order. The jobs are stored in one transaction per shard: if any is
 // invalid, none is stored.
 func (t GenerateReportTask) MapArgs(ctx context.Context, args []GenerateReportArgs) ([]queuemax.JobID, error) {
 	return t.EnqueueMany(ctx, args)
+}
+
+// MapArgsTx enqueues one GenerateReport job per payload inside tx and returns
+// their IDs in order; the jobs exist if and only if tx commits (see
+// DelayTx). If any is invalid, none is written.
+func (t GenerateReportTask) MapArgsTx(ctx context.Context, tx queuemax.Tx, args []GenerateReportArgs) ([]queuemax.JobID, error) {
+	return t.EnqueueManyTx(ctx, tx, args)
 }
 
 // With returns a copy of t whose enqueues apply o (priority, retries,
@@ -224,7 +297,9 @@ var _ func(context.Context, int64, string) (Report, error) = GenerateReport
 // LookupArgs is the payload of Lookup (report.go:23).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
-// a JSON object with snake_case keys.
+// a JSON object with snake_case keys. Every key is required except those
+// of pointer parameters, and unknown keys and wrong types are refused at
+// enqueue and at run time (see [queuemax.DecodeArgs]).
 type LookupArgs struct {
 	Keys []string `json:"keys"`
 }
@@ -259,16 +334,38 @@ func (t LookupTask) Delay(ctx context.Context, keys []string) (queuemax.JobID, e
 	return t.Enqueue(ctx, LookupArgs{Keys: keys})
 }
 
+// DelayTx enqueues one Lookup job inside tx, the application's open
+// transaction (a pgx.Tx or a *sql.Tx of the pgx stdlib driver), and returns
+// its ID: the job exists if and only if tx commits. On the SQLite store it
+// returns [queuemax.ErrTxUnsupported]; see [queuemax.Client.EnqueueTx].
+func (t LookupTask) DelayTx(ctx context.Context, tx queuemax.Tx, keys []string) (queuemax.JobID, error) {
+	return t.EnqueueTx(ctx, tx, LookupArgs{Keys: keys})
+}
+
 // ScheduleAt enqueues one Lookup job that becomes ready at at, and
 // returns its ID. The job is durable once ScheduleAt returns nil.
 func (t LookupTask) ScheduleAt(ctx context.Context, at time.Time, keys []string) (queuemax.JobID, error) {
 	return t.EnqueueAt(ctx, at, LookupArgs{Keys: keys})
 }
 
+// ScheduleAtTx enqueues one Lookup job inside tx that becomes ready at
+// at, and returns its ID; the job exists if and only if tx commits (see
+// DelayTx).
+func (t LookupTask) ScheduleAtTx(ctx context.Context, tx queuemax.Tx, at time.Time, keys []string) (queuemax.JobID, error) {
+	return t.EnqueueAtTx(ctx, tx, at, LookupArgs{Keys: keys})
+}
+
 // ScheduleIn enqueues one Lookup job that becomes ready after d, and
 // returns its ID. The job is durable once ScheduleIn returns nil.
 func (t LookupTask) ScheduleIn(ctx context.Context, d time.Duration, keys []string) (queuemax.JobID, error) {
 	return t.EnqueueIn(ctx, d, LookupArgs{Keys: keys})
+}
+
+// ScheduleInTx enqueues one Lookup job inside tx that becomes ready d
+// after this call, and returns its ID; the job exists if and only if tx
+// commits (see DelayTx).
+func (t LookupTask) ScheduleInTx(ctx context.Context, tx queuemax.Tx, d time.Duration, keys []string) (queuemax.JobID, error) {
+	return t.EnqueueInTx(ctx, tx, d, LookupArgs{Keys: keys})
 }
 
 // Map enqueues one Lookup job per element of keys, the other parameters
@@ -282,11 +379,29 @@ func (t LookupTask) Map(ctx context.Context, keys [][]string) ([]queuemax.JobID,
 	return t.EnqueueMany(ctx, args)
 }
 
+// MapTx enqueues one Lookup job per element of keys inside tx, the other
+// parameters fixed, and returns their IDs in order; the jobs exist if and
+// only if tx commits (see DelayTx). If any is invalid, none is written.
+func (t LookupTask) MapTx(ctx context.Context, tx queuemax.Tx, keys [][]string) ([]queuemax.JobID, error) {
+	args := make([]LookupArgs, len(keys))
+	for i, v := range keys {
+		args[i] = LookupArgs{Keys: v}
+	}
+	return t.EnqueueManyTx(ctx, tx, args)
+}
+
 // MapArgs enqueues one Lookup job per payload and returns their IDs in
 // order. The jobs are stored in one transaction per shard: if any is
 // invalid, none is stored.
 func (t LookupTask) MapArgs(ctx context.Context, args []LookupArgs) ([]queuemax.JobID, error) {
 	return t.EnqueueMany(ctx, args)
+}
+
+// MapArgsTx enqueues one Lookup job per payload inside tx and returns
+// their IDs in order; the jobs exist if and only if tx commits (see
+// DelayTx). If any is invalid, none is written.
+func (t LookupTask) MapArgsTx(ctx context.Context, tx queuemax.Tx, args []LookupArgs) ([]queuemax.JobID, error) {
+	return t.EnqueueManyTx(ctx, tx, args)
 }
 
 // With returns a copy of t whose enqueues apply o (priority, retries,

@@ -44,7 +44,9 @@ func Handlers() []queuemax.Handler {
 // FetchArgs is the payload of Fetch (fetch.go:28).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
-// a JSON object with snake_case keys.
+// a JSON object with snake_case keys. Every key is required except those
+// of pointer parameters, and unknown keys and wrong types are refused at
+// enqueue and at run time (see [queuemax.DecodeArgs]).
 type FetchArgs struct {
 	URL string `json:"url"`
 }
@@ -86,16 +88,38 @@ func (t FetchTask) Delay(ctx context.Context, url string) (queuemax.JobID, error
 	return t.Enqueue(ctx, FetchArgs{URL: url})
 }
 
+// DelayTx enqueues one Fetch job inside tx, the application's open
+// transaction (a pgx.Tx or a *sql.Tx of the pgx stdlib driver), and returns
+// its ID: the job exists if and only if tx commits. On the SQLite store it
+// returns [queuemax.ErrTxUnsupported]; see [queuemax.Client.EnqueueTx].
+func (t FetchTask) DelayTx(ctx context.Context, tx queuemax.Tx, url string) (queuemax.JobID, error) {
+	return t.EnqueueTx(ctx, tx, FetchArgs{URL: url})
+}
+
 // ScheduleAt enqueues one Fetch job that becomes ready at at, and
 // returns its ID. The job is durable once ScheduleAt returns nil.
 func (t FetchTask) ScheduleAt(ctx context.Context, at time.Time, url string) (queuemax.JobID, error) {
 	return t.EnqueueAt(ctx, at, FetchArgs{URL: url})
 }
 
+// ScheduleAtTx enqueues one Fetch job inside tx that becomes ready at
+// at, and returns its ID; the job exists if and only if tx commits (see
+// DelayTx).
+func (t FetchTask) ScheduleAtTx(ctx context.Context, tx queuemax.Tx, at time.Time, url string) (queuemax.JobID, error) {
+	return t.EnqueueAtTx(ctx, tx, at, FetchArgs{URL: url})
+}
+
 // ScheduleIn enqueues one Fetch job that becomes ready after d, and
 // returns its ID. The job is durable once ScheduleIn returns nil.
 func (t FetchTask) ScheduleIn(ctx context.Context, d time.Duration, url string) (queuemax.JobID, error) {
 	return t.EnqueueIn(ctx, d, FetchArgs{URL: url})
+}
+
+// ScheduleInTx enqueues one Fetch job inside tx that becomes ready d
+// after this call, and returns its ID; the job exists if and only if tx
+// commits (see DelayTx).
+func (t FetchTask) ScheduleInTx(ctx context.Context, tx queuemax.Tx, d time.Duration, url string) (queuemax.JobID, error) {
+	return t.EnqueueInTx(ctx, tx, d, FetchArgs{URL: url})
 }
 
 // Map enqueues one Fetch job per element of url, the other parameters
@@ -109,11 +133,29 @@ func (t FetchTask) Map(ctx context.Context, url []string) ([]queuemax.JobID, err
 	return t.EnqueueMany(ctx, args)
 }
 
+// MapTx enqueues one Fetch job per element of url inside tx, the other
+// parameters fixed, and returns their IDs in order; the jobs exist if and
+// only if tx commits (see DelayTx). If any is invalid, none is written.
+func (t FetchTask) MapTx(ctx context.Context, tx queuemax.Tx, url []string) ([]queuemax.JobID, error) {
+	args := make([]FetchArgs, len(url))
+	for i, v := range url {
+		args[i] = FetchArgs{URL: v}
+	}
+	return t.EnqueueManyTx(ctx, tx, args)
+}
+
 // MapArgs enqueues one Fetch job per payload and returns their IDs in
 // order. The jobs are stored in one transaction per shard: if any is
 // invalid, none is stored.
 func (t FetchTask) MapArgs(ctx context.Context, args []FetchArgs) ([]queuemax.JobID, error) {
 	return t.EnqueueMany(ctx, args)
+}
+
+// MapArgsTx enqueues one Fetch job per payload inside tx and returns
+// their IDs in order; the jobs exist if and only if tx commits (see
+// DelayTx). If any is invalid, none is written.
+func (t FetchTask) MapArgsTx(ctx context.Context, tx queuemax.Tx, args []FetchArgs) ([]queuemax.JobID, error) {
+	return t.EnqueueManyTx(ctx, tx, args)
 }
 
 // With returns a copy of t whose enqueues apply o (priority, retries,
@@ -138,7 +180,9 @@ var _ func(context.Context, string) error = Fetch
 // StoreArgs is the payload of Store (fetch.go:39).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
-// a JSON object with snake_case keys.
+// a JSON object with snake_case keys. Every key is required except those
+// of pointer parameters, and unknown keys and wrong types are refused at
+// enqueue and at run time (see [queuemax.DecodeArgs]).
 type StoreArgs struct {
 	Key string `json:"key"`
 }
@@ -180,16 +224,38 @@ func (t StoreTask) Delay(ctx context.Context, key string) (queuemax.JobID, error
 	return t.Enqueue(ctx, StoreArgs{Key: key})
 }
 
+// DelayTx enqueues one Store job inside tx, the application's open
+// transaction (a pgx.Tx or a *sql.Tx of the pgx stdlib driver), and returns
+// its ID: the job exists if and only if tx commits. On the SQLite store it
+// returns [queuemax.ErrTxUnsupported]; see [queuemax.Client.EnqueueTx].
+func (t StoreTask) DelayTx(ctx context.Context, tx queuemax.Tx, key string) (queuemax.JobID, error) {
+	return t.EnqueueTx(ctx, tx, StoreArgs{Key: key})
+}
+
 // ScheduleAt enqueues one Store job that becomes ready at at, and
 // returns its ID. The job is durable once ScheduleAt returns nil.
 func (t StoreTask) ScheduleAt(ctx context.Context, at time.Time, key string) (queuemax.JobID, error) {
 	return t.EnqueueAt(ctx, at, StoreArgs{Key: key})
 }
 
+// ScheduleAtTx enqueues one Store job inside tx that becomes ready at
+// at, and returns its ID; the job exists if and only if tx commits (see
+// DelayTx).
+func (t StoreTask) ScheduleAtTx(ctx context.Context, tx queuemax.Tx, at time.Time, key string) (queuemax.JobID, error) {
+	return t.EnqueueAtTx(ctx, tx, at, StoreArgs{Key: key})
+}
+
 // ScheduleIn enqueues one Store job that becomes ready after d, and
 // returns its ID. The job is durable once ScheduleIn returns nil.
 func (t StoreTask) ScheduleIn(ctx context.Context, d time.Duration, key string) (queuemax.JobID, error) {
 	return t.EnqueueIn(ctx, d, StoreArgs{Key: key})
+}
+
+// ScheduleInTx enqueues one Store job inside tx that becomes ready d
+// after this call, and returns its ID; the job exists if and only if tx
+// commits (see DelayTx).
+func (t StoreTask) ScheduleInTx(ctx context.Context, tx queuemax.Tx, d time.Duration, key string) (queuemax.JobID, error) {
+	return t.EnqueueInTx(ctx, tx, d, StoreArgs{Key: key})
 }
 
 // Map enqueues one Store job per element of key, the other parameters
@@ -203,11 +269,29 @@ func (t StoreTask) Map(ctx context.Context, key []string) ([]queuemax.JobID, err
 	return t.EnqueueMany(ctx, args)
 }
 
+// MapTx enqueues one Store job per element of key inside tx, the other
+// parameters fixed, and returns their IDs in order; the jobs exist if and
+// only if tx commits (see DelayTx). If any is invalid, none is written.
+func (t StoreTask) MapTx(ctx context.Context, tx queuemax.Tx, key []string) ([]queuemax.JobID, error) {
+	args := make([]StoreArgs, len(key))
+	for i, v := range key {
+		args[i] = StoreArgs{Key: v}
+	}
+	return t.EnqueueManyTx(ctx, tx, args)
+}
+
 // MapArgs enqueues one Store job per payload and returns their IDs in
 // order. The jobs are stored in one transaction per shard: if any is
 // invalid, none is stored.
 func (t StoreTask) MapArgs(ctx context.Context, args []StoreArgs) ([]queuemax.JobID, error) {
 	return t.EnqueueMany(ctx, args)
+}
+
+// MapArgsTx enqueues one Store job per payload inside tx and returns
+// their IDs in order; the jobs exist if and only if tx commits (see
+// DelayTx). If any is invalid, none is written.
+func (t StoreTask) MapArgsTx(ctx context.Context, tx queuemax.Tx, args []StoreArgs) ([]queuemax.JobID, error) {
+	return t.EnqueueManyTx(ctx, tx, args)
 }
 
 // With returns a copy of t whose enqueues apply o (priority, retries,

@@ -36,7 +36,9 @@ func Handlers() []queuemax.Handler {
 // RealArgs is the payload of Real (task.go:10).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
-// a JSON object with snake_case keys.
+// a JSON object with snake_case keys. Every key is required except those
+// of pointer parameters, and unknown keys and wrong types are refused at
+// enqueue and at run time (see [queuemax.DecodeArgs]).
 type RealArgs struct{}
 
 // realOptions are the defaults of Real from its annotation (task.go:10).
@@ -69,10 +71,25 @@ func (t RealTask) Delay(ctx context.Context) (queuemax.JobID, error) {
 	return t.Enqueue(ctx, RealArgs{})
 }
 
+// DelayTx enqueues one Real job inside tx, the application's open
+// transaction (a pgx.Tx or a *sql.Tx of the pgx stdlib driver), and returns
+// its ID: the job exists if and only if tx commits. On the SQLite store it
+// returns [queuemax.ErrTxUnsupported]; see [queuemax.Client.EnqueueTx].
+func (t RealTask) DelayTx(ctx context.Context, tx queuemax.Tx) (queuemax.JobID, error) {
+	return t.EnqueueTx(ctx, tx, RealArgs{})
+}
+
 // ScheduleAt enqueues one Real job that becomes ready at at, and
 // returns its ID. The job is durable once ScheduleAt returns nil.
 func (t RealTask) ScheduleAt(ctx context.Context, at time.Time) (queuemax.JobID, error) {
 	return t.EnqueueAt(ctx, at, RealArgs{})
+}
+
+// ScheduleAtTx enqueues one Real job inside tx that becomes ready at
+// at, and returns its ID; the job exists if and only if tx commits (see
+// DelayTx).
+func (t RealTask) ScheduleAtTx(ctx context.Context, tx queuemax.Tx, at time.Time) (queuemax.JobID, error) {
+	return t.EnqueueAtTx(ctx, tx, at, RealArgs{})
 }
 
 // ScheduleIn enqueues one Real job that becomes ready after d, and
@@ -81,11 +98,25 @@ func (t RealTask) ScheduleIn(ctx context.Context, d time.Duration) (queuemax.Job
 	return t.EnqueueIn(ctx, d, RealArgs{})
 }
 
+// ScheduleInTx enqueues one Real job inside tx that becomes ready d
+// after this call, and returns its ID; the job exists if and only if tx
+// commits (see DelayTx).
+func (t RealTask) ScheduleInTx(ctx context.Context, tx queuemax.Tx, d time.Duration) (queuemax.JobID, error) {
+	return t.EnqueueInTx(ctx, tx, d, RealArgs{})
+}
+
 // MapArgs enqueues one Real job per payload and returns their IDs in
 // order. The jobs are stored in one transaction per shard: if any is
 // invalid, none is stored.
 func (t RealTask) MapArgs(ctx context.Context, args []RealArgs) ([]queuemax.JobID, error) {
 	return t.EnqueueMany(ctx, args)
+}
+
+// MapArgsTx enqueues one Real job per payload inside tx and returns
+// their IDs in order; the jobs exist if and only if tx commits (see
+// DelayTx). If any is invalid, none is written.
+func (t RealTask) MapArgsTx(ctx context.Context, tx queuemax.Tx, args []RealArgs) ([]queuemax.JobID, error) {
+	return t.EnqueueManyTx(ctx, tx, args)
 }
 
 // With returns a copy of t whose enqueues apply o (priority, retries,

@@ -36,7 +36,9 @@ func Handlers() []queuemax.Handler {
 // SendEmailArgs is the payload of SendEmail (tasks.go:10).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
-// a JSON object with snake_case keys.
+// a JSON object with snake_case keys. Every key is required except those
+// of pointer parameters, and unknown keys and wrong types are refused at
+// enqueue and at run time (see [queuemax.DecodeArgs]).
 type SendEmailArgs struct {
 	To string `json:"to"`
 }
@@ -71,16 +73,38 @@ func (t SendEmailTask) Delay(ctx context.Context, to string) (queuemax.JobID, er
 	return t.Enqueue(ctx, SendEmailArgs{To: to})
 }
 
+// DelayTx enqueues one SendEmail job inside tx, the application's open
+// transaction (a pgx.Tx or a *sql.Tx of the pgx stdlib driver), and returns
+// its ID: the job exists if and only if tx commits. On the SQLite store it
+// returns [queuemax.ErrTxUnsupported]; see [queuemax.Client.EnqueueTx].
+func (t SendEmailTask) DelayTx(ctx context.Context, tx queuemax.Tx, to string) (queuemax.JobID, error) {
+	return t.EnqueueTx(ctx, tx, SendEmailArgs{To: to})
+}
+
 // ScheduleAt enqueues one SendEmail job that becomes ready at at, and
 // returns its ID. The job is durable once ScheduleAt returns nil.
 func (t SendEmailTask) ScheduleAt(ctx context.Context, at time.Time, to string) (queuemax.JobID, error) {
 	return t.EnqueueAt(ctx, at, SendEmailArgs{To: to})
 }
 
+// ScheduleAtTx enqueues one SendEmail job inside tx that becomes ready at
+// at, and returns its ID; the job exists if and only if tx commits (see
+// DelayTx).
+func (t SendEmailTask) ScheduleAtTx(ctx context.Context, tx queuemax.Tx, at time.Time, to string) (queuemax.JobID, error) {
+	return t.EnqueueAtTx(ctx, tx, at, SendEmailArgs{To: to})
+}
+
 // ScheduleIn enqueues one SendEmail job that becomes ready after d, and
 // returns its ID. The job is durable once ScheduleIn returns nil.
 func (t SendEmailTask) ScheduleIn(ctx context.Context, d time.Duration, to string) (queuemax.JobID, error) {
 	return t.EnqueueIn(ctx, d, SendEmailArgs{To: to})
+}
+
+// ScheduleInTx enqueues one SendEmail job inside tx that becomes ready d
+// after this call, and returns its ID; the job exists if and only if tx
+// commits (see DelayTx).
+func (t SendEmailTask) ScheduleInTx(ctx context.Context, tx queuemax.Tx, d time.Duration, to string) (queuemax.JobID, error) {
+	return t.EnqueueInTx(ctx, tx, d, SendEmailArgs{To: to})
 }
 
 // Map enqueues one SendEmail job per element of to, the other parameters
@@ -94,11 +118,29 @@ func (t SendEmailTask) Map(ctx context.Context, to []string) ([]queuemax.JobID, 
 	return t.EnqueueMany(ctx, args)
 }
 
+// MapTx enqueues one SendEmail job per element of to inside tx, the other
+// parameters fixed, and returns their IDs in order; the jobs exist if and
+// only if tx commits (see DelayTx). If any is invalid, none is written.
+func (t SendEmailTask) MapTx(ctx context.Context, tx queuemax.Tx, to []string) ([]queuemax.JobID, error) {
+	args := make([]SendEmailArgs, len(to))
+	for i, v := range to {
+		args[i] = SendEmailArgs{To: v}
+	}
+	return t.EnqueueManyTx(ctx, tx, args)
+}
+
 // MapArgs enqueues one SendEmail job per payload and returns their IDs in
 // order. The jobs are stored in one transaction per shard: if any is
 // invalid, none is stored.
 func (t SendEmailTask) MapArgs(ctx context.Context, args []SendEmailArgs) ([]queuemax.JobID, error) {
 	return t.EnqueueMany(ctx, args)
+}
+
+// MapArgsTx enqueues one SendEmail job per payload inside tx and returns
+// their IDs in order; the jobs exist if and only if tx commits (see
+// DelayTx). If any is invalid, none is written.
+func (t SendEmailTask) MapArgsTx(ctx context.Context, tx queuemax.Tx, args []SendEmailArgs) ([]queuemax.JobID, error) {
+	return t.EnqueueManyTx(ctx, tx, args)
 }
 
 // With returns a copy of t whose enqueues apply o (priority, retries,

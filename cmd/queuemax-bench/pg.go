@@ -1,0 +1,584 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/queuemax/queuemax"
+)
+
+// pgScenarioNames lists the PostgreSQL scenarios (-store postgres) in the
+// order they run.
+var pgScenarioNames = []string{"floor", "processing", "enqueue", "latency"}
+
+// PostgreSQL scenario sizes, before -scale.
+const (
+	pgProcessJobs    = 50000
+	pgSingleJobs     = 20000  // one Enqueue call at a time, one goroutine
+	pgConcurrentJobs = 50000  // pgProducers goroutines, one call at a time
+	pgBatchJobs      = 200000 // EnqueueMany, 1,000 per call
+	pgLatencySamples = 4000   // at latencyRate jobs/s
+	pgProducers      = 16
+	pgManyWorkers    = 100
+	// pgFloorClaimers is how many goroutines drain the floor table, each
+	// claiming 100 rows per statement. More would only queue on the same
+	// two cores; fewer leaves the server idle during round trips.
+	pgFloorClaimers = 4
+)
+
+// pgApp is the application_name of the connections whose server CPU is
+// counted: the clients the scenarios open (the producer process of the
+// latency scenario included). The floor and the bench's own bookkeeping
+// connection use other names.
+func pgApp() string { return fmt.Sprintf("queuemax-bench-%d", os.Getpid()) }
+
+// withAppName returns dsn (a postgres:// URL) with application_name set.
+func withAppName(dsn, app string) (string, error) {
+	u, err := url.Parse(dsn)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		return "", fmt.Errorf("-dsn %q: want a postgres:// URL", dsn)
+	}
+	q := u.Query()
+	q.Set("application_name", app)
+	u.RawQuery = q.Encode()
+	return u.String(), nil
+}
+
+// pgEnv is a run's connection to the PostgreSQL server: the bench's
+// bookkeeping pool (schemas, server CPU) and the server's description.
+type pgEnv struct {
+	dsn     string // what the clients get, application_name pgApp()
+	floor   string // what the floor uses, its own application_name
+	admin   *pgxpool.Pool
+	version string
+	local   bool // the server's processes are readable in /proc
+}
+
+func (b *bench) pgConnect(ctx context.Context) error {
+	dsn, err := withAppName(b.o.dsn, pgApp())
+	if err != nil {
+		return err
+	}
+	floor, err := withAppName(b.o.dsn, pgApp()+"-floor")
+	if err != nil {
+		return err
+	}
+	adminDSN, err := withAppName(b.o.dsn, "queuemax-bench-admin")
+	if err != nil {
+		return err
+	}
+	admin, err := pgxpool.New(ctx, adminDSN)
+	if err != nil {
+		return err
+	}
+	e := &pgEnv{dsn: dsn, floor: floor, admin: admin}
+	var sync string
+	if err := admin.QueryRow(ctx, "SELECT version(), current_setting('synchronous_commit')").Scan(&e.version, &sync); err != nil {
+		admin.Close()
+		return fmt.Errorf("PostgreSQL at %s: %w", b.o.dsn, err)
+	}
+	if f := strings.Fields(e.version); len(f) >= 2 {
+		e.version = f[0] + " " + f[1]
+	}
+	e.version += ", synchronous_commit=" + sync
+	if pids, err := e.serverPIDs(ctx, "queuemax-bench-admin"); err == nil && len(pids) > 0 {
+		_, err := procTicks(pids[0])
+		e.local = err == nil
+	}
+	b.pg = e
+	b.rep.Store = "postgres"
+	b.rep.Server = e.version
+	return nil
+}
+
+func (e *pgEnv) close() { e.admin.Close() }
+
+// schema returns a fresh schema name and the cleanup that drops it.
+func (e *pgEnv) schema(name string) (string, func()) {
+	s := fmt.Sprintf("qmbench_%s_%d_%d", name, os.Getpid(), rand.Uint32())
+	return s, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		e.admin.Exec(ctx, "DROP SCHEMA IF EXISTS "+s+" CASCADE")
+	}
+}
+
+// serverPIDs returns the server processes whose CPU counts for app's
+// work: its backends, and the background processes that flush its WAL
+// and pages and vacuum its tables.
+func (e *pgEnv) serverPIDs(ctx context.Context, app string) ([]int, error) {
+	rows, err := e.admin.Query(ctx, `SELECT pid FROM pg_stat_activity
+		WHERE application_name = $1
+		   OR backend_type IN ('walwriter', 'checkpointer', 'background writer', 'autovacuum worker')`, app)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[int])
+}
+
+// clockTick is USER_HZ, the unit of /proc/<pid>/stat's CPU times (100 on
+// every Linux architecture Go supports).
+const clockTick = 10 * time.Millisecond
+
+// procTicks returns utime+stime of pid from /proc/<pid>/stat.
+func procTicks(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, errors.New("bad /proc stat")
+	}
+	f := strings.Fields(s[i+1:]) // f[0] is field 3 (state)
+	if len(f) < 13 {
+		return 0, errors.New("short /proc stat")
+	}
+	u, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, errors.New("bad /proc stat times")
+	}
+	return u + st, nil
+}
+
+// cpuMeter measures the CPU time of this process and of the server
+// processes serving app between start and stop.
+type cpuMeter struct {
+	e       *pgEnv
+	app     string
+	client0 time.Duration
+	server0 map[int]int64
+}
+
+func (e *pgEnv) startCPU(ctx context.Context, app string) *cpuMeter {
+	m := &cpuMeter{e: e, app: app, client0: cpuTime(), server0: map[int]int64{}}
+	if e.local {
+		pids, _ := e.serverPIDs(ctx, app)
+		for _, pid := range pids {
+			if t, err := procTicks(pid); err == nil {
+				m.server0[pid] = t
+			}
+		}
+	}
+	return m
+}
+
+// stop returns the CPU time per job of the client and of the server
+// (zero when the server's processes are not readable here). Call it
+// before the connections close: an exited backend's time is gone.
+func (m *cpuMeter) stop(ctx context.Context, jobs int) (client, server time.Duration) {
+	client = (cpuTime() - m.client0) / time.Duration(max(jobs, 1))
+	if !m.e.local {
+		return client, 0
+	}
+	pids, _ := m.e.serverPIDs(ctx, m.app)
+	var ticks int64
+	for _, pid := range pids {
+		if t, err := procTicks(pid); err == nil {
+			ticks += t - m.server0[pid]
+		}
+	}
+	return client, time.Duration(ticks) * clockTick / time.Duration(max(jobs, 1))
+}
+
+// pgFloorResult is what the PostgreSQL server itself does: the minimal SQL
+// per job, with nothing of queuemax around it.
+type pgFloorResult struct {
+	// Insert1 is rows/s of one INSERT per call (autocommit) from one
+	// goroutine; Insert16 the same from pgProducers goroutines.
+	Insert1, Insert16 float64
+	// InsertBatch is rows/s of one INSERT … SELECT unnest of 1,000 rows
+	// per call, one goroutine.
+	InsertBatch float64
+	// Process is jobs/s claiming 100 rows per UPDATE … FOR UPDATE SKIP
+	// LOCKED … RETURNING and deleting them with one DELETE … id = ANY,
+	// pgFloorClaimers goroutines, until the table is empty.
+	Process float64
+	// CPU per job of each phase, this process and the server.
+	Insert1CPU, Insert16CPU, BatchCPU, ProcessCPU cpuPair
+	Processed                                     int
+	// ProcessSmall is Process with claims of SmallBatch rows (zero if not
+	// measured): the most a claim takes while Config.ClaimBatch is at its
+	// default, Workers.
+	SmallBatch   int
+	ProcessSmall float64
+}
+
+// cpuPair is CPU time per job of the client and of the server.
+type cpuPair struct{ Client, Server time.Duration }
+
+// The floor's table: what any queue row needs, one partial index for the
+// claim order.
+const (
+	pgFloorSchema = `CREATE SCHEMA %[1]s;
+CREATE TABLE %[1]s.jobs (
+	id bigserial PRIMARY KEY,
+	task text NOT NULL,
+	payload jsonb NOT NULL,
+	status smallint NOT NULL DEFAULT 0,
+	priority smallint NOT NULL DEFAULT 0,
+	attempts int NOT NULL DEFAULT 0,
+	max_attempts int NOT NULL DEFAULT 4,
+	run_at timestamptz NOT NULL DEFAULT now(),
+	created_at timestamptz NOT NULL DEFAULT now(),
+	worker_id text,
+	lease bigint,
+	heartbeat timestamptz);
+CREATE INDEX ON %[1]s.jobs (priority DESC, id) WHERE status = 0;`
+	pgFloorInsert = `INSERT INTO %s.jobs (task, payload) VALUES ($1, $2)`
+	pgFloorBatch  = `INSERT INTO %s.jobs (task, payload) SELECT $1, unnest($2::jsonb[])`
+	pgFloorClaim  = `UPDATE %[1]s.jobs SET status = 1, attempts = attempts + 1, worker_id = $1, lease = $2, heartbeat = now()
+	WHERE id IN (SELECT id FROM %[1]s.jobs WHERE status = 0 AND run_at <= now()
+		ORDER BY priority DESC, id LIMIT $3 FOR UPDATE SKIP LOCKED)
+	RETURNING id, task, payload, attempts`
+	pgFloorDelete = `DELETE FROM %s.jobs WHERE id = ANY($1)`
+)
+
+// pgFloor measures the floor on a fresh schema: single inserts, then
+// concurrent single inserts, then batches, then the processing of every
+// row inserted; with smallBatch > 0, it then inserts batched rows again
+// and processes them with claims of smallBatch rows.
+func (b *bench) pgFloor(ctx context.Context, single, concurrent, batched, smallBatch int) (pgFloorResult, error) {
+	var res pgFloorResult
+	e := b.pg
+	schema, drop := e.schema("floor")
+	defer drop()
+	if _, err := e.admin.Exec(ctx, fmt.Sprintf(pgFloorSchema, schema)); err != nil {
+		return res, fmt.Errorf("floor schema: %w", err)
+	}
+	cfg, err := pgxpool.ParseConfig(e.floor)
+	if err != nil {
+		return res, err
+	}
+	cfg.MaxConns = int32(max(pgProducers, pgFloorClaimers))
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return res, err
+	}
+	defer pool.Close()
+	app := pgApp() + "-floor"
+	ins := fmt.Sprintf(pgFloorInsert, schema)
+	payload := func(n int) string { return fmt.Sprintf(`{"n":%d}`, n) }
+
+	insertFrom := func(goroutines, n int) error {
+		var wg sync.WaitGroup
+		errs := make([]error, goroutines)
+		for g := range goroutines {
+			wg.Go(func() {
+				for i := g; i < n; i += goroutines {
+					if _, err := pool.Exec(ctx, ins, taskNoop, payload(i)); err != nil {
+						errs[g] = err
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		return errors.Join(errs...)
+	}
+	// Warm every connection (and its prepared statements) first.
+	if err := insertFrom(int(cfg.MaxConns), int(cfg.MaxConns)); err != nil {
+		return res, err
+	}
+	total := int(cfg.MaxConns)
+
+	m := e.startCPU(ctx, app)
+	start := time.Now()
+	if err := insertFrom(1, single); err != nil {
+		return res, err
+	}
+	res.Insert1 = rate(single, time.Since(start))
+	res.Insert1CPU.Client, res.Insert1CPU.Server = m.stop(ctx, single)
+	total += single
+
+	if concurrent > 0 {
+		m = e.startCPU(ctx, app)
+		start = time.Now()
+		if err := insertFrom(pgProducers, concurrent); err != nil {
+			return res, err
+		}
+		res.Insert16 = rate(concurrent, time.Since(start))
+		res.Insert16CPU.Client, res.Insert16CPU.Server = m.stop(ctx, concurrent)
+		total += concurrent
+	}
+
+	batch := fmt.Sprintf(pgFloorBatch, schema)
+	insertBatched := func(n int) error {
+		for done := 0; done < n; {
+			k := min(1000, n-done)
+			ps := make([]string, k)
+			for i := range ps {
+				ps[i] = payload(done + i)
+			}
+			if _, err := pool.Exec(ctx, batch, taskNoop, ps); err != nil {
+				return err
+			}
+			done += k
+		}
+		return nil
+	}
+	m = e.startCPU(ctx, app)
+	start = time.Now()
+	if err := insertBatched(batched); err != nil {
+		return res, err
+	}
+	res.InsertBatch = rate(batched, time.Since(start))
+	res.BatchCPU.Client, res.BatchCPU.Server = m.stop(ctx, batched)
+	total += batched
+
+	claim, del := fmt.Sprintf(pgFloorClaim, schema), fmt.Sprintf(pgFloorDelete, schema)
+	// drain claims and deletes limit rows per statement with
+	// pgFloorClaimers goroutines until the table is empty.
+	drain := func(limit int) (int, error) {
+		var (
+			mu        sync.Mutex
+			processed int
+		)
+		err := eachShard(pgFloorClaimers, func(int) error {
+			n := 0
+			defer func() { mu.Lock(); processed += n; mu.Unlock() }()
+			ids := make([]int64, 0, limit)
+			for {
+				ids = ids[:0]
+				rows, err := pool.Query(ctx, claim, "floor", rand.Int64(), limit)
+				if err != nil {
+					return err
+				}
+				for rows.Next() {
+					var (
+						id       int64
+						task     string
+						payload  []byte
+						attempts int
+					)
+					if err := rows.Scan(&id, &task, &payload, &attempts); err != nil {
+						rows.Close()
+						return err
+					}
+					ids = append(ids, id)
+				}
+				rows.Close()
+				if err := rows.Err(); err != nil {
+					return err
+				}
+				if len(ids) == 0 {
+					return nil
+				}
+				if _, err := pool.Exec(ctx, del, ids); err != nil {
+					return err
+				}
+				n += len(ids)
+			}
+		})
+		return processed, err
+	}
+	m = e.startCPU(ctx, app)
+	start = time.Now()
+	processed, err := drain(100)
+	if err != nil {
+		return res, err
+	}
+	res.Process = rate(processed, time.Since(start))
+	res.ProcessCPU.Client, res.ProcessCPU.Server = m.stop(ctx, processed)
+	res.Processed = processed
+	if processed != total {
+		return res, fmt.Errorf("floor processed %d rows, want %d", processed, total)
+	}
+	if smallBatch > 0 {
+		if err := insertBatched(batched); err != nil {
+			return res, err
+		}
+		start = time.Now()
+		processed, err := drain(smallBatch)
+		if err != nil {
+			return res, err
+		}
+		res.SmallBatch, res.ProcessSmall = smallBatch, rate(processed, time.Since(start))
+		if processed != batched {
+			return res, fmt.Errorf("floor processed %d rows, want %d", processed, batched)
+		}
+	}
+	return res, nil
+}
+
+// openPG opens a client on a fresh schema; the returned cleanup closes it
+// and drops the schema.
+func (b *bench) openPG(ctx context.Context, name string, workers int, mod func(*queuemax.Config)) (*harness, string, func(), error) {
+	schema, drop := b.pg.schema(name)
+	h, err := b.open(ctx, "", 0, workers, func(c *queuemax.Config) {
+		c.DSN, c.Schema = b.pg.dsn, schema
+		if mod != nil {
+			mod(c)
+		}
+	})
+	if err != nil {
+		drop()
+		return nil, "", nil, err
+	}
+	return h, schema, func() { h.c.Close(); drop() }, nil
+}
+
+// cpuNote formats CPU per job against the floor's.
+func cpuNote(got, floor cpuPair, local bool) string {
+	s := fmt.Sprintf("CPU per job: client %.1fµs (floor %.1fµs)", us(got.Client), us(floor.Client))
+	if local {
+		s += fmt.Sprintf(", server %.1fµs (floor %.1fµs)", us(got.Server), us(floor.Server))
+	} else {
+		s += ", server not measured (its processes are not on this machine)"
+	}
+	return s
+}
+
+// addCPU records the CPU per job of a figure as two rows next to the
+// floor's.
+func (b *bench) addCPU(label, what string, got, floor cpuPair) {
+	b.rep.add(label, what+": client CPU per job", us(got.Client), "µs").vsFloor(us(floor.Client))
+	if b.pg.local {
+		b.rep.add(label, what+": server CPU per job", us(got.Server), "µs").vsFloor(us(floor.Server))
+	}
+}
+
+func (b *bench) pgFloorScenario(ctx context.Context) error {
+	f, err := b.pgFloor(ctx, b.n(pgSingleJobs, 200), b.n(pgConcurrentJobs, 400), b.n(pgBatchJobs, 1000), 0)
+	if err != nil {
+		return err
+	}
+	const name = "pg floor"
+	b.rep.add(name, "INSERT, 1 per call", f.Insert1, "rows/s").note("%s", cpuNote(f.Insert1CPU, f.Insert1CPU, b.pg.local))
+	b.rep.add(name, fmt.Sprintf("INSERT, 1 per call, %d goroutines", pgProducers), f.Insert16, "rows/s").
+		vsFloor(f.Insert1).note("%s", cpuNote(f.Insert16CPU, f.Insert1CPU, b.pg.local))
+	b.rep.add(name, "INSERT … unnest, 1,000 per call", f.InsertBatch, "rows/s").note("%s", cpuNote(f.BatchCPU, f.BatchCPU, b.pg.local))
+	b.rep.add(name, fmt.Sprintf("claim 100 SKIP LOCKED + DELETE = ANY, %d goroutines, %d jobs", pgFloorClaimers, f.Processed), f.Process, "jobs/s").
+		note("%s", cpuNote(f.ProcessCPU, f.ProcessCPU, b.pg.local))
+	return nil
+}
+
+// pgProcessing processes no-op jobs with the default Config, then with
+// pgManyWorkers workers, each against the floor measured right before.
+func (b *bench) pgProcessing(ctx context.Context) error {
+	jobs := b.n(pgProcessJobs, 500)
+	f, err := b.pgFloor(ctx, b.n(pgSingleJobs/10, 50), 0, jobs, 10)
+	if err != nil {
+		return err
+	}
+	for _, workers := range []int{0, pgManyWorkers} {
+		name := fmt.Sprintf("pg processing (Workers %d)", workers)
+		h, _, cleanup, err := b.openPG(ctx, "proc", workers, nil)
+		if err != nil {
+			return err
+		}
+		err = func() error {
+			defer cleanup()
+			ids, enq, err := enqueueBatched(ctx, h.c, jobs, 1000)
+			if err != nil {
+				return err
+			}
+			checkIDs(b.rep, name, ids)
+			tr := newTracker(ids, jobs)
+			m := b.pg.startCPU(ctx, pgApp())
+			d, err := h.process(ctx, tr, nil)
+			if err != nil {
+				return err
+			}
+			var cpu cpuPair
+			cpu.Client, cpu.Server = m.stop(ctx, jobs)
+			tr.check(b.rep, name, once)
+			checkStore(ctx, b.rep, name, h.c, 0, int64(jobs), 0)
+			w := "default Config (10 workers)"
+			if workers > 0 {
+				w = fmt.Sprintf("%d workers", workers)
+			}
+			label := fmt.Sprintf("pg processing %d jobs, %s", jobs, w)
+			if workers == 0 {
+				b.rep.add(label, "enqueue, batches of 1,000 (setup)", rate(jobs, enq), "jobs/s").vsFloor(f.InsertBatch)
+			}
+			r := b.rep.add(label, "processing", rate(jobs, d), "jobs/s").vsFloor(f.Process)
+			r.target("≥ 50% of floor", r.Ratio >= 0.5)
+			r.note("%s", cpuNote(cpu, f.ProcessCPU, b.pg.local))
+			if workers == 0 {
+				r.Note += fmt.Sprintf("; floor with claims of %d (the default ClaimBatch = Workers): %s jobs/s (%.0f%% of floor)",
+					f.SmallBatch, fmtNum(f.ProcessSmall), 100*f.ProcessSmall/f.Process)
+			}
+			b.addCPU(label, "processing", cpu, f.ProcessCPU)
+			return nil
+		}()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pgEnqueue measures enqueue one call at a time, from pgProducers
+// goroutines, and in batches of 1,000, each on a fresh schema.
+func (b *bench) pgEnqueue(ctx context.Context) error {
+	n1, n16, nb := b.n(pgSingleJobs, 200), b.n(pgConcurrentJobs, 400), b.n(pgBatchJobs, 1000)
+	f, err := b.pgFloor(ctx, n1, n16, nb, 0)
+	if err != nil {
+		return err
+	}
+	runs := []struct {
+		metric string
+		jobs   int
+		do     func(c *queuemax.Client, n int) ([]queuemax.JobID, time.Duration, error)
+		floor  float64
+		cpu    cpuPair
+		goal   string
+		met    func(ratio float64) bool
+		extra  string
+	}{
+		{"enqueue, 1 call at a time", n1, func(c *queuemax.Client, n int) ([]queuemax.JobID, time.Duration, error) {
+			return enqueueSingle(ctx, c, n, 1)
+		}, f.Insert1, f.Insert1CPU, "≥ 70% of floor", func(r float64) bool { return r >= 0.7 }, ""},
+		{fmt.Sprintf("enqueue, %d goroutines × 1 call", pgProducers), n16, func(c *queuemax.Client, n int) ([]queuemax.JobID, time.Duration, error) {
+			return enqueueSingle(ctx, c, n, pgProducers)
+		}, f.Insert1, f.Insert1CPU, "> floor (1 per call)", func(r float64) bool { return r > 1 },
+			fmt.Sprintf("; the floor from %d goroutines: %s rows/s", pgProducers, fmtNum(f.Insert16))},
+		{"enqueue, batches of 1,000", nb, func(c *queuemax.Client, n int) ([]queuemax.JobID, time.Duration, error) {
+			return enqueueBatched(ctx, c, n, 1000)
+		}, f.InsertBatch, f.BatchCPU, "", nil, ""},
+	}
+	for _, r := range runs {
+		name := "pg enqueue"
+		h, _, cleanup, err := b.openPG(ctx, "enq", 0, nil)
+		if err != nil {
+			return err
+		}
+		err = func() error {
+			defer cleanup()
+			m := b.pg.startCPU(ctx, pgApp())
+			ids, d, err := r.do(h.c, r.jobs)
+			if err != nil {
+				return err
+			}
+			var cpu cpuPair
+			cpu.Client, cpu.Server = m.stop(ctx, r.jobs)
+			checkIDs(b.rep, name, ids)
+			checkStore(ctx, b.rep, name, h.c, int64(r.jobs), 0, 0)
+			label := fmt.Sprintf("%s %d jobs", name, r.jobs)
+			res := b.rep.add(label, r.metric, rate(r.jobs, d), "jobs/s").vsFloor(r.floor)
+			if r.met != nil {
+				res.target(r.goal, r.met(res.Ratio))
+			}
+			res.note("%s%s", cpuNote(cpu, r.cpu, b.pg.local), r.extra)
+			b.addCPU(label, r.metric, cpu, r.cpu)
+			return nil
+		}()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
