@@ -182,18 +182,6 @@ func TestRun_PayloadThatNoLongerDecodesIsDeadLettered(t *testing.T) {
 	}
 }
 
-// waitFor polls cond every 10ms until it holds or 20s pass.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func TestWorkerRegistry(t *testing.T) {
 	t.Parallel()
 	const mine, limited = "example.com/jobs.Mine", "example.com/jobs.Limited"
