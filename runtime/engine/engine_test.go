@@ -333,3 +333,32 @@ func TestEngine_RunDrain(t *testing.T) {
 		t.Errorf("after the drain: %v, %v; want the slow job pending again, unspent", jobs, err)
 	}
 }
+
+// TestProducer_RunOncePrefetch claims a whole ClaimBatch beyond the free
+// slots; the extra jobs wait, start as slots free (acknowledged in batches
+// too) and a stop returns the ones still waiting to pending unspent.
+func TestProducer_RunOncePrefetch(t *testing.T) {
+	r := newRig(t, 1)
+	r.cfg.Workers, r.cfg.ClaimBatch = 2, 6
+	r.enqueue("t", 0, 8)
+	e := New(r.cfg)
+	p := newProducer(e)
+	if n, _, err := p.RunOnce(t.Context(), r.now); err != nil || n != 6 {
+		t.Fatalf("RunOnce = %d, %v; want the whole batch of 6", n, err)
+	}
+	e.jobWG.Wait()
+	if len(p.waiting) != 4 || e.Active() != 4 {
+		t.Fatalf("waiting %d, active %d; want 4 prefetched", len(p.waiting), e.Active())
+	}
+	if free := p.startWaiting(); free != 0 || len(p.waiting) != 2 {
+		t.Fatalf("startWaiting: free %d, waiting %d; want 0, 2", free, len(p.waiting))
+	}
+	e.jobWG.Wait()
+	p.releaseWaiting()
+	if s := e.Stats(); s.Processed != 4 || e.Active() != 0 {
+		t.Errorf("processed %d, active %d; want 4, 0", s.Processed, e.Active())
+	}
+	if pending, processing := r.counts(); pending != 4 || processing != 0 {
+		t.Errorf("pending %d, processing %d; want 4 (2 released, 2 never claimed), 0", pending, processing)
+	}
+}

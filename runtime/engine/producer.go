@@ -108,13 +108,23 @@ func (p *producer) ahead(limit int) bool {
 func (p *producer) startWaiting() int {
 	e := p.e
 	free := int(e.limit.Load() - e.executing.Load())
-	for free > 0 && len(p.waiting) > 0 {
-		e.launch(p.waiting[0].rj, p.waiting[0].t)
-		p.waiting[0] = held{}
-		p.waiting = p.waiting[1:]
-		free--
+	n := min(free, len(p.waiting))
+	if n <= 0 {
+		return free
 	}
-	return free
+	// The jobs that start together acknowledge together, per shard.
+	jobs := make([]*store.Job, n)
+	for i, h := range p.waiting[:n] {
+		jobs[i] = h.rj.job
+	}
+	batches := ackBatches(e, jobs, n)
+	for i, h := range p.waiting[:n] {
+		h.rj.batch = batches[h.rj.job.Shard]
+		e.launch(h.rj, h.t)
+		p.waiting[i] = held{}
+	}
+	p.waiting = p.waiting[n:]
+	return free - n
 }
 
 // releaseWaiting returns the prefetched jobs that never started to pending.
