@@ -24,7 +24,8 @@ type Client struct {
 	log      *slog.Logger
 	st       store.Store
 	handlers map[string]*Handler
-	names    []string // handler names, for claim filters
+	names    []string // handler names, for claim filters ("" for defaultH)
+	defaultH *Handler // Config.DefaultHandler, for jobs without a task
 	started  time.Time
 	events   events
 
@@ -77,15 +78,8 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 	if pg {
 		cfg.Shards = 1 // one logical shard; Dir does not apply
 	}
-	if cfg.Shards == 0 {
-		dir := cfg.Dir
-		if dir == "" {
-			dir = DefaultDir
-		}
-		// An unreadable directory counts as new; opening it reports why.
-		n, _ := sqlitestore.CountShards(dir)
-		cfg.Shards = n // 0 (a new directory) becomes the default below
-	}
+	// Zero Shards: the store reads the count under its creation lock.
+	infer := cfg.Shards == 0
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -110,6 +104,15 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 	if _, ok := c.handlers[""]; ok {
 		c.names = nil // a catch-all handler takes every task
 	}
+	if cfg.DefaultHandler != nil {
+		if c.names == nil && len(c.handlers) > 0 {
+			return nil, &ConfigError{"DefaultHandler", `a catch-all handler (Name "") already runs every job`}
+		}
+		// Claimed under the empty task name, which matches jobs stored
+		// without one.
+		c.defaultH = &Handler{Func: cfg.DefaultHandler}
+		c.names = append(c.names, "")
+	}
 	if pg {
 		st, err := openPostgres(ctx, cfg)
 		if err != nil {
@@ -120,19 +123,27 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 		c.started = c.now()
 		return c, nil
 	}
+	shards := cfg.Shards
+	if infer {
+		shards = 0
+	}
 	st, err := sqlitestore.Open(ctx, sqlitestore.Options{
-		Dir:         cfg.Dir,
-		Shards:      cfg.Shards,
-		BusyTimeout: cfg.BusyTimeout,
-		CacheSize:   cfg.CacheSize,
-		MmapSize:    cfg.MmapSize,
-		FullSync:    cfg.Durability == DurabilityFull,
-		ReadOnly:    cfg.ReadOnly,
+		Dir:           cfg.Dir,
+		Shards:        shards,
+		DefaultShards: cfg.Shards,
+		DirMode:       cfg.DirMode,
+		FileMode:      cfg.FileMode,
+		BusyTimeout:   cfg.BusyTimeout,
+		CacheSize:     cfg.CacheSize,
+		MmapSize:      cfg.MmapSize,
+		FullSync:      cfg.Durability == DurabilityFull,
+		ReadOnly:      cfg.ReadOnly,
 	})
 	if err != nil {
 		return nil, err
 	}
 	c.st = st
+	c.cfg.Shards = st.Shards()
 	c.started = c.now()
 	return c, nil
 }
@@ -146,7 +157,7 @@ func checkHandler(h *Handler) error {
 	switch {
 	case !o.Priority.Valid():
 		return fmt.Errorf("handler %q: %w", h.Name, ErrInvalidPriority)
-	case o.MaxRetries != nil && *o.MaxRetries < 0:
+	case o.MaxRetries != nil && (*o.MaxRetries < 0 || *o.MaxRetries > MaxRetriesLimit):
 		return fmt.Errorf("handler %q: %w", h.Name, ErrInvalidRetries)
 	case o.Timeout < 0 || o.RetryDelay < 0 || o.InlineRetries < 0:
 		return fmt.Errorf("%w: handler %q: negative timeout, retry delay or inline retries", ErrInvalidConfig, h.Name)
@@ -269,8 +280,8 @@ func (c *Client) prepare(e EnqueueParams) (store.InsertParams, error) {
 	if e.Opts.MaxRetries != nil {
 		retries = *e.Opts.MaxRetries
 	}
-	if retries < 0 {
-		return store.InsertParams{}, fmt.Errorf("%w: got %d", ErrInvalidRetries, retries)
+	if retries < 0 || retries > MaxRetriesLimit {
+		return store.InsertParams{}, fmt.Errorf("%w: got %d (want 0–%d)", ErrInvalidRetries, retries, MaxRetriesLimit)
 	}
 	delay := def.RetryDelay
 	if delay == 0 {
@@ -306,10 +317,14 @@ func (c *Client) afterInsert(ctx context.Context, ps []store.InsertParams, ids [
 	c.checkAlert(ctx, false)
 }
 
-// EnqueueMany stores jobs in one transaction per shard, the shards written
-// in parallel, and returns their IDs in order. Every job is validated first:
-// if any is invalid nothing is stored and the error names its index. If a
-// shard fails to commit, what other shards wrote is removed again.
+// EnqueueMany stores jobs all or nothing and returns their IDs in order.
+// Every job is validated first: if any is invalid nothing is stored and the
+// error names its index. The shards are written in parallel; a batch that
+// spans shards is staged in each, committed by one record in shard 0 and
+// then published, so no job of it can be claimed before all are stored,
+// and after an error (a locked shard, a full disk) none ran or stays. Jobs
+// a killed producer left staged are removed by the next Open or orphan
+// recovery.
 func (c *Client) EnqueueMany(ctx context.Context, jobs []EnqueueParams) ([]JobID, error) {
 	ps := make([]store.InsertParams, len(jobs))
 	for i, e := range jobs {
@@ -350,7 +365,7 @@ const alertCheckEvery = 100 * time.Millisecond
 // counted. The count is one indexed count per shard. It emits on the rising
 // edge and then at most once a minute while pending stays high.
 func (c *Client) checkAlert(ctx context.Context, force bool) {
-	if !c.hasSubscribers(EventAlert) || eventsSuppressed(ctx) || c.closed.Load() {
+	if c.cfg.AlertThreshold < 0 || !c.hasSubscribers(EventAlert) || eventsSuppressed(ctx) || c.closed.Load() {
 		return
 	}
 	c.alertMu.Lock()

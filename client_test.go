@@ -316,7 +316,7 @@ func TestConfigFromEnv(t *testing.T) {
 	}
 	want := Config{Dir: "/tmp/x", Shards: 4, MaxRetries: Ptr(0), RateLimit: Rate{120, time.Minute}, BusyTimeout: time.Second,
 		CacheSize: 500, HeartbeatInterval: 2 * time.Second, StuckTimeout: 9 * time.Second, RecoveryInterval: 3 * time.Second,
-		CleanupAge: 48 * time.Hour, AlertThreshold: 50, CircuitThreshold: 3, CircuitTimeout: 30 * time.Second}
+		CleanupAge: 48 * time.Hour, AlertThreshold: 50, CircuitThreshold: 3, CircuitTimeout: 30 * time.Second, MmapSize: -1}
 	if diff := cmp.Diff(want, cfg, cmp.AllowUnexported(Config{})); diff != "" {
 		t.Errorf("ConfigFromEnv mismatch (-want +got):\n%s", diff)
 	}

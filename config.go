@@ -1,6 +1,7 @@
 package queuemax
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -44,9 +45,17 @@ type Config struct {
 	// directory with a different count fails with ErrShardMismatch. At
 	// most 1024.
 	Shards int
+	// DirMode is the permission of a data directory Open creates. Zero
+	// means 0700.
+	DirMode os.FileMode
+	// FileMode is the permission of the shard files (and their -wal and
+	// -shm companions) and the lock file Open creates. Zero means 0600.
+	FileMode os.FileMode
 	// ReadOnly opens an existing data directory without creating, migrating
 	// or changing anything, for inspection tools: Open fails if Dir or its
-	// shard files do not exist, and every write returns ErrReadOnly.
+	// shard files do not exist, and every write returns ErrReadOnly. It
+	// works on a read-only file system and on a directory of another user
+	// that grants read access.
 	ReadOnly bool
 	// Handlers are the tasks this client can run, usually the generated
 	// Handlers(). They are fixed after Open. A client without handlers can
@@ -59,12 +68,19 @@ type Config struct {
 	// client with no Handlers at all accepts every task name as written
 	// and cannot check payloads: it is a pure producer.
 	AllowUnknownTasks bool
+	// DefaultHandler runs jobs stored without a task name: those that
+	// queue-max wrote (its rows have no task column) and those enqueued
+	// with an empty task. The job's Payload is the stored JSON object. Nil
+	// means such jobs wait for a process that has one (or a catch-all
+	// Handler with Name ""). It cannot be combined with a catch-all.
+	DefaultHandler HandlerFunc
 	// Logger receives the client's logs. Nil means slog.Default().
 	Logger *slog.Logger
 
 	// MaxRetries is the default number of retries after the first attempt
 	// for jobs whose task and enqueue set none. Nil means 3 (env
-	// QUEUE_MAX_RETRIES); Ptr(0) means no retries.
+	// QUEUE_MAX_RETRIES); Ptr(0) means no retries. At most
+	// MaxRetriesLimit.
 	MaxRetries *int
 	// RetryDelay is the default backoff base: attempt n waits
 	// RetryDelay·2^(n−1) ±20%, capped at one hour. Zero means 60s.
@@ -113,17 +129,21 @@ type Config struct {
 	// Run's maintenance deletes them. Zero means 7 days (env CLEANUP_DAYS).
 	CleanupAge time.Duration
 	// AlertThreshold raises an alert event while more than this many jobs
-	// are pending. Zero means 1000 (env QUEUE_ALERT_THRESHOLD).
+	// are pending. Zero means 1000; negative (AlertOff) switches alerts off
+	// (env QUEUE_ALERT_THRESHOLD, where 0 means off).
 	AlertThreshold int
 	// DrainTimeout is how long Run lets running jobs finish after its
 	// context ends; then their contexts are cancelled and unfinished jobs
 	// are returned to pending. Zero means 30s.
 	DrainTimeout time.Duration
 	// RateLimit caps how many jobs Run starts, shared by all its workers.
-	// The zero Rate means no limit (env RATE_LIMIT_MAX sets it per minute).
+	// The zero Rate means no limit (env RATE_LIMIT_MAX sets it per minute;
+	// 0 there means no limit too).
 	RateLimit Rate
 	// CircuitThreshold is how many consecutive failures open the circuit
-	// breaker. Zero means 5 (env CIRCUIT_FAILURE_THRESHOLD).
+	// breaker. Zero means 5; negative (CircuitOff) switches the breakers
+	// off (env CIRCUIT_FAILURE_THRESHOLD, where 0 means off). A task can
+	// switch its own off with TaskOptions.CircuitOff.
 	CircuitThreshold int
 	// CircuitTimeout is how long the breaker stays open before a probe.
 	// Zero means 60s (env CIRCUIT_TIMEOUT, in seconds).
@@ -145,6 +165,20 @@ type Config struct {
 	// now is the clock; nil means time.Now. Tests set it.
 	now func() time.Time
 }
+
+// Explicit "off" values for Config fields whose zero value means the
+// default.
+const (
+	// AlertOff, as Config.AlertThreshold, raises no alerts.
+	AlertOff = -1
+	// CircuitOff, as Config.CircuitThreshold, never opens a breaker.
+	CircuitOff = -1
+)
+
+// MaxRetriesLimit is the largest number of retries a job may have (in
+// Config.MaxRetries, TaskOptions.MaxRetries, Opts.MaxRetries and the
+// retries= annotation); larger values are refused rather than wrapped.
+const MaxRetriesLimit = 1000
 
 // Defaults.
 const (
@@ -226,6 +260,8 @@ func (c Config) validate() error {
 		return &ConfigError{"Shards", fmt.Sprintf("%d is out of range (want 1–%d)", c.Shards, shard.MaxShards)}
 	case *c.MaxRetries < 0:
 		return &ConfigError{"MaxRetries", fmt.Sprintf("%d is negative", *c.MaxRetries)}
+	case *c.MaxRetries > MaxRetriesLimit:
+		return &ConfigError{"MaxRetries", fmt.Sprintf("%d exceeds %d", *c.MaxRetries, MaxRetriesLimit)}
 	case c.RetryDelay < 0:
 		return &ConfigError{"RetryDelay", "is negative"}
 	case c.BusyTimeout < 0:
@@ -244,12 +280,8 @@ func (c Config) validate() error {
 		return &ConfigError{"RecoveryInterval", "is negative"}
 	case c.CleanupAge < 0:
 		return &ConfigError{"CleanupAge", "is negative"}
-	case c.AlertThreshold < 0:
-		return &ConfigError{"AlertThreshold", "is negative"}
 	case c.DrainTimeout < 0:
 		return &ConfigError{"DrainTimeout", "is negative"}
-	case c.CircuitThreshold < 0:
-		return &ConfigError{"CircuitThreshold", "is negative"}
 	case c.CircuitTimeout < 0:
 		return &ConfigError{"CircuitTimeout", "is negative"}
 	case c.RateLimit.Limit < 0 || (c.RateLimit.Limit > 0 && c.RateLimit.Per <= 0):
@@ -260,12 +292,19 @@ func (c Config) validate() error {
 
 // ConfigFromEnv returns a Config read from queue-max's environment variables
 // through getenv (pass os.Getenv). Unset variables leave fields at zero, so
-// defaults apply; a set but malformed variable is an error naming it. It
-// also returns the level named by QUEUE_MAX_LOG_LEVEL (default WARNING) for
-// programs that build their own logger.
+// defaults apply. Explicit values are honoured or refused, never replaced by
+// a default: QUEUE_ALERT_THRESHOLD=0, CIRCUIT_FAILURE_THRESHOLD=0 and
+// RATE_LIMIT_MAX=0 switch alerts, breakers and the rate limit off, while
+// NUM_SHARDS=0 and a malformed or out-of-range value are a *ConfigError
+// naming the variable (several are joined). It also returns the level named
+// by QUEUE_MAX_LOG_LEVEL (default WARNING) for programs that build their
+// own logger.
 func ConfigFromEnv(getenv func(string) string) (Config, slog.Level, error) {
 	var c Config
-	var errs []string
+	var errs []error
+	bad := func(name, format string, args ...any) {
+		errs = append(errs, &ConfigError{name, fmt.Sprintf(format, args...)})
+	}
 	intVar := func(name string, set func(int64)) {
 		v := strings.TrimSpace(getenv(name))
 		if v == "" {
@@ -273,10 +312,19 @@ func ConfigFromEnv(getenv func(string) string) (Config, slog.Level, error) {
 		}
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
-			errs = append(errs, fmt.Sprintf("%s=%q is not an integer", name, v))
+			bad(name, "%q is not an integer", v)
 			return
 		}
 		set(n)
+	}
+	atLeast := func(name string, lo int64, set func(int64)) func(int64) {
+		return func(n int64) {
+			if n < lo {
+				bad(name, "%d is out of range (want at least %d)", n, lo)
+				return
+			}
+			set(n)
+		}
 	}
 	ms := func(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
 	if v := getenv("DATA_DIR"); v != "" {
@@ -288,19 +336,51 @@ func ConfigFromEnv(getenv func(string) string) (Config, slog.Level, error) {
 	if v := getenv("QUEUE_MAX_SCHEMA"); v != "" {
 		c.Schema = v
 	}
-	intVar("NUM_SHARDS", func(n int64) { c.Shards = int(n) })
-	intVar("QUEUE_MAX_RETRIES", func(n int64) { c.MaxRetries = Ptr(int(n)) })
-	intVar("RATE_LIMIT_MAX", func(n int64) { c.RateLimit = Rate{Limit: int(n), Per: time.Minute} })
-	intVar("DB_BUSY_TIMEOUT", func(n int64) { c.BusyTimeout = ms(n) })
-	intVar("CACHE_SIZE", func(n int64) { c.CacheSize = int(n) })
-	intVar("MMAP_SIZE", func(n int64) { c.MmapSize = n })
-	intVar("HEARTBEAT_INTERVAL", func(n int64) { c.HeartbeatInterval = ms(n) })
-	intVar("STUCK_TIMEOUT", func(n int64) { c.StuckTimeout = ms(n) })
-	intVar("RECOVERY_INTERVAL", func(n int64) { c.RecoveryInterval = ms(n) })
-	intVar("CLEANUP_DAYS", func(n int64) { c.CleanupAge = time.Duration(n) * 24 * time.Hour })
-	intVar("QUEUE_ALERT_THRESHOLD", func(n int64) { c.AlertThreshold = int(n) })
-	intVar("CIRCUIT_FAILURE_THRESHOLD", func(n int64) { c.CircuitThreshold = int(n) })
-	intVar("CIRCUIT_TIMEOUT", func(n int64) { c.CircuitTimeout = time.Duration(n) * time.Second })
+	intVar("NUM_SHARDS", func(n int64) {
+		if n < 1 || n > shard.MaxShards {
+			bad("NUM_SHARDS", "%d is out of range (want 1–%d)", n, shard.MaxShards)
+			return
+		}
+		c.Shards = int(n)
+	})
+	intVar("QUEUE_MAX_RETRIES", func(n int64) {
+		if n < 0 || n > MaxRetriesLimit {
+			bad("QUEUE_MAX_RETRIES", "%d is out of range (want 0–%d)", n, MaxRetriesLimit)
+			return
+		}
+		c.MaxRetries = Ptr(int(n))
+	})
+	intVar("RATE_LIMIT_MAX", atLeast("RATE_LIMIT_MAX", 0, func(n int64) {
+		if n > 0 { // 0: no limit
+			c.RateLimit = Rate{Limit: int(n), Per: time.Minute}
+		}
+	}))
+	// Zero would mean "the default" in Config, so it is refused here.
+	intVar("DB_BUSY_TIMEOUT", atLeast("DB_BUSY_TIMEOUT", 1, func(n int64) { c.BusyTimeout = ms(n) }))
+	intVar("CACHE_SIZE", atLeast("CACHE_SIZE", 1, func(n int64) { c.CacheSize = int(n) }))
+	intVar("MMAP_SIZE", atLeast("MMAP_SIZE", 0, func(n int64) {
+		c.MmapSize = n
+		if n == 0 {
+			c.MmapSize = -1 // no mmap
+		}
+	}))
+	intVar("HEARTBEAT_INTERVAL", atLeast("HEARTBEAT_INTERVAL", 1, func(n int64) { c.HeartbeatInterval = ms(n) }))
+	intVar("STUCK_TIMEOUT", atLeast("STUCK_TIMEOUT", 1, func(n int64) { c.StuckTimeout = ms(n) }))
+	intVar("RECOVERY_INTERVAL", atLeast("RECOVERY_INTERVAL", 1, func(n int64) { c.RecoveryInterval = ms(n) }))
+	intVar("CLEANUP_DAYS", atLeast("CLEANUP_DAYS", 1, func(n int64) { c.CleanupAge = time.Duration(n) * 24 * time.Hour }))
+	intVar("QUEUE_ALERT_THRESHOLD", atLeast("QUEUE_ALERT_THRESHOLD", 0, func(n int64) {
+		c.AlertThreshold = int(n)
+		if n == 0 {
+			c.AlertThreshold = AlertOff
+		}
+	}))
+	intVar("CIRCUIT_FAILURE_THRESHOLD", atLeast("CIRCUIT_FAILURE_THRESHOLD", 0, func(n int64) {
+		c.CircuitThreshold = int(n)
+		if n == 0 {
+			c.CircuitThreshold = CircuitOff
+		}
+	}))
+	intVar("CIRCUIT_TIMEOUT", atLeast("CIRCUIT_TIMEOUT", 1, func(n int64) { c.CircuitTimeout = time.Duration(n) * time.Second }))
 	level := slog.LevelWarn
 	if v := strings.ToUpper(strings.TrimSpace(getenv("QUEUE_MAX_LOG_LEVEL"))); v != "" {
 		switch v {
@@ -313,11 +393,8 @@ func ConfigFromEnv(getenv func(string) string) (Config, slog.Level, error) {
 		case "ERROR", "CRITICAL":
 			level = slog.LevelError
 		default:
-			errs = append(errs, fmt.Sprintf("QUEUE_MAX_LOG_LEVEL=%q is not DEBUG, INFO, WARNING or ERROR", v))
+			bad("QUEUE_MAX_LOG_LEVEL", "%q is not DEBUG, INFO, WARNING or ERROR", v)
 		}
 	}
-	if len(errs) > 0 {
-		return c, level, fmt.Errorf("%w: %s", ErrInvalidConfig, strings.Join(errs, "; "))
-	}
-	return c, level, nil
+	return c, level, errors.Join(errs...)
 }

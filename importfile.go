@@ -30,8 +30,9 @@ type FileRecord struct {
 // object per line; blank lines are skipped) or of a file holding one JSON
 // array of records. It is all or nothing: every record is parsed and
 // validated before anything is stored (task names and payload shapes as
-// Enqueue checks them), and the first bad record is reported as a
-// *LineError naming its line. It returns how many jobs it stored.
+// Enqueue checks them), the first bad record is reported as a *LineError
+// naming its line, and the records are stored as one batch (no job of the
+// file runs unless all are stored). It returns how many jobs it stored.
 // Progress, when not nil, is called after parsing with (done, total) as the
 // records are validated.
 func (c *Client) EnqueueFile(ctx context.Context, path string, progress func(done, total int)) (int, error) {

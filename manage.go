@@ -56,7 +56,7 @@ func isNilValue(v any) bool {
 	return false
 }
 
-func lease(j *Job) store.Lease { return store.Lease{ID: j.ID, Token: j.Lease} }
+func lease(j *Job) store.Lease { return store.Lease{ID: j.ID, Token: j.Lease, WorkerID: j.WorkerID} }
 
 // FailOutcome reports what Fail did with a job.
 type FailOutcome struct {
@@ -176,12 +176,16 @@ func (c *Client) Release(ctx context.Context, jobs ...*Job) error {
 	return err
 }
 
+// AllShards, as RetryFailed's shard, selects every shard.
+const AllShards = store.AllShards
+
 // RetryFailed re-queues every failed (dead-lettered) job of one shard, or of
-// all shards when shard is negative, with a fresh attempt budget, and removes
-// their dead-letter rows. It returns how many jobs it re-queued.
+// all shards for AllShards, with a fresh attempt budget, and removes their
+// dead-letter rows. It returns how many jobs it re-queued. Any other shard
+// outside 0…Shards()-1 is ErrInvalidShard.
 func (c *Client) RetryFailed(ctx context.Context, shard int) (int, error) {
-	if shard < 0 {
-		shard = store.AllShards
+	if shard != AllShards && (shard < 0 || shard >= c.cfg.Shards) {
+		return 0, fmt.Errorf("%w: %d (valid: 0–%d, or AllShards)", ErrInvalidShard, shard, c.cfg.Shards-1)
 	}
 	n, err := c.st.RetryFailed(ctx, shard, c.now())
 	if n > 0 {
@@ -303,12 +307,15 @@ type ListParams struct {
 	Limit int
 }
 
-func (p ListParams) store() store.ListParams {
+func (p ListParams) store(shards int) (store.ListParams, error) {
 	sp := store.ListParams{Shard: store.AllShards, Status: p.Status, Task: p.Task, Limit: p.Limit}
 	if p.Shard != nil {
+		if *p.Shard < 0 || *p.Shard >= shards {
+			return sp, fmt.Errorf("%w: %d (valid: 0–%d; nil Shard lists every shard)", ErrInvalidShard, *p.Shard, shards-1)
+		}
 		sp.Shard = *p.Shard
 	}
-	return sp
+	return sp, nil
 }
 
 // Jobs lists stored jobs, newest first; the limit applies to the merged
@@ -319,7 +326,11 @@ func (c *Client) Jobs(ctx context.Context, p ListParams) ([]*Job, error) {
 			return nil, err
 		}
 	}
-	return c.st.Jobs(ctx, p.store())
+	sp, err := p.store(c.cfg.Shards)
+	if err != nil {
+		return nil, err
+	}
+	return c.st.Jobs(ctx, sp)
 }
 
 // FailedJobs lists up to limit failed jobs, newest first.
@@ -334,7 +345,11 @@ func (c *Client) ProcessingJobs(ctx context.Context, limit int) ([]*Job, error) 
 
 // DeadLetters lists dead-letter rows, newest first.
 func (c *Client) DeadLetters(ctx context.Context, p ListParams) ([]*DeadLetter, error) {
-	return c.st.DeadLetters(ctx, p.store())
+	sp, err := p.store(c.cfg.Shards)
+	if err != nil {
+		return nil, err
+	}
+	return c.st.DeadLetters(ctx, sp)
 }
 
 // Stats is a snapshot of the queue: every field of queue-max's get_stats,

@@ -62,7 +62,7 @@ type TaskOptions struct {
 	// Priority of every job of the task unless Opts overrides it.
 	Priority Priority
 	// MaxRetries of every job unless Opts overrides it. Nil means
-	// Config.MaxRetries.
+	// Config.MaxRetries. At most MaxRetriesLimit.
 	MaxRetries *int
 	// Timeout bounds one execution: the handler's context is cancelled
 	// after it and the attempt fails with a retryable *TimeoutError. Zero
@@ -81,6 +81,9 @@ type TaskOptions struct {
 	// InlineRetries is how many in-process retries RetryOn allows. Zero
 	// means 3.
 	InlineRetries int
+	// CircuitOff switches the task's circuit breaker off: failures never
+	// stop its jobs from being claimed (annotation circuit=off).
+	CircuitOff bool
 }
 
 // Periodic describes when a periodic task runs. Exactly one of Every and

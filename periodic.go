@@ -124,7 +124,7 @@ func (c *Client) newScheduler() (*scheduler, error) {
 	}
 	for _, name := range c.names {
 		h := c.handlers[name]
-		if h.Periodic == nil {
+		if h == nil || h.Periodic == nil { // nil: Config.DefaultHandler
 			continue
 		}
 		sched, spec, err := parsePeriodic(h.Periodic)

@@ -3,6 +3,7 @@ package queuemax
 import (
 	"bufio"
 	"context"
+	"database/sql"
 	"fmt"
 	"io"
 	"log/slog"
@@ -176,6 +177,64 @@ func (ch *child) expect(t *testing.T, prefix string) string {
 	}
 }
 
+// pause stops the child with SIGSTOP at a moment when it holds no shard's
+// write lock: a process frozen inside a transaction blocks every writer of
+// that shard, which no other worker can get past.
+func (ch *child) pause(t *testing.T, dir string, shards int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if err := ch.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		waitStopped(t, ch.cmd.Process.Pid)
+		if !anyShardLocked(t, dir, shards) {
+			return
+		}
+		ch.cmd.Process.Signal(syscall.SIGCONT)
+		if time.Now().After(deadline) {
+			t.Fatal("child kept holding a write lock")
+		}
+		time.Sleep(time.Millisecond) // let it finish its transaction
+	}
+}
+
+// waitStopped polls /proc until process pid is in the stopped state.
+func waitStopped(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			t.Skipf("cannot read process state: %v", err)
+		}
+		// The state follows the parenthesised command name.
+		if i := strings.LastIndexByte(string(b), ')'); i >= 0 && i+2 < len(b) && (b[i+2] == 'T' || b[i+2] == 't') {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.Fatalf("process %d did not stop", pid)
+}
+
+// anyShardLocked reports whether another connection holds the write lock
+// of one of the shard files in dir.
+func anyShardLocked(t *testing.T, dir string, shards int) bool {
+	t.Helper()
+	for i := range shards {
+		db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, fmt.Sprintf("shard_%d.db", i))+"?_pragma=busy_timeout(0)")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = db.Exec(`BEGIN IMMEDIATE; ROLLBACK`)
+		db.Close()
+		if err != nil {
+			return true
+		}
+	}
+	return false
+}
+
 func TestProcesses_NeverClaimTheSameJob(t *testing.T) {
 	t.Parallel()
 	b := setup(t, Config{Shards: 4})
@@ -255,7 +314,7 @@ func TestProcesses_PausedWorkerLateCompletionRejected(t *testing.T) {
 	}
 	kid := startChild(t, "late", dir, 1)
 	kid.expect(t, "started")
-	kid.cmd.Process.Signal(syscall.SIGSTOP)
+	kid.pause(t, dir, 1)
 
 	h := DefineResult("t.Long", TaskOptions{}, func(context.Context, echoArgs) (string, error) { return "survivor", nil })
 	w := setup(t, Config{Dir: dir, Shards: 1, Handlers: []Handler{h}, HeartbeatInterval: 50 * time.Millisecond,

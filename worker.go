@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/queuemax/queuemax/runtime/breaker"
@@ -64,6 +65,15 @@ type WorkerStats struct {
 	CurrentJobs       []JobID       `json:"current_jobs,omitempty"`   // executing or prefetched
 }
 
+// ShutdownGrace is how long Run waits, after the drain ends and running
+// jobs' contexts are cancelled, for their handlers to return. A handler
+// still running then ignores cancellation: Run abandons it and returns. Its
+// job is not lost: with no heartbeats its lease lapses after
+// Config.StuckTimeout and orphan recovery (of any process) runs it again.
+// Run therefore returns within DrainTimeout + ShutdownGrace of its
+// context ending, plus the time to release unfinished jobs.
+const ShutdownGrace = 2 * time.Second
+
 // worker is one Run: the engine, plus what the API keeps about it (its
 // worker-registry entry).
 type worker struct {
@@ -88,6 +98,7 @@ func (c *Client) newEngine() (*worker, error) {
 		HeartbeatInterval: c.cfg.HeartbeatInterval,
 		RecoveryInterval:  c.cfg.RecoveryInterval,
 		DrainTimeout:      c.cfg.DrainTimeout,
+		ShutdownGrace:     ShutdownGrace,
 		Tasks:             c.names,
 		TaskLimiters:      make(map[string]*ratelimit.Limiter),
 		Breakers:          make(map[string]*breaker.Breaker),
@@ -129,8 +140,12 @@ func (c *Client) newEngine() (*worker, error) {
 		names = []string{""}
 	}
 	for _, name := range names {
+		threshold := c.cfg.CircuitThreshold
+		if h := c.handlers[name]; threshold < 0 || (h != nil && h.Options.CircuitOff) {
+			threshold = math.MaxInt // off: never opens
+		}
 		b, err := breaker.New(breaker.Config{
-			Threshold: c.cfg.CircuitThreshold,
+			Threshold: threshold,
 			Timeout:   c.cfg.CircuitTimeout,
 			OnStateChange: func(from, to breaker.State) {
 				c.log.Warn("circuit breaker changed state", "task", name, "from", from.String(), "to", to.String())
@@ -162,8 +177,10 @@ func (c *Client) newEngine() (*worker, error) {
 
 // Run processes jobs until ctx ends, then drains: it stops claiming, lets
 // running jobs finish for up to Config.DrainTimeout, cancels the rest and
-// returns them to pending without spending an attempt. While it runs it
-// renews running jobs' heartbeats, recovers orphans every
+// returns them to pending without spending an attempt; a handler that
+// ignores cancellation for ShutdownGrace more is abandoned (its job runs
+// again once its lease lapses), so Run returns within DrainTimeout plus
+// ShutdownGrace. While it runs it renews running jobs' heartbeats, recovers orphans every
 // Config.RecoveryInterval, deletes jobs older than Config.CleanupAge every
 // hour, raises alerts and runs the periodic scheduler. It returns nil after
 // a drain caused by ctx, and only after every goroutine it started has
@@ -193,11 +210,12 @@ func (c *Client) Run(ctx context.Context) error {
 	return nil
 }
 
-// Stop stops the running Run: it stops claiming, lets running jobs finish
-// until ctx ends (or Config.DrainTimeout passes), then cancels the rest and
-// returns them to pending. It returns when Run has returned, or ctx's error
-// if ctx ends first (the drain still completes). Stop without a running Run
-// returns nil.
+// Stop stops the running Run: it stops claiming and lets running jobs
+// finish until ctx ends (or Config.DrainTimeout passes); then their
+// contexts are cancelled and unfinished jobs return to pending. It returns
+// nil when Run has returned, or ctx's error as soon as ctx ends, even if a
+// handler ignores cancellation: Run then finishes shutting down in the
+// background within ShutdownGrace. Stop without a running Run returns nil.
 func (c *Client) Stop(ctx context.Context) error {
 	e := c.engine.Load()
 	if e == nil {
@@ -209,7 +227,6 @@ func (c *Client) Stop(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 		e.Abort()
-		<-e.Done()
 		return context.Cause(ctx)
 	}
 }
@@ -309,6 +326,9 @@ func fillStats(e *engine.Engine, s *Stats) {
 // good.
 func (c *Client) execute(ctx context.Context, j *Job) (any, error) {
 	h, ok := c.handlers[j.Task]
+	if !ok && j.Task == "" && c.defaultH != nil {
+		h, ok = c.defaultH, true // a job stored without a task (queue-max's)
+	}
 	if !ok {
 		h, ok = c.handlers[""]
 	}

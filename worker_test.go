@@ -222,14 +222,15 @@ func TestClient_Run(t *testing.T) {
 		stop := run(t, b.c)
 		id, _ := b.c.Enqueue(b.ctx, "t.Lost", echoArgs{}, Opts{})
 		<-started
-		// Another worker takes the job over (as after a stuck timeout).
-		if _, err := b.c.st.RecoverOrphans(b.ctx, time.Now().Add(time.Hour), time.Now()); err != nil {
-			t.Fatal(err)
+		// Another worker takes the job over (as after a stuck timeout and
+		// a new claim), in one statement so that Run cannot re-claim it in
+		// between.
+		queueMaxWrite(t, b.dir, 0, `UPDATE fila SET lease = lease + 1, worker_id = 'other' WHERE status = 'processing'`)
+		j, err := b.c.Job(b.ctx, id)
+		if err != nil || j.WorkerID != "other" {
+			t.Fatalf("job after takeover = %+v, %v", j, err)
 		}
-		other, err := b.c.Claim(b.ctx, "other", 1)
-		if err != nil || len(other) != 1 {
-			t.Fatalf("Claim by other = %v, %v", other, err)
-		}
+		other := []*Job{j}
 		close(release)
 		stop()
 		ws, _ := b.c.WorkerStats()

@@ -18,13 +18,14 @@
 //
 //	name=STRING            stable task name stored in every job row; default import/path.Func
 //	priority=0|1|2         default priority (0 low, 2 high)
-//	retries=N              retries after the first attempt, N ≥ 0 (0 disables retries)
+//	retries=N              retries after the first attempt, 0 ≤ N ≤ 1000 (0 disables retries)
 //	timeout=DURATION       bound on one attempt, a time.ParseDuration string > 0
 //	retry_delay=DURATION   backoff base, > 0
 //	rate_limit=N/UNIT      token bucket, UNIT s, m, h or a duration: 10/s, 100/m, 5/30s
 //	retry_on=LIST          comma-separated sentinel errors or error types to retry
 //	                       in the worker: io.ErrUnexpectedEOF,*net.OpError,ErrBusy
 //	inline_retries=N       how many in-worker retries retry_on allows, N ≥ 1
+//	circuit=off            the task's circuit breaker never opens (on: the default)
 //
 // Keys of //queuemax:periodic only, exactly one of:
 //
@@ -94,6 +95,8 @@ type Directive struct {
 	// InlineRetries is how many in-worker retries RetryOn allows; zero
 	// means unset.
 	InlineRetries int
+	// CircuitOff is circuit=off: the task's circuit breaker never opens.
+	CircuitOff bool
 	// Every is the interval of a periodic task.
 	Every time.Duration
 	// Cron is the cron spec of a periodic task, unquoted.
@@ -183,7 +186,10 @@ func (l ErrorList) Err() error {
 func IsDirective(line string) bool { return strings.HasPrefix(line, Prefix) }
 
 // keys of //queuemax:task, in documentation order.
-var taskKeys = []string{"name", "priority", "retries", "timeout", "retry_delay", "rate_limit", "retry_on", "inline_retries"}
+// MaxRetries is the largest retries=N accepted, as queuemax.MaxRetriesLimit.
+const MaxRetries = 1000
+
+var taskKeys = []string{"name", "priority", "retries", "timeout", "retry_delay", "rate_limit", "retry_on", "inline_retries", "circuit"}
 
 // extra keys of //queuemax:periodic.
 var periodicKeys = []string{"every", "cron", "misfire"}
@@ -382,11 +388,17 @@ func (p *parser) pair(key, val string, keyOff, valOff int) {
 		p.d.Priority = &n
 	case "retries":
 		n, err := strconv.Atoi(val)
-		if err != nil || n < 0 {
-			bad("want an integer ≥ 0")
+		if err != nil || n < 0 || n > MaxRetries {
+			bad("want an integer from 0 to %d", MaxRetries)
 			return
 		}
 		p.d.Retries = &n
+	case "circuit":
+		if val != "off" && val != "on" {
+			bad("want off or on")
+			return
+		}
+		p.d.CircuitOff = val == "off"
 	case "inline_retries":
 		n, err := strconv.Atoi(val)
 		if err != nil || n < 1 {
@@ -627,6 +639,9 @@ func (d *Directive) String() string {
 	}
 	if d.InlineRetries != 0 {
 		fmt.Fprintf(&b, " inline_retries=%d", d.InlineRetries)
+	}
+	if d.CircuitOff {
+		b.WriteString(" circuit=off")
 	}
 	if d.Every != 0 {
 		b.WriteString(" every=" + d.Every.String())

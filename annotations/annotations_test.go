@@ -145,7 +145,24 @@ func TestParse(t *testing.T) {
 			name:    "NegativeRetries",
 			in:      "//queuemax:task retries=-1",
 			want:    &annotations.Directive{Kind: annotations.KindTask},
-			wantErr: []string{`24: queuemax:task: bad retries "-1": want an integer ≥ 0`},
+			wantErr: []string{`24: queuemax:task: bad retries "-1": want an integer from 0 to 1000`},
+		},
+		{
+			name:    "RetriesAboveTheBound",
+			in:      "//queuemax:task retries=1001",
+			want:    &annotations.Directive{Kind: annotations.KindTask},
+			wantErr: []string{`24: queuemax:task: bad retries "1001": want an integer from 0 to 1000`},
+		},
+		{
+			name: "CircuitOff",
+			in:   "//queuemax:task circuit=off",
+			want: &annotations.Directive{Kind: annotations.KindTask, CircuitOff: true},
+		},
+		{
+			name:    "BadCircuit",
+			in:      "//queuemax:task circuit=0",
+			want:    &annotations.Directive{Kind: annotations.KindTask},
+			wantErr: []string{`24: queuemax:task: bad circuit "0": want off or on`},
 		},
 		{
 			name:    "BadDuration",
@@ -291,7 +308,7 @@ func TestParse(t *testing.T) {
 			name:    "EveryErrorReported",
 			in:      `//queuemax:task priorty=2 retries=x timeout=-1s`,
 			want:    &annotations.Directive{Kind: annotations.KindTask},
-			wantErr: []string{`16: queuemax:task: unknown key "priorty" (did you mean "priority"?)`, `34: queuemax:task: bad retries "x": want an integer ≥ 0`, `44: queuemax:task: bad timeout "-1s": want a positive duration`},
+			wantErr: []string{`16: queuemax:task: unknown key "priorty" (did you mean "priority"?)`, `34: queuemax:task: bad retries "x": want an integer from 0 to 1000`, `44: queuemax:task: bad timeout "-1s": want a positive duration`},
 		},
 	}
 	for _, tt := range tests {

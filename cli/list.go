@@ -30,14 +30,14 @@ read-only.`,
 // listFilters are the flags list and dlq list share.
 type listFilters struct {
 	task  string
-	shard int
+	shard optInt // not given: every shard
 	limit int
 	json  bool
 }
 
 func (f *listFilters) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.task, "task", "", "only jobs of task `NAME`")
-	fs.IntVar(&f.shard, "shard", -1, "only shard `N`")
+	fs.Var(&f.shard, "shard", "only shard `N`")
 	fs.IntVar(&f.limit, "limit", 50, "show at most `N` rows")
 	fs.BoolVar(&f.json, "json", false, "print JSON")
 }
@@ -48,11 +48,11 @@ func (f *listFilters) params(r *runner, c *queuemax.Client) (queuemax.ListParams
 	if f.limit < 1 {
 		return p, usagef("--limit %d: want 1 or more", f.limit)
 	}
-	if f.shard < -1 || f.shard >= c.Shards() {
-		return p, usagef("--shard %d: the data dir has %d shards (0–%d)", f.shard, c.Shards(), c.Shards()-1)
+	if f.shard.set && (f.shard.v < 0 || f.shard.v >= c.Shards()) {
+		return p, usagef("--shard %d: the data dir has %d shards (0–%d)", f.shard.v, c.Shards(), c.Shards()-1)
 	}
-	if f.shard >= 0 {
-		p.Shard = queuemax.Ptr(f.shard)
+	if f.shard.set {
+		p.Shard = queuemax.Ptr(f.shard.v)
 	}
 	task, err := r.filterTask(f.task)
 	p.Task = task

@@ -25,11 +25,20 @@ job row was cleaned up are re-queued with dlq requeue.`,
 
 func runRetry(r *runner, ctx context.Context, cmd *command, args []string) (err error) {
 	fs := r.newFlagSet(cmd.name)
-	shard := fs.Int("shard", -1, "only shard `N`")
+	var shardFlag optInt // not given: every shard
+	fs.Var(&shardFlag, "shard", "only shard `N`")
 	jobID := fs.String("job-id", "", "only the job `ID` (a job ID or shard:seq)")
 	jsonOut := fs.Bool("json", false, "print JSON")
 	if err := r.parse(fs, cmd, args); err != nil {
 		return err
+	}
+	all := queuemax.AllShards
+	shard := &all
+	if shardFlag.set {
+		shard = &shardFlag.v
+		if *shard < 0 {
+			return usagef("--shard %d: want a shard number from 0", *shard)
+		}
 	}
 	var id queuemax.JobID
 	if *jobID != "" {
@@ -39,9 +48,6 @@ func runRetry(r *runner, ctx context.Context, cmd *command, args []string) (err 
 		if *shard >= 0 && *shard != id.Shard() {
 			return usagef("--job-id %s is in shard %d, not --shard %d", *jobID, id.Shard(), *shard)
 		}
-	}
-	if *shard < -1 {
-		return usagef("--shard %d: want a shard number from 0", *shard)
 	}
 	c, err := r.open(ctx, readWrite, "", nil)
 	if err != nil {

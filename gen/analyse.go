@@ -60,6 +60,7 @@ type taskSpec struct {
 	RateLimit     annotations.Rate
 	RetryOn       []errorMatch
 	InlineRetries int
+	CircuitOff    bool
 
 	// Periodic is set for //queuemax:periodic, with Every or Cron.
 	Periodic bool
@@ -372,6 +373,7 @@ func (a *analyser) task(d *funcDirective) (taskSpec, bool) {
 		RetryDelay:    dir.RetryDelay,
 		RateLimit:     dir.RateLimit,
 		InlineRetries: dir.InlineRetries,
+		CircuitOff:    dir.CircuitOff,
 		Periodic:      dir.Kind == annotations.KindPeriodic,
 		Every:         dir.Every,
 		Cron:          dir.Cron,

@@ -269,6 +269,9 @@ func options(t taskSpec) jen.Code {
 		if t.InlineRetries != 0 {
 			g.Line().Id("InlineRetries").Op(":").Lit(t.InlineRetries)
 		}
+		if t.CircuitOff {
+			g.Line().Id("CircuitOff").Op(":").True()
+		}
 		if g != nil {
 			g.Line()
 		}

@@ -130,7 +130,7 @@ func TestCollector_CountsMatchStats(t *testing.T) {
 			return nil
 		}),
 	}
-	b := setup(t, Options{}, queuemax.Config{Shards: 2, Handlers: hs})
+	b := setup(t, Options{}, queuemax.Config{Shards: 2, Handlers: hs, AllowUnknownTasks: true}) // t.Idle has no handler on purpose
 	completed := make(chan struct{}, 10)
 	dead := make(chan struct{}, 10)
 	b.c.On(queuemax.EventCompleted, func(queuemax.Event) { completed <- struct{}{} })

@@ -267,7 +267,7 @@ func (p *producer) plan(n int) (groups []claimGroup, retryIn time.Duration) {
 		tasks := free
 		if !excluded && len(groups) == 0 {
 			tasks = e.cfg.Tasks // every task: the usual filter (nil with a catch-all)
-		} else if len(free) == 1 && free[0] == "" {
+		} else if len(free) == 1 && free[0] == "" && e.cfg.Tasks == nil {
 			tasks = nil
 		}
 		groups = append(groups, claimGroup{tasks: tasks, max: n})
@@ -278,7 +278,7 @@ func (p *producer) plan(n int) (groups []claimGroup, retryIn time.Duration) {
 // claim claims up to max jobs of tasks (nil: any task).
 func (p *producer) claim(ctx context.Context, tasks []string, max int, now time.Time) ([]*store.Job, error) {
 	e := p.e
-	if len(tasks) == 1 && tasks[0] == "" {
+	if len(tasks) == 1 && tasks[0] == "" && e.cfg.Tasks == nil {
 		tasks = nil // the catch-all handler's group covers every task
 	}
 	jobs, err := e.cfg.Store.Claim(ctx, store.ClaimParams{WorkerID: e.cfg.WorkerID, Max: max, Now: now, Tasks: tasks,

@@ -15,6 +15,9 @@ type JobID int64
 
 const shardBits = 10
 
+// MaxSeq is the largest shard-local row id a JobID can hold.
+const MaxSeq = 1<<(63-shardBits) - 1
+
 // NewJobID returns the JobID of row seq in shard.
 func NewJobID(shard int, seq int64) JobID { return JobID(seq<<shardBits | int64(shard)) }
 
@@ -33,7 +36,7 @@ func ParseJobID(s string) (JobID, error) {
 	if sh, seq, ok := strings.Cut(s, ":"); ok {
 		a, err1 := strconv.Atoi(sh)
 		b, err2 := strconv.ParseInt(seq, 10, 64)
-		if err1 != nil || err2 != nil || a < 0 || a >= 1<<shardBits || b < 1 {
+		if err1 != nil || err2 != nil || a < 0 || a >= 1<<shardBits || b < 1 || b > MaxSeq {
 			return 0, fmt.Errorf("queuemax: invalid job id %q (want a number or shard:seq)", s)
 		}
 		return NewJobID(a, b), nil

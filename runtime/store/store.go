@@ -49,10 +49,12 @@ type Store interface {
 	Shards() int
 	// Insert stores jobs and returns their IDs in input order. Jobs are
 	// routed by Shard (each InsertParams has Shard already resolved). A
-	// single job joins a group commit with concurrent inserts to its shard;
-	// several jobs are written in one transaction per shard, the shards in
-	// parallel. If any shard fails, rows already written to other shards are
-	// deleted again before Insert returns the error.
+	// single job joins a group commit with concurrent inserts to its shard.
+	// A batch is all or nothing: if Insert returns an error no job of the
+	// batch was ever claimable and none stays stored (what a failure leaves
+	// behind is invisible and removed by recovery), and no job of a batch
+	// is claimable before every job of it is stored, even when the batch
+	// spans shards and the producer dies half-way.
 	Insert(ctx context.Context, jobs []InsertParams) ([]JobID, error)
 	// Claim claims up to p.Max ready jobs for p.WorkerID, visiting shards in
 	// p.Order (or a random order when nil). Each claim is one atomic
@@ -73,7 +75,8 @@ type Store interface {
 
 	// RecoverOrphans returns processing jobs whose heartbeat is older than
 	// stuckBefore to pending; a job that has used all its attempts goes to
-	// the dead-letter queue instead. It returns how many of each.
+	// the dead-letter queue instead. It returns how many of each. It also
+	// finishes or removes batches a dead producer left half-inserted.
 	RecoverOrphans(ctx context.Context, stuckBefore, now time.Time) (RecoverResult, error)
 	// RetryFailed re-queues failed jobs of one shard (or AllShards) with a
 	// fresh attempt budget and removes their dead-letter rows.
@@ -225,7 +228,8 @@ type ClaimParams struct {
 	Now      time.Time
 	// Order lists shards to visit; nil means a fresh random order.
 	Order []int
-	// Tasks, when not empty, restricts claims to these task names.
+	// Tasks, when not empty, restricts claims to these task names; ""
+	// matches jobs stored without a task (queue-max's).
 	Tasks []string
 }
 
@@ -233,6 +237,10 @@ type ClaimParams struct {
 type Lease struct {
 	ID    JobID
 	Token int64
+	// WorkerID, when not empty, must also still own the job. queue-max
+	// claims rows without touching the lease token, so a job it re-claimed
+	// keeps our old token: only the worker column tells the claims apart.
+	WorkerID string
 }
 
 // CompleteParams acknowledges one successful execution.

@@ -54,9 +54,9 @@ func (s *Store) RecoverOrphans(ctx context.Context, stuckBefore, now time.Time) 
 		dead AS (UPDATE {s}.jobs j SET status = 'failed', completed_at = @now, worker_id = NULL, heartbeat = NULL, lease = NULL,
 				last_error = '`+orphanMsg+`', error_type = 'OrphanRecovery'
 			FROM st WHERE j.id = st.id AND j.attempts >= j.max_attempts
-			RETURNING j.id, j.shard, j.payload, j.task, j.attempts, j.error_stack),
-		dl AS (INSERT INTO {s}.dead_letters (shard, original_job_id, payload, error, error_type, error_stack, task, attempts, failed_at)
-			SELECT shard, id, payload, '`+orphanMsg+`', 'OrphanRecovery', error_stack, task, attempts, @now FROM dead),
+			RETURNING j.id, j.shard, j.payload, j.task, j.attempts, j.error_stack, j.metadata),
+		dl AS (INSERT INTO {s}.dead_letters (shard, original_job_id, payload, error, error_type, error_stack, task, attempts, failed_at, metadata)
+			SELECT shard, id, payload, '`+orphanMsg+`', 'OrphanRecovery', error_stack, task, attempts, @now, metadata FROM dead),
 		c AS (INSERT INTO {s}.counters AS c (shard, slot, failed) SELECT shard, $3, count(*) FROM dead GROUP BY shard
 			ON CONFLICT (shard, slot) DO UPDATE SET failed = c.failed + excluded.failed),
 		req AS (UPDATE {s}.jobs j SET status = 'pending', worker_id = NULL, heartbeat = NULL, lease = NULL, next_retry_at = @now,
@@ -137,9 +137,9 @@ func (s *Store) RequeueDead(ctx context.Context, shard int, dlqID int64, p store
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var orig pgtype.Int8
 		var task pgtype.Text
-		var payload []byte
-		err := tx.QueryRow(ctx, expand(`SELECT original_job_id, task, payload FROM {s}.dead_letters
-			WHERE id = $1 AND shard = $2 FOR UPDATE`, schema, s.host), dlqID, int32(shard)).Scan(&orig, &task, &payload)
+		var payload, meta []byte
+		err := tx.QueryRow(ctx, expand(`SELECT original_job_id, task, payload, metadata FROM {s}.dead_letters
+			WHERE id = $1 AND shard = $2 FOR UPDATE`, schema, s.host), dlqID, int32(shard)).Scan(&orig, &task, &payload, &meta)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("%w: no dead letter %d in shard %d", store.ErrJobNotFound, dlqID, shard)
 		}
@@ -160,7 +160,7 @@ func (s *Store) RequeueDead(ctx context.Context, shard int, dlqID int64, p store
 			// The queue row is gone (cleaned up): re-create the job.
 			prio, maxAttempts := p.Defaults(task.String)
 			ids, err := insertWith(ctx, pgxQuerier{tx}, s.q.insert, []store.InsertParams{{Shard: shard,
-				Task: task.String, Payload: payload, Priority: prio, MaxAttempts: maxAttempts, Now: p.Now}})
+				Task: task.String, Payload: payload, Priority: prio, MaxAttempts: maxAttempts, Metadata: meta, Now: p.Now}})
 			if err != nil {
 				return err
 			}

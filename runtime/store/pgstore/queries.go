@@ -119,9 +119,9 @@ const (
 	x AS (UPDATE {s}.jobs j SET status = 'failed', completed_at = @rownow, last_error = u.err, error_type = u.etype,
 			error_stack = u.stack, worker_id = NULL, heartbeat = NULL, lease = NULL
 		FROM a u WHERE u.dead AND (SELECT ids FROM lk) IS NOT NULL AND j.id = u.id AND j.lease = u.lease AND j.status = 'processing'
-		RETURNING j.id, u.lease, j.shard, j.payload, j.task, j.attempts, u.err, u.etype, u.stack, @rownow AS at),
-	dl AS (INSERT INTO {s}.dead_letters (shard, original_job_id, payload, error, error_type, error_stack, task, attempts, failed_at)
-		SELECT shard, id, payload, err, etype, stack, task, attempts, at FROM x),
+		RETURNING j.id, u.lease, j.shard, j.payload, j.task, j.attempts, u.err, u.etype, u.stack, @rownow AS at, j.metadata),
+	dl AS (INSERT INTO {s}.dead_letters (shard, original_job_id, payload, error, error_type, error_stack, task, attempts, failed_at, metadata)
+		SELECT shard, id, payload, err, etype, stack, task, attempts, at, metadata FROM x),
 	c AS (INSERT INTO {s}.counters AS c (shard, slot, failed)
 		SELECT shard, $9, count(*) FROM x GROUP BY shard
 		ON CONFLICT (shard, slot) DO UPDATE SET failed = c.failed + excluded.failed)

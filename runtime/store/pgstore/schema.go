@@ -82,7 +82,8 @@ var migrations = []migration{
 				error_type text NOT NULL,
 				error_stack text,
 				attempts integer,
-				failed_at timestamptz NOT NULL DEFAULT now()
+				failed_at timestamptz NOT NULL DEFAULT now(),
+				metadata json
 			)`,
 			`CREATE INDEX dead_letters_job ON {s}.dead_letters (original_job_id)`,
 			`CREATE INDEX dead_letters_failed_at ON {s}.dead_letters (failed_at)`,

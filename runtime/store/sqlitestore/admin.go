@@ -45,7 +45,8 @@ func affected(res sql.Result, err error) (int, error) {
 }
 
 // RecoverOrphans takes back jobs whose worker stopped heartbeating; see
-// store.Store. A job that has used every attempt is dead-lettered instead of
+// store.Store. It also settles multi-shard batches left staged by a dead
+// producer (see batch.go). A job that has used every attempt is dead-lettered instead of
 // being offered again, so a job that crashes its worker cannot loop forever.
 func (s *Store) RecoverOrphans(ctx context.Context, stuckBefore, now time.Time) (store.RecoverResult, error) {
 	var res store.RecoverResult
@@ -76,6 +77,10 @@ func (s *Store) RecoverOrphans(ctx context.Context, stuckBefore, now time.Time) 
 		res.DeadLettered += dead
 		return 0, nil
 	})
+	if err != nil {
+		return res, err
+	}
+	_, _, err = s.finishBatches(ctx)
 	return res, err
 }
 
@@ -213,7 +218,7 @@ func (s *Store) Job(ctx context.Context, id store.JobID) (*store.Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	j, err := scanJob(sh.r.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM fila WHERE id = ?`, id.Seq()), sh.idx)
+	j, err := scanJob(sh.r.QueryRowContext(ctx, `SELECT `+sh.cols+` FROM fila WHERE id = ?`, id.Seq()), sh.idx)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("%w: %d", store.ErrJobNotFound, id)
 	}
@@ -235,20 +240,20 @@ func (s *Store) Jobs(ctx context.Context, p store.ListParams) ([]*store.Job, err
 		return nil, err
 	}
 	limit := listLimit(p)
-	q := `SELECT ` + jobColumns + ` FROM fila WHERE 1 = 1`
-	var args []any
-	if p.Status != "" {
-		q += ` AND status = ?`
-		args = append(args, string(p.Status))
-	}
-	if p.Task != "" {
-		q += ` AND task = ?`
-		args = append(args, p.Task)
-	}
-	q += ` ORDER BY id DESC LIMIT ?`
-	args = append(args, limit)
 	var out []*store.Job
 	for _, sh := range list {
+		q := `SELECT ` + sh.cols + ` FROM fila WHERE 1 = 1`
+		var args []any
+		if p.Status != "" {
+			q += ` AND status = ?`
+			args = append(args, string(p.Status))
+		}
+		if p.Task != "" {
+			q += ` AND ` + sh.taskCol + ` = ?`
+			args = append(args, p.Task)
+		}
+		q += ` ORDER BY id DESC LIMIT ?`
+		args = append(args, limit)
 		rows, err := sh.r.QueryContext(ctx, q, args...)
 		if err != nil {
 			return nil, fmt.Errorf("shard %d: list jobs: %w", sh.idx, err)
@@ -286,16 +291,16 @@ func (s *Store) DeadLetters(ctx context.Context, p store.ListParams) ([]*store.D
 		return nil, err
 	}
 	limit := listLimit(p)
-	q := `SELECT id, original_job_id, task, payload, error, error_type, attempts, failed_at FROM dead_letter_queue`
-	var args []any
-	if p.Task != "" {
-		q += ` WHERE task = ?`
-		args = append(args, p.Task)
-	}
-	q += ` ORDER BY id DESC LIMIT ?`
-	args = append(args, limit)
 	var out []*store.DeadLetter
 	for _, sh := range list {
+		q := `SELECT ` + sh.dlqCols + ` FROM dead_letter_queue`
+		var args []any
+		if p.Task != "" {
+			q += ` WHERE ` + sh.dlqTaskCol + ` = ?`
+			args = append(args, p.Task)
+		}
+		q += ` ORDER BY id DESC LIMIT ?`
+		args = append(args, limit)
 		rows, err := sh.r.QueryContext(ctx, q, args...)
 		if err != nil {
 			return nil, fmt.Errorf("shard %d: list dead letters: %w", sh.idx, err)
@@ -377,6 +382,18 @@ func shardStats(ctx context.Context, sh *shardDB, st *store.ShardStats, now time
 	if err := rows.Err(); err != nil {
 		return err
 	}
+	// queue-max keeps a job waiting for its retry time pending with a
+	// future next_retry_at (also when it writes after our migration): that
+	// job is not ready, so it counts as scheduled.
+	var later int64
+	if st.Pending > 0 {
+		if err := sh.r.QueryRowContext(ctx, `SELECT count(*) FROM fila WHERE status = 'pending'
+			AND next_retry_at IS NOT NULL AND next_retry_at > ?`, store.FormatTime(now)).Scan(&later); err != nil {
+			return err
+		}
+	}
+	st.Pending -= later
+	st.Scheduled += later
 	var oldest, avgStart sql.NullString
 	if err := sh.r.QueryRowContext(ctx, `SELECT
 		(SELECT created_at FROM fila WHERE status = 'pending' ORDER BY priority DESC, id LIMIT 1),
@@ -405,7 +422,7 @@ func (s *Store) TaskCounts(ctx context.Context, task string) (map[store.Status]i
 	}
 	out := make(map[store.Status]int64)
 	for _, sh := range s.shards {
-		rows, err := sh.r.QueryContext(ctx, `SELECT status, count(*) FROM fila WHERE task = ? GROUP BY status`, task)
+		rows, err := sh.r.QueryContext(ctx, `SELECT status, count(*) FROM fila WHERE `+sh.taskCol+` = ? GROUP BY status`, task)
 		if err != nil {
 			return nil, fmt.Errorf("shard %d: task counts: %w", sh.idx, err)
 		}
@@ -451,7 +468,7 @@ func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
 	var best time.Time
 	for _, sh := range s.shards {
 		var next sql.NullString
-		if err := sh.r.QueryRowContext(ctx, `SELECT min(next_retry_at) FROM fila WHERE status = 'scheduled'`).Scan(&next); err != nil {
+		if err := sh.r.QueryRowContext(ctx, `SELECT min(next_retry_at) FROM fila WHERE status = 'scheduled' AND next_retry_at < '`+stagedNext+`'`).Scan(&next); err != nil {
 			return time.Time{}, false, fmt.Errorf("shard %d: %w", sh.idx, err)
 		}
 		if t := store.ParseTime(next.String); !t.IsZero() && (best.IsZero() || t.Before(best)) {

@@ -11,6 +11,7 @@
 package sqlitestore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -34,12 +35,19 @@ import (
 
 // Options configures Open. Zero values mean the defaults noted.
 type Options struct {
-	Dir         string        // required
-	Shards      int           // required, 1–1024
-	BusyTimeout time.Duration // zero: 30s
-	CacheSize   int           // pages; zero: 10000
-	MmapSize    int64         // bytes; zero: no mmap
-	FullSync    bool          // synchronous=FULL instead of NORMAL
+	Dir string // required
+	// Shards is the shard count, 1–1024. Zero means the count of the
+	// (complete) directory, or DefaultShards for a new one; it is read
+	// under the creation lock, so processes creating one directory at once
+	// agree on it.
+	Shards        int
+	DefaultShards int           // zero: 6
+	DirMode       os.FileMode   // a new data directory's mode; zero: 0700
+	FileMode      os.FileMode   // a new shard file's mode; zero: 0600
+	BusyTimeout   time.Duration // zero: 30s
+	CacheSize     int           // pages; zero: 10000
+	MmapSize      int64         // bytes; zero: no mmap
+	FullSync      bool          // synchronous=FULL instead of NORMAL
 	// ReadOnly opens existing shard files without creating the directory,
 	// files or running migrations (for inspection tools).
 	ReadOnly bool
@@ -66,14 +74,78 @@ type shardDB struct {
 	// full remembers that the last claim filled its batch, so the next
 	// claim can skip the read-only probe for work.
 	full atomic.Bool
+	// cols is jobColumns as this file can answer it, and dlqCols the
+	// dead-letter listing's columns: a queue-max file opened read-only
+	// (not migrated) lacks our columns, which read as NULL.
+	cols, dlqCols string
+	taskCol       string // "task", or "NULL" in such a file
+	dlqTaskCol    string
+}
+
+// dlqColumns is the column list DeadLetters reads, in order.
+const dlqColumns = `id, original_job_id, task, payload, error, error_type, attempts, failed_at`
+
+// readColumns fills sh's column lists from the columns the file has.
+func (sh *shardDB) readColumns(ctx context.Context) error {
+	have := func(table string) (map[string]bool, error) {
+		rows, err := sh.r.QueryContext(ctx, `SELECT name FROM pragma_table_info(?)`, table)
+		if err != nil {
+			return nil, err
+		}
+		defer rows.Close()
+		m := make(map[string]bool)
+		for rows.Next() {
+			var n string
+			if err := rows.Scan(&n); err != nil {
+				return nil, err
+			}
+			m[n] = true
+		}
+		return m, rows.Err()
+	}
+	list := func(cols string, m map[string]bool) string {
+		parts := strings.Split(cols, ",")
+		for i, c := range parts {
+			if c = strings.TrimSpace(c); !m[c] {
+				parts[i] = " NULL AS " + c
+			}
+		}
+		return strings.Join(parts, ",")
+	}
+	fila, err := have("fila")
+	if err != nil {
+		return err
+	}
+	dlq, err := have("dead_letter_queue")
+	if err != nil {
+		return err
+	}
+	sh.cols, sh.dlqCols = list(jobColumns, fila), list(dlqColumns, dlq)
+	sh.taskCol, sh.dlqTaskCol = "task", "task"
+	if !fila["task"] {
+		sh.taskCol = "NULL"
+	}
+	if !dlq["task"] {
+		sh.dlqTaskCol = "NULL"
+	}
+	return nil
 }
 
 var shardFileRE = regexp.MustCompile(`^shard_(\d+)\.db$`)
 
 // Open opens or creates the shard files in o.Dir and migrates them.
 func Open(ctx context.Context, o Options) (*Store, error) {
-	if o.Shards < 1 || o.Shards > shard.MaxShards {
+	if o.Shards < 0 || o.Shards > shard.MaxShards {
 		return nil, fmt.Errorf("queuemax: shards %d out of range (want 1–%d)", o.Shards, shard.MaxShards)
+	}
+	if o.DefaultShards == 0 {
+		o.DefaultShards = 6
+	}
+	if o.DirMode == 0 {
+		o.DirMode = 0o700
+	}
+	if o.FileMode == 0 {
+		o.FileMode = 0o600
 	}
 	if o.BusyTimeout == 0 {
 		o.BusyTimeout = 30 * time.Second
@@ -87,8 +159,24 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		} else if !fi.IsDir() {
 			return nil, fmt.Errorf("queuemax: data dir %s is not a directory", o.Dir)
 		}
-	} else if err := os.MkdirAll(o.Dir, 0o755); err != nil {
-		return nil, fmt.Errorf("queuemax: create data dir: %w", err)
+	} else {
+		if err := os.MkdirAll(o.Dir, o.DirMode); err != nil {
+			return nil, fmt.Errorf("queuemax: create data dir: %w", err)
+		}
+		// Creating shard files and reading the count happen under one
+		// lock, so two processes opening a new directory at once agree.
+		unlock, err := lockDir(o.Dir, o.FileMode)
+		if err != nil {
+			return nil, err
+		}
+		defer unlock()
+	}
+	if o.Shards == 0 {
+		n, err := CountShards(o.Dir)
+		if err != nil {
+			return nil, err
+		}
+		o.Shards = cmp.Or(n, o.DefaultShards)
 	}
 	if err := checkShardCount(o.Dir, o.Shards, o.ReadOnly); err != nil {
 		return nil, err
@@ -101,6 +189,13 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 			return nil, err
 		}
 		s.shards = append(s.shards, sh)
+	}
+	if !o.ReadOnly {
+		// Settle multi-shard batches a dead producer left staged.
+		if _, _, err := s.finishBatches(ctx); err != nil {
+			s.Close()
+			return nil, err
+		}
 	}
 	return s, nil
 }
@@ -146,8 +241,29 @@ func checkShardCount(dir string, n int, readOnly bool) error {
 	}
 	slices.Sort(found)
 	if len(found) != n || found[len(found)-1] != n-1 {
+		for i := range found[len(found)-1] {
+			if !slices.Contains(found, i) {
+				return fmt.Errorf("%w: %s: shard_%d.db is missing while other shards hold data",
+					store.ErrShardMismatch, dir, i)
+			}
+		}
 		return fmt.Errorf("%w: %s holds %d shard files (shard_%d.db is the last), config says %d",
 			store.ErrShardMismatch, dir, len(found), found[len(found)-1], n)
+	}
+	// A zero-length file would open as a silently empty shard.
+	var empty []int
+	for _, i := range found {
+		fi, err := os.Stat(filepath.Join(dir, fmt.Sprintf("shard_%d.db", i)))
+		if err != nil {
+			return fmt.Errorf("queuemax: data dir: %w", err)
+		}
+		if fi.Size() == 0 {
+			empty = append(empty, i)
+		}
+	}
+	if len(empty) > 0 && len(empty) < len(found) {
+		return fmt.Errorf("%w: %s: shard_%d.db is empty while other shards hold data",
+			store.ErrNotDatabase, dir, empty[0])
 	}
 	return nil
 }
@@ -169,6 +285,12 @@ func dsn(path string, o Options, readOnly bool) string {
 	}
 	if readOnly {
 		pragmas = append(pragmas, "query_only(1)")
+	}
+	if readOnly && o.ReadOnly {
+		// Do not try to switch the journal mode of a file we may not
+		// write (a WAL file stays WAL).
+		pragmas = slices.DeleteFunc(pragmas, func(p string) bool { return strings.HasPrefix(p, "journal_mode") })
+		q.Set("mode", "ro")
 	}
 	for _, p := range pragmas {
 		q.Add("_pragma", p)
@@ -196,6 +318,13 @@ func openShard(ctx context.Context, o Options, i int) (*shardDB, error) {
 	}
 	var err error
 	if !o.ReadOnly {
+		// Create the file with its mode: SQLite would use 0644, and gives
+		// the -wal and -shm files the database file's mode.
+		if f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, o.FileMode); err != nil {
+			return nil, wrap("create", err)
+		} else {
+			f.Close()
+		}
 		sh.w, err = sql.Open("sqlite", dsn(path, o, false))
 		if err != nil {
 			return nil, wrap("open", err)
@@ -218,9 +347,23 @@ func openShard(ctx context.Context, o Options, i int) (*shardDB, error) {
 	sh.r.SetMaxIdleConns(4)
 	if o.ReadOnly {
 		if err := checkReadable(ctx, sh.r); err != nil {
-			sh.close()
-			return nil, wrap("read", err)
+			// Without write access to the directory (a read-only file
+			// system) SQLite cannot create the WAL index; nobody can write
+			// there either, so the file can be read as immutable.
+			sh.r.Close()
+			if sh.r, err = sql.Open("sqlite", dsn(path, o, true)+"&immutable=1"); err != nil {
+				return nil, wrap("open", err)
+			}
+			sh.r.SetMaxOpenConns(4)
+			if err2 := checkReadable(ctx, sh.r); err2 != nil {
+				sh.close()
+				return nil, wrap("read", err)
+			}
 		}
+	}
+	if err := sh.readColumns(ctx); err != nil {
+		sh.close()
+		return nil, wrap("read", err)
 	}
 	if !o.ReadOnly {
 		if err := sh.stmts.prepare(ctx, sh.w); err != nil {

@@ -71,7 +71,9 @@ func nullString(s string) any {
 	return s
 }
 
-// Insert stores jobs; see store.Store.
+// Insert stores jobs; see store.Store. Jobs of one shard are written in
+// one transaction; a batch spanning several shards is staged, committed and
+// published in two phases (see batch.go).
 func (s *Store) Insert(ctx context.Context, jobs []store.InsertParams) ([]store.JobID, error) {
 	if s.closed.Load() {
 		return nil, store.ErrClosed
@@ -102,46 +104,8 @@ func (s *Store) Insert(ctx context.Context, jobs []store.InsertParams) ([]store.
 			return ids, insert(s.shards[sh], idxs)
 		}
 	}
-	// Several shards: write them in parallel; on any failure delete what
-	// the others wrote, so the batch is all or nothing.
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
-		ok   []int
-	)
-	for sh, idxs := range byShard {
-		wg.Go(func() {
-			err := insert(s.shards[sh], idxs)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				errs = append(errs, err)
-			} else {
-				ok = append(ok, sh)
-			}
-		})
-	}
-	wg.Wait()
-	if len(errs) == 0 {
-		return ids, nil
-	}
-	for _, sh := range ok {
-		idxs := byShard[sh]
-		shd := s.shards[sh]
-		err := shd.commit.do(context.WithoutCancel(ctx), func(ctx context.Context, tx *sql.Tx, counts *groupCounts) error {
-			for _, i := range idxs {
-				if _, err := tx.ExecContext(ctx, `DELETE FROM fila WHERE id = ?`, ids[i].Seq()); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			errs = append(errs, fmt.Errorf("shard %d: undo partial batch: %w", sh, err))
-		}
-	}
-	return nil, errors.Join(errs...)
+	// Several shards: two phases, so the batch is all or nothing.
+	return s.insertBatch(ctx, jobs, byShard)
 }
 
 // Claim claims ready jobs; see store.Store.
@@ -157,6 +121,7 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) ([]*store.Job, e
 		order = randomOrder(len(s.shards))
 	}
 	now := store.FormatTime(p.Now)
+	start := time.Now()
 	var out []*store.Job
 	var firstErr error
 	for _, i := range order {
@@ -180,7 +145,7 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) ([]*store.Job, e
 			}
 		}
 		want := p.Max - len(out)
-		jobs, err := s.claimShard(ctx, sh, p, now, want)
+		jobs, err := s.claimShard(ctx, sh, p, start, want)
 		if err != nil {
 			if firstErr == nil {
 				firstErr = fmt.Errorf("shard %d: claim: %w", i, err)
@@ -196,7 +161,13 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) ([]*store.Job, e
 	return out, firstErr
 }
 
-func (s *Store) claimShard(ctx context.Context, sh *shardDB, p store.ClaimParams, now string, want int) ([]*store.Job, error) {
+// stamp returns the caller's time now, advanced by the real time elapsed
+// since start: a claim or heartbeat that waited for the write lock records
+// when it was written, not when it was asked for, so a slow commit under
+// load cannot make a fresh claim look stuck to orphan recovery.
+func stamp(now, start time.Time) string { return store.FormatTime(now.Add(time.Since(start))) }
+
+func (s *Store) claimShard(ctx context.Context, sh *shardDB, p store.ClaimParams, start time.Time, want int) ([]*store.Job, error) {
 	lease := rand.Int64N(1<<62) + 1
 	if sh.w == nil {
 		return nil, store.ErrReadOnly
@@ -213,6 +184,7 @@ func (s *Store) claimShard(ctx context.Context, sh *shardDB, p store.ClaimParams
 	var jobs []*store.Job
 	err := sh.commit.do(ctx, func(ctx context.Context, tx *sql.Tx, counts *groupCounts) error {
 		jobs = jobs[:0]
+		now := stamp(p.Now, start)
 		if _, err := tx.StmtContext(ctx, sh.stmts.promote).ExecContext(ctx, now); err != nil {
 			return err
 		}
@@ -354,10 +326,10 @@ func (s *Store) Complete(ctx context.Context, acks []store.CompleteParams) []err
 		func(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shardDB, a store.CompleteParams) error {
 			var err error
 			if a.Result == nil {
-				err = leaseLost(counts.stmt(ctx, tx, sh.stmts.completeDelete).ExecContext(ctx, a.ID.Seq(), a.Token))
+				err = leaseLost(counts.stmt(ctx, tx, sh.stmts.completeDelete).ExecContext(ctx, a.ID.Seq(), a.Token, a.WorkerID, a.WorkerID))
 			} else {
 				err = leaseLost(counts.stmt(ctx, tx, sh.stmts.completeKeep).ExecContext(ctx,
-					string(a.Result), store.FormatTime(a.Now), a.ID.Seq(), a.Token))
+					string(a.Result), store.FormatTime(a.Now), a.ID.Seq(), a.Token, a.WorkerID, a.WorkerID))
 			}
 			if err != nil {
 				return err
@@ -377,13 +349,13 @@ func (s *Store) Fail(ctx context.Context, fails []store.FailParams) []error {
 					status = store.StatusScheduled
 				}
 				return leaseLost(counts.stmt(ctx, tx, sh.stmts.failRetry).ExecContext(ctx, string(status),
-					store.FormatTime(f.RetryAt), f.Error, f.ErrorType, nullString(f.Stack), f.ID.Seq(), f.Token))
+					store.FormatTime(f.RetryAt), f.Error, f.ErrorType, nullString(f.Stack), f.ID.Seq(), f.Token, f.WorkerID, f.WorkerID))
 			}
 			var payload string
 			var task, meta sql.NullString
 			var attempts int
 			err := tx.StmtContext(ctx, sh.stmts.failDead).QueryRowContext(ctx, store.FormatTime(f.Now),
-				f.Error, f.ErrorType, nullString(f.Stack), f.ID.Seq(), f.Token).Scan(&payload, &task, &attempts, &meta)
+				f.Error, f.ErrorType, nullString(f.Stack), f.ID.Seq(), f.Token, f.WorkerID, f.WorkerID).Scan(&payload, &task, &attempts, &meta)
 			if errors.Is(err, sql.ErrNoRows) {
 				return asItem(store.ErrLeaseLost)
 			}
@@ -401,10 +373,10 @@ func (s *Store) Fail(ctx context.Context, fails []store.FailParams) []error {
 
 // Heartbeat renews heartbeats; see store.Store.
 func (s *Store) Heartbeat(ctx context.Context, leases []store.Lease, now time.Time) []error {
-	ts := store.FormatTime(now)
+	start := time.Now()
 	return perShard(ctx, s, leases, func(l store.Lease) store.JobID { return l.ID },
 		func(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shardDB, l store.Lease) error {
-			return leaseLost(counts.stmt(ctx, tx, sh.stmts.heartbeat).ExecContext(ctx, ts, l.ID.Seq(), l.Token))
+			return leaseLost(counts.stmt(ctx, tx, sh.stmts.heartbeat).ExecContext(ctx, stamp(now, start), l.ID.Seq(), l.Token, l.WorkerID, l.WorkerID))
 		})
 }
 
@@ -412,7 +384,7 @@ func (s *Store) Heartbeat(ctx context.Context, leases []store.Lease, now time.Ti
 func (s *Store) Release(ctx context.Context, leases []store.Lease) []error {
 	return perShard(ctx, s, leases, func(l store.Lease) store.JobID { return l.ID },
 		func(ctx context.Context, tx *sql.Tx, _ *groupCounts, sh *shardDB, l store.Lease) error {
-			return leaseLost(tx.StmtContext(ctx, sh.stmts.release).ExecContext(ctx, l.ID.Seq(), l.Token))
+			return leaseLost(tx.StmtContext(ctx, sh.stmts.release).ExecContext(ctx, l.ID.Seq(), l.Token, l.WorkerID, l.WorkerID))
 		})
 }
 

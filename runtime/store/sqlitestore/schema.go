@@ -2,7 +2,7 @@ package sqlitestore
 
 // schemaVersion is the version written to shard_metadata.version once every
 // migration has run. Versions 1 and 2 are queue-max's; 3 and later are ours.
-const schemaVersion = 5
+const schemaVersion = 6
 
 // baseSchema creates queue-max's tables exactly as queue-max 0.2.0 does
 // (same names, columns, types, defaults and CHECK), so that files written by
@@ -138,6 +138,29 @@ var migrations = []migration{
 				started_at TEXT NOT NULL,
 				updated_at TEXT NOT NULL,
 				expires_at TEXT NOT NULL
+			)`,
+		},
+	},
+	{
+		version: 6,
+		name:    "all-or-nothing batches across shards; pending rows with a retry time",
+		addColumns: [][3]string{
+			// The batch a staged row belongs to, and the next_retry_at it
+			// gets when the batch is published.
+			{"fila", "batch_id", "TEXT"},
+			{"fila", "batch_next", "TEXT"},
+		},
+		stmts: []string{
+			`CREATE INDEX IF NOT EXISTS idx_qm_batch ON fila(batch_id) WHERE batch_id IS NOT NULL`,
+			// Pending rows with a retry time (queue-max writes retries
+			// so): Stats counts the future ones as scheduled.
+			`CREATE INDEX IF NOT EXISTS idx_qm_pending_later ON fila(next_retry_at) WHERE status = 'pending' AND next_retry_at IS NOT NULL`,
+			// Only shard 0's file is used: the commit decision of each
+			// multi-shard batch in flight.
+			`CREATE TABLE IF NOT EXISTS qm_batches (
+				id TEXT PRIMARY KEY,
+				state TEXT NOT NULL CHECK (state IN ('committed', 'aborted')),
+				decided_at TEXT NOT NULL
 			)`,
 		},
 	},

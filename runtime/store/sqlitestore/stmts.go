@@ -33,24 +33,24 @@ const (
 	// sqlHasReady is the read-only probe run before taking the write lock.
 	sqlHasReady = `SELECT EXISTS (SELECT 1 FROM fila WHERE status = 'pending')
 		OR EXISTS (SELECT 1 FROM fila WHERE status = 'scheduled' AND next_retry_at <= ?)`
-	sqlCompleteDelete = `DELETE FROM fila WHERE id = ? AND lease = ? AND status = 'processing'`
+	sqlCompleteDelete = `DELETE FROM fila WHERE id = ? AND lease = ? AND status = 'processing' AND (? = '' OR worker_id = ?)`
 	sqlCompleteKeep   = `UPDATE fila SET status = 'completed', result = ?, completed_at = ?, worker_id = NULL,
 		heartbeat = NULL, lease = NULL, last_error = NULL, error_type = NULL, error_stack = NULL
-		WHERE id = ? AND lease = ? AND status = 'processing'`
+		WHERE id = ? AND lease = ? AND status = 'processing' AND (? = '' OR worker_id = ?)`
 	sqlCountProcessed = `UPDATE shard_metadata SET total_jobs_processed = total_jobs_processed + ? WHERE shard_id = ?`
 	sqlCountFailed    = `UPDATE shard_metadata SET total_jobs_failed = total_jobs_failed + ? WHERE shard_id = ?`
 	sqlFailRetry      = `UPDATE fila SET status = ?, next_retry_at = ?, last_error = ?, error_type = ?, error_stack = ?,
 		worker_id = NULL, heartbeat = NULL, lease = NULL
-		WHERE id = ? AND lease = ? AND status = 'processing'`
+		WHERE id = ? AND lease = ? AND status = 'processing' AND (? = '' OR worker_id = ?)`
 	sqlFailDead = `UPDATE fila SET status = 'failed', completed_at = ?, last_error = ?, error_type = ?, error_stack = ?,
 		worker_id = NULL, heartbeat = NULL, lease = NULL
-		WHERE id = ? AND lease = ? AND status = 'processing'
+		WHERE id = ? AND lease = ? AND status = 'processing' AND (? = '' OR worker_id = ?)
 		RETURNING payload, task, tentativas, metadata`
 	sqlInsertDLQ = `INSERT INTO dead_letter_queue (original_job_id, payload, error, error_type, failed_at, shard_id,
 		task, attempts, error_stack, metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	sqlHeartbeat = `UPDATE fila SET heartbeat = ? WHERE id = ? AND lease = ? AND status = 'processing'`
+	sqlHeartbeat = `UPDATE fila SET heartbeat = ? WHERE id = ? AND lease = ? AND status = 'processing' AND (? = '' OR worker_id = ?)`
 	sqlRelease   = `UPDATE fila SET status = 'pending', tentativas = max(tentativas - 1, 0), worker_id = NULL,
-		heartbeat = NULL, lease = NULL WHERE id = ? AND lease = ? AND status = 'processing'`
+		heartbeat = NULL, lease = NULL WHERE id = ? AND lease = ? AND status = 'processing' AND (? = '' OR worker_id = ?)`
 )
 
 // stmts are one shard writer's prepared statements. With a single writer
@@ -95,7 +95,8 @@ func claimSQLFor(n int) string {
 	for i := range ph {
 		ph[i] = fmt.Sprintf("?%d", i+5)
 	}
-	return sqlClaimHead + ` AND task IN (` + strings.Join(ph, ", ") + `)` + sqlClaimTail
+	// A job without a task (NULL, as queue-max writes it) matches "".
+	return sqlClaimHead + ` AND coalesce(task, '') IN (` + strings.Join(ph, ", ") + `)` + sqlClaimTail
 }
 
 func (s *stmts) prepare(ctx context.Context, db *sql.DB) error {
