@@ -42,7 +42,7 @@ type Client struct {
 	alertHigh  bool        // pending was above the threshold at the last check
 	alertSent  time.Time   // last alert event
 
-	engine atomic.Pointer[engine] // the running engine, while Run is active
+	engine atomic.Pointer[worker] // the running engine, while Run is active
 }
 
 // EnqueueParams describes one job for EnqueueMany.

@@ -182,7 +182,8 @@ func (a *admin) taskCounts(ctx context.Context) ([]adminTask, error) {
 		}
 	}
 	if ws := a.c.engine.Load(); ws != nil {
-		for name, b := range ws.breakers {
+		bs, _ := ws.Breakers()
+		for name, b := range bs {
 			if t, ok := byName[name]; ok {
 				t.Circuit = b.Stats().State.String()
 			}
@@ -371,8 +372,9 @@ func (a *admin) breakers(w http.ResponseWriter, r *http.Request, _ []string) err
 	out := []adminBreaker{}
 	e := a.c.engine.Load()
 	if e != nil {
-		for _, name := range e.order {
-			bs := e.breakers[name].Stats()
+		breakers, order := e.Breakers()
+		for _, name := range order {
+			bs := breakers[name].Stats()
 			out = append(out, adminBreaker{Task: name, State: bs.State.String(), Failures: bs.Failures, Threshold: bs.Threshold,
 				Rejected: bs.Rejected, TimeoutSeconds: bs.Timeout.Seconds(), RecoveryInSeconds: bs.RecoveryRemaining.Seconds()})
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/queuemax/queuemax/runtime/engine"
 	"github.com/queuemax/queuemax/runtime/store"
 )
 
@@ -65,7 +66,7 @@ var (
 	ErrJobFinished = store.ErrJobFinished
 	// ErrJobCancelled is the cause (context.Cause) of a handler's context
 	// when Client.Cancel was called for its job while it ran.
-	ErrJobCancelled = errors.New("queuemax: job cancelled")
+	ErrJobCancelled = engine.ErrJobCancelled
 	// ErrCancelRequested is reported for a running job by Client.Heartbeat
 	// (its lease was renewed) once Client.Cancel was called for it: stop
 	// and record it with Fail(ctx, job, Cancel(err)).

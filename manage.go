@@ -216,7 +216,7 @@ func (c *Client) Cancel(ctx context.Context, id JobID) (Status, error) {
 	if st == StatusCancelled {
 		c.emit(ctx, Event{Kind: EventCancelled, JobID: id, Shard: id.Shard()})
 	} else if e := c.engine.Load(); e != nil {
-		e.cancelLocal(id) // no need to wait for the heartbeat here
+		e.CancelLocal(id) // no need to wait for the heartbeat here
 	}
 	return st, nil
 }
@@ -488,7 +488,7 @@ func (c *Client) Stats(ctx context.Context) (Stats, error) {
 	e := c.engine.Load()
 	local := e != nil && c.running.Load()
 	if local {
-		e.fillStats(&s)
+		fillStats(e.Engine, &s)
 		s.RateLimits = e.workerInfo(c.now()).RateLimits
 	}
 	if err := c.fillRegistry(ctx, &s, local); err != nil {

@@ -45,11 +45,7 @@ func (c *Client) RateLimitWaits() map[string]int64 {
 	if e == nil {
 		return nil
 	}
-	out := make(map[string]int64, len(e.rlWaits))
-	for name, n := range e.rlWaits {
-		out[name] = n.Load()
-	}
-	return out
+	return e.RateLimitWaits()
 }
 
 // CircuitStates returns each task breaker's state ("closed", "open" or
@@ -60,8 +56,9 @@ func (c *Client) CircuitStates() map[string]string {
 	if e == nil {
 		return nil
 	}
-	out := make(map[string]string, len(e.breakers))
-	for name, b := range e.breakers {
+	bs, _ := e.Breakers()
+	out := make(map[string]string, len(bs))
+	for name, b := range bs {
 		out[name] = b.Stats().State.String()
 	}
 	return out
