@@ -409,21 +409,7 @@ func (c *Client) checkAlert(ctx context.Context, force bool) {
 
 // waitingCount returns how many jobs are pending or scheduled.
 func (c *Client) waitingCount(ctx context.Context) (int64, error) {
-	if wc, ok := c.st.(store.TaskBacklogger); ok {
-		return wc.WaitingCount(ctx)
-	}
-	ss, err := c.st.Stats(ctx)
-	if err != nil {
-		return 0, err
-	}
-	var n int64
-	for _, s := range ss {
-		if !s.Healthy {
-			return 0, fmt.Errorf("%w: shard %d: %s", ErrShardUnavailable, s.Shard, s.LastError)
-		}
-		n += s.Pending + s.Scheduled
-	}
-	return n, nil
+	return c.st.WaitingCount(ctx)
 }
 
 // TaskStats returns the counts of one task's jobs by status.

@@ -147,32 +147,15 @@ func (a *admin) taskCounts(ctx context.Context) ([]adminTask, error) {
 		}
 		return t
 	}
-	if tc, ok := a.c.st.(store.TaskCounter); ok {
-		rows, err := tc.AllTaskCounts(ctx)
-		if err != nil {
-			return nil, err
-		}
-		for _, row := range rows {
-			t := get(row.Task)
-			t.add(row.Status, row.Count)
-			if row.Status != "" {
-				t.PerShard[row.Shard] += row.Count
-			}
-		}
-	} else {
-		// A store without one-pass counts: the tasks this process knows.
-		for name := range a.c.handlers {
-			if name == "" {
-				continue
-			}
-			m, err := a.c.st.TaskCounts(ctx, name)
-			if err != nil {
-				return nil, err
-			}
-			t := get(name)
-			for st, n := range m {
-				t.add(st, n)
-			}
+	rows, err := a.c.st.JobCounts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, row := range rows {
+		t := get(row.Task)
+		t.add(row.Status, row.Count)
+		if !row.IsDeadLetters() {
+			t.PerShard[row.Shard] += row.Count
 		}
 	}
 	// Registered tasks with no stored jobs still get a row.

@@ -244,28 +244,26 @@ func (c *Client) fillRegistry(ctx context.Context, s *Stats, local bool) error {
 		return err
 	}
 	s.Workers = workers
-	if bl, ok := c.st.(store.TaskBacklogger); ok {
-		backlog, err := bl.TaskBacklog(ctx)
-		if err != nil {
-			return err
+	backlog, err := c.st.TaskBacklog(ctx)
+	if err != nil {
+		return err
+	}
+	s.Tasks = make(map[string]TaskInfo, len(backlog))
+	for _, task := range slices.Sorted(maps.Keys(backlog)) {
+		b := backlog[task]
+		ti := TaskInfo{Pending: b.Pending, Scheduled: b.Scheduled}
+		for _, w := range workers {
+			if w.Handles(task) {
+				ti.Workers++
+			}
 		}
-		s.Tasks = make(map[string]TaskInfo, len(backlog))
-		for _, task := range slices.Sorted(maps.Keys(backlog)) {
-			b := backlog[task]
-			ti := TaskInfo{Pending: b.Pending, Scheduled: b.Scheduled}
-			for _, w := range workers {
-				if w.Handles(task) {
-					ti.Workers++
-				}
+		s.Tasks[task] = ti
+		if ti.Pending > 0 && ti.Workers == 0 {
+			name := task
+			if name == "" {
+				name = `"" (no task name)`
 			}
-			s.Tasks[task] = ti
-			if ti.Pending > 0 && ti.Workers == 0 {
-				name := task
-				if name == "" {
-					name = `"" (no task name)`
-				}
-				s.Warnings = append(s.Warnings, fmt.Sprintf("task %s has %d pending jobs and no live worker runs it", name, ti.Pending))
-			}
+			s.Warnings = append(s.Warnings, fmt.Sprintf("task %s has %d pending jobs and no live worker runs it", name, ti.Pending))
 		}
 	}
 	// Uptime is the queue's: since the earliest live worker started, or,
@@ -277,10 +275,8 @@ func (c *Client) fillRegistry(ctx context.Context, s *Stats, local bool) error {
 		}
 	}
 	if since.IsZero() {
-		if bl, ok := c.st.(store.TaskBacklogger); ok {
-			if at, err := bl.CreatedAt(ctx); err == nil {
-				since = at
-			}
+		if at, err := c.st.CreatedAt(ctx); err == nil {
+			since = at
 		}
 	}
 	if !since.IsZero() {

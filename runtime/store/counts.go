@@ -1,18 +1,22 @@
 package store
 
-import "context"
-
-// JobCount is how many jobs of one task have one status in one shard.
+// JobCount is one row of Store.JobCounts: how many jobs of one task have
+// one status in one shard, or, when Status is "" (see IsDeadLetters), how
+// many dead-letter rows of one task one shard holds. Jobs and dead letters
+// stored without a task have Task "".
 type JobCount struct {
 	Shard  int
 	Task   string
-	Status Status
+	Status Status // "" for the dead-letter count
 	Count  int64
 }
 
-// JobCounter is an optional upgrade of Store: stores that can count every
-// shard's jobs by task and status in one pass implement it, for metrics.
-// Counts of zero are left out.
-type JobCounter interface {
-	JobCounts(ctx context.Context) ([]JobCount, error)
+// IsDeadLetters reports whether c counts dead-letter rows rather than jobs
+// of one status.
+func (c JobCount) IsDeadLetters() bool { return c.Status == "" }
+
+// TaskBacklog counts one task's waiting jobs (Store.TaskBacklog).
+type TaskBacklog struct {
+	Pending   int64
+	Scheduled int64
 }
