@@ -6,9 +6,6 @@ import (
 	"github.com/queuemax/queuemax/runtime/store"
 )
 
-// JobCount is how many jobs of one task have one status in one shard.
-type JobCount = store.JobCount
-
 // JobCounts returns how many jobs each shard holds per task and status
 // (counts of zero are left out), for metrics exporters. With the SQLite
 // store it reads each shard's queue table once (there is no index on task:

@@ -1,14 +1,13 @@
 package store
 
-import "context"
+import (
+	"context"
+
+	"github.com/queuemax/queuemax/queuemaxtype"
+)
 
 // JobCount is how many jobs of one task have one status in one shard.
-type JobCount struct {
-	Shard  int
-	Task   string
-	Status Status
-	Count  int64
-}
+type JobCount = queuemaxtype.JobCount
 
 // JobCounter is an optional upgrade of Store: stores that can count every
 // shard's jobs by task and status in one pass implement it, for metrics.
