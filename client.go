@@ -42,7 +42,7 @@ type Client struct {
 	alertHigh  bool        // pending was above the threshold at the last check
 	alertSent  time.Time   // last alert event
 
-	engine atomic.Pointer[engine] // the running engine, while Run is active
+	engine atomic.Pointer[worker] // the running engine, while Run is active
 }
 
 // EnqueueParams describes one job for EnqueueMany.
@@ -409,21 +409,7 @@ func (c *Client) checkAlert(ctx context.Context, force bool) {
 
 // waitingCount returns how many jobs are pending or scheduled.
 func (c *Client) waitingCount(ctx context.Context) (int64, error) {
-	if wc, ok := c.st.(store.TaskBacklogger); ok {
-		return wc.WaitingCount(ctx)
-	}
-	ss, err := c.st.Stats(ctx)
-	if err != nil {
-		return 0, err
-	}
-	var n int64
-	for _, s := range ss {
-		if !s.Healthy {
-			return 0, fmt.Errorf("%w: shard %d: %s", ErrShardUnavailable, s.Shard, s.LastError)
-		}
-		n += s.Pending + s.Scheduled
-	}
-	return n, nil
+	return c.st.WaitingCount(ctx)
 }
 
 // TaskStats returns the counts of one task's jobs by status.

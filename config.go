@@ -101,7 +101,8 @@ type Config struct {
 	// Workers is how many jobs Run executes at once. Zero means 10.
 	Workers int
 	// ClaimBatch is how many jobs one claim statement may take. Zero means
-	// Workers. A larger value prefetches: the extra jobs wait in this
+	// 4×Workers (claims are write transactions: bigger ones cost less per
+	// job). A larger value prefetches: the extra jobs wait in this
 	// process (leases renewed, returned unspent on stop) for a free worker,
 	// which raises throughput for short jobs at the cost of holding jobs
 	// other processes could run.
@@ -181,17 +182,21 @@ const MaxRetriesLimit = 1000
 
 // Defaults.
 const (
-	DefaultShards          = 6
-	DefaultDir             = "./data"
-	DefaultMaxRetries      = 3
-	MaxPayloadBytes        = 10 << 20
-	MaxPayloadDepth        = 20
-	defaultRetryDelay      = 60 * time.Second
-	maxBackoff             = time.Hour
-	defaultBusyTimeout     = 30 * time.Second
-	defaultCacheSize       = 10000
-	defaultMmapSize        = 256 << 20
-	defaultWorkers         = 10
+	DefaultShards      = 6
+	DefaultDir         = "./data"
+	DefaultMaxRetries  = 3
+	MaxPayloadBytes    = 10 << 20
+	MaxPayloadDepth    = 20
+	defaultRetryDelay  = 60 * time.Second
+	maxBackoff         = time.Hour
+	defaultBusyTimeout = 30 * time.Second
+	defaultCacheSize   = 10000
+	defaultMmapSize    = 256 << 20
+	defaultWorkers     = 10
+	// defaultClaimFactor: a claim takes up to this many times Workers, the
+	// extra jobs prefetched (claims are write transactions; bigger ones
+	// cost less per job).
+	defaultClaimFactor     = 4
 	defaultPollInterval    = 5 * time.Millisecond
 	defaultHeartbeat       = 5 * time.Second
 	defaultStuckTimeout    = 30 * time.Second
@@ -218,7 +223,7 @@ func (c Config) withDefaults() Config {
 		c.MmapSize = 0
 	}
 	setDefault(&c.Workers, defaultWorkers)
-	setDefault(&c.ClaimBatch, c.Workers)
+	setDefault(&c.ClaimBatch, defaultClaimFactor*c.Workers)
 	setDefault(&c.PollInterval, defaultPollInterval)
 	setDefault(&c.HeartbeatInterval, defaultHeartbeat)
 	setDefault(&c.StuckTimeout, defaultStuckTimeout)

@@ -147,32 +147,15 @@ func (a *admin) taskCounts(ctx context.Context) ([]adminTask, error) {
 		}
 		return t
 	}
-	if tc, ok := a.c.st.(store.TaskCounter); ok {
-		rows, err := tc.AllTaskCounts(ctx)
-		if err != nil {
-			return nil, err
-		}
-		for _, row := range rows {
-			t := get(row.Task)
-			t.add(row.Status, row.Count)
-			if row.Status != "" {
-				t.PerShard[row.Shard] += row.Count
-			}
-		}
-	} else {
-		// A store without one-pass counts: the tasks this process knows.
-		for name := range a.c.handlers {
-			if name == "" {
-				continue
-			}
-			m, err := a.c.st.TaskCounts(ctx, name)
-			if err != nil {
-				return nil, err
-			}
-			t := get(name)
-			for st, n := range m {
-				t.add(st, n)
-			}
+	rows, err := a.c.st.JobCounts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, row := range rows {
+		t := get(row.Task)
+		t.add(row.Status, row.Count)
+		if !row.IsDeadLetters() {
+			t.PerShard[row.Shard] += row.Count
 		}
 	}
 	// Registered tasks with no stored jobs still get a row.
@@ -182,7 +165,8 @@ func (a *admin) taskCounts(ctx context.Context) ([]adminTask, error) {
 		}
 	}
 	if ws := a.c.engine.Load(); ws != nil {
-		for name, b := range ws.breakers {
+		bs, _ := ws.Breakers()
+		for name, b := range bs {
 			if t, ok := byName[name]; ok {
 				t.Circuit = b.Stats().State.String()
 			}
@@ -371,8 +355,9 @@ func (a *admin) breakers(w http.ResponseWriter, r *http.Request, _ []string) err
 	out := []adminBreaker{}
 	e := a.c.engine.Load()
 	if e != nil {
-		for _, name := range e.order {
-			bs := e.breakers[name].Stats()
+		breakers, order := e.Breakers()
+		for _, name := range order {
+			bs := breakers[name].Stats()
 			out = append(out, adminBreaker{Task: name, State: bs.State.String(), Failures: bs.Failures, Threshold: bs.Threshold,
 				Rejected: bs.Rejected, TimeoutSeconds: bs.Timeout.Seconds(), RecoveryInSeconds: bs.RecoveryRemaining.Seconds()})
 		}

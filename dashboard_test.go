@@ -1,11 +1,14 @@
 package queuemax
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -223,18 +226,38 @@ func TestThroughputSeries(t *testing.T) {
 	}
 }
 
-// TestAdmin_TasksWithoutTaskCounter covers stores that cannot count every
-// task in one pass: the handler counts the tasks it knows by name.
-func TestAdmin_TasksWithoutTaskCounter(t *testing.T) {
+// countingStore counts JobCounts calls and refuses TaskCounts, so a test
+// sees that the dashboard's task table comes from the one-pass count.
+type countingStore struct {
+	store.Store
+	jobCounts atomic.Int64
+}
+
+func (s *countingStore) JobCounts(ctx context.Context) ([]store.JobCount, error) {
+	s.jobCounts.Add(1)
+	return s.Store.JobCounts(ctx)
+}
+
+func (s *countingStore) TaskCounts(context.Context, string) (map[store.Status]int64, error) {
+	return nil, errors.New("TaskCounts called: the task table must use JobCounts")
+}
+
+// TestAdmin_TasksFromJobCounts checks that GET /tasks counts every task,
+// dead letters included, with the store's one-pass JobCounts.
+func TestAdmin_TasksFromJobCounts(t *testing.T) {
 	t.Parallel()
 	f := newAdminFixture(t, AdminOptions{})
-	f.b.c.st = struct{ store.Store }{f.b.c.st} // hides AllTaskCounts
+	cs := &countingStore{Store: f.b.c.st}
+	f.b.c.st = cs
 	r := f.do(t, "GET", "/admin/tasks", "", "", "")
 	ts, _ := r.body["tasks"].([]any)
 	if r.status != 200 || len(ts) != 2 {
 		t.Fatalf("tasks = %d %s, want test.fail and test.ok", r.status, r.raw)
 	}
-	if tf := ts[0].(map[string]any); tf["task"] != "test.fail" || tf["failed"] != 1.0 {
-		t.Errorf("test.fail = %v, want 1 failed", tf)
+	if tf := ts[0].(map[string]any); tf["task"] != "test.fail" || tf["failed"] != 1.0 || tf["dead_letters"] != 1.0 {
+		t.Errorf("test.fail = %v, want 1 failed and 1 dead letter", tf)
+	}
+	if n := cs.jobCounts.Load(); n != 1 {
+		t.Errorf("JobCounts called %d times, want 1", n)
 	}
 }

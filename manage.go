@@ -437,7 +437,7 @@ func (c *Client) Stats(ctx context.Context) (Stats, error) {
 	e := c.engine.Load()
 	local := e != nil && c.running.Load()
 	if local {
-		e.fillStats(&s)
+		fillStats(e.Engine, &s)
 		s.RateLimits = e.workerInfo(c.now()).RateLimits
 	}
 	if err := c.fillRegistry(ctx, &s, local); err != nil {

@@ -194,22 +194,22 @@ func checkMetadata(raw json.RawMessage) error {
 	return nil
 }
 
-// work runs the work middleware around e.call. A panic in a middleware
+// work runs the work middleware around c.call. A panic in a middleware
 // fails the attempt like a handler's panic.
-func (e *engine) work(ctx context.Context, h *Handler, j *Job) (any, error) {
+func (c *Client) work(ctx context.Context, h *Handler, j *Job) (any, error) {
 	var mws []WorkMiddleware
-	for _, m := range e.c.cfg.Middleware {
+	for _, m := range c.cfg.Middleware {
 		if wm, ok := m.(WorkMiddleware); ok {
 			mws = append(mws, wm)
 		}
 	}
 	if len(mws) == 0 {
-		return e.call(ctx, h, j)
+		return c.call(ctx, h, j)
 	}
 	var run func(i int, ctx context.Context) (any, error)
 	run = func(i int, ctx context.Context) (result any, err error) {
 		if i == len(mws) {
-			return e.call(ctx, h, j)
+			return c.call(ctx, h, j)
 		}
 		defer func() {
 			if r := recover(); r != nil {

@@ -2,35 +2,22 @@ package queuemax
 
 import (
 	"context"
-
-	"github.com/queuemax/queuemax/runtime/store"
+	"slices"
 )
 
 // JobCounts returns how many jobs each shard holds per task and status
-// (counts of zero are left out), for metrics exporters. With the SQLite
+// (counts of zero are left out), for metrics exporters. Dead-letter rows are
+// not jobs and are left out (Stats counts them per shard). With the SQLite
 // store it reads each shard's queue table once (there is no index on task:
-// it would slow every insert), so it costs about as much as scanning the
-// queue's rows, never their payloads: cache it, as the queuemaxprom and
-// queuemaxotel collectors do. A store that cannot count by task returns
-// per-shard counts with an empty Task.
+// it would slow every insert), with PostgreSQL it groups the jobs table:
+// either costs about as much as scanning the queue's rows, never their
+// payloads, so cache it, as the queuemaxprom and queuemaxotel collectors do.
 func (c *Client) JobCounts(ctx context.Context) ([]JobCount, error) {
-	if jc, ok := c.st.(store.JobCounter); ok {
-		return jc.JobCounts(ctx)
-	}
-	ss, err := c.st.Stats(ctx)
+	rows, err := c.st.JobCounts(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var out []JobCount
-	for _, s := range ss {
-		for st, n := range map[Status]int64{StatusPending: s.Pending, StatusScheduled: s.Scheduled,
-			StatusProcessing: s.Processing, StatusFailed: s.Failed, StatusCompleted: s.Completed} {
-			if n > 0 {
-				out = append(out, JobCount{Shard: s.Shard, Status: st, Count: n})
-			}
-		}
-	}
-	return out, nil
+	return slices.DeleteFunc(rows, JobCount.IsDeadLetters), nil
 }
 
 // RateLimitWaits returns, for each task with a TaskOptions.RateLimit, how
@@ -42,11 +29,7 @@ func (c *Client) RateLimitWaits() map[string]int64 {
 	if e == nil {
 		return nil
 	}
-	out := make(map[string]int64, len(e.rlWaits))
-	for name, n := range e.rlWaits {
-		out[name] = n.Load()
-	}
-	return out
+	return e.RateLimitWaits()
 }
 
 // CircuitStates returns each task breaker's state ("closed", "open" or
@@ -57,8 +40,9 @@ func (c *Client) CircuitStates() map[string]string {
 	if e == nil {
 		return nil
 	}
-	out := make(map[string]string, len(e.breakers))
-	for name, b := range e.breakers {
+	bs, _ := e.Breakers()
+	out := make(map[string]string, len(bs))
+	for name, b := range bs {
 		out[name] = b.Stats().State.String()
 	}
 	return out

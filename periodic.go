@@ -259,6 +259,18 @@ func (s *scheduler) fire(ctx context.Context, e scheduleEntry, due, now time.Tim
 	return nil
 }
 
+// Register, Tick and Now make the scheduler the engine's periodic service
+// (runtime/engine runs it while Run claims).
+func (s *scheduler) Register(ctx context.Context, now time.Time) error { return s.register(ctx, now) }
+
+// Tick fires the slots due at now and returns when the next one is.
+func (s *scheduler) Tick(ctx context.Context, now time.Time) (time.Time, error) {
+	return s.tick(ctx, now)
+}
+
+// Now is the scheduler's clock.
+func (s *scheduler) Now() time.Time { return s.now() }
+
 // run registers the schedules and fires slots on time until ctx ends.
 func (s *scheduler) run(ctx context.Context) error {
 	if len(s.entries) == 0 {

@@ -127,6 +127,25 @@ func TestPostgres_IdleWorkerWokenByAnotherClient(t *testing.T) {
 	}
 	stop := run(t, worker.c)
 	defer stop()
+	// The listener connection exists before its LISTEN has run: wait until
+	// one enqueue is seen by notification, so the measured ones are too.
+	for {
+		before, _, _ := ps.ListenerStats()
+		if _, err := producer.c.Enqueue(producer.ctx, "t.Wake", struct{}{}, Opts{}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-started:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the idle worker did not start the other client's job within 10s")
+		}
+		if after, _, _ := ps.ListenerStats(); after > before {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the worker's listener never received a notification")
+		}
+	}
 	n0, _, _ := ps.ListenerStats()
 	var worst time.Duration
 	const n = 5

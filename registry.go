@@ -87,7 +87,7 @@ var workerSeq atomic.Int64
 // registryKey is this engine's registry row: the worker ID, made unique
 // per Run so that two clients of one process (same default WorkerID) do
 // not overwrite each other.
-func (e *engine) registryKey() string {
+func (e *worker) registryKey() string {
 	if e.regKey == "" {
 		e.regKey = e.c.cfg.WorkerID + "#" + strconv.FormatInt(workerSeq.Add(1), 10)
 	}
@@ -95,30 +95,33 @@ func (e *engine) registryKey() string {
 }
 
 // workerInfo describes this engine for the registry.
-func (e *engine) workerInfo(now time.Time) WorkerInfo {
+func (e *worker) workerInfo(now time.Time) WorkerInfo {
 	host, _ := os.Hostname()
 	ttl := e.c.registryTTL()
+	es := e.Stats()
+	breakers, _ := e.Breakers()
+	limiter, limiters := e.Limiter(), e.TaskLimiters()
 	w := WorkerInfo{
 		ID: e.c.cfg.WorkerID, Host: host, PID: os.Getpid(),
-		StartedAt: e.started, UpdatedAt: now, ExpiresAt: now.Add(ttl),
+		StartedAt: es.StartedAt, UpdatedAt: now, ExpiresAt: now.Add(ttl),
 		Tasks:       slices.Sorted(slices.Values(e.c.names)),
-		Concurrency: int(e.limit.Load()),
-		Running:     int(e.executing.Load()),
-		Breakers:    make(map[string]string, len(e.breakers)),
+		Concurrency: es.Concurrency,
+		Running:     es.Running,
+		Breakers:    make(map[string]string, len(breakers)),
 	}
 	if w.Tasks == nil {
 		w.Tasks = []string{}
 	}
-	for name, b := range e.breakers {
+	for name, b := range breakers {
 		w.Breakers[name] = b.Stats().State.String()
 	}
-	if e.limiter != nil || len(e.limiters) > 0 {
+	if limiter != nil || len(limiters) > 0 {
 		w.RateLimits = make(map[string]RateLimitInfo)
 	}
-	if e.limiter != nil {
-		w.RateLimits["*"] = limiterInfo(e.limiter.Stats())
+	if limiter != nil {
+		w.RateLimits["*"] = limiterInfo(limiter.Stats())
 	}
-	for name, l := range e.limiters {
+	for name, l := range limiters {
 		w.RateLimits[name] = limiterInfo(l.Stats())
 	}
 	return w
@@ -129,7 +132,7 @@ func limiterInfo(st ratelimit.Stats) RateLimitInfo {
 }
 
 // register writes (or refreshes) this engine's registry entry.
-func (e *engine) register(ctx context.Context) error {
+func (e *worker) register(ctx context.Context) error {
 	now := e.c.now()
 	w := e.workerInfo(now)
 	info, err := json.Marshal(w)
@@ -143,38 +146,50 @@ func (e *engine) register(ctx context.Context) error {
 // registerFirst writes this engine's first registry entry; Run calls it
 // before it claims anything, so that a process that runs jobs is listed.
 // A failure is logged, never fatal: the registry is for observers.
-func (e *engine) registerFirst(ctx context.Context) {
+func (e *worker) registerFirst(ctx context.Context) {
 	if err := e.register(ctx); err != nil && ctx.Err() == nil {
-		e.log.WarnContext(ctx, "worker registry: first entry failed", "err", err)
+		e.c.log.WarnContext(ctx, "worker registry: first entry failed", "err", err)
 	}
 }
 
-// registry keeps this engine's entry fresh until ctx ends, then removes
-// it. Failures are logged: a registry that cannot be written makes the
-// process look absent, never stops it from running jobs.
-func (e *engine) registry(ctx context.Context) {
-	t := time.NewTicker(e.c.registryRefresh())
-	defer t.Stop()
-	failing := false
-	for {
-		select {
-		case <-ctx.Done():
-			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			defer cancel()
-			if err := e.c.st.WorkerDelete(dctx, e.registryKey()); err != nil && !errors.Is(err, ErrClosed) {
-				e.log.WarnContext(dctx, "worker registry: remove entry", "err", err)
-			}
-			return
-		case <-t.C:
+// registry is the engine service that keeps this Run's entry fresh every
+// registryRefresh and removes it when the engine stops (Close). Failures
+// are logged: a registry that cannot be written makes the process look
+// absent, never stops it from running jobs.
+type registry struct {
+	w       *worker
+	started bool // registerFirst wrote the first entry
+	failing bool
+}
+
+// Name names the service.
+func (r *registry) Name() string { return "registry" }
+
+// Interval is how often the entry is refreshed.
+func (r *registry) Interval() time.Duration { return r.w.c.registryRefresh() }
+
+// RunOnce refreshes the entry (the first round at start is registerFirst's).
+func (r *registry) RunOnce(ctx context.Context, _ time.Time) {
+	if !r.started {
+		r.started = true
+		return
+	}
+	if err := r.w.register(ctx); err != nil && ctx.Err() == nil {
+		if !r.failing {
+			r.w.c.log.WarnContext(ctx, "worker registry: refresh failed", "err", err)
 		}
-		if err := e.register(ctx); err != nil && ctx.Err() == nil {
-			if !failing {
-				e.log.WarnContext(ctx, "worker registry: refresh failed", "err", err)
-			}
-			failing = true
-		} else {
-			failing = false
-		}
+		r.failing = true
+	} else {
+		r.failing = false
+	}
+}
+
+// Close removes the entry.
+func (r *registry) Close(ctx context.Context) {
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := r.w.c.st.WorkerDelete(dctx, r.w.registryKey()); err != nil && !errors.Is(err, ErrClosed) {
+		r.w.c.log.WarnContext(dctx, "worker registry: remove entry", "err", err)
 	}
 }
 
@@ -229,28 +244,26 @@ func (c *Client) fillRegistry(ctx context.Context, s *Stats, local bool) error {
 		return err
 	}
 	s.Workers = workers
-	if bl, ok := c.st.(store.TaskBacklogger); ok {
-		backlog, err := bl.TaskBacklog(ctx)
-		if err != nil {
-			return err
+	backlog, err := c.st.TaskBacklog(ctx)
+	if err != nil {
+		return err
+	}
+	s.Tasks = make(map[string]TaskInfo, len(backlog))
+	for _, task := range slices.Sorted(maps.Keys(backlog)) {
+		b := backlog[task]
+		ti := TaskInfo{Pending: b.Pending, Scheduled: b.Scheduled}
+		for _, w := range workers {
+			if w.Handles(task) {
+				ti.Workers++
+			}
 		}
-		s.Tasks = make(map[string]TaskInfo, len(backlog))
-		for _, task := range slices.Sorted(maps.Keys(backlog)) {
-			b := backlog[task]
-			ti := TaskInfo{Pending: b.Pending, Scheduled: b.Scheduled}
-			for _, w := range workers {
-				if w.Handles(task) {
-					ti.Workers++
-				}
+		s.Tasks[task] = ti
+		if ti.Pending > 0 && ti.Workers == 0 {
+			name := task
+			if name == "" {
+				name = `"" (no task name)`
 			}
-			s.Tasks[task] = ti
-			if ti.Pending > 0 && ti.Workers == 0 {
-				name := task
-				if name == "" {
-					name = `"" (no task name)`
-				}
-				s.Warnings = append(s.Warnings, fmt.Sprintf("task %s has %d pending jobs and no live worker runs it", name, ti.Pending))
-			}
+			s.Warnings = append(s.Warnings, fmt.Sprintf("task %s has %d pending jobs and no live worker runs it", name, ti.Pending))
 		}
 	}
 	// Uptime is the queue's: since the earliest live worker started, or,
@@ -262,10 +275,8 @@ func (c *Client) fillRegistry(ctx context.Context, s *Stats, local bool) error {
 		}
 	}
 	if since.IsZero() {
-		if bl, ok := c.st.(store.TaskBacklogger); ok {
-			if at, err := bl.CreatedAt(ctx); err == nil {
-				since = at
-			}
+		if at, err := c.st.CreatedAt(ctx); err == nil {
+			since = at
 		}
 	}
 	if !since.IsZero() {
@@ -313,7 +324,7 @@ func (c *Client) fillRegistry(ctx context.Context, s *Stats, local bool) error {
 // pending jobs that no live worker runs (a misspelt or renamed task, a
 // service that is down). Run's maintenance calls it every
 // Config.RecoveryInterval.
-func (e *engine) warnUnhandled(ctx context.Context) {
+func (e *worker) warnUnhandled(ctx context.Context) {
 	var s Stats
 	if err := e.c.fillRegistry(ctx, &s, true); err != nil {
 		return
@@ -325,7 +336,7 @@ func (e *engine) warnUnhandled(ctx context.Context) {
 		}
 		now[task] = true
 		if !e.warned[task] {
-			e.log.WarnContext(ctx, "task has pending jobs and no live worker runs it", "task", task, "pending", ti.Pending)
+			e.c.log.WarnContext(ctx, "task has pending jobs and no live worker runs it", "task", task, "pending", ti.Pending)
 		}
 	}
 	e.warned = now

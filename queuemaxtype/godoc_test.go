@@ -41,7 +41,7 @@ func TestGoDoc_ShowsFieldsAndMethods(t *testing.T) {
 		"Priority":      {"type Priority int", "PriorityLow", "PriorityMedium", "PriorityHigh", "func (p Priority) Valid() bool", "func (p Priority) String() string"},
 		"DeadLetter":    {"OriginalJobID", "FailedAt", "ErrorType", "Attempts"},
 		"ShardStats":    {"Pending", "Scheduled", "DeadLetters", "TotalProcessed", "OldestPending", "Healthy", "LastError"},
-		"JobCount":      {"Shard", "Task", "Status", "Count"},
+		"JobCount":      {"Shard", "Task", "Status", "Count", "func (c JobCount) IsDeadLetters() bool"},
 		"CleanupResult": {"Jobs", "DeadLetters"},
 		"RecoverResult": {"Requeued", "DeadLettered"},
 	}

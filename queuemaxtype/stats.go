@@ -19,13 +19,20 @@ type ShardStats struct {
 	LastError         string
 }
 
-// JobCount is how many jobs of one task have one status in one shard.
+// JobCount is one row of Client.JobCounts: how many jobs of one task have
+// one status in one shard, or, when Status is "" (see IsDeadLetters), how
+// many dead-letter rows of one task one shard holds. Jobs and dead letters
+// stored without a task have Task "".
 type JobCount struct {
 	Shard  int
 	Task   string
-	Status Status
+	Status Status // "" for the dead-letter count
 	Count  int64
 }
+
+// IsDeadLetters reports whether c counts dead-letter rows rather than jobs
+// of one status.
+func (c JobCount) IsDeadLetters() bool { return c.Status == "" }
 
 // RecoverResult counts what orphan recovery did: jobs returned to pending
 // and jobs moved to the dead-letter queue because their last attempt was

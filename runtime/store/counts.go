@@ -1,17 +1,12 @@
 package store
 
-import (
-	"context"
+import "github.com/queuemax/queuemax/queuemaxtype"
 
-	"github.com/queuemax/queuemax/queuemaxtype"
-)
-
-// JobCount is how many jobs of one task have one status in one shard.
+// JobCount is one row of Store.JobCounts; see queuemaxtype.JobCount.
 type JobCount = queuemaxtype.JobCount
 
-// JobCounter is an optional upgrade of Store: stores that can count every
-// shard's jobs by task and status in one pass implement it, for metrics.
-// Counts of zero are left out.
-type JobCounter interface {
-	JobCounts(ctx context.Context) ([]JobCount, error)
+// TaskBacklog counts one task's waiting jobs (Store.TaskBacklog).
+type TaskBacklog struct {
+	Pending   int64
+	Scheduled int64
 }

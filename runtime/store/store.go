@@ -110,6 +110,24 @@ type Store interface {
 	Stats(ctx context.Context) ([]ShardStats, error)
 	// TaskCounts returns job counts per status for one task name.
 	TaskCounts(ctx context.Context, task string) (map[Status]int64, error)
+	// JobCounts counts every shard's jobs by task and status in one pass,
+	// plus one row per (shard, task) with Status "" counting its
+	// dead-letter rows (see JobCount). Counts of zero are left out. It may
+	// read every job row's task and status (never the payloads): callers
+	// cache it (the dashboard's task table, the metrics collectors).
+	JobCounts(ctx context.Context) ([]JobCount, error)
+	// TaskBacklog returns, per task name ("" for jobs without one), how
+	// many jobs are pending (ready) and scheduled (waiting for a run-at or
+	// retry time), over every shard. Tasks with neither are left out. It
+	// reads only waiting jobs (the claim and due indexes), so it is cheaper
+	// than JobCounts on a queue that keeps finished jobs.
+	TaskBacklog(ctx context.Context) (map[string]TaskBacklog, error)
+	// WaitingCount returns how many jobs are pending or scheduled over
+	// every shard, by index, for alert checks.
+	WaitingCount(ctx context.Context) (int64, error)
+	// CreatedAt returns when the queue was created, or the zero time if
+	// the store does not know (a queue-max file that never recorded it).
+	CreatedAt(ctx context.Context) (time.Time, error)
 	// HasWork reports whether any job is pending, scheduled or processing.
 	HasWork(ctx context.Context) (bool, error)
 	// NextDue returns the earliest time a scheduled job becomes due, and

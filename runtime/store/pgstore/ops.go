@@ -379,13 +379,15 @@ func byID(leases []store.Lease) []int {
 	return order
 }
 
-// leaseArrays returns the row ids and tokens of leases, in order.
-func leaseArrays(leases []store.Lease, order []int) (ids, tokens []int64) {
+// leaseArrays returns the row ids, tokens and worker IDs (NULL when empty)
+// of leases, in order.
+func leaseArrays(leases []store.Lease, order []int) (ids, tokens []int64, workers []pgtype.Text) {
 	ids, tokens = make([]int64, len(leases)), make([]int64, len(leases))
+	workers = make([]pgtype.Text, len(leases))
 	for k, i := range order {
-		ids[k], tokens[k] = leases[i].ID.Seq(), leases[i].Token
+		ids[k], tokens[k], workers[k] = leases[i].ID.Seq(), leases[i].Token, text(leases[i].WorkerID)
 	}
-	return ids, tokens
+	return ids, tokens, workers
 }
 
 // Complete records successful jobs in one statement; see store.Store. A
@@ -422,8 +424,8 @@ func (s *Store) completeBatch(ctx context.Context, acks []store.CompleteParams) 
 			at[k] = hostNow()
 		}
 	}
-	ids, tokens := leaseArrays(leases, order)
-	rows, err := s.pool.Query(ctx, s.q.complete, ids, tokens, results, at, counterSlot())
+	ids, tokens, workers := leaseArrays(leases, order)
+	rows, err := s.pool.Query(ctx, s.q.complete, ids, tokens, results, at, counterSlot(), workers)
 	if err != nil {
 		return nil, fmt.Errorf("queuemax: complete jobs: %w", err)
 	}
@@ -465,8 +467,8 @@ func (s *Store) Fail(ctx context.Context, fails []store.FailParams) []error {
 		}
 		msg[k], etype[k], stack[k] = f.Error, f.ErrorType, text(f.Stack)
 	}
-	ids, tokens := leaseArrays(leases, order)
-	rows, err := s.pool.Query(ctx, s.q.fail, ids, tokens, dead, delay, msg, etype, stack, at, counterSlot())
+	ids, tokens, workers := leaseArrays(leases, order)
+	rows, err := s.pool.Query(ctx, s.q.fail, ids, tokens, dead, delay, msg, etype, stack, at, counterSlot(), workers)
 	if err != nil {
 		return itemErrors(n, nil, fmt.Errorf("queuemax: fail jobs: %w", err))
 	}
@@ -488,8 +490,8 @@ func (s *Store) Heartbeat(ctx context.Context, leases []store.Lease, now time.Ti
 	if now.IsZero() {
 		now = hostNow()
 	}
-	ids, tokens := leaseArrays(leases, byID(leases))
-	rows, err := s.pool.Query(ctx, s.q.heartbeat, now, ids, tokens)
+	ids, tokens, workers := leaseArrays(leases, byID(leases))
+	rows, err := s.pool.Query(ctx, s.q.heartbeat, now, ids, tokens, workers)
 	if err != nil {
 		return itemErrors(len(leases), nil, fmt.Errorf("queuemax: heartbeat: %w", err))
 	}
@@ -506,8 +508,8 @@ func (s *Store) Release(ctx context.Context, leases []store.Lease) []error {
 	if len(leases) == 0 {
 		return nil
 	}
-	ids, tokens := leaseArrays(leases, byID(leases))
-	rows, err := s.pool.Query(ctx, s.q.release, ids, tokens)
+	ids, tokens, workers := leaseArrays(leases, byID(leases))
+	rows, err := s.pool.Query(ctx, s.q.release, ids, tokens, workers)
 	if err != nil {
 		return itemErrors(len(leases), nil, fmt.Errorf("queuemax: release: %w", err))
 	}

@@ -20,15 +20,18 @@ type queries struct {
 //	         database's now() (database clock; $1 is still referenced so
 //	         that the statement's parameters do not change with the mode)
 //	@rownow  the same for a row of a batch, whose caller's Now is u.at
+//	@owner   the fence's worker check: a lease with a WorkerID (u.worker,
+//	         NULL when empty) holds only while that worker owns the row
 //
 // Absolute times reach SQL as microsecond offsets from the caller's Now and
 // are written as @now + $k * interval '1 microsecond'.
 func expand(q, schema string, host bool) string {
+	const owner = "(u.worker IS NULL OR j.worker_id = u.worker)"
 	now, rownow := "coalesce(now(), $1::timestamptz)", "coalesce(now(), u.at)"
 	if host {
 		now, rownow = "$1::timestamptz", "u.at"
 	}
-	return strings.NewReplacer("{s}", schema, "@now", now, "@rownow", rownow).Replace(q)
+	return strings.NewReplacer("{s}", schema, "@now", now, "@rownow", rownow, "@owner", owner).Replace(q)
 }
 
 const us = ` * interval '1 microsecond'`
@@ -48,7 +51,8 @@ func claimSQL(tasks, shard bool) string {
 	n := 4
 	if tasks {
 		n++
-		filter += fmt.Sprintf(" AND task = ANY($%d::text[])", n)
+		// "" names jobs stored without a task (NULL, or '' from queue-max).
+		filter += fmt.Sprintf(" AND coalesce(task, '') = ANY($%d::text[])", n)
 	}
 	if shard {
 		n++
@@ -90,14 +94,14 @@ const (
 	// sqlComplete acknowledges a batch in one statement: rows without a
 	// result are deleted, rows with one kept as completed, and the
 	// counters bumped; it returns the (id, lease) pairs that held.
-	sqlComplete = `WITH a AS (SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::timestamptz[]) AS u(id, lease, result, at)),
+	sqlComplete = `WITH a AS (SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::timestamptz[], $6::text[]) AS u(id, lease, result, at, worker)),
 	lk AS (SELECT array_agg(id) AS ids FROM (SELECT id FROM {s}.jobs WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE) l),
 	d AS (DELETE FROM {s}.jobs j USING a u
-		WHERE (SELECT ids FROM lk) IS NOT NULL AND j.id = u.id AND j.lease = u.lease AND j.status = 'processing' AND u.result IS NULL
+		WHERE (SELECT ids FROM lk) IS NOT NULL AND j.id = u.id AND j.lease = u.lease AND @owner AND j.status = 'processing' AND u.result IS NULL
 		RETURNING j.id, j.shard, u.lease),
 	k AS (UPDATE {s}.jobs j SET status = 'completed', result = u.result::json, completed_at = @rownow, worker_id = NULL,
 			heartbeat = NULL, lease = NULL, last_error = NULL, error_type = NULL, error_stack = NULL
-		FROM a u WHERE (SELECT ids FROM lk) IS NOT NULL AND j.id = u.id AND j.lease = u.lease AND j.status = 'processing' AND u.result IS NOT NULL
+		FROM a u WHERE (SELECT ids FROM lk) IS NOT NULL AND j.id = u.id AND j.lease = u.lease AND @owner AND j.status = 'processing' AND u.result IS NOT NULL
 		RETURNING j.id, j.shard, u.lease),
 	done AS (SELECT * FROM d UNION ALL SELECT * FROM k),
 	c AS (INSERT INTO {s}.counters AS c (shard, slot, processed)
@@ -109,16 +113,16 @@ const (
 	// back to pending or scheduled, dead ones to failed with a dead-letter
 	// row, and the failed counter is bumped.
 	sqlFail = `WITH a AS (SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::boolean[], $4::bigint[], $5::text[], $6::text[],
-			$7::text[], $8::timestamptz[]) AS u(id, lease, dead, delay, err, etype, stack, at)),
+			$7::text[], $8::timestamptz[], $10::text[]) AS u(id, lease, dead, delay, err, etype, stack, at, worker)),
 	lk AS (SELECT array_agg(id) AS ids FROM (SELECT id FROM {s}.jobs WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE) l),
 	r AS (UPDATE {s}.jobs j SET status = CASE WHEN u.delay > 0 THEN 'scheduled' ELSE 'pending' END,
 			next_retry_at = @rownow + u.delay` + us + `, last_error = u.err, error_type = u.etype, error_stack = u.stack,
 			worker_id = NULL, heartbeat = NULL, lease = NULL
-		FROM a u WHERE NOT u.dead AND (SELECT ids FROM lk) IS NOT NULL AND j.id = u.id AND j.lease = u.lease AND j.status = 'processing'
+		FROM a u WHERE NOT u.dead AND (SELECT ids FROM lk) IS NOT NULL AND j.id = u.id AND j.lease = u.lease AND @owner AND j.status = 'processing'
 		RETURNING j.id, u.lease),
 	x AS (UPDATE {s}.jobs j SET status = 'failed', completed_at = @rownow, last_error = u.err, error_type = u.etype,
 			error_stack = u.stack, worker_id = NULL, heartbeat = NULL, lease = NULL
-		FROM a u WHERE u.dead AND (SELECT ids FROM lk) IS NOT NULL AND j.id = u.id AND j.lease = u.lease AND j.status = 'processing'
+		FROM a u WHERE u.dead AND (SELECT ids FROM lk) IS NOT NULL AND j.id = u.id AND j.lease = u.lease AND @owner AND j.status = 'processing'
 		RETURNING j.id, u.lease, j.shard, j.payload, j.task, j.attempts, u.err, u.etype, u.stack, @rownow AS at, j.metadata),
 	dl AS (INSERT INTO {s}.dead_letters (shard, original_job_id, payload, error, error_type, error_stack, task, attempts, failed_at, metadata)
 		SELECT shard, id, payload, err, etype, stack, task, attempts, at, metadata FROM x),
@@ -128,14 +132,14 @@ const (
 	SELECT id, lease FROM r UNION ALL SELECT id, lease FROM x`
 
 	sqlHeartbeat = `UPDATE {s}.jobs j SET heartbeat = @now
-		FROM unnest($2::bigint[], $3::bigint[]) AS u(id, lease)
-		WHERE cardinality(ARRAY(SELECT id FROM {s}.jobs WHERE id = ANY($2::bigint[]) ORDER BY id FOR UPDATE)) >= 0 AND j.id = u.id AND j.lease = u.lease AND j.status = 'processing'
+		FROM unnest($2::bigint[], $3::bigint[], $4::text[]) AS u(id, lease, worker)
+		WHERE cardinality(ARRAY(SELECT id FROM {s}.jobs WHERE id = ANY($2::bigint[]) ORDER BY id FOR UPDATE)) >= 0 AND j.id = u.id AND j.lease = u.lease AND @owner AND j.status = 'processing'
 		RETURNING j.id, u.lease`
 
 	sqlRelease = `UPDATE {s}.jobs j SET status = 'pending', attempts = greatest(j.attempts - 1, 0), worker_id = NULL,
 			heartbeat = NULL, lease = NULL
-		FROM unnest($1::bigint[], $2::bigint[]) AS u(id, lease)
-		WHERE cardinality(ARRAY(SELECT id FROM {s}.jobs WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE)) >= 0 AND j.id = u.id AND j.lease = u.lease AND j.status = 'processing'
+		FROM unnest($1::bigint[], $2::bigint[], $3::text[]) AS u(id, lease, worker)
+		WHERE cardinality(ARRAY(SELECT id FROM {s}.jobs WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE)) >= 0 AND j.id = u.id AND j.lease = u.lease AND @owner AND j.status = 'processing'
 		RETURNING j.id, u.lease`
 )
 

@@ -503,36 +503,3 @@ func (s *Store) DataVersion(ctx context.Context) (int64, error) {
 	}
 	return h, nil
 }
-
-// JobCounts counts every shard's jobs by task and status; see
-// store.JobCounter. With no index on task this reads each shard's whole
-// queue table once (one statement per shard, on the reader pool, without
-// decoding payloads), so callers should cache the result: the metrics
-// collectors refresh it at most every few seconds.
-func (s *Store) JobCounts(ctx context.Context) ([]store.JobCount, error) {
-	if s.closed.Load() {
-		return nil, store.ErrClosed
-	}
-	var out []store.JobCount
-	for _, sh := range s.shards {
-		rows, err := sh.r.QueryContext(ctx, `SELECT coalesce(task, ''), status, count(*) FROM fila GROUP BY 1, 2`)
-		if err != nil {
-			return nil, fmt.Errorf("shard %d: job counts: %w", sh.idx, err)
-		}
-		for rows.Next() {
-			c := store.JobCount{Shard: sh.idx}
-			var status string
-			if err := rows.Scan(&c.Task, &status, &c.Count); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			c.Status = store.Status(status)
-			out = append(out, c)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, fmt.Errorf("shard %d: job counts: %w", sh.idx, err)
-		}
-	}
-	return out, nil
-}

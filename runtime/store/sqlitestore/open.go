@@ -60,8 +60,7 @@ type Store struct {
 }
 
 var (
-	_ store.Store      = (*Store)(nil)
-	_ store.JobCounter = (*Store)(nil)
+	_ store.Store = (*Store)(nil)
 )
 
 type shardDB struct {

@@ -10,10 +10,8 @@ import (
 	"github.com/queuemax/queuemax/runtime/store"
 )
 
-var _ store.TaskBacklogger = (*Store)(nil)
-
 // TaskBacklog counts pending and scheduled jobs per task; see
-// store.TaskBacklogger. It reads the claim and due indexes' rows only.
+// store.Store. It reads the claim and due indexes' rows only.
 func (s *Store) TaskBacklog(ctx context.Context) (map[string]store.TaskBacklog, error) {
 	if s.closed.Load() {
 		return nil, store.ErrClosed
@@ -56,7 +54,7 @@ func (s *Store) TaskBacklog(ctx context.Context) (map[string]store.TaskBacklog, 
 }
 
 // CreatedAt returns the earliest shard_metadata.created_at; see
-// store.TaskBacklogger.
+// store.Store.
 func (s *Store) CreatedAt(ctx context.Context) (time.Time, error) {
 	if s.closed.Load() {
 		return time.Time{}, store.ErrClosed
@@ -75,7 +73,7 @@ func (s *Store) CreatedAt(ctx context.Context) (time.Time, error) {
 	return best, nil
 }
 
-// WaitingCount counts pending and scheduled jobs; see store.TaskBacklogger.
+// WaitingCount counts pending and scheduled jobs; see store.Store.
 func (s *Store) WaitingCount(ctx context.Context) (int64, error) {
 	if s.closed.Load() {
 		return 0, store.ErrClosed

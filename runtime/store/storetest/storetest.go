@@ -719,6 +719,16 @@ func Run(t *testing.T, open Opener) {
 		testJobCounts(t, setup(t, 2).st)
 	})
 
+	t.Run("WorkerFence", func(t *testing.T) {
+		t.Parallel()
+		testWorkerFence(t, setup(t, 1).st)
+	})
+
+	t.Run("ClaimUnnamedTask", func(t *testing.T) {
+		t.Parallel()
+		testClaimUnnamedTask(t, setup(t, 1).st)
+	})
+
 	t.Run("BatchAllOrNothing", func(t *testing.T) {
 		t.Parallel()
 		testBatchAllOrNothing(t, setup(t, 3).st)

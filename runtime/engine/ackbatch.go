@@ -1,4 +1,4 @@
-package queuemax
+package engine
 
 import (
 	"context"
@@ -21,7 +21,7 @@ const ackWait = time.Millisecond
 // acknowledgement queued, whichever comes first. A job's acknowledgement
 // still commits, lease-fenced, before the job counts as done.
 type ackBatch struct {
-	e         *engine
+	e         *Engine
 	mu        sync.Mutex
 	remaining int // started jobs that have neither queued an ack nor left
 	cur       *ackRound
@@ -37,7 +37,7 @@ type ackRound struct {
 
 // ack queues j's acknowledgement and returns once it has committed (or
 // failed), with the store's error for it.
-func (b *ackBatch) ack(j *Job, raw json.RawMessage) error {
+func (b *ackBatch) ack(j *store.Job, raw json.RawMessage) error {
 	b.mu.Lock()
 	r := b.cur
 	if r == nil {
@@ -45,7 +45,7 @@ func (b *ackBatch) ack(j *Job, raw json.RawMessage) error {
 		b.cur = r
 	}
 	idx := len(r.params)
-	r.params = append(r.params, store.CompleteParams{Lease: lease(j), Result: raw, Now: b.e.c.now()})
+	r.params = append(r.params, store.CompleteParams{Lease: lease(j), Result: raw, Now: b.e.cfg.Now()})
 	b.remaining--
 	if b.remaining <= 0 {
 		b.takeLocked()
@@ -101,6 +101,35 @@ func (b *ackBatch) flush(r *ackRound) {
 	if r == nil {
 		return
 	}
-	r.errs = b.e.c.st.Complete(context.WithoutCancel(b.e.jobCtx), r.params)
+	r.errs = b.e.cfg.Store.Complete(context.WithoutCancel(b.e.jobCtx), r.params)
 	close(r.done)
+}
+
+// ackBatches returns an ackBatch for each shard of which at least two of
+// the first n of one claim's jobs (those that start at once) come.
+// Prefetched jobs are acknowledged alone: they start one by one as slots
+// free, and holding the early ones' acknowledgements back for them would
+// only serialise one big commit with the next claim.
+func ackBatches(e *Engine, jobs []*store.Job, n int) map[int]*ackBatch {
+	n = min(n, len(jobs))
+	if n < 2 {
+		return nil
+	}
+	var m map[int]*ackBatch
+	for i, j := range jobs[:n] {
+		if b := m[j.Shard]; b != nil {
+			b.remaining++
+			continue
+		}
+		for _, k := range jobs[i+1 : n] {
+			if k.Shard == j.Shard {
+				if m == nil {
+					m = make(map[int]*ackBatch)
+				}
+				m[j.Shard] = &ackBatch{e: e, remaining: 1}
+				break
+			}
+		}
+	}
+	return m
 }

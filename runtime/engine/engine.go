@@ -1,0 +1,346 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/queuemax/queuemax/runtime/breaker"
+	"github.com/queuemax/queuemax/runtime/ratelimit"
+	"github.com/queuemax/queuemax/runtime/scale"
+	"github.com/queuemax/queuemax/runtime/store"
+)
+
+// ErrStopping is the cancellation cause of a drain.
+var ErrStopping = errors.New("queuemax: client stopping")
+
+// Config is what an Engine needs: storage, settings already defaulted and
+// validated by the caller, the breakers and rate limiters it decides claims
+// by, and the funcs through which it runs jobs and reports outcomes.
+type Config struct {
+	Store    store.Store
+	WorkerID string
+	Shards   int
+	// Workers is how many handlers may run at once, ClaimBatch how many
+	// jobs one claim may take (more than Workers prefetches).
+	Workers, ClaimBatch int
+	PollInterval        time.Duration
+	HeartbeatInterval   time.Duration
+	RecoveryInterval    time.Duration
+	// CleanupInterval is how often maintenance deletes old jobs; zero
+	// means an hour.
+	CleanupInterval time.Duration
+	DrainTimeout    time.Duration
+	// ShutdownGrace is how long Run waits for handlers to return after
+	// cancelling them at the end of the drain; then they are abandoned.
+	ShutdownGrace time.Duration
+	// Tasks restricts claims to these tasks; nil claims every task (a
+	// catch-all handler).
+	Tasks []string
+	// Limiter, when set, caps how many jobs start overall; TaskLimiters
+	// per task.
+	Limiter      *ratelimit.Limiter
+	TaskLimiters map[string]*ratelimit.Limiter
+	// Breakers guard each task (key "" covers tasks without their own).
+	// It must not be empty.
+	Breakers  map[string]*breaker.Breaker
+	Autoscale *scale.Policy // validated, with defaults; nil: fixed Workers
+	// Wake is signalled after local enqueues, so an idle producer claims
+	// at once.
+	Wake <-chan struct{}
+	Now  func() time.Time
+	Log  *slog.Logger
+
+	// Execute runs j's handler (with hooks and middleware) and returns
+	// its result or error.
+	Execute func(ctx context.Context, j *store.Job) (any, error)
+	// Retryable reports whether a handler error may succeed on retry (it
+	// counts against the task's breaker).
+	Retryable func(err error) bool
+	// Encode encodes a result for storage (nil: none); an error fails the
+	// job through Fail.
+	Encode func(result any) (json.RawMessage, error)
+	// Completed runs after j's success has committed.
+	Completed func(ctx context.Context, j *store.Job, result any)
+	// Fail records a failed attempt and reports whether j was
+	// dead-lettered; store.ErrLeaseLost means the claim no longer held.
+	Fail func(ctx context.Context, j *store.Job, err error) (dead bool, _ error)
+	// RecoverOrphans, Cleanup and CheckAlert are maintenance steps; each
+	// logs its own outcome. Nil skips the step.
+	RecoverOrphans func(ctx context.Context) error
+	Cleanup        func(ctx context.Context) error
+	CheckAlert     func(ctx context.Context)
+	// Periodic, when set, runs the periodic scheduler while claiming.
+	Periodic Periodic
+	// Services are extra services run beside maintenance until the drain
+	// has ended (e.g. the worker registry).
+	Services []Service
+	// Start, when set, runs once before the first claim.
+	Start func(ctx context.Context)
+}
+
+// Periodic is a periodic scheduler: Register once, then Tick at each slot.
+type Periodic interface {
+	Register(ctx context.Context, now time.Time) error
+	// Tick enqueues the slots due at now and returns when the next is.
+	Tick(ctx context.Context, now time.Time) (next time.Time, err error)
+	// Now is the scheduler's clock (the database's, where it has one).
+	Now() time.Time
+}
+
+// State is the state of an engine.
+type State string
+
+// Engine states.
+const (
+	Running  State = "running"
+	Stopping State = "stopping"
+	Stopped  State = "stopped"
+)
+
+// Stats describes a running (or stopped) engine.
+type Stats struct {
+	State                                 State
+	Concurrency, Running, Prefetched      int
+	Processed, Failed, Retried, LeaseLost int64
+	StartedAt                             time.Time
+	CurrentJobs                           []store.JobID
+}
+
+// Engine is the state of one Client.Run.
+type Engine struct {
+	cfg     Config
+	log     *slog.Logger
+	order   []string // breaker names, sorted, for a stable claim plan
+	rlWaits map[string]*atomic.Int64
+
+	limit     atomic.Int64  // how many jobs may run at once
+	active    atomic.Int64  // jobs held (running or prefetched) and not yet acknowledged
+	executing atomic.Int64  // jobs whose handler has not returned yet
+	slotFree  chan struct{} // buffer 1: a freed slot wakes the producer
+
+	mu      sync.Mutex
+	running map[store.JobID]*runningJob
+
+	state                               atomic.Value // State
+	started                             time.Time
+	processed, failed, retried, lostCnt atomic.Int64
+
+	jobCtx     context.Context // parent of job contexts; outlives Run's ctx
+	cancelJobs context.CancelCauseFunc
+	jobWG      sync.WaitGroup
+	stopMu     sync.Mutex
+	stop       context.CancelFunc // ends claiming
+	stopped    bool
+	done       chan struct{} // closed when Run returns
+	abort      chan struct{} // closed by Abort: cut the drain short
+	abortOnce  sync.Once
+}
+
+// New returns an engine for cfg; Run starts it.
+func New(cfg Config) *Engine {
+	if cfg.CleanupInterval <= 0 {
+		cfg.CleanupInterval = time.Hour
+	}
+	if cfg.ClaimBatch <= 0 {
+		cfg.ClaimBatch = cfg.Workers
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	e := &Engine{
+		cfg:      cfg,
+		log:      cfg.Log,
+		rlWaits:  make(map[string]*atomic.Int64),
+		slotFree: make(chan struct{}, 1),
+		running:  make(map[store.JobID]*runningJob),
+		started:  cfg.Now(),
+		done:     make(chan struct{}),
+		abort:    make(chan struct{}),
+	}
+	e.jobCtx, e.cancelJobs = context.WithCancelCause(context.Background()) // Run replaces it
+	for name := range cfg.TaskLimiters {
+		e.rlWaits[name] = new(atomic.Int64)
+	}
+	for name := range cfg.Breakers {
+		e.order = append(e.order, name)
+	}
+	slices.Sort(e.order)
+	e.state.Store(Running)
+	e.limit.Store(int64(cfg.Workers))
+	if p := cfg.Autoscale; p != nil {
+		e.limit.Store(int64(max(p.Min, min(p.Max, cfg.Workers))))
+	}
+	return e
+}
+
+// Run runs the engine's services until ctx ends, then drains: it stops
+// claiming, lets running jobs finish for up to DrainTimeout, cancels the
+// rest (returning them to pending unspent) and waits up to ShutdownGrace
+// for their handlers; then it stops the other services. It returns only
+// after every goroutine it started has exited, except abandoned handlers.
+func (e *Engine) Run(ctx context.Context) {
+	defer close(e.done)
+	// Job contexts carry ctx's values but outlive it, until the drain ends.
+	e.jobCtx, e.cancelJobs = context.WithCancelCause(context.WithoutCancel(ctx))
+	defer e.cancelJobs(ErrStopping)
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	e.stopMu.Lock()
+	e.stop = stop
+	if e.stopped {
+		stop()
+	}
+	e.stopMu.Unlock()
+
+	// Background services keep running during the drain (heartbeats
+	// must renew the leases of draining jobs).
+	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopBG()
+	var svc sync.WaitGroup
+	for _, s := range e.backgroundServices() {
+		svc.Go(func() { run(bg, s) })
+	}
+	if e.cfg.Start != nil {
+		e.cfg.Start(ctx)
+	}
+	var claiming sync.WaitGroup
+	p := newProducer(e)
+	claiming.Go(func() { p.run(ctx) })
+	if e.cfg.Periodic != nil {
+		claiming.Go(func() { newScheduler(e).run(ctx) })
+	}
+
+	<-ctx.Done()
+	e.state.Store(Stopping)
+	claiming.Wait()
+	e.log.Info("queuemax draining", "running", e.active.Load(), "drain_timeout", e.cfg.DrainTimeout)
+	drained := make(chan struct{})
+	go func() { e.jobWG.Wait(); close(drained) }()
+	timer := time.NewTimer(e.cfg.DrainTimeout)
+	select {
+	case <-drained:
+		timer.Stop()
+	case <-timer.C:
+		e.log.Warn("drain timeout: cancelling running jobs", "running", e.active.Load())
+		e.cancelRunning(drained)
+	case <-e.abort:
+		timer.Stop()
+		e.log.Warn("stop deadline: cancelling running jobs", "running", e.active.Load())
+		e.cancelRunning(drained)
+	}
+	stopBG()
+	svc.Wait()
+	e.state.Store(Stopped)
+}
+
+// backgroundServices are the services that stop after the drain.
+func (e *Engine) backgroundServices() []Service {
+	ss := []Service{&heartbeater{e: e}, &rescuer{e: e}, &maintenance{e: e}}
+	if e.cfg.Autoscale != nil {
+		ss = append(ss, &autoscaler{e: e})
+	}
+	return append(ss, e.cfg.Services...)
+}
+
+// cancelRunning cancels the running jobs' contexts and waits up to
+// ShutdownGrace for their handlers to return; handlers that ignore
+// cancellation are abandoned to their lapsing leases.
+func (e *Engine) cancelRunning(drained <-chan struct{}) {
+	e.cancelJobs(ErrStopping)
+	if e.cfg.ShutdownGrace <= 0 {
+		<-drained
+		return
+	}
+	grace := time.NewTimer(e.cfg.ShutdownGrace)
+	defer grace.Stop()
+	select {
+	case <-drained:
+	case <-grace.C:
+		e.mu.Lock()
+		ids := make([]int64, 0, len(e.running))
+		for id := range e.running {
+			ids = append(ids, int64(id))
+		}
+		e.mu.Unlock()
+		e.log.Error("abandoning jobs whose handlers ignore cancellation; their leases lapse after the stuck timeout and they run again",
+			"jobs", ids, "grace", e.cfg.ShutdownGrace)
+	}
+}
+
+// Stop ends claiming; Run then drains and returns.
+func (e *Engine) Stop() {
+	e.stopMu.Lock()
+	e.stopped = true
+	if e.stop != nil {
+		e.stop()
+	}
+	e.stopMu.Unlock()
+}
+
+// Abort cuts a drain short: running jobs are cancelled at once.
+func (e *Engine) Abort() { e.abortOnce.Do(func() { close(e.abort) }) }
+
+// Done is closed when Run has returned.
+func (e *Engine) Done() <-chan struct{} { return e.done }
+
+// Active is the number of jobs held: running, or claimed and waiting.
+func (e *Engine) Active() int { return int(e.active.Load()) }
+
+// Limiter is the overall rate limiter (nil: none).
+func (e *Engine) Limiter() *ratelimit.Limiter { return e.cfg.Limiter }
+
+// TaskLimiters are the per-task rate limiters.
+func (e *Engine) TaskLimiters() map[string]*ratelimit.Limiter { return e.cfg.TaskLimiters }
+
+// Breakers returns the task breakers by name, and the names sorted.
+func (e *Engine) Breakers() (map[string]*breaker.Breaker, []string) { return e.cfg.Breakers, e.order }
+
+// RateLimitWaits returns, per task with a limiter, the claim rounds that
+// left it out for lack of a token.
+func (e *Engine) RateLimitWaits() map[string]int64 {
+	out := make(map[string]int64, len(e.rlWaits))
+	for name, n := range e.rlWaits {
+		out[name] = n.Load()
+	}
+	return out
+}
+
+// Stats returns the engine's counters.
+func (e *Engine) Stats() Stats {
+	s := Stats{
+		State:       e.state.Load().(State),
+		Concurrency: int(e.limit.Load()),
+		Running:     int(e.executing.Load()),
+		Prefetched:  max(0, int(e.active.Load()-e.executing.Load())),
+		Processed:   e.processed.Load(),
+		Failed:      e.failed.Load(),
+		Retried:     e.retried.Load(),
+		LeaseLost:   e.lostCnt.Load(),
+		StartedAt:   e.started,
+	}
+	e.mu.Lock()
+	for id := range e.running {
+		s.CurrentJobs = append(s.CurrentJobs, id)
+	}
+	e.mu.Unlock()
+	return s
+}
+
+// breakerFor returns the breaker that guards task.
+func (e *Engine) breakerFor(task string) *breaker.Breaker {
+	if b, ok := e.cfg.Breakers[task]; ok {
+		return b
+	}
+	return e.cfg.Breakers[""]
+}
+
+func lease(j *store.Job) store.Lease { return store.Lease{ID: j.ID, Token: j.Lease} }

@@ -1,0 +1,364 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/queuemax/queuemax/runtime/breaker"
+	"github.com/queuemax/queuemax/runtime/ratelimit"
+	"github.com/queuemax/queuemax/runtime/scale"
+	"github.com/queuemax/queuemax/runtime/store"
+	"github.com/queuemax/queuemax/runtime/store/sqlitestore"
+)
+
+// rig is an engine on a real SQLite store in t.TempDir() with a fixed
+// clock, whose handler is run (nil: succeed).
+type rig struct {
+	t   *testing.T
+	st  *sqlitestore.Store
+	cfg Config
+	now time.Time
+	ran chan *store.Job
+	run func(ctx context.Context, j *store.Job) (any, error)
+}
+
+func newRig(t *testing.T, shards int) *rig {
+	t.Helper()
+	st, err := sqlitestore.Open(t.Context(), sqlitestore.Options{Dir: t.TempDir(), Shards: shards})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	r := &rig{t: t, st: st, now: time.Now().Truncate(time.Second), ran: make(chan *store.Job, 1000)}
+	b, err := breaker.New(breaker.Config{Threshold: 2, Timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.cfg = Config{
+		Store: st, WorkerID: "w1", Shards: shards, Workers: 4, ClaimBatch: 4,
+		PollInterval: time.Millisecond, HeartbeatInterval: time.Second, RecoveryInterval: time.Second,
+		DrainTimeout: time.Second, ShutdownGrace: time.Second,
+		Breakers: map[string]*breaker.Breaker{"": b},
+		Now:      func() time.Time { return r.now },
+		Execute: func(ctx context.Context, j *store.Job) (any, error) {
+			r.ran <- j
+			if r.run != nil {
+				return r.run(ctx, j)
+			}
+			return nil, nil
+		},
+		Retryable: func(error) bool { return true },
+		Encode:    func(any) (json.RawMessage, error) { return nil, nil },
+		Completed: func(context.Context, *store.Job, any) {},
+		Fail: func(ctx context.Context, j *store.Job, err error) (bool, error) {
+			return true, st.Fail(ctx, []store.FailParams{{Lease: lease(j), Error: err.Error(), Dead: true, Now: r.now}})[0]
+		},
+	}
+	return r
+}
+
+func (r *rig) enqueue(task string, prio store.Priority, n int) {
+	r.t.Helper()
+	ps := make([]store.InsertParams, n)
+	for i := range ps {
+		ps[i] = store.InsertParams{Task: task, Payload: json.RawMessage(`{}`), Priority: prio, MaxAttempts: 3, Now: r.now}
+	}
+	if _, err := r.st.Insert(r.t.Context(), ps); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// pending counts ready jobs.
+func (r *rig) counts() (pending, processing int64) {
+	r.t.Helper()
+	ss, err := r.st.Stats(r.t.Context())
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	for _, s := range ss {
+		pending += s.Pending
+		processing += s.Processing
+	}
+	return pending, processing
+}
+
+// TestProducer_RunOnce claims as many jobs as there are free slots,
+// highest priority first, runs them and acknowledges them.
+func TestProducer_RunOnce(t *testing.T) {
+	r := newRig(t, 1)
+	r.enqueue("low", 0, 3)
+	r.enqueue("high", 10, 3)
+	e := New(r.cfg)
+	p := newProducer(e)
+	n, _, err := p.RunOnce(t.Context(), r.now)
+	if err != nil || n != 4 {
+		t.Fatalf("RunOnce = %d, %v; want 4 jobs", n, err)
+	}
+	e.jobWG.Wait()
+	high := 0
+	for range 4 {
+		if j := <-r.ran; j.Task == "high" {
+			high++
+		}
+	}
+	if high != 3 {
+		t.Errorf("ran %d high-priority jobs of the first 4, want 3", high)
+	}
+	if s := e.Stats(); s.Processed != 4 || s.Running != 0 || e.Active() != 0 {
+		t.Errorf("stats %+v, active %d; want 4 processed, nothing running", s, e.Active())
+	}
+	if pending, processing := r.counts(); pending != 2 || processing != 0 {
+		t.Errorf("pending %d, processing %d; want 2, 0", pending, processing)
+	}
+}
+
+// TestProducer_RunOnceBreakerAndLimit leaves out a task whose breaker is
+// open and a task whose rate limit has no token: no claim, no slot.
+func TestProducer_RunOnceBreakerAndLimit(t *testing.T) {
+	r := newRig(t, 1)
+	open, _ := breaker.New(breaker.Config{Threshold: 1, Timeout: time.Minute})
+	open.Failure()
+	limited, _ := breaker.New(breaker.Config{Threshold: 5, Timeout: time.Minute})
+	l, err := ratelimit.New(1, time.Hour, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.TryAcquire() // the only token
+	r.cfg.Tasks = []string{"a", "b"}
+	r.cfg.Breakers = map[string]*breaker.Breaker{"a": open, "b": limited}
+	r.cfg.TaskLimiters = map[string]*ratelimit.Limiter{"b": l}
+	r.enqueue("a", 0, 2)
+	r.enqueue("b", 0, 2)
+	e := New(r.cfg)
+	n, retryIn, err := newProducer(e).RunOnce(t.Context(), r.now)
+	if err != nil || n != 0 {
+		t.Fatalf("RunOnce = %d, %v; want nothing claimed", n, err)
+	}
+	if retryIn <= 0 || retryIn > time.Hour {
+		t.Errorf("retryIn = %v, want the time until a token or the probe", retryIn)
+	}
+	if w := e.RateLimitWaits()["b"]; w != 1 {
+		t.Errorf("rate-limit waits of b = %d, want 1", w)
+	}
+	if pending, _ := r.counts(); pending != 4 {
+		t.Errorf("pending %d, want 4", pending)
+	}
+}
+
+// TestProducer_RunOnceLeaseLost: a job whose lease was taken back while
+// it ran is not acknowledged and counts as lost.
+func TestProducer_RunOnceLeaseLost(t *testing.T) {
+	r := newRig(t, 1)
+	r.cfg.Workers, r.cfg.ClaimBatch = 1, 1
+	r.enqueue("t", 0, 1)
+	e := New(r.cfg)
+	r.run = func(ctx context.Context, j *store.Job) (any, error) {
+		e.mu.Lock()
+		rj := e.running[j.ID]
+		e.mu.Unlock()
+		rj.lost.Store(true) // as the heartbeater does on ErrLeaseLost
+		return nil, nil
+	}
+	if n, _, _ := newProducer(e).RunOnce(t.Context(), r.now); n != 1 {
+		t.Fatalf("claimed %d, want 1", n)
+	}
+	e.jobWG.Wait()
+	if s := e.Stats(); s.LeaseLost != 1 || s.Processed != 0 {
+		t.Errorf("lease lost %d, processed %d; want 1, 0", s.LeaseLost, s.Processed)
+	}
+}
+
+// TestHeartbeater_RunOnce renews held jobs (so recovery leaves them) and
+// cancels a job whose lease no longer holds.
+func TestHeartbeater_RunOnce(t *testing.T) {
+	r := newRig(t, 1)
+	r.enqueue("t", 0, 2)
+	jobs, err := r.st.Claim(t.Context(), store.ClaimParams{WorkerID: "w1", Max: 2, Now: r.now})
+	if err != nil || len(jobs) != 2 {
+		t.Fatal(jobs, err)
+	}
+	e := New(r.cfg)
+	good := e.hold(jobs[0])
+	stale := *jobs[1]
+	stale.Lease++ // a lease this engine no longer holds
+	bad := e.hold(&stale)
+	h := &heartbeater{e: e}
+	h.RunOnce(t.Context(), r.now) // the round at start does nothing
+	r.now = r.now.Add(time.Hour)
+	h.RunOnce(t.Context(), r.now)
+	if !bad.lost.Load() || !errors.Is(context.Cause(bad.ctx), store.ErrLeaseLost) {
+		t.Errorf("stale lease: lost %v, cause %v; want lost and cancelled", bad.lost.Load(), context.Cause(bad.ctx))
+	}
+	if good.lost.Load() || good.ctx.Err() != nil {
+		t.Error("the held job was cancelled")
+	}
+	res, err := r.st.RecoverOrphans(t.Context(), r.now.Add(-time.Minute), r.now)
+	if err != nil || res.Requeued+res.DeadLettered != 1 {
+		t.Errorf("recover = %+v, %v; want only the job without heartbeats requeued", res, err)
+	}
+}
+
+// TestRescuer_RunOnce renews this engine's leases before recovering, so
+// only other workers' orphans are taken back.
+func TestRescuer_RunOnce(t *testing.T) {
+	r := newRig(t, 1)
+	r.enqueue("t", 0, 2)
+	mine, err := r.st.Claim(t.Context(), store.ClaimParams{WorkerID: "w1", Max: 1, Now: r.now})
+	if err != nil || len(mine) != 1 {
+		t.Fatal(mine, err)
+	}
+	if _, err := r.st.Claim(t.Context(), store.ClaimParams{WorkerID: "dead", Max: 1, Now: r.now}); err != nil {
+		t.Fatal(err)
+	}
+	var got store.RecoverResult
+	r.cfg.RecoverOrphans = func(ctx context.Context) error {
+		var err error
+		got, err = r.st.RecoverOrphans(ctx, r.now.Add(-30*time.Second), r.now)
+		return err
+	}
+	e := New(r.cfg)
+	e.hold(mine[0])
+	r.now = r.now.Add(time.Hour)
+	(&rescuer{e: e}).RunOnce(t.Context(), r.now)
+	if got.Requeued != 1 {
+		t.Errorf("requeued %d, want 1 (the dead worker's job only)", got.Requeued)
+	}
+}
+
+// TestMaintenance_RunOnce cleans up at start and then once per
+// CleanupInterval, and checks alerts every round.
+func TestMaintenance_RunOnce(t *testing.T) {
+	r := newRig(t, 1)
+	var cleanups, alerts int
+	r.cfg.CleanupInterval = time.Hour
+	r.cfg.Cleanup = func(context.Context) error { cleanups++; return nil }
+	r.cfg.CheckAlert = func(context.Context) { alerts++ }
+	m := &maintenance{e: New(r.cfg)}
+	for _, d := range []time.Duration{0, time.Minute, 59 * time.Minute, time.Hour, 90 * time.Minute} {
+		m.RunOnce(t.Context(), r.now.Add(d))
+	}
+	if cleanups != 2 || alerts != 5 {
+		t.Errorf("cleanups %d, alerts %d; want 2, 5", cleanups, alerts)
+	}
+}
+
+// TestAutoscaler_RunOnce scales up by the backlog, then honours the
+// cooldown.
+func TestAutoscaler_RunOnce(t *testing.T) {
+	r := newRig(t, 1)
+	p := scale.Policy{Min: 1, Max: 8, UpThreshold: 10, DownThreshold: 2, CheckInterval: time.Second, Cooldown: time.Minute}.WithDefaults()
+	r.cfg.Workers, r.cfg.Autoscale = 2, &p
+	r.enqueue("t", 0, 30)
+	e := New(r.cfg)
+	a := &autoscaler{e: e}
+	a.RunOnce(t.Context(), r.now)
+	if got := e.Stats().Concurrency; got != 5 {
+		t.Fatalf("concurrency %d after a backlog of 30, want 2+30/10 = 5", got)
+	}
+	a.RunOnce(t.Context(), r.now.Add(time.Second)) // within the cooldown
+	if got := e.Stats().Concurrency; got != 5 {
+		t.Errorf("concurrency %d within the cooldown, want 5", got)
+	}
+}
+
+type fakePeriodic struct {
+	mu    sync.Mutex
+	ticks []time.Time
+	now   time.Time
+}
+
+func (f *fakePeriodic) Register(context.Context, time.Time) error { return nil }
+func (f *fakePeriodic) Now() time.Time                            { return f.now }
+func (f *fakePeriodic) Tick(_ context.Context, now time.Time) (time.Time, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.ticks = append(f.ticks, now)
+	return now.Add(time.Minute), nil
+}
+
+// TestScheduler_RunOnce returns the next slot the periodic scheduler
+// named.
+func TestScheduler_RunOnce(t *testing.T) {
+	r := newRig(t, 1)
+	f := &fakePeriodic{now: r.now}
+	r.cfg.Periodic = f
+	s := newScheduler(New(r.cfg))
+	if next := s.RunOnce(t.Context(), r.now); !next.Equal(r.now.Add(time.Minute)) {
+		t.Errorf("next = %v, want a minute after %v", next, r.now)
+	}
+	if len(f.ticks) != 1 {
+		t.Errorf("ticks = %v, want one", f.ticks)
+	}
+}
+
+// TestEngine_RunDrain runs jobs, then on Stop cancels a job that outlives
+// the drain and returns it to pending without spending its attempt.
+func TestEngine_RunDrain(t *testing.T) {
+	r := newRig(t, 2)
+	r.cfg.Now = time.Now
+	r.cfg.DrainTimeout = 50 * time.Millisecond
+	var started atomic.Int32
+	block := make(chan struct{})
+	r.run = func(ctx context.Context, j *store.Job) (any, error) {
+		if j.Task != "slow" {
+			return nil, nil
+		}
+		started.Add(1)
+		close(block)
+		<-ctx.Done()
+		return nil, context.Cause(ctx)
+	}
+	r.enqueue("fast", 0, 5)
+	r.enqueue("slow", -1, 1)
+	e := New(r.cfg)
+	done := make(chan struct{})
+	go func() { e.Run(t.Context()); close(done) }()
+	<-block
+	deadline := time.Now().Add(10 * time.Second)
+	for e.Stats().Processed < 5 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	e.Stop()
+	<-done
+	if s := e.Stats(); s.State != Stopped || s.Processed != 5 || e.Active() != 0 {
+		t.Errorf("stats %+v, active %d; want stopped, 5 processed, none held", s, e.Active())
+	}
+	jobs, err := r.st.Claim(t.Context(), store.ClaimParams{WorkerID: "w2", Max: 5, Now: time.Now()})
+	if err != nil || len(jobs) != 1 || jobs[0].Task != "slow" || jobs[0].Attempts != 1 {
+		t.Errorf("after the drain: %v, %v; want the slow job pending again, unspent", jobs, err)
+	}
+}
+
+// TestProducer_RunOncePrefetch claims a whole ClaimBatch beyond the free
+// slots; the extra jobs wait, start as slots free (acknowledged in batches
+// too) and a stop returns the ones still waiting to pending unspent.
+func TestProducer_RunOncePrefetch(t *testing.T) {
+	r := newRig(t, 1)
+	r.cfg.Workers, r.cfg.ClaimBatch = 2, 6
+	r.enqueue("t", 0, 8)
+	e := New(r.cfg)
+	p := newProducer(e)
+	if n, _, err := p.RunOnce(t.Context(), r.now); err != nil || n != 6 {
+		t.Fatalf("RunOnce = %d, %v; want the whole batch of 6", n, err)
+	}
+	e.jobWG.Wait()
+	if len(p.waiting) != 4 || e.Active() != 4 {
+		t.Fatalf("waiting %d, active %d; want 4 prefetched", len(p.waiting), e.Active())
+	}
+	if free := p.startWaiting(); free != 0 || len(p.waiting) != 2 {
+		t.Fatalf("startWaiting: free %d, waiting %d; want 0, 2", free, len(p.waiting))
+	}
+	e.jobWG.Wait()
+	p.releaseWaiting()
+	if s := e.Stats(); s.Processed != 4 || e.Active() != 0 {
+		t.Errorf("processed %d, active %d; want 4, 0", s.Processed, e.Active())
+	}
+	if pending, processing := r.counts(); pending != 4 || processing != 0 {
+		t.Errorf("pending %d, processing %d; want 4 (2 released, 2 never claimed), 0", pending, processing)
+	}
+}

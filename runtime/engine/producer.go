@@ -1,0 +1,385 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"time"
+
+	"github.com/queuemax/queuemax/runtime/breaker"
+	"github.com/queuemax/queuemax/runtime/ratelimit"
+	"github.com/queuemax/queuemax/runtime/store"
+)
+
+// producer claims jobs while worker slots are free and starts them. Claim
+// rounds are planned by the breakers and rate limiters, so a task whose
+// breaker is open or whose bucket is empty costs no claim and holds no slot.
+type producer struct {
+	e *Engine
+	// sticky is the shard the last claim filled its batch from (-1: none)
+	// and streak how many claims in a row did.
+	sticky, streak int
+	// waiting holds prefetched jobs: when ClaimBatch exceeds the number
+	// of jobs that may run at once (and no rate limiter counts tokens per
+	// started job), a claim takes a whole batch and the jobs that find no
+	// free slot wait here, their leases renewed by heartbeats, and start
+	// as slots free. Jobs still waiting when claiming stops go back to
+	// pending unspent.
+	waiting []held
+	// lastVersion is the shards' data version, read before a round's
+	// claims only when versioned: busy rounds skip the read, and a round
+	// that finds nothing without it reads it and claims once more before
+	// idling, so that no commit slips between the claim and the wait.
+	lastVersion int64
+	versioned   bool
+}
+
+func newProducer(e *Engine) *producer { return &producer{e: e, sticky: -1} }
+
+// held is a claimed job waiting for a worker slot, with the breaker probe
+// ticket that guards it.
+type held struct {
+	rj *runningJob
+	t  *breaker.Ticket
+}
+
+// gatherWait bounds how long the producer waits for more free slots before
+// a claim while jobs are running. It is far below any real job's run time.
+const gatherWait = time.Millisecond
+
+func (p *producer) run(ctx context.Context) {
+	e := p.e
+	gather := time.NewTimer(time.Hour)
+	defer gather.Stop()
+	defer p.releaseWaiting()
+	for ctx.Err() == nil {
+		free := p.startWaiting()
+		if free <= 0 || len(p.waiting) > 0 {
+			select {
+			case <-ctx.Done():
+			case <-e.slotFree:
+			}
+			continue
+		}
+		limit := int(e.limit.Load())
+		// While jobs run, wait up to gatherWait for a whole batch of free
+		// slots, so that claims take batches rather than the first freed
+		// slot each (a claim is a write transaction however few jobs it
+		// takes, and the jobs of one batch finish close together).
+		if want := min(limit, e.cfg.ClaimBatch); !p.ahead(limit) && free < want && e.executing.Load() > 0 {
+			gather.Reset(gatherWait)
+			for free < want && free > 0 {
+				select {
+				case <-ctx.Done():
+				case <-e.slotFree:
+					free = int(e.limit.Load() - e.executing.Load())
+					continue
+				case <-gather.C:
+				}
+				break
+			}
+			gather.Stop()
+			if free <= 0 || ctx.Err() != nil {
+				continue
+			}
+		}
+		claimed, retryIn, err := p.RunOnce(ctx, e.cfg.Now())
+		switch {
+		case err != nil:
+			return // the rate limiter's wait ended with ctx
+		case claimed > 0:
+			p.versioned = false
+		case !p.versioned:
+			p.versioned = true // read the version, then claim once more
+		default:
+			p.idle(ctx, retryIn)
+			p.versioned = false
+		}
+	}
+}
+
+// ahead reports whether claims prefetch beyond the free slots.
+func (p *producer) ahead(limit int) bool {
+	return p.e.cfg.Limiter == nil && len(p.e.cfg.TaskLimiters) == 0 && p.e.cfg.ClaimBatch > limit
+}
+
+// startWaiting starts prefetched jobs on free slots and returns how many
+// slots are still free.
+func (p *producer) startWaiting() int {
+	e := p.e
+	free := int(e.limit.Load() - e.executing.Load())
+	n := min(free, len(p.waiting))
+	if n <= 0 {
+		return free
+	}
+	// The jobs that start together acknowledge together, per shard.
+	jobs := make([]*store.Job, n)
+	for i, h := range p.waiting[:n] {
+		jobs[i] = h.rj.job
+	}
+	batches := ackBatches(e, jobs, n)
+	for i, h := range p.waiting[:n] {
+		h.rj.batch = batches[h.rj.job.Shard]
+		e.launch(h.rj, h.t)
+		p.waiting[i] = held{}
+	}
+	p.waiting = p.waiting[n:]
+	return free - n
+}
+
+// releaseWaiting returns the prefetched jobs that never started to pending.
+func (p *producer) releaseWaiting() {
+	for _, h := range p.waiting {
+		if h.t != nil {
+			h.t.Release()
+		}
+		p.e.release(h.rj)
+		p.e.unhold(h.rj)
+	}
+	p.waiting = nil
+}
+
+// RunOnce is one claim round at now for the free slots: it plans the
+// claims, claims and starts the jobs (prefetched ones wait). It returns
+// how many jobs it claimed and, when tasks were left out, how soon one may
+// be claimable again. Its error is the overall rate limiter's wait ending.
+func (p *producer) RunOnce(ctx context.Context, now time.Time) (claimed int, retryIn time.Duration, err error) {
+	e := p.e
+	limit := int(e.limit.Load())
+	free := limit - int(e.executing.Load())
+	if free <= 0 {
+		return 0, time.Hour, nil
+	}
+	n := min(free, e.cfg.ClaimBatch)
+	if p.ahead(limit) {
+		n = e.cfg.ClaimBatch
+	}
+	if l := e.cfg.Limiter; l != nil {
+		// Tokens are taken per job started, never per poll: one is
+		// awaited, more taken if available, unused ones refunded.
+		if err := l.Acquire(ctx); err != nil {
+			return 0, 0, err
+		}
+		got := 1
+		for got < n && l.TryAcquire() {
+			got++
+		}
+		n = got
+	}
+	groups, retryIn := p.plan(n)
+	if p.versioned {
+		if v, err := e.cfg.Store.DataVersion(ctx); err == nil {
+			p.lastVersion = v
+		} else {
+			p.versioned = false
+		}
+	}
+	for _, g := range groups {
+		var jobs []*store.Job
+		if room := min(g.max, n-claimed); room > 0 {
+			jobs, _ = p.claim(ctx, g.tasks, room, now)
+		}
+		if g.limiter != nil {
+			for range g.max - len(jobs) {
+				g.limiter.Refund()
+			}
+		}
+		if g.probe != nil && len(jobs) == 0 {
+			g.probe.Release() // a probe that finds no job must not wedge the breaker
+		}
+		batches := ackBatches(e, jobs, free)
+		for _, j := range jobs {
+			if free > 0 {
+				rj := e.hold(j)
+				rj.batch = batches[j.Shard]
+				e.launch(rj, g.probe)
+				free--
+			} else {
+				p.waiting = append(p.waiting, held{e.hold(j), g.probe})
+			}
+		}
+		claimed += len(jobs)
+	}
+	if l := e.cfg.Limiter; l != nil {
+		for range n - claimed {
+			l.Refund()
+		}
+	}
+	return claimed, retryIn, nil
+}
+
+// claimGroup is one claim of a round: tasks (nil: any task) and at most
+// max jobs, with the breaker probe ticket and task rate limiter that guard
+// it.
+type claimGroup struct {
+	tasks   []string
+	max     int
+	probe   *breaker.Ticket
+	limiter *ratelimit.Limiter // tokens for max jobs were taken; unused ones are refunded
+}
+
+// plan decides what a round of up to n jobs may claim. Tasks whose breaker
+// is open, or whose rate limiter has no token, are left out. A half-open
+// task gets one probe job. retryIn is how soon a left-out task may be
+// claimable again (an hour if none is left out).
+func (p *producer) plan(n int) (groups []claimGroup, retryIn time.Duration) {
+	e := p.e
+	retryIn = time.Hour
+	var free []string // closed breaker, no task limiter
+	excluded := false
+	for _, name := range e.order {
+		b := e.cfg.Breakers[name]
+		t, ok := b.Allow()
+		if !ok {
+			excluded = true
+			retryIn = min(retryIn, b.Stats().RecoveryRemaining)
+			continue
+		}
+		want := n
+		if t.Probe() {
+			want = 1
+		}
+		l := e.cfg.TaskLimiters[name]
+		if l != nil {
+			got := 0
+			for got < want && l.TryAcquire() {
+				got++
+			}
+			if got == 0 {
+				e.rlWaits[name].Add(1)
+				t.Release()
+				excluded = true
+				retryIn = min(retryIn, l.RetryAfter())
+				continue
+			}
+			want = got
+		}
+		switch {
+		case t.Probe():
+			groups = append(groups, claimGroup{tasks: []string{name}, max: 1, probe: &t, limiter: l})
+		case l != nil:
+			groups = append(groups, claimGroup{tasks: []string{name}, max: want, limiter: l})
+		default:
+			free = append(free, name)
+		}
+	}
+	if len(free) > 0 {
+		tasks := free
+		if !excluded && len(groups) == 0 {
+			tasks = e.cfg.Tasks // every task: the usual filter (nil with a catch-all)
+		} else if len(free) == 1 && free[0] == "" && e.cfg.Tasks == nil {
+			tasks = nil
+		}
+		groups = append(groups, claimGroup{tasks: tasks, max: n})
+	}
+	return groups, retryIn
+}
+
+// claim claims up to max jobs of tasks (nil: any task).
+func (p *producer) claim(ctx context.Context, tasks []string, max int, now time.Time) ([]*store.Job, error) {
+	e := p.e
+	if len(tasks) == 1 && tasks[0] == "" && e.cfg.Tasks == nil {
+		tasks = nil // the catch-all handler's group covers every task
+	}
+	jobs, err := e.cfg.Store.Claim(ctx, store.ClaimParams{WorkerID: e.cfg.WorkerID, Max: max, Now: now, Tasks: tasks,
+		Order: p.claimOrder()})
+	if err != nil && ctx.Err() == nil && !errors.Is(err, store.ErrClosed) {
+		e.log.WarnContext(ctx, "claim failed", "err", err)
+	}
+	// Stay on a shard that filled the batch: the next claim then joins the
+	// group transaction that acknowledges this batch on that shard's
+	// writer, one commit for both.
+	switch {
+	case len(jobs) == max && jobs[len(jobs)-1].Shard == p.sticky:
+		p.streak++
+	case len(jobs) == max:
+		p.sticky, p.streak = jobs[len(jobs)-1].Shard, 1
+	default:
+		p.sticky, p.streak = -1, 0
+	}
+	return jobs, err
+}
+
+// maxStreak bounds how many claims in a row start at the same shard, so
+// that a shard with a steady inflow cannot starve the others.
+const maxStreak = 8
+
+// claimOrder returns the shards to visit: a fresh random order, led by the
+// sticky shard while its streak lasts.
+func (p *producer) claimOrder() []int {
+	order := rand.Perm(p.e.cfg.Shards)
+	if p.sticky < 0 || p.streak >= maxStreak {
+		p.sticky, p.streak = -1, 0
+		return order
+	}
+	for i, sh := range order {
+		if sh == p.sticky {
+			order[0], order[i] = order[i], order[0]
+			break
+		}
+	}
+	return order
+}
+
+// idle waits for a reason to claim again: a local enqueue, a commit by
+// another connection (the store's data version, checked every
+// PollInterval), a notification from the store, a scheduled job coming
+// due, a left-out task becoming claimable (retryIn), or ctx's end.
+func (p *producer) idle(ctx context.Context, retryIn time.Duration) {
+	e := p.e
+	st := e.cfg.Store
+	retry := time.NewTimer(max(retryIn, time.Millisecond))
+	defer retry.Stop()
+	var due <-chan time.Time
+	if t, ok, err := st.NextDue(ctx); err == nil && ok {
+		timer := time.NewTimer(max(0, t.Sub(e.cfg.Now())) + time.Millisecond)
+		defer timer.Stop()
+		due = timer.C
+	}
+	// A full re-check now and then covers clock steps and missed signals.
+	fallback := time.NewTimer(time.Second + rand.N(time.Second))
+	defer fallback.Stop()
+	// Poll every PollInterval at first; after idleBackoffAfter of quiet,
+	// back off to idleMaxPolls times that, so an idle worker costs little
+	// CPU while a busy one still sees other processes' enqueues at once.
+	interval, start := e.cfg.PollInterval, time.Now()
+	poll := time.NewTimer(interval)
+	defer poll.Stop()
+	// A store that is notified of other processes' commits (PostgreSQL's
+	// LISTEN/NOTIFY) wakes the producer at once; polling stays the fallback.
+	var changes <-chan struct{}
+	if n, ok := st.(store.Notifier); ok {
+		changes = n.Changes()
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-e.cfg.Wake:
+			return
+		case <-changes:
+			return
+		case <-due:
+			return
+		case <-retry.C:
+			return
+		case <-fallback.C:
+			return
+		case <-poll.C:
+			v, err := st.DataVersion(ctx)
+			if err != nil || v != p.lastVersion {
+				return
+			}
+			if time.Since(start) > idleBackoffAfter {
+				interval = min(interval*2, idleMaxPolls*e.cfg.PollInterval)
+			}
+			poll.Reset(interval)
+		}
+	}
+}
+
+// Idle polling back-off: see idle.
+const (
+	idleBackoffAfter = 200 * time.Millisecond
+	idleMaxPolls     = 4
+)

@@ -1,0 +1,199 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/queuemax/queuemax/runtime/store"
+)
+
+// Service is one of the engine's loops: Run calls RunOnce at once and then
+// every Interval until the service's context ends. Tests call RunOnce
+// directly with a fixed clock.
+type Service interface {
+	Name() string
+	Interval() time.Duration
+	RunOnce(ctx context.Context, now time.Time)
+}
+
+// Closer is a Service with work to do when it stops (e.g. removing a
+// registry entry); run calls Close after the service's context ended.
+type Closer interface {
+	Close(ctx context.Context)
+}
+
+// run is the start/stop discipline every ticking service shares.
+func run(ctx context.Context, s Service) {
+	if c, ok := s.(Closer); ok {
+		defer c.Close(ctx)
+	}
+	d := s.Interval()
+	if d <= 0 {
+		<-ctx.Done()
+		return
+	}
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		s.RunOnce(ctx, time.Now())
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// heartbeater renews the heartbeats of every job the engine holds. A job
+// whose lease was lost is cancelled: another worker owns it now. Its first
+// round is one interval after start (claims stamp a fresh heartbeat).
+type heartbeater struct {
+	e       *Engine
+	started bool
+}
+
+func (h *heartbeater) Name() string            { return "heartbeater" }
+func (h *heartbeater) Interval() time.Duration { return h.e.cfg.HeartbeatInterval }
+
+func (h *heartbeater) RunOnce(ctx context.Context, now time.Time) {
+	if !h.started { // claims stamp a fresh heartbeat: skip the round at start
+		h.started = true
+		return
+	}
+	h.e.renew(ctx)
+}
+
+// renew renews the heartbeats of every job the engine holds, cancelling
+// those whose lease was lost.
+func (e *Engine) renew(ctx context.Context) {
+	e.mu.Lock()
+	rjs := make([]*runningJob, 0, len(e.running))
+	for _, rj := range e.running {
+		rjs = append(rjs, rj)
+	}
+	e.mu.Unlock()
+	if len(rjs) == 0 {
+		return
+	}
+	ls := make([]store.Lease, len(rjs))
+	for i, rj := range rjs {
+		ls[i] = lease(rj.job)
+	}
+	for i, err := range e.cfg.Store.Heartbeat(ctx, ls, e.cfg.Now()) {
+		switch {
+		case errors.Is(err, store.ErrLeaseLost):
+			rjs[i].lost.Store(true)
+			rjs[i].cancel(store.ErrLeaseLost)
+		case err != nil && ctx.Err() == nil:
+			e.log.WarnContext(ctx, "heartbeat failed", "job_id", int64(rjs[i].job.ID), "err", err)
+		}
+	}
+}
+
+// rescuer recovers orphans: jobs whose heartbeat is older than the stuck
+// timeout. It renews this engine's own leases first, so that a heartbeat
+// round starved under load cannot let it take back jobs still running here.
+type rescuer struct{ e *Engine }
+
+func (r *rescuer) Name() string            { return "rescuer" }
+func (r *rescuer) Interval() time.Duration { return r.e.cfg.RecoveryInterval }
+
+func (r *rescuer) RunOnce(ctx context.Context, now time.Time) {
+	if r.e.cfg.RecoverOrphans == nil {
+		return
+	}
+	r.e.renew(ctx)
+	if err := r.e.cfg.RecoverOrphans(ctx); err != nil && ctx.Err() == nil {
+		r.e.log.WarnContext(ctx, "orphan recovery failed", "err", err)
+	}
+}
+
+// maintenance deletes old jobs every CleanupInterval and checks the alert
+// threshold every RecoveryInterval.
+type maintenance struct {
+	e           *Engine
+	lastCleanup time.Time
+}
+
+func (m *maintenance) Name() string            { return "maintenance" }
+func (m *maintenance) Interval() time.Duration { return m.e.cfg.RecoveryInterval }
+
+func (m *maintenance) RunOnce(ctx context.Context, now time.Time) {
+	e := m.e
+	if e.cfg.Cleanup != nil && (m.lastCleanup.IsZero() || now.Sub(m.lastCleanup) >= e.cfg.CleanupInterval) {
+		m.lastCleanup = now
+		if err := e.cfg.Cleanup(ctx); err != nil && ctx.Err() == nil {
+			e.log.WarnContext(ctx, "cleanup failed", "err", err)
+		}
+	}
+	if e.cfg.CheckAlert != nil {
+		e.cfg.CheckAlert(ctx)
+	}
+}
+
+// autoscaler adjusts how many jobs may run at once by the backlog.
+type autoscaler struct {
+	e    *Engine
+	last time.Time // the last change
+}
+
+func (a *autoscaler) Name() string            { return "autoscaler" }
+func (a *autoscaler) Interval() time.Duration { return a.e.cfg.Autoscale.CheckInterval }
+
+func (a *autoscaler) RunOnce(ctx context.Context, now time.Time) {
+	e := a.e
+	s, err := e.cfg.Store.Stats(ctx)
+	if err != nil {
+		return
+	}
+	var pending int64
+	for _, sh := range s {
+		pending += sh.Pending
+	}
+	cur := int(e.limit.Load())
+	target := e.cfg.Autoscale.Target(cur, pending, now.Sub(a.last), !a.last.IsZero())
+	if target == cur {
+		return
+	}
+	e.limit.Store(int64(target))
+	a.last = now
+	e.log.InfoContext(ctx, "autoscaled workers", "from", cur, "to", target, "pending", pending)
+	e.signalSlot()
+}
+
+// scheduler runs the periodic scheduler while the engine claims.
+type scheduler struct {
+	e *Engine
+	p Periodic
+}
+
+func newScheduler(e *Engine) *scheduler { return &scheduler{e: e, p: e.cfg.Periodic} }
+
+// RunOnce fires the slots due at now and returns when the next one is.
+func (s *scheduler) RunOnce(ctx context.Context, now time.Time) time.Time {
+	next, err := s.p.Tick(ctx, now)
+	if err != nil && ctx.Err() == nil {
+		s.e.log.WarnContext(ctx, "periodic scheduler", "err", err)
+	}
+	return next
+}
+
+func (s *scheduler) run(ctx context.Context) {
+	if err := s.p.Register(ctx, s.p.Now()); err != nil {
+		if ctx.Err() == nil {
+			s.e.log.ErrorContext(ctx, "periodic scheduler stopped", "err", err)
+		}
+		return
+	}
+	for {
+		next := s.RunOnce(ctx, s.p.Now())
+		timer := time.NewTimer(max(next.Sub(s.p.Now()), 0))
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return
+		case <-timer.C:
+		}
+	}
+}
