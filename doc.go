@@ -37,6 +37,18 @@
 // (six shards in ./data); ConfigFromEnv reads queue-max's environment
 // variables.
 //
+// # Types
+//
+// Job, JobID, Status, Priority, DeadLetter, ShardStats, JobCount,
+// CleanupResult and RecoverResult are aliases of the types in package
+// github.com/queuemax/queuemax/queuemaxtype, which documents their fields
+// and methods in full: go doc github.com/queuemax/queuemax/queuemaxtype.Job.
+// Write them as queuemax.Job and so on. The documentation of
+// CircuitBreaker, CircuitBreakerConfig, CircuitState, CircuitOpenError,
+// RateLimiter, RateLimiterStats and Autoscale is in packages runtime/breaker,
+// runtime/ratelimit and runtime/scale, which only this package should
+// import.
+//
 // # Delivery
 //
 // A job is durable once its enqueue returns. Claims are atomic per shard

@@ -273,9 +273,6 @@ func (c *Client) taskDefaults(task string) (Priority, int) {
 	return prio, retries + 1
 }
 
-// CleanupResult counts what Cleanup deleted.
-type CleanupResult = store.CleanupResult
-
 // Cleanup deletes failed and completed jobs that finished more than olderThan
 // ago, and dead-letter rows as old. Zero means Config.CleanupAge. Run calls
 // it every hour.
@@ -298,9 +295,6 @@ func (c *Client) Purge(ctx context.Context, statuses ...Status) (int, error) {
 	}
 	return c.st.Purge(ctx, statuses)
 }
-
-// RecoverResult counts what RecoverOrphans did.
-type RecoverResult = store.RecoverResult
 
 // RecoverOrphans takes back jobs whose heartbeat is older than
 // Config.StuckTimeout: they return to pending, or go to the dead-letter

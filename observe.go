@@ -3,12 +3,7 @@ package queuemax
 import (
 	"context"
 	"slices"
-
-	"github.com/queuemax/queuemax/runtime/store"
 )
-
-// JobCount is how many jobs of one task have one status in one shard.
-type JobCount = store.JobCount
 
 // JobCounts returns how many jobs each shard holds per task and status
 // (counts of zero are left out), for metrics exporters. Dead-letter rows are

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/queuemax/queuemax/runtime/store"
+	"github.com/queuemax/queuemax/queuemaxtype"
 )
 
 // Ptr returns a pointer to v. It fills the optional fields of Opts and
@@ -126,39 +126,56 @@ type Handler struct {
 	Validate func(payload json.RawMessage) error
 }
 
-// Re-exported leaf types. They are defined in the storage layer so that every
-// store implementation shares them.
+// Re-exported leaf types. They are defined, with their full documentation,
+// in package github.com/queuemax/queuemax/queuemaxtype (run
+// go doc github.com/queuemax/queuemax/queuemaxtype.Job to see a type's
+// fields and methods); the storage layer shares them.
 type (
-	// JobID identifies a job across all shards.
-	JobID = store.JobID
-	// Job is one stored job.
-	Job = store.Job
-	// Status is a job's state.
-	Status = store.Status
-	// Priority orders jobs within a shard: 0 low, 1 medium, 2 high.
-	Priority = store.Priority
-	// DeadLetter is one row of the dead-letter queue.
-	DeadLetter = store.DeadLetter
-	// ShardStats holds one shard's counts.
-	ShardStats = store.ShardStats
+	// JobID identifies a job across all shards; see queuemaxtype.JobID for
+	// its methods (Shard, Seq, String).
+	JobID = queuemaxtype.JobID
+	// Job is one stored job; see queuemaxtype.Job for its fields and
+	// methods.
+	Job = queuemaxtype.Job
+	// Status is a job's state; see queuemaxtype.Status.
+	Status = queuemaxtype.Status
+	// Priority orders jobs within a shard: 0 low, 1 medium, 2 high; see
+	// queuemaxtype.Priority for its methods.
+	Priority = queuemaxtype.Priority
+	// DeadLetter is one row of the dead-letter queue; see
+	// queuemaxtype.DeadLetter for its fields.
+	DeadLetter = queuemaxtype.DeadLetter
+	// ShardStats holds one shard's counts; see queuemaxtype.ShardStats for
+	// its fields.
+	ShardStats = queuemaxtype.ShardStats
+	// JobCount is how many jobs of one task have one status in one shard;
+	// see queuemaxtype.JobCount for its fields.
+	JobCount = queuemaxtype.JobCount
+	// CleanupResult counts what Cleanup deleted; see
+	// queuemaxtype.CleanupResult for its fields.
+	CleanupResult = queuemaxtype.CleanupResult
+	// RecoverResult counts what RecoverOrphans did; see
+	// queuemaxtype.RecoverResult for its fields.
+	RecoverResult = queuemaxtype.RecoverResult
 )
 
-// Statuses and priorities.
+// Statuses and priorities; see queuemaxtype.
 const (
-	StatusPending    = store.StatusPending
-	StatusScheduled  = store.StatusScheduled
-	StatusProcessing = store.StatusProcessing
-	StatusCompleted  = store.StatusCompleted
-	StatusFailed     = store.StatusFailed
-	StatusCancelled  = store.StatusCancelled
+	StatusPending    = queuemaxtype.StatusPending
+	StatusScheduled  = queuemaxtype.StatusScheduled
+	StatusProcessing = queuemaxtype.StatusProcessing
+	StatusCompleted  = queuemaxtype.StatusCompleted
+	StatusFailed     = queuemaxtype.StatusFailed
+	StatusCancelled  = queuemaxtype.StatusCancelled
 
-	PriorityLow    = store.PriorityLow
-	PriorityMedium = store.PriorityMedium
-	PriorityHigh   = store.PriorityHigh
+	PriorityLow    = queuemaxtype.PriorityLow
+	PriorityMedium = queuemaxtype.PriorityMedium
+	PriorityHigh   = queuemaxtype.PriorityHigh
 )
 
-// ParseJobID parses a JobID's decimal form, or "shard:seq".
-func ParseJobID(s string) (JobID, error) { return store.ParseJobID(s) }
+// ParseJobID parses a JobID's decimal form, or "shard:seq"; see
+// queuemaxtype.ParseJobID.
+func ParseJobID(s string) (JobID, error) { return queuemaxtype.ParseJobID(s) }
 
-// ParseStatus parses a status name.
-func ParseStatus(s string) (Status, error) { return store.ParseStatus(s) }
+// ParseStatus parses a status name; see queuemaxtype.ParseStatus.
+func ParseStatus(s string) (Status, error) { return queuemaxtype.ParseStatus(s) }

@@ -12,10 +12,13 @@ import (
 // spinning) until a token is due; TryAcquire, Remaining, RetryAfter, Update,
 // Reset and Stats complete queue-max's RateLimiter API. A nil *RateLimiter
 // means no limit. Run uses one for Config.RateLimit and one per task with a
-// TaskOptions.RateLimit; this type is for limits of your own.
+// TaskOptions.RateLimit; this type is for limits of your own. See
+// ratelimit.Limiter (go doc github.com/queuemax/queuemax/runtime/ratelimit.Limiter)
+// for its methods.
 type RateLimiter = ratelimit.Limiter
 
-// RateLimiterStats is a snapshot of a RateLimiter.
+// RateLimiterStats is a snapshot of a RateLimiter; see ratelimit.Stats
+// (go doc github.com/queuemax/queuemax/runtime/ratelimit.Stats) for its fields.
 type RateLimiterStats = ratelimit.Stats
 
 // NewRateLimiter returns a full bucket of burst tokens (burst 0 means
@@ -29,17 +32,23 @@ func NewRateLimiter(limit int, per time.Duration, burst int) (*RateLimiter, erro
 // its failure opens it again. Allow returns a ticket that the caller settles
 // with Success, Failure or Release, so a probe that finds nothing to do
 // cannot wedge it half-open. Run uses one built from Config.CircuitThreshold
-// and Config.CircuitTimeout; this type is for breakers of your own.
+// and Config.CircuitTimeout; this type is for breakers of your own. See
+// breaker.Breaker (go doc github.com/queuemax/queuemax/runtime/breaker.Breaker)
+// for its methods.
 type CircuitBreaker = breaker.Breaker
 
-// CircuitBreakerConfig configures NewCircuitBreaker.
+// CircuitBreakerConfig configures NewCircuitBreaker; see breaker.Config
+// (go doc github.com/queuemax/queuemax/runtime/breaker.Config) for its fields.
 type CircuitBreakerConfig = breaker.Config
 
-// CircuitState is a breaker's state: closed, open or half_open.
+// CircuitState is a breaker's state: closed, open or half_open; see
+// breaker.State (go doc github.com/queuemax/queuemax/runtime/breaker.State).
 type CircuitState = breaker.State
 
 // CircuitOpenError is returned by CircuitBreaker.Call while the breaker
-// rejects calls; it matches ErrCircuitOpen.
+// rejects calls; it matches ErrCircuitOpen. See breaker.OpenError
+// (go doc github.com/queuemax/queuemax/runtime/breaker.OpenError) for its
+// fields.
 type CircuitOpenError = breaker.OpenError
 
 // ErrCircuitOpen is matched by every CircuitOpenError.

@@ -33,7 +33,9 @@ type Hooks struct {
 // max(1, pending/UpThreshold) workers, below DownThreshold remove one,
 // checking every CheckInterval and acting at most once per Cooldown. Zero
 // fields mean Min 1, Max 10, UpThreshold 100, DownThreshold 10,
-// CheckInterval 60s and Cooldown 30s.
+// CheckInterval 60s and Cooldown 30s. See scale.Policy
+// (go doc github.com/queuemax/queuemax/runtime/scale.Policy) for its fields
+// and methods.
 type Autoscale = scale.Policy
 
 // WorkerState is the state of Run's engine.

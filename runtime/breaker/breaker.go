@@ -16,7 +16,10 @@
 // A nil *Breaker is always closed and records nothing, so callers need no
 // branches.
 //
-// Not API: import github.com/queuemax/queuemax instead.
+// Not API: import github.com/queuemax/queuemax instead. Its documentation is
+// the reference for the root package's CircuitBreaker, CircuitBreakerConfig,
+// CircuitState and CircuitOpenError, which alias Breaker, Config, State and
+// OpenError: go doc github.com/queuemax/queuemax/runtime/breaker.Breaker.
 package breaker
 
 import (

@@ -22,7 +22,10 @@
 // A nil *Limiter means "no limit": Acquire and TryAcquire succeed at once, so
 // callers need no branches.
 //
-// Not API: import github.com/queuemax/queuemax instead.
+// Not API: import github.com/queuemax/queuemax instead. Its documentation is
+// the reference for the root package's RateLimiter and RateLimiterStats,
+// which alias Limiter and Stats:
+// go doc github.com/queuemax/queuemax/runtime/ratelimit.Limiter.
 package ratelimit
 
 import (

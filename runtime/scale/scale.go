@@ -8,7 +8,9 @@
 // queue-max, a pool outside [Min, Max] (for example one started with fewer
 // than Min workers) is brought inside the range at once.
 //
-// Not API: import github.com/queuemax/queuemax instead.
+// Not API: import github.com/queuemax/queuemax instead. Its documentation is
+// the reference for the root package's Autoscale, which aliases Policy:
+// go doc github.com/queuemax/queuemax/runtime/scale.Policy.
 package scale
 
 import (

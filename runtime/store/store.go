@@ -11,6 +11,8 @@ import (
 	"encoding/json"
 	"errors"
 	"time"
+
+	"github.com/queuemax/queuemax/queuemaxtype"
 )
 
 // Errors returned by every Store implementation. The root package re-exports
@@ -303,16 +305,10 @@ type FailParams struct {
 }
 
 // RecoverResult counts what RecoverOrphans did.
-type RecoverResult struct {
-	Requeued     int
-	DeadLettered int
-}
+type RecoverResult = queuemaxtype.RecoverResult
 
 // CleanupResult counts what Cleanup deleted.
-type CleanupResult struct {
-	Jobs        int
-	DeadLetters int
-}
+type CleanupResult = queuemaxtype.CleanupResult
 
 // ListParams filters listings. Zero fields do not filter.
 type ListParams struct {
@@ -323,21 +319,7 @@ type ListParams struct {
 }
 
 // ShardStats holds one shard's counts.
-type ShardStats struct {
-	Shard             int
-	Pending           int64 // ready now
-	Scheduled         int64 // waiting for a run-at or retry time
-	Processing        int64
-	Failed            int64 // dead (also in the dead-letter queue)
-	Completed         int64 // kept because they carry a result
-	DeadLetters       int64
-	TotalProcessed    int64 // shard_metadata.total_jobs_processed
-	TotalFailed       int64 // shard_metadata.total_jobs_failed
-	OldestPending     time.Time
-	AvgProcessingTime time.Duration // mean age of running claims
-	Healthy           bool
-	LastError         string
-}
+type ShardStats = queuemaxtype.ShardStats
 
 // Notifier is implemented by stores that learn of other processes' commits
 // by notification (PostgreSQL's LISTEN/NOTIFY) rather than by polling.

@@ -1,4 +1,4 @@
-package store
+package queuemaxtype
 
 import (
 	"encoding/json"

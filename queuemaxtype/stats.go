@@ -1,0 +1,50 @@
+package queuemaxtype
+
+import "time"
+
+// ShardStats holds one shard's counts (queuemax.Stats.PerShard).
+type ShardStats struct {
+	Shard             int
+	Pending           int64 // ready now
+	Scheduled         int64 // waiting for a run-at or retry time
+	Processing        int64
+	Failed            int64 // dead (also in the dead-letter queue)
+	Completed         int64 // kept because they carry a result
+	DeadLetters       int64
+	TotalProcessed    int64 // shard_metadata.total_jobs_processed
+	TotalFailed       int64 // shard_metadata.total_jobs_failed
+	OldestPending     time.Time
+	AvgProcessingTime time.Duration // mean age of running claims
+	Healthy           bool
+	LastError         string
+}
+
+// JobCount is one row of Client.JobCounts: how many jobs of one task have
+// one status in one shard, or, when Status is "" (see IsDeadLetters), how
+// many dead-letter rows of one task one shard holds. Jobs and dead letters
+// stored without a task have Task "".
+type JobCount struct {
+	Shard  int
+	Task   string
+	Status Status // "" for the dead-letter count
+	Count  int64
+}
+
+// IsDeadLetters reports whether c counts dead-letter rows rather than jobs
+// of one status.
+func (c JobCount) IsDeadLetters() bool { return c.Status == "" }
+
+// RecoverResult counts what orphan recovery did: jobs returned to pending
+// and jobs moved to the dead-letter queue because their last attempt was
+// used.
+type RecoverResult struct {
+	Requeued     int
+	DeadLettered int
+}
+
+// CleanupResult counts what Cleanup deleted: finished jobs and dead-letter
+// rows.
+type CleanupResult struct {
+	Jobs        int
+	DeadLetters int
+}
