@@ -165,16 +165,25 @@ function stopPolling() {
   state.timer = null;
 }
 
-// poll calls fn now and every POLL_MS while the route is unchanged.
+// poll calls fn now and every POLL_MS while the route is unchanged. A
+// failure before the first success (or a refused token) replaces the view
+// and stops; a later one (a busy server, a dropped connection) is shown in
+// the flash line and polling goes on, so the page keeps updating.
 function poll(fn) {
   const route = location.hash;
+  let shown = false;
   const tick = async () => {
     if (location.hash !== route) return;
     try {
       await fn();
+      shown = true;
     } catch (e) {
-      if (location.hash === route) $("#view").replaceChildren(errorView(e));
-      return;
+      if (location.hash !== route) return;
+      if (!shown || e.status === 401) {
+        $("#view").replaceChildren(errorView(e));
+        return;
+      }
+      flash("Could not refresh: " + e.message + " (retrying)", true);
     }
     if (location.hash === route) state.timer = setTimeout(tick, POLL_MS);
   };
