@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"net"
@@ -10,7 +11,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/queuemax/queuemax"
+	"github.com/queuemax/queuemax/queuemaxprom"
 )
 
 // TokenEnv is the environment variable holding the admin token of
@@ -80,6 +84,11 @@ func runDashboard(r *runner, ctx context.Context, cmd *command, args []string) (
 		http.Redirect(w, req, "/ui/", http.StatusFound)
 	})
 	mux.Handle("/", admin)
+	metrics, err := dashboardMetrics(c, token, *protect)
+	if err != nil {
+		return err
+	}
+	mux.Handle("GET /metrics", metrics)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 
 	var lc net.ListenConfig
@@ -121,4 +130,35 @@ func isLoopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// dashboardMetrics serves the queue's Prometheus metrics (package
+// queuemaxprom): job counts by shard, task and status, breaker states and
+// the live workers of the registry, read from the store at most every 15s.
+// The per-task event counters and histograms stay at zero here, since the
+// dashboard runs no jobs; scrape the worker processes for those. With
+// protectReads the scrape needs the admin token as a bearer token.
+func dashboardMetrics(c *queuemax.Client, token string, protectReads bool) (http.Handler, error) {
+	col := queuemaxprom.NewCollector(queuemaxprom.Options{
+		LiveWorkers: func(ctx context.Context) (int, error) {
+			ws, err := c.Workers(ctx)
+			return len(ws), err
+		},
+	})
+	col.Attach(c)
+	reg := prometheus.NewRegistry()
+	if err := reg.Register(col); err != nil {
+		return nil, err
+	}
+	h := promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+	if !protectReads {
+		return h, nil
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), []byte("Bearer "+token)) != 1 {
+			http.Error(w, "queuemax: /metrics needs the admin token (Authorization: Bearer)", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}), nil
 }

@@ -91,6 +91,12 @@ func TestDashboard(t *testing.T) {
 		if code, body, _ := httpDo(t, "GET", base+"/tasks", ""); code != 200 || !strings.Contains(body, `"task": "mail.send"`) {
 			t.Errorf("GET /tasks = %d\n%s", code, body)
 		}
+		// /metrics: the stored jobs by shard, task and status, as Stats counts them.
+		if code, body, _ := httpDo(t, "GET", base+"/metrics", ""); code != 200 ||
+			!regexp.MustCompile(`(?m)^queuemax_jobs\{shard="\d",status="pending",task="mail.send"\} 1$`).MatchString(body) ||
+			!strings.Contains(body, "queuemax_workers_live 0") {
+			t.Errorf("GET /metrics = %d, want the pending mail.send job and no live worker:\n%s", code, body)
+		}
 		if code, body, _ := httpDo(t, "POST", base+"/retry", "anything"); code != http.StatusForbidden || !strings.Contains(body, "read-only") {
 			t.Errorf("POST /retry on a read-only dashboard = %d %s, want 403", code, body)
 		}
@@ -105,6 +111,12 @@ func TestDashboard(t *testing.T) {
 		base := startDashboard(t, dir, nil, "--token-file", tokenFile, "--protect-reads")
 		if code, _, _ := httpDo(t, "GET", base+"/stats", ""); code != http.StatusUnauthorized {
 			t.Errorf("GET /stats without the token and --protect-reads = %d, want 401", code)
+		}
+		if code, _, _ := httpDo(t, "GET", base+"/metrics", ""); code != http.StatusUnauthorized {
+			t.Errorf("GET /metrics without the token and --protect-reads = %d, want 401", code)
+		}
+		if code, body, _ := httpDo(t, "GET", base+"/metrics", "tok-123"); code != 200 || !strings.Contains(body, "queuemax_jobs{") {
+			t.Errorf("GET /metrics with the token = %d\n%s", code, body)
 		}
 		if code, _, _ := httpDo(t, "GET", base+"/ui/", ""); code != 200 {
 			t.Errorf("GET /ui/ = %d, want 200 (the page asks for the token)", code)
