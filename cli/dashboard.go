@@ -139,12 +139,7 @@ func isLoopback(host string) bool {
 // dashboard runs no jobs; scrape the worker processes for those. With
 // protectReads the scrape needs the admin token as a bearer token.
 func dashboardMetrics(c *queuemax.Client, token string, protectReads bool) (http.Handler, error) {
-	col := queuemaxprom.NewCollector(queuemaxprom.Options{
-		LiveWorkers: func(ctx context.Context) (int, error) {
-			ws, err := c.Workers(ctx)
-			return len(ws), err
-		},
-	})
+	col := queuemaxprom.NewCollector(queuemaxprom.Options{}) // live workers: the registry
 	col.Attach(c)
 	reg := prometheus.NewRegistry()
 	if err := reg.Register(col); err != nil {

@@ -100,7 +100,7 @@ type Options struct {
 	// cached counts. Zero means 15s.
 	RefreshInterval time.Duration
 	// LiveWorkers returns how many worker processes are live; nil counts
-	// this process only (1 while its Run is active, else 0).
+	// the entries of the worker registry (Client.Workers).
 	LiveWorkers func(ctx context.Context) (int, error)
 }
 
@@ -365,8 +365,12 @@ func (m *Middleware) cached(ctx context.Context, c *queuemax.Client) ([]queuemax
 		if live, err = m.o.LiveWorkers(ctx); err != nil {
 			return m.counts, m.live, err
 		}
-	} else if ws, ok := c.WorkerStats(); ok && ws.State == queuemax.WorkerRunning {
-		live = 1
+	} else {
+		ws, err := c.Workers(ctx)
+		if err != nil {
+			return m.counts, m.live, err
+		}
+		live = len(ws)
 	}
 	m.counts, m.live = counts, live
 	return counts, live, nil

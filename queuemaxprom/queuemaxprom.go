@@ -79,8 +79,8 @@ type Options struct {
 	// seconds. Nil means 1ms to about 16 minutes, doubling.
 	RunTimeBuckets, WaitBuckets []float64
 	// LiveWorkers returns how many worker processes are live across the
-	// data directory (the worker registry). Nil counts this process only:
-	// 1 while its Run is active, else 0.
+	// queue. Nil counts the entries of the worker registry
+	// (Client.Workers): every process whose Run is active, on any host.
 	LiveWorkers func(ctx context.Context) (int, error)
 	// Timeout bounds a refresh's store reads. Zero means 10s.
 	Timeout time.Duration
@@ -316,8 +316,12 @@ func (col *Collector) refresh(c *queuemax.Client) error {
 		if live, err = col.o.LiveWorkers(ctx); err != nil {
 			return errors.Join(errors.New("queuemaxprom: live workers"), err)
 		}
-	} else if ws, ok := c.WorkerStats(); ok && ws.State == queuemax.WorkerRunning {
-		live = 1
+	} else {
+		ws, err := c.Workers(ctx)
+		if err != nil {
+			return errors.Join(errors.New("queuemaxprom: live workers"), err)
+		}
+		live = len(ws)
 	}
 	col.counts, col.stats, col.live = counts, stats, live
 	return nil
