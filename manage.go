@@ -89,18 +89,51 @@ func (c *Client) fail(ctx context.Context, job *Job, jobErr error, stack string)
 	return c.record(ctx, job, jobErr, c.failOutcome(job, jobErr), stack)
 }
 
+// The outcomes of one attempt, as Outcome names them.
+const (
+	OutcomeCompleted    = "completed"
+	OutcomeRetry        = "retry"
+	OutcomeSnoozed      = "snoozed"
+	OutcomeCancelled    = "cancelled"
+	OutcomeDeadLettered = "dead_lettered"
+)
+
+// Outcome names what becomes of an attempt of job whose handler returned
+// err, as the client records it: OutcomeCompleted for nil, OutcomeCancelled
+// for Cancel(err), OutcomeSnoozed for Snooze(d), OutcomeDeadLettered for a
+// permanent error or the last attempt, else OutcomeRetry. A work middleware
+// calls it with next's result (the metrics and tracing packages label
+// executions with it). One case it cannot see: a snooze past
+// Config.MaxSnoozes is recorded dead-lettered, and Outcome says snoozed.
+func Outcome(job *Job, err error) string {
+	if err == nil {
+		return OutcomeCompleted
+	}
+	if _, ok := errors.AsType[*CancelError](err); ok {
+		return OutcomeCancelled
+	}
+	if _, ok := errors.AsType[*SnoozeError](err); ok {
+		return OutcomeSnoozed
+	}
+	if Classify(err).Permanent || job.Attempts >= job.MaxAttempts {
+		return OutcomeDeadLettered
+	}
+	return OutcomeRetry
+}
+
 func (c *Client) failOutcome(job *Job, jobErr error) FailOutcome {
 	d := Classify(jobErr)
-	if _, ok := errors.AsType[*CancelError](jobErr); ok {
+	switch Outcome(job, jobErr) {
+	case OutcomeCancelled:
 		return FailOutcome{Decision: d, Cancelled: true}
-	}
-	if s, ok := errors.AsType[*SnoozeError](jobErr); ok {
+	case OutcomeSnoozed:
 		if job.Snoozes >= c.cfg.MaxSnoozes {
 			return FailOutcome{Decision: Decision{Permanent: true, Reason: "snooze limit"}, Dead: true}
 		}
+		s, _ := errors.AsType[*SnoozeError](jobErr)
 		return FailOutcome{Decision: d, Snoozed: true, RetryAt: c.now().Add(s.Delay)}
 	}
-	out := FailOutcome{Decision: d, Dead: d.Permanent || job.Attempts >= job.MaxAttempts}
+	out := FailOutcome{Decision: d, Dead: Outcome(job, jobErr) == OutcomeDeadLettered}
 	if !out.Dead {
 		delay := d.Delay
 		if delay <= 0 {

@@ -245,42 +245,18 @@ func (m *Middleware) Work(ctx context.Context, job *queuemax.Job, next func(cont
 	defer span.End()
 
 	taskAttr := metric.WithAttributes(AttrTask.String(job.Task))
-	m.wait.Record(ctx, queueWait(job).Seconds(), taskAttr)
+	m.wait.Record(ctx, job.QueueWait().Seconds(), taskAttr)
 	start := time.Now()
 	res, err := next(ctx)
-	outcome := Outcome(job, err)
+	outcome := queuemax.Outcome(job, err)
 	m.runTime.Record(ctx, time.Since(start).Seconds(), metric.WithAttributes(AttrTask.String(job.Task), AttrOutcome.String(outcome)))
 	span.SetAttributes(AttrOutcome.String(outcome))
-	if err != nil {
+	// A snooze or a cancellation is the handler's choice, not a failure.
+	if outcome == queuemax.OutcomeRetry || outcome == queuemax.OutcomeDeadLettered {
 		span.RecordError(err)
 		span.SetStatus(codes.Error, err.Error())
 	}
 	return res, err
-}
-
-// Outcome names what becomes of an execution of job that returned err:
-// "completed", "retry" or "dead_lettered" (a permanent error, or the
-// last attempt). It mirrors the client's decision, before it is recorded.
-func Outcome(job *queuemax.Job, err error) string {
-	switch {
-	case err == nil:
-		return "completed"
-	case queuemax.Classify(err).Permanent || job.Attempts >= job.MaxAttempts:
-		return "dead_lettered"
-	}
-	return "retry"
-}
-
-// queueWait is the time from a job being ready to its start.
-func queueWait(job *queuemax.Job) time.Duration {
-	ready := job.CreatedAt
-	if !job.NextRetryAt.IsZero() {
-		ready = job.NextRetryAt
-	}
-	if ready.IsZero() || job.StartedAt.IsZero() {
-		return 0
-	}
-	return max(0, job.StartedAt.Sub(ready))
 }
 
 // Attach subscribes m's counters to c's events and registers the

@@ -383,26 +383,3 @@ func TestMiddleware_TraceAcrossProcesses(t *testing.T) {
 		t.Errorf("child's span parent = %s, want the enqueue span %s", got, want)
 	}
 }
-
-func TestOutcome(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name string
-		job  queuemax.Job
-		err  error
-		want string
-	}{
-		{"Completed", queuemax.Job{Attempts: 1, MaxAttempts: 3}, nil, "completed"},
-		{"Retry", queuemax.Job{Attempts: 1, MaxAttempts: 3}, errors.New("x"), "retry"},
-		{"LastAttempt", queuemax.Job{Attempts: 3, MaxAttempts: 3}, errors.New("x"), "dead_lettered"},
-		{"Permanent", queuemax.Job{Attempts: 1, MaxAttempts: 3}, queuemax.Permanent(errors.New("x")), "dead_lettered"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			if got := Outcome(&tt.job, tt.err); got != tt.want {
-				t.Errorf("Outcome = %q, want %q", got, tt.want)
-			}
-		})
-	}
-}

@@ -40,7 +40,7 @@
 //
 // Histograms fed by the work middleware, in seconds:
 //
-//	queuemax_job_run_seconds{task,outcome}    handler run time (outcome completed, retry or dead_lettered)
+//	queuemax_job_run_seconds{task,outcome}    handler run time (outcome: queuemax.Outcome)
 //	queuemax_job_queue_wait_seconds{task}     from ready (enqueue, run-at or retry time) to start
 //
 // Engine state of this process's Run, read at each scrape (in memory):
@@ -193,38 +193,11 @@ func (col *Collector) Attach(c *queuemax.Client) (detach func()) {
 // Work implements queuemax.WorkMiddleware: it observes the job's queue
 // wait and its handler's run time.
 func (col *Collector) Work(ctx context.Context, job *queuemax.Job, next func(context.Context) (any, error)) (any, error) {
-	col.wait.WithLabelValues(job.Task).Observe(QueueWait(job).Seconds())
+	col.wait.WithLabelValues(job.Task).Observe(job.QueueWait().Seconds())
 	start := time.Now()
 	res, err := next(ctx)
-	col.runTime.WithLabelValues(job.Task, Outcome(job, err)).Observe(time.Since(start).Seconds())
+	col.runTime.WithLabelValues(job.Task, queuemax.Outcome(job, err)).Observe(time.Since(start).Seconds())
 	return res, err
-}
-
-// Outcome names what becomes of an execution of job that returned err:
-// "completed", "retry" or "dead_lettered" (a permanent error, or the last
-// attempt), as the client decides when it records the attempt.
-func Outcome(job *queuemax.Job, err error) string {
-	switch {
-	case err == nil:
-		return "completed"
-	case queuemax.Classify(err).Permanent || job.Attempts >= job.MaxAttempts:
-		return "dead_lettered"
-	}
-	return "retry"
-}
-
-// QueueWait returns how long job waited between becoming ready (its retry
-// or run-at time, else its creation) and its start; zero if either is not
-// recorded or the clocks disagree.
-func QueueWait(job *queuemax.Job) time.Duration {
-	ready := job.CreatedAt
-	if !job.NextRetryAt.IsZero() {
-		ready = job.NextRetryAt
-	}
-	if ready.IsZero() || job.StartedAt.IsZero() {
-		return 0
-	}
-	return max(0, job.StartedAt.Sub(ready))
 }
 
 // Describe implements prometheus.Collector.

@@ -316,29 +316,6 @@ func TestCollector_EngineState(t *testing.T) {
 	stop()
 }
 
-func TestQueueWait(t *testing.T) {
-	t.Parallel()
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	tests := []struct {
-		name string
-		job  queuemax.Job
-		want time.Duration
-	}{
-		{"FromCreation", queuemax.Job{CreatedAt: t0, StartedAt: t0.Add(2 * time.Second)}, 2 * time.Second},
-		{"FromRetryTime", queuemax.Job{CreatedAt: t0, NextRetryAt: t0.Add(time.Minute), StartedAt: t0.Add(time.Minute + time.Second)}, time.Second},
-		{"NotStarted", queuemax.Job{CreatedAt: t0}, 0},
-		{"ClockSkew", queuemax.Job{CreatedAt: t0, StartedAt: t0.Add(-time.Second)}, 0},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			if got := QueueWait(&tt.job); got != tt.want {
-				t.Errorf("QueueWait = %v, want %v", got, tt.want)
-			}
-		})
-	}
-}
-
 func TestCollector_RefreshErrorKeepsLastCounts(t *testing.T) {
 	t.Parallel()
 	b := setup(t, Options{RefreshInterval: time.Nanosecond}, queuemax.Config{Shards: 1})
@@ -354,28 +331,5 @@ func TestCollector_RefreshErrorKeepsLastCounts(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(b.col.refreshErrs); got < 1 {
 		t.Errorf("stats_refresh_errors_total = %v, want ≥ 1", got)
-	}
-}
-
-func TestOutcome(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name string
-		job  queuemax.Job
-		err  error
-		want string
-	}{
-		{"Completed", queuemax.Job{Attempts: 1, MaxAttempts: 3}, nil, "completed"},
-		{"Retry", queuemax.Job{Attempts: 1, MaxAttempts: 3}, errors.New("x"), "retry"},
-		{"LastAttempt", queuemax.Job{Attempts: 3, MaxAttempts: 3}, errors.New("x"), "dead_lettered"},
-		{"Permanent", queuemax.Job{Attempts: 1, MaxAttempts: 3}, queuemax.Permanent(errors.New("x")), "dead_lettered"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			if got := Outcome(&tt.job, tt.err); got != tt.want {
-				t.Errorf("Outcome = %q, want %q", got, tt.want)
-			}
-		})
 	}
 }

@@ -32,7 +32,7 @@ func TestGoDoc_ShowsFieldsAndMethods(t *testing.T) {
 	cases := map[string][]string{
 		"Job": {"Attempts", "MaxAttempts", "Payload", "Status", "Metadata", "NextRetryAt",
 			"func (j *Job) CanRetry() bool", "func (j *Job) RemainingRetries() int", "func (j *Job) IsTerminal() bool",
-			"func (j *Job) ProcessingTime() (time.Duration, bool)", "CanRetry reports whether"},
+			"func (j *Job) ProcessingTime() (time.Duration, bool)", "func (j *Job) QueueWait() time.Duration", "CanRetry reports whether"},
 		"JobID": {"type JobID int64", "func NewJobID(shard int, seq int64) JobID", "func ParseJobID(s string) (JobID, error)",
 			"func (id JobID) Shard() int", "func (id JobID) Seq() int64", "func (id JobID) String() string"},
 		"Status": {"type Status string", "StatusPending", "StatusScheduled", "StatusProcessing", "StatusCompleted",

@@ -181,6 +181,20 @@ func (j *Job) ProcessingTime() (time.Duration, bool) {
 	return j.CompletedAt.Sub(j.StartedAt), true
 }
 
+// QueueWait returns how long the job waited between becoming ready (its
+// run-at or retry time, else its creation) and its start; zero if either is
+// not recorded or the clocks disagree.
+func (j *Job) QueueWait() time.Duration {
+	ready := j.CreatedAt
+	if !j.NextRetryAt.IsZero() {
+		ready = j.NextRetryAt
+	}
+	if ready.IsZero() || j.StartedAt.IsZero() {
+		return 0
+	}
+	return max(0, j.StartedAt.Sub(ready))
+}
+
 // DeadLetter is one row of the dead-letter queue.
 type DeadLetter struct {
 	ID            int64 // dead_letter_queue.id, local to Shard
