@@ -2,60 +2,20 @@ package queuemax
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/queuemax/queuemax/internal/pgtest"
 	"github.com/queuemax/queuemax/runtime/store/pgstore"
 )
 
-// pgTestDSN returns the test database's DSN, skipping the test when it is
-// unreachable outside CI and failing it in CI.
-func pgTestDSN(t *testing.T) string {
-	t.Helper()
-	dsn := os.Getenv("QUEUEMAX_TEST_PG_DSN")
-	if dsn == "" {
-		dsn = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-	}
-	conn, err := pgx.Connect(t.Context(), dsn)
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("PostgreSQL at %s is unreachable in CI: %v", dsn, err)
-		}
-		t.Skipf("PostgreSQL at %s is unreachable (set QUEUEMAX_TEST_PG_DSN; in CI this fails): %v", dsn, err)
-	}
-	conn.Close(context.Background())
-	return dsn
-}
-
-// pgTestSchema returns a fresh schema name, dropped when the test ends.
-func pgTestSchema(t *testing.T, dsn string) string {
-	t.Helper()
-	b := make([]byte, 6)
-	rand.Read(b)
-	name := "qmtest_" + hex.EncodeToString(b)
-	t.Cleanup(func() { pgExec(t, dsn, "DROP SCHEMA IF EXISTS "+pgx.Identifier{name}.Sanitize()+" CASCADE") })
-	return name
-}
-
-// pgExec runs one statement on a connection of its own.
-func pgExec(t *testing.T, dsn, sql string, args ...any) {
-	t.Helper()
-	conn, err := pgx.Connect(context.Background(), dsn)
-	if err != nil {
-		t.Errorf("connect: %v", err)
-		return
-	}
-	defer conn.Close(context.Background())
-	if _, err := conn.Exec(context.Background(), sql, args...); err != nil {
-		t.Errorf("%s: %v", sql, err)
-	}
-}
+// PostgreSQL test helpers: see internal/pgtest.
+func pgTestDSN(t *testing.T) string                     { return pgtest.DSN(t) }
+func pgTestSchema(t *testing.T, dsn string) string      { return pgtest.Schema(t, dsn) }
+func pgExec(t *testing.T, dsn, sql string, args ...any) { pgtest.Exec(t, dsn, sql, args...) }
 
 func TestPostgres_RunsJobsLikeSQLite(t *testing.T) {
 	t.Parallel()

@@ -1,50 +1,16 @@
 package cli_test
 
 import (
-	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"os"
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/queuemax/queuemax/internal/pgtest"
 )
-
-// pgTestDSN returns the test database's DSN, skipping the test when it is
-// unreachable outside CI and failing it in CI.
-func pgTestDSN(t *testing.T) string {
-	t.Helper()
-	dsn := os.Getenv("QUEUEMAX_TEST_PG_DSN")
-	if dsn == "" {
-		dsn = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-	}
-	conn, err := pgx.Connect(t.Context(), dsn)
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("PostgreSQL at %s is unreachable in CI: %v", dsn, err)
-		}
-		t.Skipf("PostgreSQL at %s is unreachable (set QUEUEMAX_TEST_PG_DSN; in CI this fails): %v", dsn, err)
-	}
-	conn.Close(context.Background())
-	return dsn
-}
 
 func TestPostgresDSN(t *testing.T) {
 	t.Parallel()
-	dsn := pgTestDSN(t)
-	b := make([]byte, 6)
-	rand.Read(b)
-	schema := "qmtest_" + hex.EncodeToString(b)
-	t.Cleanup(func() {
-		conn, err := pgx.Connect(context.Background(), dsn)
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		defer conn.Close(context.Background())
-		conn.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
-	})
+	dsn := pgtest.DSN(t)
+	schema := pgtest.Schema(t, dsn)
 	flags := []string{"--dsn", dsn, "--schema", schema}
 	// A read-only command on a schema that holds no queue says so.
 	res := qm(t, append([]string{"list"}, flags...)...)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/queuemax/queuemax/internal/pgtest"
 
 	"github.com/queuemax/queuemax"
 	"github.com/queuemax/queuemax/examples/tasks"
@@ -53,19 +54,11 @@ func TestTxStubs_SQLite(t *testing.T) {
 // with a rollback. It skips when PostgreSQL is down, except in CI.
 func TestTxStubs_Postgres(t *testing.T) {
 	t.Parallel()
-	dsn := os.Getenv("QUEUE_MAX_TEST_DSN")
-	if dsn == "" {
-		dsn = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-	}
+	dsn := pgtest.DSN(t)
 	ctx := t.Context()
-	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	conn, err := pgx.Connect(pctx, dsn)
-	cancel()
+	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("PostgreSQL at %s is unreachable in CI: %v", dsn, err)
-		}
-		t.Skipf("PostgreSQL at %s is unreachable (%v); set QUEUE_MAX_TEST_DSN; CI=true makes this a failure", dsn, err)
+		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close(context.Background()) }) // after the drop below
 	schema := fmt.Sprintf("qm_stubs_%d_%d", os.Getpid(), rand.Uint32())

@@ -1,56 +1,17 @@
 package pgstore_test
 
 import (
-	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"os"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/queuemax/queuemax/internal/pgtest"
 	"github.com/queuemax/queuemax/runtime/store"
 	"github.com/queuemax/queuemax/runtime/store/pgstore"
 	"github.com/queuemax/queuemax/runtime/store/storetest"
 )
 
-// testDSN returns the DSN of the test database, skipping the test when it
-// is unreachable outside CI and failing it in CI.
-func testDSN(t testing.TB) string {
-	t.Helper()
-	dsn := os.Getenv("QUEUEMAX_TEST_PG_DSN")
-	if dsn == "" {
-		dsn = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-	}
-	conn, err := pgx.Connect(t.Context(), dsn)
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("PostgreSQL at %s is unreachable in CI: %v", dsn, err)
-		}
-		t.Skipf("PostgreSQL at %s is unreachable (set QUEUEMAX_TEST_PG_DSN; in CI this fails): %v", dsn, err)
-	}
-	conn.Close(context.Background())
-	return dsn
-}
-
-// freshSchema returns a new schema name, dropped when the test ends.
-func freshSchema(t testing.TB, dsn string) string {
-	t.Helper()
-	b := make([]byte, 6)
-	rand.Read(b)
-	name := "qmtest_" + hex.EncodeToString(b)
-	t.Cleanup(func() {
-		conn, err := pgx.Connect(context.Background(), dsn)
-		if err != nil {
-			t.Errorf("drop schema %s: %v", name, err)
-			return
-		}
-		defer conn.Close(context.Background())
-		if _, err := conn.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+pgx.Identifier{name}.Sanitize()+" CASCADE"); err != nil {
-			t.Errorf("drop schema %s: %v", name, err)
-		}
-	})
-	return name
-}
+// testDSN and freshSchema: see internal/pgtest.
+func testDSN(t testing.TB) string                 { return pgtest.DSN(t) }
+func freshSchema(t testing.TB, dsn string) string { return pgtest.Schema(t, dsn) }
 
 func open(t testing.TB, o pgstore.Options) *pgstore.Store {
 	t.Helper()
