@@ -135,6 +135,9 @@ type Job struct {
 	// Snoozes counts how often the job's handler snoozed it (Snooze):
 	// runs that spent no attempt.
 	Snoozes int
+	// Queue is the named queue the job waits in: "default" unless the
+	// task or the enqueue named one.
+	Queue string
 }
 
 // IsPending reports whether the job waits to run (now or at a later time).

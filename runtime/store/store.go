@@ -183,6 +183,9 @@ type Store interface {
 	// store may delete them.
 	WorkerList(ctx context.Context, now time.Time) ([]WorkerRecord, error)
 
+	// QueueAdmin pauses, resumes and lists named queues.
+	QueueAdmin
+
 	// Close releases every resource. Later calls return ErrClosed.
 	Close() error
 }
@@ -249,7 +252,10 @@ type InsertParams struct {
 	// Metadata is an optional JSON object stored with the job (trace
 	// context, user metadata); nil stores none.
 	Metadata json.RawMessage
-	Now      time.Time
+	// Queue is the job's named queue (a valid name); "" stores
+	// DefaultQueue.
+	Queue string
+	Now   time.Time
 }
 
 // RequeueParams says how RequeueDead re-creates a job whose queue row is
@@ -270,6 +276,10 @@ type ClaimParams struct {
 	// Tasks, when not empty, restricts claims to these task names; ""
 	// matches jobs stored without a task (queue-max's).
 	Tasks []string
+	// Queues, when not nil, restricts claims to these queues, at most
+	// Max jobs of each (and p.Max in all); an entry with Max 0 claims
+	// none. Nil claims every queue. Paused queues are always skipped.
+	Queues []QueueLimit
 }
 
 // Lease identifies one claim of one job.

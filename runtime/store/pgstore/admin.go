@@ -219,7 +219,7 @@ func (s *Store) Purge(ctx context.Context, statuses []store.Status) (int, error)
 
 const jobColumns = `id, shard, partition_key, task, payload, status, priority, attempts, max_attempts, retry_delay,
 	last_error, error_type, error_stack, worker_id, lease, heartbeat, created_at, started_at, completed_at,
-	next_retry_at, result, metadata, cancel_requested, snoozes`
+	next_retry_at, result, metadata, cancel_requested, snoozes, queue`
 
 func scanJob(r pgx.Row) (*store.Job, error) {
 	var (
@@ -233,9 +233,10 @@ func scanJob(r pgx.Row) (*store.Job, error) {
 		hb, created, started, completed, next    pgtype.Timestamptz
 		payload, result, meta                    []byte
 		snoozes                                  int32
+		queue                                    pgtype.Text
 	)
 	if err := r.Scan(&id, &shard, &key, &task, &payload, &status, &prio, &att, &maxa, &rd, &lastErr, &errType, &errStack,
-		&worker, &lease, &hb, &created, &started, &completed, &next, &result, &meta, &j.CancelRequested, &snoozes); err != nil {
+		&worker, &lease, &hb, &created, &started, &completed, &next, &result, &meta, &j.CancelRequested, &snoozes, &queue); err != nil {
 		return nil, err
 	}
 	j.ID = store.NewJobID(int(shard), id)
@@ -258,6 +259,7 @@ func scanJob(r pgx.Row) (*store.Job, error) {
 	j.Result = result
 	j.Metadata = meta
 	j.Snoozes = int(snoozes)
+	j.Queue = store.QueueOf(queue.String)
 	return &j, nil
 }
 

@@ -162,6 +162,7 @@ func insertWith(ctx context.Context, q querier, stmt string, jobs []store.Insert
 		at      = make([]time.Time, n)
 		delay   = make([]int64, n)
 		meta    = make([]pgtype.Text, n)
+		queues  = make([]string, n)
 	)
 	for i, j := range jobs {
 		shards[i] = int32(j.Shard)
@@ -182,8 +183,9 @@ func insertWith(ctx context.Context, q querier, stmt string, jobs []store.Insert
 			delay[i] = max(offset(j.RunAt, now), 1)
 		}
 		meta[i] = rawText(j.Metadata)
+		queues[i] = store.QueueOf(j.Queue)
 	}
-	seqs, err := q.ids(ctx, stmt, shards, keys, tasks, payload, prio, maxa, rd, at, delay, meta)
+	seqs, err := q.ids(ctx, stmt, shards, keys, tasks, payload, prio, maxa, rd, at, delay, meta, queues)
 	if err != nil {
 		return nil, fmt.Errorf("queuemax: insert jobs: %w", err)
 	}
@@ -205,7 +207,7 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) ([]*store.Job, e
 	if err := s.writable(); err != nil {
 		return nil, err
 	}
-	if p.Max <= 0 {
+	if p.Max <= 0 || p.Queues != nil && len(p.Queues) == 0 {
 		return nil, nil
 	}
 	lease := rand.Int64N(1<<62) + 1
@@ -255,7 +257,12 @@ func (s *Store) claimShard(ctx context.Context, p store.ClaimParams, lease int64
 		sh = 1
 		args = append(args, int32(shard))
 	}
-	rows, err := s.pool.Query(ctx, s.q.claim[t][sh], args...)
+	q := s.q.claim[t][sh]
+	if len(p.Queues) > 0 {
+		q = s.q.claimQueues[t][sh]
+		args = appendQueueArgs(args, p.Queues)
+	}
+	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -271,9 +278,10 @@ func (s *Store) claimShard(ctx context.Context, p store.ClaimParams, lease int64
 			key                          pgtype.Int8
 			created, hb, next            pgtype.Timestamptz
 			payload, meta                []byte
+			queue                        pgtype.Text
 		)
 		if err := rows.Scan(&id, &shardIdx, &task, &payload, &prio, &att, &maxa, &rd, &lastErr, &errType, &key,
-			&created, &hb, &meta, &next, &snz); err != nil {
+			&created, &hb, &meta, &next, &snz, &queue); err != nil {
 			return nil, err
 		}
 		j.ID = store.NewJobID(int(shardIdx), id)
@@ -297,6 +305,7 @@ func (s *Store) claimShard(ctx context.Context, p store.ClaimParams, lease int64
 		j.NextRetryAt = toTime(next)
 		j.Metadata = meta
 		j.Snoozes = int(snz)
+		j.Queue = store.QueueOf(queue.String)
 		jobs = append(jobs, &j)
 	}
 	if err := rows.Err(); err != nil {

@@ -10,8 +10,9 @@ import (
 // connection, so later calls cost one round trip.
 type queries struct {
 	insert, complete, fail, heartbeat, release string
-	// claim is indexed by [filtered by tasks][filtered by shard].
-	claim [2][2]string
+	// claim is indexed by [filtered by tasks][filtered by shard], and
+	// claimQueues (capped per queue, see claimQueuesSQL) the same way.
+	claim, claimQueues [2][2]string
 }
 
 // Clock placeholders in the statement texts:
@@ -39,7 +40,7 @@ const us = ` * interval '1 microsecond'`
 // claimColumns are the columns a claim returns: what the engine needs to run
 // the job, not the whole row.
 const claimColumns = `j.id, j.shard, j.task, j.payload, j.priority, j.attempts, j.max_attempts, j.retry_delay,
-	j.last_error, j.error_type, j.partition_key, j.created_at, j.heartbeat, j.metadata, j.next_retry_at, j.snoozes`
+	j.last_error, j.error_type, j.partition_key, j.created_at, j.heartbeat, j.metadata, j.next_retry_at, j.snoozes, j.queue`
 
 // claimSQL claims a batch in one statement: the first ready jobs by
 // priority then id, and scheduled jobs that have come due (claimed
@@ -58,11 +59,11 @@ func claimSQL(tasks, shard bool) string {
 		n++
 		filter += fmt.Sprintf(" AND shard = $%d::integer", n)
 	}
+	filter += sqlNotPaused
 	// The ids are gathered into an array so that even a generic plan
 	// (LIMIT unknown) updates them by primary key, not by a hash join
 	// over the whole table.
-	return `UPDATE {s}.jobs j SET status = 'processing', worker_id = $3, heartbeat = @now, started_at = @now,
-		attempts = j.attempts + 1, lease = $4, completed_at = NULL, cancel_requested = false
+	return claimSet + `
 	WHERE j.id = ANY(ARRAY(SELECT id FROM (
 		SELECT id, priority FROM (SELECT id, priority FROM {s}.jobs WHERE status = 'pending'` + filter + `
 			ORDER BY priority DESC, id LIMIT $2 FOR UPDATE SKIP LOCKED) p
@@ -73,16 +74,20 @@ func claimSQL(tasks, shard bool) string {
 	RETURNING ` + claimColumns
 }
 
+// claimSet is what a claim writes into each row it takes.
+const claimSet = `UPDATE {s}.jobs j SET status = 'processing', worker_id = $3, heartbeat = @now, started_at = @now,
+		attempts = j.attempts + 1, lease = $4, completed_at = NULL, cancel_requested = false`
+
 const (
 	// sqlInsert writes a batch of jobs in one statement, in input order
 	// (so the returned ids ascend in that order). A job whose run-at
 	// offset is positive is stored as scheduled.
 	sqlInsert = `INSERT INTO {s}.jobs (shard, partition_key, task, payload, status, priority, max_attempts, retry_delay,
-			created_at, next_retry_at, metadata)
+			created_at, next_retry_at, metadata, queue)
 		SELECT u.shard, u.pkey, u.task, u.payload::json, CASE WHEN u.delay > 0 THEN 'scheduled' ELSE 'pending' END,
-			u.prio, u.maxa, u.rd, @rownow, CASE WHEN u.delay > 0 THEN @rownow + u.delay` + us + ` END, u.meta::json
+			u.prio, u.maxa, u.rd, @rownow, CASE WHEN u.delay > 0 THEN @rownow + u.delay` + us + ` END, u.meta::json, u.queue
 		FROM unnest($1::integer[], $2::bigint[], $3::text[], $4::text[], $5::smallint[], $6::integer[], $7::integer[],
-			$8::timestamptz[], $9::bigint[], $10::text[]) WITH ORDINALITY AS u(shard, pkey, task, payload, prio, maxa, rd, at, delay, meta, ord)
+			$8::timestamptz[], $9::bigint[], $10::text[], $11::text[]) WITH ORDINALITY AS u(shard, pkey, task, payload, prio, maxa, rd, at, delay, meta, queue, ord)
 		ORDER BY u.ord
 		RETURNING id`
 
@@ -165,6 +170,7 @@ func buildQueries(schema string, host bool) queries {
 	for t := range 2 {
 		for sh := range 2 {
 			q.claim[t][sh] = expand(claimSQL(t == 1, sh == 1), schema, host)
+			q.claimQueues[t][sh] = expand(claimQueuesSQL(t == 1, sh == 1), schema, host)
 		}
 	}
 	return q

@@ -16,6 +16,7 @@ package pgstore
 //	periodic       qm_periodic
 //	periodic_runs  qm_periodic_runs, unique (task, slot)
 //	workers        qm_workers
+//	queues         qm_queues: paused queues (one table for every shard)
 //	meta           the settings fixed at creation (the shard count)
 //	schema_version one row per migration applied
 //
@@ -25,7 +26,7 @@ package pgstore
 // this wakes idle workers of every process.
 
 // schemaVersion is the newest migration this binary knows.
-const schemaVersion = 2
+const schemaVersion = 5
 
 type migration struct {
 	version int
@@ -140,6 +141,20 @@ var migrations = []migration{
 			`ALTER TABLE {s}.jobs ADD COLUMN IF NOT EXISTS cancel_requested boolean NOT NULL DEFAULT false`,
 			// How often the job snoozed (ran again without spending an attempt).
 			`ALTER TABLE {s}.jobs ADD COLUMN IF NOT EXISTS snoozes integer NOT NULL DEFAULT 0`,
+		},
+	},
+	{
+		version: 5,
+		name:    "named queues: the job's queue, paused queues",
+		stmts: []string{
+			`ALTER TABLE {s}.jobs ADD COLUMN IF NOT EXISTS queue text NOT NULL DEFAULT 'default'`,
+			// Claims of one named queue walk this index in order.
+			`CREATE INDEX IF NOT EXISTS jobs_claim_queue ON {s}.jobs (queue, priority DESC, id) WHERE status = 'pending'`,
+			`CREATE TABLE IF NOT EXISTS {s}.queues (
+				name text PRIMARY KEY,
+				paused_at timestamptz,
+				updated_at timestamptz NOT NULL
+			)`,
 		},
 	},
 }

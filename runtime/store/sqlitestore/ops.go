@@ -25,9 +25,10 @@ func scanJob(r scanner, sh int) (*store.Job, error) {
 		lastErr, errType, errStack, worker, hb, created, started, finished sql.NullString
 		next, task, result, meta                                           sql.NullString
 		cancelReq, snoozes                                                 sql.NullInt64
+		queue                                                              sql.NullString
 	)
 	if err := r.Scan(&id, &key, &payload, &status, &prio, &attempts, &maxAttempts, &retryDelay,
-		&lastErr, &errType, &errStack, &worker, &hb, &created, &started, &finished, &next, &task, &lease, &result, &meta, &cancelReq, &snoozes); err != nil {
+		&lastErr, &errType, &errStack, &worker, &hb, &created, &started, &finished, &next, &task, &lease, &result, &meta, &cancelReq, &snoozes, &queue); err != nil {
 		return nil, err
 	}
 	j.ID = store.NewJobID(sh, id)
@@ -57,6 +58,7 @@ func scanJob(r scanner, sh int) (*store.Job, error) {
 	j.Metadata = metadataOf(meta)
 	j.CancelRequested = cancelReq.Int64 != 0
 	j.Snoozes = int(snoozes.Int64)
+	j.Queue = store.QueueOf(queue.String)
 	return &j, nil
 }
 
@@ -119,6 +121,9 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) ([]*store.Job, e
 	if s.shards[0].w == nil {
 		return nil, store.ErrReadOnly
 	}
+	if p.Queues != nil && len(p.Queues) == 0 {
+		return nil, nil // no queue may be claimed from
+	}
 	order := p.Order
 	if order == nil {
 		order = randomOrder(len(s.shards))
@@ -176,11 +181,11 @@ func (s *Store) claimShard(ctx context.Context, sh *shardDB, p store.ClaimParams
 		return nil, store.ErrReadOnly
 	}
 	var filtered *sql.Stmt
-	if len(p.Tasks) > 0 {
+	if len(p.Tasks) > 0 || len(p.Queues) > 0 {
 		// Prepared before joining a group: the writer's only connection is
 		// busy inside one.
 		var err error
-		if filtered, err = sh.stmts.claimFor(ctx, sh.w, len(p.Tasks)); err != nil {
+		if filtered, err = sh.stmts.claimFor(ctx, sh.w, len(p.Tasks), len(p.Queues)); err != nil {
 			return nil, err
 		}
 	}
@@ -192,18 +197,19 @@ func (s *Store) claimShard(ctx context.Context, sh *shardDB, p store.ClaimParams
 			return err
 		}
 		var rows *sql.Rows
-		if len(p.Tasks) == 0 {
+		if filtered == nil {
 			var err error
 			rows, err = tx.StmtContext(ctx, sh.stmts.claim).QueryContext(ctx, p.WorkerID, now, lease, want)
 			if err != nil {
 				return err
 			}
 		} else {
-			args := make([]any, 0, 4+len(p.Tasks))
+			args := make([]any, 0, 4+len(p.Tasks)+2*len(p.Queues))
 			args = append(args, p.WorkerID, now, lease, want)
 			for _, t := range p.Tasks {
 				args = append(args, t)
 			}
+			args = appendQueueArgs(args, p.Queues)
 			var err error
 			if rows, err = tx.StmtContext(ctx, filtered).QueryContext(ctx, args...); err != nil {
 				return err
@@ -467,7 +473,7 @@ func insertJob(ctx context.Context, st *sql.Stmt, sh *shardDB, j store.InsertPar
 		key = *j.PartitionKey
 	}
 	res, err := st.ExecContext(ctx, key, string(j.Payload), string(status), int(j.Priority), j.MaxAttempts,
-		retrySeconds(j.RetryDelay), nullString(j.Task), store.FormatTime(j.Now), next, sh.idx, nullString(string(j.Metadata)))
+		retrySeconds(j.RetryDelay), nullString(j.Task), store.FormatTime(j.Now), next, sh.idx, nullString(string(j.Metadata)), store.QueueOf(j.Queue))
 	if err != nil {
 		return 0, fmt.Errorf("shard %d: insert job: %w", sh.idx, err)
 	}

@@ -2,7 +2,7 @@ package sqlitestore
 
 // schemaVersion is the version written to shard_metadata.version once every
 // migration has run. Versions 1 and 2 are queue-max's; 3 and later are ours.
-const schemaVersion = 7
+const schemaVersion = 10
 
 // baseSchema creates queue-max's tables exactly as queue-max 0.2.0 does
 // (same names, columns, types, defaults and CHECK), so that files written by
@@ -172,6 +172,26 @@ var migrations = []migration{
 		addColumns: [][3]string{
 			{"fila", "cancel_requested", "INTEGER NOT NULL DEFAULT 0"},
 			{"fila", "snoozes", "INTEGER NOT NULL DEFAULT 0"},
+		},
+	},
+	{
+		version: 10,
+		name:    "named queues: the job's queue, paused queues",
+		// queue-max's inserts leave queue out and get the default queue.
+		addColumns: [][3]string{
+			{"fila", "queue", "TEXT NOT NULL DEFAULT 'default'"},
+		},
+		stmts: []string{
+			// Claims of one named queue walk this index in order.
+			`CREATE INDEX IF NOT EXISTS idx_qm_claim_queue ON fila(queue, priority DESC, id) WHERE status = 'pending'`,
+			// Every shard file holds the paused queues, so that each
+			// shard's claim skips them in the same statement; Pause and
+			// Resume write every shard.
+			`CREATE TABLE IF NOT EXISTS qm_queues (
+				name TEXT PRIMARY KEY,
+				paused_at TEXT,
+				updated_at TEXT NOT NULL
+			)`,
 		},
 	},
 }

@@ -12,21 +12,22 @@ import (
 // jobColumns is the column list scanJob reads, in order.
 const jobColumns = `id, pagina_id, payload, status, priority, tentativas, max_tentativas, retry_delay,
 	last_error, error_type, error_stack, worker_id, heartbeat, created_at, started_at, completed_at,
-	next_retry_at, task, lease, result, metadata, cancel_requested, snoozes`
+	next_retry_at, task, lease, result, metadata, cancel_requested, snoozes, queue`
 
 const (
 	sqlInsert = `INSERT INTO fila (pagina_id, payload, status, priority, tentativas, max_tentativas, retry_delay,
-		task, created_at, next_retry_at, shard_id, metadata) VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?)`
+		task, created_at, next_retry_at, shard_id, metadata, queue) VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?)`
 	// sqlPromote makes scheduled jobs whose time has come ready; it reads
 	// only the small partial index idx_qm_due.
 	sqlPromote = `UPDATE fila SET status = 'pending' WHERE status = 'scheduled' AND next_retry_at <= ?`
 	// sqlClaim claims a batch in one statement. The subquery walks
 	// idx_qm_claim in order (status, priority DESC, id), so it stops after
 	// LIMIT rows instead of sorting the shard.
-	sqlClaimHead = `UPDATE fila SET status = 'processing', worker_id = ?1, heartbeat = ?2, started_at = ?2,
-		tentativas = tentativas + 1, lease = ?3, completed_at = NULL, cancel_requested = 0
+	sqlClaimSet = `UPDATE fila SET status = 'processing', worker_id = ?1, heartbeat = ?2, started_at = ?2,
+		tentativas = tentativas + 1, lease = ?3, completed_at = NULL, cancel_requested = 0`
+	sqlClaimHead = sqlClaimSet + `
 		WHERE id IN (SELECT id FROM fila WHERE status = 'pending'
-			AND (next_retry_at IS NULL OR next_retry_at <= ?2)`
+			AND (next_retry_at IS NULL OR next_retry_at <= ?2)` + sqlNotPaused
 	sqlClaimTail = ` ORDER BY priority DESC, id LIMIT ?4)
 		RETURNING ` + jobColumns
 	sqlClaim = sqlClaimHead + sqlClaimTail
@@ -87,40 +88,56 @@ type stmts struct {
 	// prepares it once per reader connection).
 	hasReady *sql.Stmt
 
-	// claimTasks holds claim statements filtered by n task names, prepared
-	// on first use: parsing the claim costs more than running it.
+	// claimTasks holds claim statements filtered by n task names and q
+	// queues (key {n, q}, q = 0: no queue filter), prepared on first use:
+	// parsing the claim costs more than running it.
 	mu         sync.Mutex
-	claimTasks map[int]*sql.Stmt
+	claimTasks map[[2]int]*sql.Stmt
 }
 
-// claimFor returns the claim statement filtered by n task names, preparing
-// it on w the first time.
-func (s *stmts) claimFor(ctx context.Context, w *sql.DB, n int) (*sql.Stmt, error) {
+// claimFor returns the claim statement filtered by n task names and, when
+// q > 0, capped per queue for q queues (see claimQueuesSQL), preparing it
+// on w the first time.
+func (s *stmts) claimFor(ctx context.Context, w *sql.DB, n, q int) (*sql.Stmt, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if st, ok := s.claimTasks[n]; ok {
+	key := [2]int{n, q}
+	if st, ok := s.claimTasks[key]; ok {
 		return st, nil
 	}
-	st, err := w.PrepareContext(ctx, claimSQLFor(n))
+	text := claimSQLFor(n)
+	if q > 0 {
+		text = claimQueuesSQL(n, q)
+	}
+	st, err := w.PrepareContext(ctx, text)
 	if err != nil {
 		return nil, err
 	}
 	if s.claimTasks == nil {
-		s.claimTasks = make(map[int]*sql.Stmt)
+		s.claimTasks = make(map[[2]int]*sql.Stmt)
 	}
-	s.claimTasks[n] = st
+	s.claimTasks[key] = st
 	return st, nil
 }
 
 // claimSQLFor returns the claim statement restricted to n task names,
 // bound as ?5 … ?n+4.
 func claimSQLFor(n int) string {
+	return sqlClaimHead + taskFilterSQL(n) + sqlClaimTail
+}
+
+// taskFilterSQL restricts a claim to n task names bound as ?5 … ?n+4 (none
+// when n is 0).
+func taskFilterSQL(n int) string {
+	if n == 0 {
+		return ""
+	}
 	ph := make([]string, n)
 	for i := range ph {
 		ph[i] = fmt.Sprintf("?%d", i+5)
 	}
 	// A job without a task (NULL, as queue-max writes it) matches "".
-	return sqlClaimHead + ` AND coalesce(task, '') IN (` + strings.Join(ph, ", ") + `)` + sqlClaimTail
+	return ` AND coalesce(task, '') IN (` + strings.Join(ph, ", ") + `)`
 }
 
 func (s *stmts) prepare(ctx context.Context, db *sql.DB) error {

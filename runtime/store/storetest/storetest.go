@@ -111,7 +111,7 @@ func Run(t *testing.T, open Opener) {
 			t.Fatalf("Job: %v", err)
 		}
 		want := &store.Job{ID: got[0], Shard: 2, Task: "t.A", Payload: json.RawMessage(`{"a":1}`), PartitionKey: &key,
-			Status: store.StatusPending, Priority: store.PriorityHigh, MaxAttempts: 1, RetryDelay: 5 * time.Second, CreatedAt: t0}
+			Status: store.StatusPending, Priority: store.PriorityHigh, MaxAttempts: 1, RetryDelay: 5 * time.Second, CreatedAt: t0, Queue: store.DefaultQueue}
 		if diff := cmp.Diff(want, j); diff != "" {
 			t.Errorf("Job mismatch (-want +got):\n%s", diff)
 		}
@@ -745,6 +745,11 @@ func Run(t *testing.T, open Opener) {
 	t.Run("WorkerRegistry", func(t *testing.T) {
 		t.Parallel()
 		testWorkerRegistry(t, setup(t, 2).st)
+	})
+
+	t.Run("Queues", func(t *testing.T) {
+		t.Parallel()
+		testQueues(t, func(shards int) store.Store { return setup(t, shards).st })
 	})
 
 	t.Run("UseAfterClose", func(t *testing.T) {

@@ -1,0 +1,157 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/queuemax/queuemax/runtime/store"
+)
+
+// sqlNotPaused leaves out the jobs of paused queues. Every shard file holds
+// the paused set (qm_queues), so the claim reads its own file's copy.
+const sqlNotPaused = `
+			AND queue NOT IN (SELECT name FROM qm_queues WHERE paused_at IS NOT NULL)`
+
+// claimQueuesSQL returns the claim statement for n task names and q
+// queues, each queue capped: one branch per queue walks idx_qm_claim_queue
+// in order and stops at its cap, and the union is cut to ?4 by priority
+// then id. Bound as ?1 worker, ?2 now, ?3 lease, ?4 max, ?5 … ?n+4 the
+// tasks, then each queue's name and cap (see appendQueueArgs).
+func claimQueuesSQL(n, q int) string {
+	tasks := taskFilterSQL(n)
+	branches := make([]string, q)
+	for i := range branches {
+		name, limit := n+5+2*i, n+6+2*i
+		branches[i] = fmt.Sprintf(`SELECT id, priority FROM (SELECT id, priority FROM fila
+			WHERE status = 'pending' AND queue = ?%d AND (next_retry_at IS NULL OR next_retry_at <= ?2)%s
+			AND ?%d NOT IN (SELECT name FROM qm_queues WHERE paused_at IS NOT NULL)
+			ORDER BY priority DESC, id LIMIT ?%d)`, name, tasks, name, limit)
+	}
+	return sqlClaimSet + `
+		WHERE id IN (SELECT id FROM (` + strings.Join(branches, `
+			UNION ALL `) + `) ORDER BY priority DESC, id LIMIT ?4)
+		RETURNING ` + jobColumns
+}
+
+// appendQueueArgs appends each queue's name and cap, as claimQueuesSQL
+// binds them.
+func appendQueueArgs(args []any, qs []store.QueueLimit) []any {
+	for _, q := range qs {
+		args = append(args, store.QueueOf(q.Queue), max(q.Max, 0))
+	}
+	return args
+}
+
+// QueuePause pauses a queue on every shard; see store.QueueAdmin. The
+// shards are written one after the other, shard 0 first: if one fails,
+// the error names it and a repeated call completes the pause.
+func (s *Store) QueuePause(ctx context.Context, name string, now time.Time) error {
+	return s.queueSet(ctx, name, `INSERT INTO qm_queues (name, paused_at, updated_at) VALUES (?1, ?2, ?2)
+		ON CONFLICT (name) DO UPDATE SET paused_at = ?2, updated_at = ?2 WHERE paused_at IS NULL`, now)
+}
+
+// QueueResume resumes a queue on every shard; see store.QueueAdmin.
+func (s *Store) QueueResume(ctx context.Context, name string, now time.Time) error {
+	return s.queueSet(ctx, name, `UPDATE qm_queues SET paused_at = NULL, updated_at = ?2
+		WHERE name = ?1 AND paused_at IS NOT NULL`, now)
+}
+
+func (s *Store) queueSet(ctx context.Context, name, q string, now time.Time) error {
+	if s.closed.Load() {
+		return store.ErrClosed
+	}
+	if s.shards[0].w == nil {
+		return store.ErrReadOnly
+	}
+	if err := store.CheckQueueName(name); err != nil {
+		return err
+	}
+	_, err := s.eachShard(ctx, store.AllShards, func(ctx context.Context, tx *sql.Tx, _ *groupCounts, _ *shardDB) (int, error) {
+		return affected(tx.ExecContext(ctx, q, name, store.FormatTime(now)))
+	})
+	return err
+}
+
+// QueueList lists queues with their waiting and running jobs; see
+// store.QueueAdmin. The paused state is shard 0's.
+func (s *Store) QueueList(ctx context.Context) ([]store.QueueState, error) {
+	if s.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	byName := make(map[string]*store.QueueState)
+	get := func(name string) *store.QueueState {
+		name = store.QueueOf(name)
+		q := byName[name]
+		if q == nil {
+			q = &store.QueueState{Name: name}
+			byName[name] = q
+		}
+		return q
+	}
+	for _, sh := range s.shards {
+		// A queue-max file opened read-only (not migrated) has no queue
+		// column: all its jobs are in the default queue.
+		col := "queue"
+		if strings.Contains(sh.cols, "NULL AS queue") {
+			col = "NULL"
+		}
+		rows, err := sh.r.QueryContext(ctx, `SELECT `+col+`, status, count(*) FROM fila
+			WHERE status IN ('pending', 'scheduled', 'processing') GROUP BY 1, 2`)
+		if err != nil {
+			return nil, fmt.Errorf("shard %d: queue counts: %w", sh.idx, err)
+		}
+		for rows.Next() {
+			var name sql.NullString
+			var status string
+			var n int64
+			if err := rows.Scan(&name, &status, &n); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			q := get(name.String)
+			switch store.Status(status) {
+			case store.StatusPending:
+				q.Pending += n
+			case store.StatusScheduled:
+				q.Scheduled += n
+			case store.StatusProcessing:
+				q.Processing += n
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("shard %d: queue counts: %w", sh.idx, err)
+		}
+	}
+	rows, err := s.shards[0].r.QueryContext(ctx, `SELECT name, paused_at, updated_at FROM qm_queues`)
+	if err != nil && !strings.Contains(err.Error(), "no such table") {
+		return nil, fmt.Errorf("shard 0: queues: %w", err)
+	}
+	if err == nil {
+		defer rows.Close()
+		for rows.Next() {
+			var name, updated string
+			var paused sql.NullString
+			if err := rows.Scan(&name, &paused, &updated); err != nil {
+				return nil, err
+			}
+			q := get(name)
+			q.Paused = paused.Valid
+			q.PausedAt = store.ParseTime(paused.String)
+			q.UpdatedAt = store.ParseTime(updated)
+		}
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]store.QueueState, 0, len(byName))
+	for _, q := range byName {
+		out = append(out, *q)
+	}
+	slices.SortFunc(out, func(a, b store.QueueState) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
