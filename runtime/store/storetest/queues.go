@@ -76,7 +76,7 @@ func testQueues(t *testing.T, open func(shards int) store.Store) {
 			add("b", store.PriorityLow, time.Time{})
 			add("", store.PriorityLow, time.Time{})
 		}
-		add("a", store.PriorityHigh, time.Time{})       // 12: first of a
+		add("a", store.PriorityHigh, time.Time{})        // 12: first of a
 		add("a", store.PriorityLow, t0.Add(time.Minute)) // 13: due at t0+1m
 		ids, err := st.Insert(ctx, jobs)
 		if err != nil {
