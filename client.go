@@ -101,6 +101,9 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 		c.handlers[h.Name] = h
 		c.names = append(c.names, h.Name)
 	}
+	if err := c.checkHandlerQueues(); err != nil {
+		return nil, err
+	}
 	if _, ok := c.handlers[""]; ok {
 		c.names = nil // a catch-all handler takes every task
 	}
@@ -296,6 +299,9 @@ func (c *Client) prepare(e EnqueueParams) (store.InsertParams, error) {
 		RetryDelay:   delay,
 		RunAt:        e.Opts.RunAt,
 		Now:          c.now(),
+	}
+	if p.Queue, err = c.queueFor(def, e.Opts); err != nil {
+		return store.InsertParams{}, err
 	}
 	if e.Opts.Key != nil {
 		p.Shard = shard.ForKey(*e.Opts.Key, c.cfg.Shards)

@@ -153,6 +153,15 @@ type Config struct {
 	// CircuitTimeout is how long the breaker stays open before a probe.
 	// Zero means 60s (env CIRCUIT_TIMEOUT, in seconds).
 	CircuitTimeout time.Duration
+	// Queues gives named queues their own share of Workers, so that a
+	// flood of one queue's jobs cannot take every worker: each queue runs
+	// at most its MaxWorkers jobs at once, and the default queue (jobs
+	// without a queue) the rest. Their sum must leave the default queue at
+	// least one worker (of Autoscale.Min when autoscaling, where the
+	// default queue's share grows and shrinks with the pool). A client with
+	// Queues works only those queues and the default one; nil means one
+	// pool of Workers for every queue.
+	Queues map[string]QueueConfig
 	// Autoscale, when set, varies the number of jobs Run executes at once
 	// between Autoscale.Min and Autoscale.Max by the backlog; Workers is the
 	// starting point.
@@ -295,6 +304,9 @@ func (c Config) validate() error {
 		return &ConfigError{"CircuitTimeout", "is negative"}
 	case c.RateLimit.Limit < 0 || (c.RateLimit.Limit > 0 && c.RateLimit.Per <= 0):
 		return &ConfigError{"RateLimit", "needs Limit ≥ 0 and a positive Per"}
+	}
+	if err := c.checkQueues(); err != nil {
+		return err
 	}
 	return checkMiddleware(c.Middleware)
 }

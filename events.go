@@ -37,10 +37,14 @@ const (
 	// EventPeriodic follows the scheduler enqueueing a periodic task's run
 	// for one scheduled time (Task, JobID, Slot).
 	EventPeriodic EventKind = "periodic_enqueued"
+	// EventQueuePaused follows Client.Pause on this client (Queue).
+	EventQueuePaused EventKind = "queue_paused"
+	// EventQueueResumed follows Client.Resume on this client (Queue).
+	EventQueueResumed EventKind = "queue_resumed"
 )
 
 // EventKinds lists every kind.
-var EventKinds = []EventKind{EventEnqueued, EventCompleted, EventFailed, EventRetried, EventCancelled, EventAlert, EventCircuit, EventPeriodic}
+var EventKinds = []EventKind{EventEnqueued, EventCompleted, EventFailed, EventRetried, EventCancelled, EventAlert, EventCircuit, EventPeriodic, EventQueuePaused, EventQueueResumed}
 
 // Event describes something that happened to the queue. Only the fields
 // that apply to its Kind are set.
@@ -61,6 +65,8 @@ type Event struct {
 	From, To string
 	// Periodic fields: the scheduled time the job was enqueued for.
 	Slot time.Time
+	// Queue is the queue paused or resumed.
+	Queue string
 }
 
 // events is the callback registry. Callbacks run synchronously on the

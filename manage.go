@@ -463,6 +463,9 @@ type Stats struct {
 	Warnings []string `json:"warnings,omitempty"`
 	// Workers are the live entries of the worker registry (see Workers).
 	Workers []WorkerInfo `json:"workers,omitempty"`
+	// Queues lists the queues with their counts and paused state (see
+	// Client.Queues).
+	Queues []QueueInfo `json:"queues,omitempty"`
 }
 
 // Stats returns queue statistics. Counts come from the status index, not
@@ -520,6 +523,11 @@ func (c *Client) Stats(ctx context.Context) (Stats, error) {
 	}
 	if err := c.fillRegistry(ctx, &s, local); err != nil {
 		errs = append(errs, err)
+	}
+	if qs, err := c.Queues(ctx); err != nil {
+		errs = append(errs, err)
+	} else {
+		s.Queues = qs
 	}
 	return s, errors.Join(errs...)
 }

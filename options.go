@@ -29,6 +29,10 @@ type Opts struct {
 	Key *int64
 	// RunAt delays the job until this time. Zero means now.
 	RunAt time.Time
+	// Queue puts the job in a named queue (see Config.Queues and
+	// Client.Pause). Empty keeps the task's (TaskOptions.Queue), or the
+	// default queue.
+	Queue string
 }
 
 // merge returns o with every field of p that is set overriding it.
@@ -44,6 +48,9 @@ func (o Opts) merge(p Opts) Opts {
 	}
 	if !p.RunAt.IsZero() {
 		o.RunAt = p.RunAt
+	}
+	if p.Queue != "" {
+		o.Queue = p.Queue
 	}
 	return o
 }
@@ -84,6 +91,9 @@ type TaskOptions struct {
 	// CircuitOff switches the task's circuit breaker off: failures never
 	// stop its jobs from being claimed (annotation circuit=off).
 	CircuitOff bool
+	// Queue is the named queue of the task's jobs unless Opts overrides
+	// it (annotation queue=emails). Empty means the default queue.
+	Queue string
 }
 
 // Periodic describes when a periodic task runs. Exactly one of Every and
