@@ -93,7 +93,7 @@ func ExampleEventBus_SubscribePattern() {
 	// Output:
 	// [job_enqueued job_enqueued]
 	// 2 enqueued
-	// queuemax: event pattern "jobs_*" matches no event kind (kinds: [job_enqueued job_completed job_failed job_retried job_cancelled alert circuit_state_changed periodic_enqueued])
+	// queuemax: event pattern "jobs_*" matches no event kind (kinds: [job_enqueued job_completed job_failed job_retried job_cancelled alert circuit_state_changed periodic_enqueued queue_paused queue_resumed])
 }
 
 // ExampleAwait waits for one job's completion without missing it: Await

@@ -26,6 +26,8 @@
 //	                       in the worker: io.ErrUnexpectedEOF,*net.OpError,ErrBusy
 //	inline_retries=N       how many in-worker retries retry_on allows, N ≥ 1
 //	circuit=off            the task's circuit breaker never opens (on: the default)
+//	queue=NAME             the task's named queue (default: the default queue); a-z, 0-9, _ - .,
+//	                       at most 64 bytes, starting with a letter or digit
 //
 // Keys of //queuemax:periodic only, exactly one of:
 //
@@ -45,6 +47,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/queuemax/queuemax/internal/suggest"
+	"github.com/queuemax/queuemax/runtime/store"
 	"github.com/robfig/cron/v3"
 )
 
@@ -97,6 +100,8 @@ type Directive struct {
 	InlineRetries int
 	// CircuitOff is circuit=off: the task's circuit breaker never opens.
 	CircuitOff bool
+	// Queue is the task's named queue; empty means the default queue.
+	Queue string
 	// Every is the interval of a periodic task.
 	Every time.Duration
 	// Cron is the cron spec of a periodic task, unquoted.
@@ -189,7 +194,7 @@ func IsDirective(line string) bool { return strings.HasPrefix(line, Prefix) }
 // MaxRetries is the largest retries=N accepted, as queuemax.MaxRetriesLimit.
 const MaxRetries = 1000
 
-var taskKeys = []string{"name", "priority", "retries", "timeout", "retry_delay", "rate_limit", "retry_on", "inline_retries", "circuit"}
+var taskKeys = []string{"name", "priority", "retries", "timeout", "retry_delay", "rate_limit", "retry_on", "inline_retries", "circuit", "queue"}
 
 // extra keys of //queuemax:periodic.
 var periodicKeys = []string{"every", "cron", "misfire"}
@@ -393,6 +398,12 @@ func (p *parser) pair(key, val string, keyOff, valOff int) {
 			return
 		}
 		p.d.Retries = &n
+	case "queue":
+		if problem := store.QueueNameProblem(val); problem != "" {
+			bad("%s", problem)
+			return
+		}
+		p.d.Queue = val
 	case "circuit":
 		if val != "off" && val != "on" {
 			bad("want off or on")

@@ -165,6 +165,23 @@ func TestParse(t *testing.T) {
 			wantErr: []string{`24: queuemax:task: bad circuit "0": want off or on`},
 		},
 		{
+			name: "Queue",
+			in:   "//queuemax:task queue=emails",
+			want: &annotations.Directive{Kind: annotations.KindTask, Queue: "emails"},
+		},
+		{
+			name:    "BadQueue",
+			in:      "//queuemax:task queue=Emails",
+			want:    &annotations.Directive{Kind: annotations.KindTask},
+			wantErr: []string{`22: queuemax:task: bad queue "Emails": character 'E' at 0 (want a-z, 0-9, and _ - . after the first)`},
+		},
+		{
+			name:    "QueueTypo",
+			in:      "//queuemax:task queu=emails",
+			want:    &annotations.Directive{Kind: annotations.KindTask},
+			wantErr: []string{`16: queuemax:task: unknown key "queu" (did you mean "queue"?)`},
+		},
+		{
 			name:    "BadDuration",
 			in:      "//queuemax:task timeout=30",
 			want:    &annotations.Directive{Kind: annotations.KindTask},

@@ -272,6 +272,9 @@ func options(t taskSpec) jen.Code {
 		if t.CircuitOff {
 			g.Line().Id("CircuitOff").Op(":").True()
 		}
+		if t.Queue != "" {
+			g.Line().Id("Queue").Op(":").Lit(t.Queue)
+		}
 		if g != nil {
 			g.Line()
 		}

@@ -569,6 +569,7 @@ var sendEmailOptions = queuemax.TaskOptions{
 	Priority:   2,
 	MaxRetries: queuemax.Ptr(5),
 	Timeout:    30 * time.Second,
+	Queue:      "emails",
 }
 
 // sendEmailFunc calls SendEmail (email.go:15) with the fields of its payload.

@@ -245,7 +245,7 @@ func TestHandlers(t *testing.T) {
 		{Name: pkg + "CleanupOldData", Options: queuemax.TaskOptions{MaxRetries: queuemax.Ptr(0)}, Periodic: &queuemax.Periodic{Every: time.Hour}},
 		{Name: pkg + "GenerateReport", Options: queuemax.TaskOptions{Priority: queuemax.PriorityMedium, Timeout: 2 * time.Minute}},
 		{Name: pkg + "PingMonitor", Options: queuemax.TaskOptions{MaxRetries: queuemax.Ptr(0), Timeout: time.Second}, Periodic: &queuemax.Periodic{Every: 2 * time.Second}},
-		{Name: pkg + "SendEmail", Options: queuemax.TaskOptions{Priority: queuemax.PriorityHigh, MaxRetries: queuemax.Ptr(5), Timeout: 30 * time.Second}},
+		{Name: pkg + "SendEmail", Options: queuemax.TaskOptions{Priority: queuemax.PriorityHigh, MaxRetries: queuemax.Ptr(5), Timeout: 30 * time.Second, Queue: "emails"}},
 	}
 	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(queuemax.TaskOptions{}, "RetryOn")); diff != "" {
 		t.Errorf("Handlers() mismatch (-want +got):\n%s", diff)

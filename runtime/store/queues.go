@@ -22,11 +22,20 @@ var ErrInvalidQueue = errors.New("queuemax: invalid queue name")
 // a letter or digit (River's rule, with '.'). The error wraps
 // ErrInvalidQueue and says what is wrong.
 func CheckQueueName(name string) error {
+	if p := QueueNameProblem(name); p != "" {
+		return fmt.Errorf("%w %q: %s", ErrInvalidQueue, name, p)
+	}
+	return nil
+}
+
+// QueueNameProblem says what is wrong with a queue name, or "" if nothing
+// is (see CheckQueueName).
+func QueueNameProblem(name string) string {
 	switch {
 	case name == "":
-		return fmt.Errorf("%w: empty", ErrInvalidQueue)
+		return "empty"
 	case len(name) > MaxQueueName:
-		return fmt.Errorf("%w: %q is longer than %d bytes", ErrInvalidQueue, name, MaxQueueName)
+		return fmt.Sprintf("longer than %d bytes", MaxQueueName)
 	}
 	for i := 0; i < len(name); i++ {
 		c := name[i]
@@ -34,10 +43,10 @@ func CheckQueueName(name string) error {
 		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
 		case (c == '_' || c == '-' || c == '.') && i > 0:
 		default:
-			return fmt.Errorf("%w: %q: character %q at %d (want a-z, 0-9, and _ - . after the first)", ErrInvalidQueue, name, c, i)
+			return fmt.Sprintf("character %q at %d (want a-z, 0-9, and _ - . after the first)", c, i)
 		}
 	}
-	return nil
+	return ""
 }
 
 // QueueOf returns the stored queue name for q: DefaultQueue when empty.
