@@ -28,6 +28,10 @@ var (
 	ErrUnknownQueue = errors.New("queuemax: unknown queue")
 )
 
+// CheckQueueName reports whether name may name a queue; the error matches
+// ErrInvalidQueue and says what is wrong.
+func CheckQueueName(name string) error { return store.CheckQueueName(name) }
+
 // QueueConfig configures one named queue of Config.Queues.
 type QueueConfig struct {
 	// MaxWorkers is how many of Config.Workers may run this queue's jobs

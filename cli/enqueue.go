@@ -64,6 +64,7 @@ func runEnqueue(r *runner, ctx context.Context, cmd *command, args []string) (er
 	file := fs.String("file", "", "enqueue every record of `FILE` (JSON Lines or a JSON array)")
 	jsonOut := fs.Bool("json", false, "print JSON")
 	mkdir := fs.Bool("create", false, "create the data dir and shard files if missing")
+	queue := fs.String("queue", "", "put the job in queue `NAME` (default: the task's, or the default queue)")
 	anyTask := fs.Bool("any-task", false, "store --task as given even if no live worker runs it (binaries without a task registry)")
 	if err := r.parse(fs, cmd, args); err != nil {
 		return err
@@ -75,7 +76,7 @@ func runEnqueue(r *runner, ctx context.Context, cmd *command, args []string) (er
 		mode = create
 	}
 	if *file != "" {
-		for _, name := range []string{"task", "payload", "priority", "key", "at", "in", "max-retries"} {
+		for _, name := range []string{"task", "payload", "priority", "key", "at", "in", "max-retries", "queue"} {
 			if set[name] {
 				return usagef("--%s cannot be combined with --file (each record sets its own)", name)
 			}
@@ -107,6 +108,12 @@ func runEnqueue(r *runner, ctx context.Context, cmd *command, args []string) (er
 	}
 	if key.set {
 		o.Key = queuemax.Ptr(key.v)
+	}
+	if *queue != "" {
+		if err := queuemax.CheckQueueName(*queue); err != nil {
+			return usagef("--queue: %s", strings.TrimPrefix(err.Error(), "queuemax: "))
+		}
+		o.Queue = *queue
 	}
 	if retries.set {
 		if retries.v < 0 {

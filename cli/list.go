@@ -113,7 +113,7 @@ func runList(r *runner, ctx context.Context, cmd *command, args []string) (err e
 	now := time.Now()
 	t := newTable(r.stdout, "ID", "SHARD", "TASK", "STATUS", "PRIORITY", "TRIES", "CREATED", "DETAIL", "PAYLOAD")
 	for _, j := range jobs {
-		t.row(j.ID.String(), strconv.Itoa(j.Shard), shortTask(j.Task), string(j.Status), j.Priority.String(),
+		t.row(j.ID.String(), strconv.Itoa(j.Shard), shortTask(j.Task)+queueTag(j.Queue), string(j.Status), j.Priority.String(),
 			tries(j), ago(j.CreatedAt, now), detail(j, now), clip(string(j.Payload), 50))
 	}
 	if err := t.flush(); err != nil {

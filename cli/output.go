@@ -228,8 +228,9 @@ type jobOut struct {
 	CompletedAt  *time.Time      `json:"completed_at,omitempty"`
 	RetryDelayMS int64           `json:"retry_delay_ms,omitempty"`
 	// CancelRequested: cancel was called while the job runs.
-	CancelRequested bool `json:"cancel_requested,omitempty"`
-	Snoozes         int  `json:"snoozes"`
+	CancelRequested bool   `json:"cancel_requested,omitempty"`
+	Snoozes         int    `json:"snoozes"`
+	Queue           string `json:"queue"`
 }
 
 func toJobOut(j *queuemax.Job) jobOut {
@@ -240,7 +241,7 @@ func toJobOut(j *queuemax.Job) jobOut {
 		WorkerID: j.WorkerID, CreatedAt: timePtr(j.CreatedAt), RunAt: timePtr(j.NextRetryAt),
 		StartedAt: timePtr(j.StartedAt), Heartbeat: timePtr(j.Heartbeat), CompletedAt: timePtr(j.CompletedAt),
 		RetryDelayMS: j.RetryDelay.Milliseconds(), CancelRequested: j.CancelRequested,
-		Snoozes: j.Snoozes,
+		Snoozes: j.Snoozes, Queue: j.Queue,
 	}
 }
 

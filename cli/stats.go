@@ -153,6 +153,12 @@ func runStats(r *runner, ctx context.Context, cmd *command, args []string) (err 
 			}
 			fmt.Fprintln(r.stdout)
 		}
+		if showQueues(s.Queues) {
+			if err := printQueues(r.stdout, s.Queues, now); err != nil {
+				return err
+			}
+			fmt.Fprintln(r.stdout)
+		}
 		for _, w := range s.Warnings {
 			fmt.Fprintln(r.stdout, "warning: "+w)
 		}

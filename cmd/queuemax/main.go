@@ -16,11 +16,16 @@
 //	list       list jobs by status, or the dead-letter queue
 //	           (--status pending|scheduled|processing|failed|completed|dead,
 //	           --task T, --shard N, --limit N, --json)
-//	enqueue    add a job (--task T --payload JSON [--priority P] [--key K]
+//	enqueue    add a job (--task T --payload JSON [--priority P] [--key K] [--queue Q]
 //	           [--at TIME | --in DURATION] [--max-retries N] [--json]),
 //	           or every job of a file (--file jobs.jsonl: JSON Lines or a
 //	           JSON array, all or nothing, the first bad line named)
 //	retry      re-queue failed jobs (all, --shard N, or --job-id ID)
+//	queues     list the named queues with their counts and paused state
+//	           (--json)
+//	pause      pause a queue on every worker of every process; running
+//	           jobs finish (--queue NAME)
+//	resume     resume a paused queue (--queue NAME)
 //	dlq        list the dead-letter queue, or re-queue from it
 //	           (dlq requeue --shard N --id ID, or --all)
 //	recover    take back orphaned jobs now (--older-than DURATION)
