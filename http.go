@@ -96,6 +96,7 @@ type AdminOptions struct {
 //	GET  /throughput                         completed, failed and retried jobs per 5s step, last 10 minutes
 //	GET  /workers                            {"workers": [WorkerInfo...]}: the live worker registry
 //	GET  /breakers                           {"breakers": [...]}: the task circuit breakers of a running worker
+//	GET  /queues                             {"queues": [QueueInfo...]}: counts and paused state per queue
 //	GET  /info                               what the dashboard may offer (read_only, protect_reads, shards)
 //	GET  /ui/                                the dashboard, a web page over these endpoints (its
 //	                                         assets need no token; with ProtectReads its data does)
@@ -104,11 +105,13 @@ type AdminOptions struct {
 //	POST /jobs/{id}/cancel                   cancel a job: {"job_id": id, "status": "cancelled"}
 //	                                         ("processing": its worker stops it within a
 //	                                         heartbeat); 409 if it already finished
+//	POST /queues/{name}/pause                pause a queue on every worker: {"queue": name, "paused": true}
+//	POST /queues/{name}/resume               resume it: {"queue": name, "paused": false}
 //	POST /dead-letters/{shard}/{id}/requeue  re-queue a dead letter: {"job_id": id}
 //	POST /purge    {"statuses": ["failed", ...]}    {"purged": n}
 //	POST /recover                            recover orphans: {"requeued": n, "dead_lettered": n}
 //	POST /enqueue  {"task": "...", "payload": {...}, "opts": {"priority": 2,
-//	               "max_retries": 0, "key": 7, "run_at": "RFC 3339", "delay": "10s"}}
+//	               "max_retries": 0, "key": 7, "run_at": "RFC 3339", "delay": "10s", "queue": "emails"}}
 //	                                         201 {"job_id": id, "shard": n}
 //
 // POST requests need the bearer token (401 without a valid one, 403 when
@@ -156,6 +159,9 @@ func NewAdminHandler(c *Client, opts AdminOptions) http.Handler {
 		{"GET", "throughput", a.throughput},
 		{"GET", "workers", a.workers},
 		{"GET", "breakers", a.breakers},
+		{"GET", "queues", a.queues},
+		{"POST", "queues/{}/pause", a.pauseQueue},
+		{"POST", "queues/{}/resume", a.resumeQueue},
 		{"POST", "retry", a.retryAll},
 		{"POST", "jobs/{}/retry", a.retryJob},
 		{"POST", "jobs/{}/cancel", a.cancelJob},
@@ -295,7 +301,7 @@ func (a *admin) fail(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, ErrJobFinished):
 		status, msg = http.StatusConflict, err.Error()
 	case errors.Is(err, ErrInvalidPayload), errors.Is(err, ErrInvalidPriority), errors.Is(err, ErrInvalidRetries),
-		errors.Is(err, ErrInvalidShard), errors.Is(err, ErrUnknownTask):
+		errors.Is(err, ErrInvalidShard), errors.Is(err, ErrUnknownTask), errors.Is(err, ErrInvalidQueue), errors.Is(err, ErrUnknownQueue):
 		status, msg = http.StatusBadRequest, err.Error()
 	case errors.Is(err, ErrReadOnly):
 		status, msg = http.StatusForbidden, err.Error()
@@ -448,8 +454,9 @@ type adminJob struct {
 	NextRunAt   *time.Time      `json:"next_run_at,omitempty"`
 	Heartbeat   *time.Time      `json:"heartbeat,omitempty"`
 	// CancelRequested: Cancel was called while the job runs.
-	CancelRequested bool `json:"cancel_requested,omitempty"`
-	Snoozes         int  `json:"snoozes"`
+	CancelRequested bool   `json:"cancel_requested,omitempty"`
+	Snoozes         int    `json:"snoozes"`
+	Queue           string `json:"queue"`
 }
 
 func timePtr(t time.Time) *time.Time {
@@ -464,7 +471,7 @@ func toAdminJob(j *Job) adminJob {
 		Key: j.PartitionKey, Attempts: j.Attempts, MaxAttempts: j.MaxAttempts, LastError: j.LastError, ErrorType: j.ErrorType,
 		WorkerID: j.WorkerID, Result: j.Result, CreatedAt: timePtr(j.CreatedAt), StartedAt: timePtr(j.StartedAt),
 		CompletedAt: timePtr(j.CompletedAt), NextRunAt: timePtr(j.NextRetryAt), Heartbeat: timePtr(j.Heartbeat),
-		CancelRequested: j.CancelRequested, Snoozes: j.Snoozes}
+		CancelRequested: j.CancelRequested, Snoozes: j.Snoozes, Queue: j.Queue}
 }
 
 type adminDeadLetter struct {
@@ -746,6 +753,7 @@ type enqueueRequest struct {
 		Key        *int64    `json:"key"`
 		RunAt      time.Time `json:"run_at"`
 		Delay      string    `json:"delay"`
+		Queue      string    `json:"queue"`
 	} `json:"opts"`
 }
 
@@ -769,7 +777,7 @@ func (a *admin) enqueue(w http.ResponseWriter, r *http.Request, _ []string) erro
 		return badRequest(`field "payload": %v`, err)
 	}
 	payload = compact.Bytes()
-	o := Opts{Priority: req.Opts.Priority, MaxRetries: req.Opts.MaxRetries, Key: req.Opts.Key, RunAt: req.Opts.RunAt}
+	o := Opts{Priority: req.Opts.Priority, MaxRetries: req.Opts.MaxRetries, Key: req.Opts.Key, RunAt: req.Opts.RunAt, Queue: req.Opts.Queue}
 	if o.Priority != nil && !o.Priority.Valid() {
 		return badRequest(`field "opts.priority": want 0, 1 or 2, got %d`, *o.Priority)
 	}

@@ -215,6 +215,35 @@ func TestAdminHandler(t *testing.T) {
 					t.Errorf("enqueue shard = %v, want 1", r.body["shard"])
 				}
 			}},
+		{name: "EnqueueQueue", method: "POST", path: adminPath("/admin/enqueue"), auth: bearer,
+			body: `{"task": "test.ok", "opts": {"queue": "emails"}}`, wantStatus: 201,
+			check: func(t *testing.T, f *adminFixture, r adminResponse) {
+				id := JobID(r.body["job_id"].(float64))
+				if j, err := f.b.c.Job(f.b.ctx, id); err != nil || j.Queue != "emails" {
+					t.Errorf("enqueued job = %+v, %v; want queue emails", j, err)
+				}
+			}},
+		{name: "EnqueueBadQueue", method: "POST", path: adminPath("/admin/enqueue"), auth: bearer, body: `{"task": "test.ok", "opts": {"queue": "A B"}}`, wantStatus: 400, wantIn: "invalid queue name"},
+		{name: "Queues", method: "GET", path: adminPath("/admin/queues"), wantStatus: 200, wantIn: `"name": "default"`},
+		{name: "PauseQueue", method: "POST", path: adminPath("/admin/queues/emails/pause"), auth: bearer, wantStatus: 200, wantIn: `"paused": true`,
+			check: func(t *testing.T, f *adminFixture, r adminResponse) {
+				qs, err := f.b.c.Queues(f.b.ctx)
+				if err != nil || len(qs) != 2 || qs[1].Name != "emails" || !qs[1].Paused {
+					t.Errorf("Queues after POST pause = %+v, %v; want emails paused", qs, err)
+				}
+				got := f.do(t, "GET", "/admin/queues", "", "", "")
+				if !strings.Contains(got.raw, `"paused": true`) {
+					t.Errorf("GET /queues after pause = %s", got.raw)
+				}
+				if res := f.do(t, "POST", "/admin/queues/emails/resume", bearer, "", ""); res.status != 200 || !strings.Contains(res.raw, `"paused": false`) {
+					t.Errorf("POST resume = %d %s", res.status, res.raw)
+				}
+				if qs, err := f.b.c.Queues(f.b.ctx); err != nil || qs[1].Paused {
+					t.Errorf("Queues after POST resume = %+v, %v; want emails not paused", qs, err)
+				}
+			}},
+		{name: "PauseBadQueue", method: "POST", path: adminPath("/admin/queues/Emails/pause"), auth: bearer, wantStatus: 400, wantIn: "invalid queue name"},
+		{name: "PauseNoToken", method: "POST", path: adminPath("/admin/queues/emails/pause"), wantStatus: 401},
 		{name: "EnqueueNoPayload", method: "POST", path: adminPath("/admin/enqueue"), auth: bearer, body: `{"task": "test.ok"}`, wantStatus: 201},
 		{name: "EnqueueNoTask", method: "POST", path: adminPath("/admin/enqueue"), auth: bearer, body: `{"payload": {}}`, wantStatus: 400, wantIn: `\"task\": required`},
 		{name: "EnqueueUnknownTask", method: "POST", path: adminPath("/admin/enqueue"), auth: bearer, body: `{"task": "test.nope"}`, wantStatus: 400, wantIn: "unknown task"},
@@ -568,7 +597,7 @@ func TestAdminHandler_JobJSON(t *testing.T) {
 		keys = append(keys, k)
 	}
 	want := []string{"attempts", "completed_at", "created_at", "error_type", "id", "last_error", "max_attempts",
-		"payload", "priority", "shard", "snoozes", "started_at", "status", "task"}
+		"payload", "priority", "queue", "shard", "snoozes", "started_at", "status", "task"}
 	if diff := cmp.Diff(want, keys, adminSortStrings); diff != "" {
 		t.Errorf("job JSON keys (-want +got):\n%s\n%s", diff, r.raw)
 	}
