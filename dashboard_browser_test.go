@@ -440,6 +440,25 @@ func TestDashboardBrowser(t *testing.T) {
 		waitJS(t, tab, textIs("#mode", "read-only")+` && document.querySelectorAll("button[data-requeue]").length === 2 && [...document.querySelectorAll("button[data-requeue]")].every(b => b.disabled)`, textOf("#view"))
 	})
 
+	t.Run("PauseAndResumeQueue", func(t *testing.T) {
+		f := newDashFixture(t, adminTestToken)
+		tab := newTab(t, browser)
+		do(t, tab, "open the overview", chromedp.Navigate(f.url))
+		do(t, tab, "enter the token", chromedp.SendKeys("#token", adminTestToken), chromedp.Click(`#token-form button`))
+		waitJS(t, tab, `document.querySelector("#queue-toggle-default") !== null`, textOf("#queues"))
+		do(t, tab, "pause the default queue", chromedp.Click("#queue-toggle-default"))
+		waitJS(t, tab, textIs("#flash", "Queue default paused: workers start none of its jobs."), textOf("#flash"))
+		if qs, err := f.c.Queues(t.Context()); err != nil || len(qs) == 0 || qs[0].Name != "default" || !qs[0].Paused {
+			t.Errorf("after the pause button: Queues = %+v, %v; want default paused", qs, err)
+		}
+		waitJS(t, tab, `document.querySelector("#queue-toggle-default")?.textContent === "Resume"`, textOf("#queues"))
+		do(t, tab, "resume the default queue", chromedp.Click("#queue-toggle-default"))
+		waitJS(t, tab, textIs("#flash", "Queue default resumed."), textOf("#flash"))
+		if qs, err := f.c.Queues(t.Context()); err != nil || len(qs) == 0 || qs[0].Paused {
+			t.Errorf("after the resume button: Queues = %+v, %v; want default running", qs, err)
+		}
+	})
+
 	t.Run("PurgeAsksFirst", func(t *testing.T) {
 		f := newDashFixture(t, adminTestToken)
 		tab := newTab(t, browser)

@@ -236,6 +236,7 @@ async function overview(view) {
   const chart = h("div", { class: "chart", id: "chart" });
   const legend = h("div", { class: "legend", id: "legend" });
   const tasks = h("div", { class: "scroll", id: "tasks" });
+  const queues = h("div", { class: "scroll", id: "queues" });
   const shards = h("div", { class: "scroll", id: "shards" });
   const workers = h("div", { class: "scroll", id: "workers" });
   const breakers = h("div", { class: "scroll", id: "breakers" });
@@ -249,6 +250,7 @@ async function overview(view) {
       chart,
       h("p", { class: "note" }, "Jobs per 5 s over up to the last 10 minutes, sampled while a dashboard is open. Completed and failed count every process's work; retried counts this process's workers.")),
     h("section", { class: "panel" }, h("h2", {}, "Tasks"), tasks),
+    h("section", { class: "panel" }, h("h2", {}, "Queues"), queues),
     h("section", { class: "panel" }, h("h2", {}, "Shards"), shards),
     h("div", { class: "grid" },
       h("section", { class: "panel" }, h("h2", {}, "Workers"), workers),
@@ -277,6 +279,7 @@ async function overview(view) {
       renderCards(cards, stats);
       renderChart(chart, legend, tp);
       renderTasks(tasks, tk.tasks);
+      renderQueues(queues, stats.queues || []);
       renderShards(shards, stats.shards);
       renderWorkers(workers, wk);
       renderBreakers(breakers, br);
@@ -316,6 +319,21 @@ function renderTasks(el, tasks) {
     ...["pending", "scheduled", "processing", "completed", "failed", "dead_letters"].map((k) => h("td", { class: "num" }, fmt(t[k]))),
     h("td", {}, t.circuit ? badge(t.circuit) : h("span", { class: "muted" }, "–"))));
   el.replaceChildren(table(["Task", N("Pending"), N("Scheduled"), N("Running"), N("Completed"), N("Failed"), N("Dead"), "Circuit"], rows, "No tasks have jobs."));
+}
+
+function renderQueues(el, qs) {
+  const rows = qs.map((q) => h("tr", { "data-queue": q.name },
+    h("td", {}, q.name),
+    ...["pending", "scheduled", "processing"].map((k) => h("td", { class: "num" }, fmt(q[k]))),
+    h("td", {}, q.paused ? h("span", { title: whenFull(q.paused_at) }, badge("paused", "bad")) : badge("running", "ok")),
+    h("td", {}, actionButton(q.paused ? "Resume" : "Pause", "ghost", async () => {
+      const verb = q.paused ? "resume" : "pause";
+      const out = await act(q.paused ? "Resume" : "Pause", `queues/${encodeURIComponent(q.name)}/${verb}`);
+      if (out) flash(`Queue ${q.name} ${out.paused ? "paused: workers start none of its jobs" : "resumed"}.`);
+    }, { id: "queue-toggle-" + q.name }))));
+  el.replaceChildren(
+    table(["Queue", N("Pending"), N("Scheduled"), N("Running"), "State", ""], rows, "No queue has jobs."),
+    h("p", { class: "note" }, "A paused queue's jobs wait: every worker of every process skips them from its next claim; running jobs finish."));
 }
 
 function renderShards(el, shards) {
@@ -534,7 +552,7 @@ async function jobPage(view, id) {
     body.replaceChildren(...[
       h("div", { class: "grid" },
         h("section", { class: "panel" }, h("h2", {}, "Details"), h("dl", { class: "kv" },
-          kv("Task", j.task || "(no task)"), kv("Status", badge(j.status)), kv("Shard", "#" + j.shard),
+          kv("Task", j.task || "(no task)"), kv("Status", badge(j.status)), kv("Queue", h("span", { id: "job-queue" }, j.queue)), kv("Shard", "#" + j.shard),
           kv("Priority", ["low", "medium", "high"][j.priority] || j.priority),
           kv("Attempts", h("span", { id: "job-attempts" }, `${j.attempts} of ${j.max_attempts}`)),
           kv("Partition key", j.key === undefined ? "" : String(j.key)),
