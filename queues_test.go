@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -185,4 +186,96 @@ func TestClient_PauseSeenByOtherProcess(t *testing.T) {
 			t.Errorf("Queues after resume mismatch (-want +got):\n%s", diff)
 		}
 	})
+}
+
+// TestClient_RunQueueFloodLeavesOtherWorkersFree floods a queue capped at
+// 2 of 4 workers with blocked jobs and checks that the default queue's
+// jobs still start at once on the other workers, and that the flood never
+// runs more than 2 jobs at a time, on both stores.
+func TestClient_RunQueueFloodLeavesOtherWorkersFree(t *testing.T) {
+	t.Parallel()
+	for _, backend := range []string{"SQLite", "PostgreSQL"} {
+		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
+			var (
+				release     = make(chan struct{})
+				bulkStarted = make(chan struct{}, 100)
+				mailStarted = make(chan struct{}, 100)
+				mu          sync.Mutex
+				bulkNow     int
+				bulkMax     int
+			)
+			bulk := Handler{Name: "t.Bulk", Options: TaskOptions{Queue: "bulk"}, Func: func(ctx context.Context, j *Job) (any, error) {
+				mu.Lock()
+				bulkNow++
+				bulkMax = max(bulkMax, bulkNow)
+				mu.Unlock()
+				bulkStarted <- struct{}{}
+				<-release
+				mu.Lock()
+				bulkNow--
+				mu.Unlock()
+				return nil, nil
+			}}
+			mail := Handler{Name: "t.Mail", Func: func(ctx context.Context, j *Job) (any, error) {
+				mailStarted <- struct{}{}
+				<-release
+				return nil, nil
+			}}
+			cfg := Config{Shards: 2, Workers: 4, Queues: map[string]QueueConfig{"bulk": {MaxWorkers: 2}}, Handlers: []Handler{bulk, mail}}
+			if backend == "PostgreSQL" {
+				cfg.DSN = pgTestDSN(t)
+				cfg.Schema = pgTestSchema(t, cfg.DSN)
+			}
+			b := setup(t, cfg)
+			ctx := b.ctx
+			const flood = 40
+			ps := make([]EnqueueParams, flood)
+			for i := range ps {
+				ps[i] = EnqueueParams{Task: "t.Bulk", Payload: struct{}{}, Opts: Opts{Priority: Ptr(PriorityHigh)}}
+			}
+			if _, err := b.c.EnqueueMany(ctx, ps); err != nil {
+				t.Fatal(err)
+			}
+			stop := run(t, b.c)
+			wait := func(ch <-chan struct{}, what string) {
+				t.Helper()
+				select {
+				case <-ch:
+				case <-time.After(20 * time.Second):
+					t.Fatalf("%s did not start", what)
+				}
+			}
+			wait(bulkStarted, "the first bulk job")
+			wait(bulkStarted, "the second bulk job")
+			// Two default-queue jobs start on the two workers the flood
+			// cannot take, while both bulk jobs still block.
+			for range 2 {
+				if _, err := b.c.Enqueue(ctx, "t.Mail", struct{}{}, Opts{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			wait(mailStarted, "the first default job")
+			wait(mailStarted, "the second default job")
+			qs, err := b.c.Queues(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []QueueInfo{{Name: "bulk", Pending: flood - 2, Processing: 2, MaxWorkers: 2}, {Name: "default", Processing: 2, MaxWorkers: 2}}
+			if diff := cmp.Diff(want, qs); diff != "" {
+				t.Errorf("Queues during the flood mismatch (-want +got):\n%s", diff)
+			}
+			close(release)
+			if err := b.c.WaitUntilEmpty(ctx); err != nil {
+				t.Fatal(err)
+			}
+			stop()
+			if bulkMax != 2 {
+				t.Errorf("the flood ran %d jobs at once, want its MaxWorkers 2", bulkMax)
+			}
+			if n := len(bulkStarted); n != flood-2 {
+				t.Errorf("%d more bulk jobs ran after the release, want %d", n, flood-2)
+			}
+		})
+	}
 }

@@ -167,6 +167,12 @@ func (c *Client) newEngine() (*worker, error) {
 		}
 		cfg.Autoscale = &p
 	}
+	if len(c.cfg.Queues) > 0 {
+		cfg.Queues = make(map[string]int, len(c.cfg.Queues))
+		for name, q := range c.cfg.Queues {
+			cfg.Queues[name] = q.MaxWorkers
+		}
+	}
 	sched, err := c.newScheduler()
 	if err != nil {
 		return nil, err

@@ -54,6 +54,10 @@ type Config struct {
 	// It must not be empty.
 	Breakers  map[string]*breaker.Breaker
 	Autoscale *scale.Policy // validated, with defaults; nil: fixed Workers
+	// Queues caps named queues (name → MaxWorkers); the default queue gets
+	// the rest of the limit, and only these queues are claimed. Nil: one
+	// pool for every queue. See queues.go.
+	Queues map[string]int
 	// Wake is signalled after local enqueues, so an idle producer claims
 	// at once.
 	Wake <-chan struct{}
@@ -130,6 +134,7 @@ type Engine struct {
 	active    atomic.Int64  // jobs held (running or prefetched) and not yet acknowledged
 	executing atomic.Int64  // jobs whose handler has not returned yet
 	slotFree  chan struct{} // buffer 1: a freed slot wakes the producer
+	queues    *queueSlots   // nil without Config.Queues
 
 	mu      sync.Mutex
 	running map[store.JobID]*runningJob
@@ -181,6 +186,7 @@ func New(cfg Config) *Engine {
 		e.order = append(e.order, name)
 	}
 	slices.Sort(e.order)
+	e.queues = newQueueSlots(e, cfg.Queues)
 	e.state.Store(Running)
 	e.limit.Store(int64(cfg.Workers))
 	if p := cfg.Autoscale; p != nil {

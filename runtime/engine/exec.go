@@ -37,6 +37,7 @@ func (e *Engine) hold(j *store.Job) *runningJob {
 	e.running[j.ID] = rj
 	e.mu.Unlock()
 	e.active.Add(1)
+	e.queues.add(j.Queue, 1)
 	return rj
 }
 
@@ -47,6 +48,7 @@ func (e *Engine) unhold(rj *runningJob) {
 	delete(e.running, rj.job.ID)
 	e.mu.Unlock()
 	e.active.Add(-1)
+	e.queues.add(rj.job.Queue, -1)
 }
 
 // launch runs a held job on its own goroutine, taking a worker slot.

@@ -100,7 +100,7 @@ func (p *producer) run(ctx context.Context) {
 
 // ahead reports whether claims prefetch beyond the free slots.
 func (p *producer) ahead(limit int) bool {
-	return p.e.cfg.Limiter == nil && len(p.e.cfg.TaskLimiters) == 0 && p.e.cfg.ClaimBatch > limit
+	return p.e.cfg.Limiter == nil && len(p.e.cfg.TaskLimiters) == 0 && p.e.cfg.ClaimBatch > limit && p.e.queues == nil
 }
 
 // startWaiting starts prefetched jobs on free slots and returns how many
@@ -282,7 +282,7 @@ func (p *producer) claim(ctx context.Context, tasks []string, max int, now time.
 		tasks = nil // the catch-all handler's group covers every task
 	}
 	jobs, err := e.cfg.Store.Claim(ctx, store.ClaimParams{WorkerID: e.cfg.WorkerID, Max: max, Now: now, Tasks: tasks,
-		Order: p.claimOrder()})
+		Order: p.claimOrder(), Queues: e.queues.limits()})
 	if err != nil && ctx.Err() == nil && !errors.Is(err, store.ErrClosed) {
 		e.log.WarnContext(ctx, "claim failed", "err", err)
 	}
@@ -356,6 +356,8 @@ func (p *producer) idle(ctx context.Context, retryIn time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-e.cfg.Wake:
+			return
+		case <-e.queues.freed():
 			return
 		case <-changes:
 			return

@@ -90,3 +90,24 @@ type QueueAdmin interface {
 	// processing jobs, or that was ever paused, ordered by name.
 	QueueList(ctx context.Context) ([]QueueState, error)
 }
+
+// QueuesLeft returns the caps qs leave after a claim took jobs: each
+// queue's Max less its jobs taken, queues left with none dropped. A store
+// whose Claim runs one statement per shard calls it between shards, so
+// that the caps hold over the whole Claim. Nil stays nil (no caps).
+func QueuesLeft(qs []QueueLimit, jobs []*Job) []QueueLimit {
+	if qs == nil || len(jobs) == 0 {
+		return qs
+	}
+	taken := make(map[string]int, len(qs))
+	for _, j := range jobs {
+		taken[QueueOf(j.Queue)]++
+	}
+	out := make([]QueueLimit, 0, len(qs))
+	for _, q := range qs {
+		if n := q.Max - taken[QueueOf(q.Queue)]; n > 0 {
+			out = append(out, QueueLimit{Queue: q.Queue, Max: n})
+		}
+	}
+	return out
+}

@@ -277,8 +277,9 @@ type ClaimParams struct {
 	// matches jobs stored without a task (queue-max's).
 	Tasks []string
 	// Queues, when not nil, restricts claims to these queues, at most
-	// Max jobs of each (and p.Max in all); an entry with Max 0 claims
-	// none. Nil claims every queue. Paused queues are always skipped.
+	// Max jobs of each over the whole Claim, every shard together (and
+	// p.Max in all); an entry with Max 0 claims none. Nil claims every
+	// queue. Paused queues are always skipped.
 	Queues []QueueLimit
 }
 

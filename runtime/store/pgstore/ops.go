@@ -221,7 +221,7 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) ([]*store.Job, e
 	var out []*store.Job
 	var firstErr error
 	for _, sh := range order {
-		if len(out) >= p.Max {
+		if len(out) >= p.Max || p.Queues != nil && len(p.Queues) == 0 {
 			break
 		}
 		if err := s.checkShard(sh); err != nil {
@@ -235,6 +235,7 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) ([]*store.Job, e
 			continue
 		}
 		out = append(out, jobs...)
+		p.Queues = store.QueuesLeft(p.Queues, jobs)
 	}
 	if len(out) > 0 {
 		return out, nil

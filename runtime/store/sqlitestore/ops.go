@@ -133,7 +133,7 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) ([]*store.Job, e
 	var out []*store.Job
 	var firstErr error
 	for _, i := range order {
-		if len(out) >= p.Max {
+		if len(out) >= p.Max || p.Queues != nil && len(p.Queues) == 0 {
 			break
 		}
 		sh, err := s.shard(i)
@@ -162,6 +162,7 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) ([]*store.Job, e
 		}
 		sh.full.Store(len(jobs) == want)
 		out = append(out, jobs...)
+		p.Queues = store.QueuesLeft(p.Queues, jobs)
 	}
 	if len(out) > 0 {
 		return out, nil

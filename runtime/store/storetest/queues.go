@@ -129,6 +129,27 @@ func testQueues(t *testing.T, open func(shards int) store.Store) {
 		}
 	})
 
+	t.Run("CapsSpanShards", func(t *testing.T) {
+		t.Parallel()
+		st := open(3)
+		ctx := t.Context()
+		var jobs []store.InsertParams
+		for i := range 9 {
+			jobs = append(jobs, store.InsertParams{Shard: i % 3, Task: "t", Payload: json.RawMessage(`{}`), MaxAttempts: 1, Queue: "a", Now: t0})
+		}
+		if _, err := st.Insert(ctx, jobs); err != nil {
+			t.Fatalf("Insert: %v", err)
+		}
+		got, err := st.Claim(ctx, store.ClaimParams{WorkerID: "w1", Max: 9, Now: t0, Order: []int{0, 1, 2},
+			Queues: []store.QueueLimit{{Queue: "a", Max: 4}}})
+		if err != nil {
+			t.Fatalf("Claim: %v", err)
+		}
+		if len(got) != 4 {
+			t.Errorf("Claim of a:4 over 3 shards took %d jobs, want 4", len(got))
+		}
+	})
+
 	t.Run("PauseAndResume", func(t *testing.T) {
 		t.Parallel()
 		st := open(3)

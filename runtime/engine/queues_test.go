@@ -1,0 +1,78 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/queuemax/queuemax/runtime/store"
+)
+
+// TestProducer_RunOnceQueueCaps: with Queues, a claim round takes at most
+// each queue's free slots (the default queue gets the rest of Workers), a
+// round with every queue at its cap claims nothing, and a finished job of
+// a capped queue signals freed() and frees its slot for the next round.
+func TestProducer_RunOnceQueueCaps(t *testing.T) {
+	r := newRig(t, 2)
+	release := make(chan struct{})
+	r.run = func(ctx context.Context, j *store.Job) (any, error) {
+		<-release
+		return nil, nil
+	}
+	var ps []store.InsertParams
+	for i := range 20 {
+		q := "flood"
+		if i%4 == 0 {
+			q = ""
+		}
+		// The flood has the higher priority: without caps it would take
+		// every slot.
+		prio := store.PriorityHigh
+		if q == "" {
+			prio = store.PriorityLow
+		}
+		ps = append(ps, store.InsertParams{Shard: i % 2, Task: "t", Payload: json.RawMessage(`{}`), Priority: prio,
+			MaxAttempts: 1, Queue: q, Now: r.now})
+	}
+	if _, err := r.st.Insert(t.Context(), ps); err != nil {
+		t.Fatal(err)
+	}
+	r.cfg.Queues = map[string]int{"flood": 1, "idle": 1}
+	e := New(r.cfg)
+	p := newProducer(e)
+	if p.ahead(4) {
+		t.Errorf("ahead() with Queues = true, want no prefetch")
+	}
+	byQueue := func() map[string]int {
+		m := map[string]int{}
+		for range 4 - 2 + 1 { // Workers 4 − flood 1 − idle 1 = default 2, plus flood 1
+			j := <-r.ran
+			m[j.Queue]++
+		}
+		return m
+	}
+	n, _, err := p.RunOnce(t.Context(), r.now)
+	if err != nil || n != 3 {
+		t.Fatalf("RunOnce = %d, %v; want 3 jobs (flood 1, default 2; idle has none)", n, err)
+	}
+	if got := byQueue(); got["flood"] != 1 || got[store.DefaultQueue] != 2 {
+		t.Errorf("first round ran %v, want flood 1 and default 2", got)
+	}
+	if got := e.queues.limits(); len(got) != 1 || got[0] != (store.QueueLimit{Queue: "idle", Max: 1}) {
+		t.Errorf("limits() with flood and default at their caps = %v, want only idle:1", got)
+	}
+	if n, _, err := p.RunOnce(t.Context(), r.now); err != nil || n != 0 {
+		t.Errorf("RunOnce at the caps = %d, %v; want nothing claimed", n, err)
+	}
+	close(release)
+	e.jobWG.Wait()
+	select {
+	case <-e.queues.freed():
+	default:
+		t.Errorf("freed() not signalled after a capped queue's jobs finished")
+	}
+	if n, _, err := p.RunOnce(t.Context(), r.now); err != nil || n != 3 {
+		t.Errorf("RunOnce after the jobs finished = %d, %v; want 3", n, err)
+	}
+	e.jobWG.Wait()
+}
