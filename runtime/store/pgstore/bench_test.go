@@ -7,6 +7,7 @@ import (
 
 	"github.com/queuemax/queuemax/runtime/store"
 	"github.com/queuemax/queuemax/runtime/store/pgstore"
+	"github.com/queuemax/queuemax/runtime/store/storetest"
 )
 
 func BenchmarkInsertOne(b *testing.B) {
@@ -65,4 +66,8 @@ func BenchmarkClaimComplete(b *testing.B) {
 		}
 		done += len(jobs)
 	}
+}
+
+func BenchmarkClaimQueues(b *testing.B) {
+	storetest.BenchmarkClaimQueues(b, func(b *testing.B) store.Store { return open(b, pgstore.Options{}) })
 }
