@@ -14,6 +14,12 @@ const jobColumns = `id, pagina_id, payload, status, priority, tentativas, max_te
 	last_error, error_type, error_stack, worker_id, heartbeat, created_at, started_at, completed_at,
 	next_retry_at, task, lease, result, metadata, cancel_requested, snoozes`
 
+// claimColumns is the column list a claim returns, in the order
+// scanClaimed reads it: what a run needs, not the whole row (the columns a
+// claim sets are known without reading them back).
+const claimColumns = `id, pagina_id, payload, priority, tentativas, max_tentativas, retry_delay,
+	last_error, error_type, created_at, next_retry_at, task, metadata, snoozes`
+
 const (
 	sqlInsert = `INSERT INTO fila (pagina_id, payload, status, priority, tentativas, max_tentativas, retry_delay,
 		task, created_at, next_retry_at, shard_id, metadata) VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?)`
@@ -28,11 +34,13 @@ const (
 		WHERE id IN (SELECT id FROM fila WHERE status = 'pending'
 			AND (next_retry_at IS NULL OR next_retry_at <= ?2)`
 	sqlClaimTail = ` ORDER BY priority DESC, id LIMIT ?4)
-		RETURNING ` + jobColumns
+		RETURNING ` + claimColumns
 	sqlClaim = sqlClaimHead + sqlClaimTail
-	// sqlHasReady is the read-only probe run before taking the write lock.
-	sqlHasReady = `SELECT EXISTS (SELECT 1 FROM fila WHERE status = 'pending')
-		OR EXISTS (SELECT 1 FROM fila WHERE status = 'scheduled' AND next_retry_at <= ?)`
+	// sqlHasReady is the read-only probe run before taking the write lock:
+	// are jobs pending, and are scheduled ones due (then the claim
+	// promotes them first)?
+	sqlHasReady = `SELECT EXISTS (SELECT 1 FROM fila WHERE status = 'pending'),
+		EXISTS (SELECT 1 FROM fila WHERE status = 'scheduled' AND next_retry_at <= ?)`
 	sqlCompleteDelete = `DELETE FROM fila WHERE id = ? AND lease = ? AND status = 'processing' AND (? = '' OR worker_id = ?)`
 	sqlCompleteKeep   = `UPDATE fila SET status = 'completed', result = ?, completed_at = ?, worker_id = NULL,
 		heartbeat = NULL, lease = NULL, last_error = NULL, error_type = NULL, error_stack = NULL
@@ -81,7 +89,8 @@ const (
 // connection, tx.StmtContext reuses them without re-preparing.
 type stmts struct {
 	insert, promote, claim, completeDelete, completeKeep,
-	failRetry, failDead, failCancel, insertDLQ, heartbeat, release *sql.Stmt
+	failRetry, failDead, failCancel, insertDLQ, heartbeat, release,
+	countProcessed, countFailed *sql.Stmt
 
 	// hasReady is the probe, prepared on the reader pool (database/sql
 	// prepares it once per reader connection).
@@ -132,6 +141,7 @@ func (s *stmts) prepare(ctx context.Context, db *sql.DB) error {
 		{&s.completeDelete, sqlCompleteDelete}, {&s.completeKeep, sqlCompleteKeep},
 		{&s.failRetry, sqlFailRetry}, {&s.failDead, sqlFailDead}, {&s.insertDLQ, sqlInsertDLQ},
 		{&s.heartbeat, sqlHeartbeat}, {&s.release, sqlRelease}, {&s.failCancel, sqlFailCancel},
+		{&s.countProcessed, sqlCountProcessed}, {&s.countFailed, sqlCountFailed},
 	} {
 		st, err := db.PrepareContext(ctx, p.sql)
 		if err != nil {
@@ -155,7 +165,8 @@ func (s *stmts) prepareReader(ctx context.Context, r *sql.DB) error {
 func (s *stmts) close() error {
 	var errs []error
 	all := []*sql.Stmt{s.insert, s.promote, s.claim, s.completeDelete, s.completeKeep,
-		s.failRetry, s.failDead, s.failCancel, s.insertDLQ, s.heartbeat, s.release, s.hasReady}
+		s.failRetry, s.failDead, s.failCancel, s.insertDLQ, s.heartbeat, s.release, s.hasReady,
+		s.countProcessed, s.countFailed}
 	s.mu.Lock()
 	for _, st := range s.claimTasks {
 		all = append(all, st)
