@@ -298,6 +298,19 @@ func (c *claimScan) scan(r *sql.Rows, left int) (*store.Job, error) {
 // group transaction, the shards in parallel, and collects one error per item.
 func perShard[T any](ctx context.Context, s *Store, items []T, id func(T) store.JobID,
 	fn func(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shardDB, item T) error) []error {
+	return perShardSet(ctx, s, items, id, fn, nil)
+}
+
+// setFunc applies several items of one shard with a constant number of
+// statements: it sets errs[k] for items[idxs[k]] (nil, or an item error
+// such as store.ErrLeaseLost) and returns an error only to roll back the
+// whole transaction.
+type setFunc[T any] func(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shardDB, items []T, idxs []int, errs []error) error
+
+// perShardSet is perShard, with set (when not nil) applying the items of a
+// shard that has more than one.
+func perShardSet[T any](ctx context.Context, s *Store, items []T, id func(T) store.JobID,
+	fn func(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shardDB, item T) error, set setFunc[T]) []error {
 	errs := make([]error, len(items))
 	if s.closed.Load() {
 		for i := range errs {
@@ -306,7 +319,7 @@ func perShard[T any](ctx context.Context, s *Store, items []T, id func(T) store.
 		return errs
 	}
 	if len(items) == 1 {
-		// The engine acknowledges one job per call: no grouping needed.
+		// One item: one statement, grouped with concurrent callers.
 		sh, err := s.shard(id(items[0]).Shard())
 		if err != nil {
 			errs[0] = err
@@ -334,6 +347,15 @@ func perShard[T any](ctx context.Context, s *Store, items []T, id func(T) store.
 	run := func(sh *shardDB, idxs []int) {
 		itemErrs := make([]error, len(idxs))
 		err := sh.commit.do(ctx, func(ctx context.Context, tx *sql.Tx, counts *groupCounts) error {
+			if set != nil && len(idxs) > 1 {
+				before := counts.tally()
+				clear(itemErrs)
+				if err := set(ctx, tx, counts, sh, items, idxs, itemErrs); err != nil {
+					counts.restore(before)
+					return err
+				}
+				return nil
+			}
 			for k, i := range idxs {
 				before := counts.tally()
 				err := fn(ctx, tx, counts, sh, items[i])
@@ -387,7 +409,7 @@ func leaseLost(res sql.Result, err error) error {
 
 // Complete records successful jobs; see store.Store.
 func (s *Store) Complete(ctx context.Context, acks []store.CompleteParams) []error {
-	return perShard(ctx, s, acks, func(a store.CompleteParams) store.JobID { return a.ID },
+	return perShardSet(ctx, s, acks, func(a store.CompleteParams) store.JobID { return a.ID },
 		func(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shardDB, a store.CompleteParams) error {
 			var err error
 			if a.Result == nil {
@@ -401,7 +423,7 @@ func (s *Store) Complete(ctx context.Context, acks []store.CompleteParams) []err
 			}
 			counts.processed++
 			return nil
-		})
+		}, completeSet)
 }
 
 // Fail records failed executions; see store.Store.
@@ -444,7 +466,7 @@ func (s *Store) Fail(ctx context.Context, fails []store.FailParams) []error {
 // Heartbeat renews heartbeats; see store.Store.
 func (s *Store) Heartbeat(ctx context.Context, leases []store.Lease, now time.Time) []error {
 	start := time.Now()
-	return perShard(ctx, s, leases, func(l store.Lease) store.JobID { return l.ID },
+	return perShardSet(ctx, s, leases, func(l store.Lease) store.JobID { return l.ID },
 		func(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shardDB, l store.Lease) error {
 			var cancel int64
 			err := counts.stmt(ctx, tx, sh.stmts.heartbeat).QueryRowContext(ctx, store.FormatTime(stamp(now, start)), l.ID.Seq(), l.Token,
@@ -458,6 +480,8 @@ func (s *Store) Heartbeat(ctx context.Context, leases []store.Lease, now time.Ti
 				return asItem(store.ErrCancelRequested)
 			}
 			return nil
+		}, func(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shardDB, leases []store.Lease, idxs []int, errs []error) error {
+			return heartbeatSet(ctx, tx, counts, sh, leases, idxs, errs, store.FormatTime(stamp(now, start)))
 		})
 }
 

@@ -70,6 +70,14 @@ const (
 		task, attempts, error_stack, metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	sqlHeartbeat = `UPDATE fila SET heartbeat = ? WHERE id = ? AND lease = ? AND status = 'processing' AND (? = '' OR worker_id = ?)
 		RETURNING cancel_requested`
+	// Set-based acknowledgements of a batch on one shard (ackset.go): one
+	// fence read of the batch's processing rows, then one statement per
+	// kind of change over the ids whose lease held. ?1 is a JSON array of
+	// row ids.
+	sqlFence = `SELECT id, lease, worker_id, cancel_requested FROM fila
+		WHERE id IN (SELECT value FROM json_each(?1)) AND status = 'processing'`
+	sqlDeleteIDs    = `DELETE FROM fila WHERE id IN (SELECT value FROM json_each(?1))`
+	sqlHeartbeatIDs = `UPDATE fila SET heartbeat = ?2 WHERE id IN (SELECT value FROM json_each(?1))`
 	// sqlRelease gives a job back unspent; one asked to cancel ends
 	// cancelled, finished at its last heartbeat.
 	sqlRelease = `UPDATE fila SET status = CASE WHEN cancel_requested = 1 THEN 'cancelled' ELSE 'pending' END,
@@ -90,7 +98,8 @@ const (
 type stmts struct {
 	insert, promote, claim, completeDelete, completeKeep,
 	failRetry, failDead, failCancel, insertDLQ, heartbeat, release,
-	countProcessed, countFailed *sql.Stmt
+	countProcessed, countFailed,
+	fence, deleteIDs, heartbeatIDs *sql.Stmt
 
 	// hasReady is the probe, prepared on the reader pool (database/sql
 	// prepares it once per reader connection).
@@ -142,6 +151,7 @@ func (s *stmts) prepare(ctx context.Context, db *sql.DB) error {
 		{&s.failRetry, sqlFailRetry}, {&s.failDead, sqlFailDead}, {&s.insertDLQ, sqlInsertDLQ},
 		{&s.heartbeat, sqlHeartbeat}, {&s.release, sqlRelease}, {&s.failCancel, sqlFailCancel},
 		{&s.countProcessed, sqlCountProcessed}, {&s.countFailed, sqlCountFailed},
+		{&s.fence, sqlFence}, {&s.deleteIDs, sqlDeleteIDs}, {&s.heartbeatIDs, sqlHeartbeatIDs},
 	} {
 		st, err := db.PrepareContext(ctx, p.sql)
 		if err != nil {
@@ -166,7 +176,7 @@ func (s *stmts) close() error {
 	var errs []error
 	all := []*sql.Stmt{s.insert, s.promote, s.claim, s.completeDelete, s.completeKeep,
 		s.failRetry, s.failDead, s.failCancel, s.insertDLQ, s.heartbeat, s.release, s.hasReady,
-		s.countProcessed, s.countFailed}
+		s.countProcessed, s.countFailed, s.fence, s.deleteIDs, s.heartbeatIDs}
 	s.mu.Lock()
 	for _, st := range s.claimTasks {
 		all = append(all, st)
