@@ -3,8 +3,10 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
+	"encoding/hex"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/queuemax/queuemax/runtime/store"
 )
@@ -149,5 +151,121 @@ func heartbeatSet(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shar
 			return err
 		}
 	}
+	return nil
+}
+
+// failRows builds the JSON parameter of the set-based failure statements:
+// an array of arrays, texts hex-encoded (unhex in SQL gives back the exact
+// bytes, valid UTF-8 or not) and times in TimeLayout.
+type failRows struct{ b []byte }
+
+func (r *failRows) open() {
+	if len(r.b) == 0 {
+		r.b = append(r.b, '[')
+	} else {
+		r.b = append(r.b, ',')
+	}
+	r.b = append(r.b, '[')
+}
+
+func (r *failRows) int(v int64) *failRows {
+	r.b = strconv.AppendInt(r.b, v, 10)
+	r.b = append(r.b, ',')
+	return r
+}
+
+func (r *failRows) str(s string) *failRows {
+	r.b = append(r.b, '"')
+	r.b = append(r.b, s...)
+	r.b = append(r.b, '"', ',')
+	return r
+}
+
+func (r *failRows) hex(s string) *failRows {
+	r.b = append(r.b, '"')
+	r.b = hex.AppendEncode(r.b, []byte(s))
+	r.b = append(r.b, '"', ',')
+	return r
+}
+
+// hexOrNull is hex for a text stored as NULL when empty.
+func (r *failRows) hexOrNull(s string) *failRows {
+	if s == "" {
+		r.b = append(r.b, "null,"...)
+		return r
+	}
+	return r.hex(s)
+}
+
+func (r *failRows) time(t time.Time) *failRows {
+	r.b = append(r.b, '"')
+	r.b = store.AppendTime(r.b, t)
+	r.b = append(r.b, '"', ',')
+	return r
+}
+
+// close ends the current row (dropping its trailing comma).
+func (r *failRows) close() { r.b[len(r.b)-1] = ']' }
+
+func (r *failRows) String() string { return string(append(r.b, ']')) }
+
+// failSet records several failures of one shard: retries in one UPDATE,
+// dead and cancelled jobs in one more (with one INSERT of the dead ones'
+// dead letters before it).
+func failSet(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shardDB,
+	fails []store.FailParams, idxs []int, errs []error) error {
+	leases := make([]store.Lease, len(idxs))
+	for k, i := range idxs {
+		leases[k] = fails[i].Lease
+	}
+	rows, err := readFence(ctx, tx, counts, sh, leases)
+	if err != nil {
+		return err
+	}
+	var retry, end failRows
+	dead := 0
+	for k, i := range idxs {
+		f := fails[i]
+		r, ok := holds(rows, f.Lease)
+		if !ok {
+			errs[k] = store.ErrLeaseLost
+			continue
+		}
+		r.gone = true
+		switch {
+		case f.Cancelled:
+			end.open()
+			end.int(f.ID.Seq()).str(string(store.StatusCancelled)).hex(f.Error).hex(f.ErrorType).hexOrNull(f.Stack).time(f.Now).close()
+		case f.Dead:
+			end.open()
+			end.int(f.ID.Seq()).str(string(store.StatusFailed)).hex(f.Error).hex(f.ErrorType).hexOrNull(f.Stack).time(f.Now).close()
+			dead++
+		default:
+			status := store.StatusPending
+			if f.RetryAt.After(f.Now) {
+				status = store.StatusScheduled
+			}
+			retry.open()
+			retry.int(f.ID.Seq()).str(string(status)).time(f.RetryAt).hex(f.Error).hex(f.ErrorType).hexOrNull(f.Stack).
+				time(f.Now).int(int64(boolInt(f.Snooze))).close()
+		}
+	}
+	if len(retry.b) > 0 {
+		if _, err := counts.stmt(ctx, tx, sh.stmts.failRetrySet).ExecContext(ctx, retry.String()); err != nil {
+			return err
+		}
+	}
+	if len(end.b) > 0 {
+		arg := end.String()
+		if dead > 0 {
+			if _, err := counts.stmt(ctx, tx, sh.stmts.failDLQSet).ExecContext(ctx, arg, sh.idx); err != nil {
+				return err
+			}
+		}
+		if _, err := counts.stmt(ctx, tx, sh.stmts.failEndSet).ExecContext(ctx, arg); err != nil {
+			return err
+		}
+	}
+	counts.failed += dead
 	return nil
 }

@@ -428,7 +428,7 @@ func (s *Store) Complete(ctx context.Context, acks []store.CompleteParams) []err
 
 // Fail records failed executions; see store.Store.
 func (s *Store) Fail(ctx context.Context, fails []store.FailParams) []error {
-	return perShard(ctx, s, fails, func(f store.FailParams) store.JobID { return f.ID },
+	return perShardSet(ctx, s, fails, func(f store.FailParams) store.JobID { return f.ID },
 		func(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shardDB, f store.FailParams) error {
 			if f.Cancelled {
 				return leaseLost(tx.StmtContext(ctx, sh.stmts.failCancel).ExecContext(ctx, store.FormatTime(f.Now),
@@ -460,7 +460,7 @@ func (s *Store) Fail(ctx context.Context, fails []store.FailParams) []error {
 			}
 			counts.failed++
 			return nil
-		})
+		}, failSet)
 }
 
 // Heartbeat renews heartbeats; see store.Store.

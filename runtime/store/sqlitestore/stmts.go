@@ -78,6 +78,36 @@ const (
 		WHERE id IN (SELECT value FROM json_each(?1)) AND status = 'processing'`
 	sqlDeleteIDs    = `DELETE FROM fila WHERE id IN (SELECT value FROM json_each(?1))`
 	sqlHeartbeatIDs = `UPDATE fila SET heartbeat = ?2 WHERE id IN (SELECT value FROM json_each(?1))`
+	// Failures of a batch: ?1 is a JSON array with one array per job
+	// whose lease held, unpacked by the CTEs below (texts are hex, so that
+	// any bytes survive the trip through JSON exactly; see failRows).
+	failRetryRows = `WITH u AS (SELECT e.value ->> 0 AS id, e.value ->> 1 AS status, e.value ->> 2 AS next,
+		CAST(unhex(e.value ->> 3) AS TEXT) AS err, CAST(unhex(e.value ->> 4) AS TEXT) AS etype,
+		CAST(unhex(e.value ->> 5) AS TEXT) AS stack, e.value ->> 6 AS at, e.value ->> 7 AS snooze FROM json_each(?1) e) `
+	failEndRows = `WITH u AS (SELECT e.key AS k, e.value ->> 0 AS id, e.value ->> 1 AS status,
+		CAST(unhex(e.value ->> 2) AS TEXT) AS err, CAST(unhex(e.value ->> 3) AS TEXT) AS etype,
+		CAST(unhex(e.value ->> 4) AS TEXT) AS stack, e.value ->> 5 AS at FROM json_each(?1) e) `
+	// sqlFailRetrySet is sqlFailRetry for a batch.
+	sqlFailRetrySet = failRetryRows + `UPDATE fila SET status = CASE WHEN cancel_requested = 1 THEN 'cancelled' ELSE u.status END,
+		next_retry_at = CASE WHEN cancel_requested = 1 THEN NULL ELSE u.next END,
+		completed_at = CASE WHEN cancel_requested = 1 THEN u.at END,
+		last_error = CASE WHEN u.snooze = 1 THEN last_error ELSE u.err END,
+		error_type = CASE WHEN u.snooze = 1 THEN error_type ELSE u.etype END,
+		error_stack = CASE WHEN u.snooze = 1 THEN error_stack ELSE u.stack END,
+		tentativas = max(tentativas - u.snooze, 0), snoozes = snoozes + u.snooze,
+		worker_id = NULL, heartbeat = NULL, lease = NULL
+		FROM u WHERE fila.id = u.id`
+	// sqlFailDLQSet copies the batch's dead jobs (status 'failed') to the
+	// dead-letter queue, in item order, before sqlFailEndSet ends them;
+	// ?2 is the shard index.
+	sqlFailDLQSet = failEndRows + `INSERT INTO dead_letter_queue (original_job_id, payload, error, error_type, failed_at, shard_id,
+			task, attempts, error_stack, metadata)
+		SELECT f.id, f.payload, u.err, u.etype, u.at, ?2, f.task, f.tentativas, u.stack, f.metadata
+		FROM u JOIN fila f ON f.id = u.id WHERE u.status = 'failed' ORDER BY u.k`
+	// sqlFailEndSet is sqlFailDead and sqlFailCancel for a batch.
+	sqlFailEndSet = failEndRows + `UPDATE fila SET status = u.status, completed_at = u.at, last_error = u.err,
+		error_type = u.etype, error_stack = u.stack, worker_id = NULL, heartbeat = NULL, lease = NULL
+		FROM u WHERE fila.id = u.id`
 	// sqlRelease gives a job back unspent; one asked to cancel ends
 	// cancelled, finished at its last heartbeat.
 	sqlRelease = `UPDATE fila SET status = CASE WHEN cancel_requested = 1 THEN 'cancelled' ELSE 'pending' END,
@@ -99,7 +129,7 @@ type stmts struct {
 	insert, promote, claim, completeDelete, completeKeep,
 	failRetry, failDead, failCancel, insertDLQ, heartbeat, release,
 	countProcessed, countFailed,
-	fence, deleteIDs, heartbeatIDs *sql.Stmt
+	fence, deleteIDs, heartbeatIDs, failRetrySet, failDLQSet, failEndSet *sql.Stmt
 
 	// hasReady is the probe, prepared on the reader pool (database/sql
 	// prepares it once per reader connection).
@@ -152,6 +182,7 @@ func (s *stmts) prepare(ctx context.Context, db *sql.DB) error {
 		{&s.heartbeat, sqlHeartbeat}, {&s.release, sqlRelease}, {&s.failCancel, sqlFailCancel},
 		{&s.countProcessed, sqlCountProcessed}, {&s.countFailed, sqlCountFailed},
 		{&s.fence, sqlFence}, {&s.deleteIDs, sqlDeleteIDs}, {&s.heartbeatIDs, sqlHeartbeatIDs},
+		{&s.failRetrySet, sqlFailRetrySet}, {&s.failDLQSet, sqlFailDLQSet}, {&s.failEndSet, sqlFailEndSet},
 	} {
 		st, err := db.PrepareContext(ctx, p.sql)
 		if err != nil {
@@ -176,7 +207,8 @@ func (s *stmts) close() error {
 	var errs []error
 	all := []*sql.Stmt{s.insert, s.promote, s.claim, s.completeDelete, s.completeKeep,
 		s.failRetry, s.failDead, s.failCancel, s.insertDLQ, s.heartbeat, s.release, s.hasReady,
-		s.countProcessed, s.countFailed, s.fence, s.deleteIDs, s.heartbeatIDs}
+		s.countProcessed, s.countFailed, s.fence, s.deleteIDs, s.heartbeatIDs,
+		s.failRetrySet, s.failDLQSet, s.failEndSet}
 	s.mu.Lock()
 	for _, st := range s.claimTasks {
 		all = append(all, st)
