@@ -16,6 +16,7 @@ func Example_namedQueues() {
 	dir, _ := os.MkdirTemp("", "queuemax-example")
 	defer os.RemoveAll(dir)
 	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
 
 	release := make(chan struct{})
 	reportStarted := make(chan struct{}, 10)
@@ -70,6 +71,7 @@ func ExampleClient_Pause() {
 	dir, _ := os.MkdirTemp("", "queuemax-example")
 	defer os.RemoveAll(dir)
 	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
 
 	sent := make(chan string, 10)
 	send := queuemax.Handler{Name: "example.Send", Func: func(ctx context.Context, j *queuemax.Job) (any, error) {

@@ -34,7 +34,7 @@ func claimQueuesSQL(n, q int) string {
 	return sqlClaimSet + `
 		WHERE id IN (SELECT id FROM (` + strings.Join(branches, `
 			UNION ALL `) + `) ORDER BY priority DESC, id LIMIT ?4)
-		RETURNING ` + jobColumns
+		RETURNING ` + claimColumns
 }
 
 // appendQueueArgs appends each queue's name and cap, as claimQueuesSQL
