@@ -182,20 +182,40 @@ func (s *Store) RequeueDead(ctx context.Context, shard int, dlqID int64, p store
 // queue-max files compare correctly, and it deletes failed jobs by when
 // they failed, not when they were created.
 func (s *Store) Cleanup(ctx context.Context, cutoff time.Time) (store.CleanupResult, error) {
+	return s.Prune(ctx, store.PruneParams{CompletedBefore: cutoff, FinishedBefore: cutoff})
+}
+
+// Prune deletes completed jobs, and failed and cancelled ones with dead
+// letters, each before its own cutoff; see store.Store.
+func (s *Store) Prune(ctx context.Context, p store.PruneParams) (store.CleanupResult, error) {
 	var res store.CleanupResult
-	cut := store.FormatTime(cutoff)
 	_, err := s.eachShard(ctx, store.AllShards, func(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shardDB) (int, error) {
-		n, err := affected(tx.ExecContext(ctx, `DELETE FROM fila WHERE status IN ('failed', 'completed', 'cancelled')
-			AND julianday(coalesce(completed_at, created_at)) < julianday(?)`, cut))
-		if err != nil {
-			return 0, err
+		if !p.CompletedBefore.IsZero() {
+			// Every completed row is ours, with completed_at in TimeLayout:
+			// compared as text, so that idx_qm_finished serves it (the
+			// repeated status term is what lets SQLite use the partial
+			// index).
+			n, err := affected(tx.ExecContext(ctx, `DELETE FROM fila WHERE status IN ('failed', 'completed')
+				AND status = 'completed' AND completed_at < ?`, store.FormatTime(p.CompletedBefore)))
+			if err != nil {
+				return 0, err
+			}
+			res.Jobs += n
 		}
-		d, err := affected(tx.ExecContext(ctx, `DELETE FROM dead_letter_queue WHERE julianday(failed_at) < julianday(?)`, cut))
-		if err != nil {
-			return 0, err
+		if !p.FinishedBefore.IsZero() {
+			cut := store.FormatTime(p.FinishedBefore)
+			n, err := affected(tx.ExecContext(ctx, `DELETE FROM fila WHERE status IN ('failed', 'cancelled')
+				AND julianday(coalesce(completed_at, created_at)) < julianday(?)`, cut))
+			if err != nil {
+				return 0, err
+			}
+			d, err := affected(tx.ExecContext(ctx, `DELETE FROM dead_letter_queue WHERE julianday(failed_at) < julianday(?)`, cut))
+			if err != nil {
+				return 0, err
+			}
+			res.Jobs += n
+			res.DeadLetters += d
 		}
-		res.Jobs += n
-		res.DeadLetters += d
 		return 0, nil
 	})
 	return res, err
@@ -257,6 +277,14 @@ func (s *Store) Jobs(ctx context.Context, p store.ListParams) ([]*store.Job, err
 		if p.Task != "" {
 			q += ` AND ` + sh.taskCol + ` = ?`
 			args = append(args, p.Task)
+		}
+		if p.Tag != "" {
+			if !sh.hasTags {
+				continue // a file from before tags: no job has one
+			}
+			// The primary key of qm_job_tags, not a scan of fila.
+			q += ` AND id IN (SELECT job_id FROM qm_job_tags WHERE tag = ?)`
+			args = append(args, p.Tag)
 		}
 		q += ` ORDER BY id DESC LIMIT ?`
 		args = append(args, limit)
