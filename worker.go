@@ -111,6 +111,8 @@ func (c *Client) newEngine() (*worker, error) {
 		Retryable:         func(err error) bool { return !Classify(err).Permanent && !isSnooze(err) },
 		Cancelled:         cancelledError,
 		Encode:            encodeResult,
+		KeepCompleted:     c.cfg.CompletedRetention > 0,
+		CleanupInterval:   cleanupInterval(c.cfg.CompletedRetention),
 		Completed:         c.completed,
 		Fail:              c.failed,
 		RecoverOrphans:    c.recoverOrphans,
@@ -422,6 +424,16 @@ func (c *Client) recoverOrphans(ctx context.Context) error {
 	return err
 }
 
+// cleanupInterval is how often maintenance cleans up: hourly, or as often
+// as a shorter completed-job retention (but at most once a minute), so a
+// completed job outlives its retention by at most about that long.
+func cleanupInterval(retention time.Duration) time.Duration {
+	if retention > 0 && retention < time.Hour {
+		return max(retention, time.Minute)
+	}
+	return time.Hour
+}
+
 // cleanupOld is the engine maintenance's cleanup step.
 func (c *Client) cleanupOld(ctx context.Context) error {
 	res, err := c.Cleanup(ctx, 0)
@@ -460,7 +472,11 @@ func (c *Client) call(ctx context.Context, h *Handler, j *Job) (any, error) {
 }
 
 func (c *Client) callOnce(ctx context.Context, h *Handler, j *Job) (result any, err error) {
-	if limit := h.Options.Timeout; limit > 0 {
+	limit := h.Options.Timeout
+	if j.Timeout > 0 {
+		limit = j.Timeout // the job's own (Opts.Timeout)
+	}
+	if limit > 0 {
 		parent := ctx
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, limit)
