@@ -272,6 +272,13 @@ func options(t taskSpec) jen.Code {
 		if t.CircuitOff {
 			g.Line().Id("CircuitOff").Op(":").True()
 		}
+		if len(t.Tags) > 0 {
+			tags := make([]jen.Code, len(t.Tags))
+			for i, s := range t.Tags {
+				tags[i] = jen.Lit(s)
+			}
+			g.Line().Id("Tags").Op(":").Index().String().Values(tags...)
+		}
 		if g != nil {
 			g.Line()
 		}
