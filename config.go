@@ -131,7 +131,10 @@ type Config struct {
 	CleanupAge time.Duration
 	// CompletedRetention is how long completed jobs stay stored (status
 	// completed, with their finish time, listed by Jobs, the CLI and the
-	// admin API) before Run's maintenance deletes them. Zero means 24h;
+	// admin API) before Run's maintenance deletes them. Zero means one
+	// hour (each kept job costs about 100 bytes of file plus its payload,
+	// and Stats and the dashboard's counts grow with the kept rows: see
+	// README, Retention);
 	// RetentionOff deletes a completed job at once, as queue-max does,
 	// except one whose handler returned a result, which is kept for
 	// CleanupAge (env QUEUE_MAX_COMPLETED_RETENTION, a Go duration or
@@ -220,7 +223,7 @@ const (
 	defaultStuckTimeout    = 30 * time.Second
 	defaultRecovery        = 10 * time.Second
 	defaultCleanupAge      = 7 * 24 * time.Hour
-	defaultRetention       = 24 * time.Hour
+	defaultRetention       = time.Hour
 	defaultAlertThreshold  = 1000
 	defaultDrainTimeout    = 30 * time.Second
 	defaultCircuitFailures = 5

@@ -125,8 +125,8 @@ func TestConfig_CompletedRetention(t *testing.T) {
 			t.Errorf("QUEUE_MAX_COMPLETED_RETENTION=%q: %v, %v; want %v", tc.env, cfg.CompletedRetention, err, tc.want)
 		}
 	}
-	if d := (Config{}).withDefaults().CompletedRetention; d != 24*time.Hour {
-		t.Errorf("default CompletedRetention = %v, want 24h", d)
+	if d := (Config{}).withDefaults().CompletedRetention; d != time.Hour {
+		t.Errorf("default CompletedRetention = %v, want 1h", d)
 	}
 	err := Config{CompletedRetention: -2 * time.Second}.withDefaults().validate()
 	if ce, ok := errors.AsType[*ConfigError](err); !ok || ce.Field != "CompletedRetention" {
@@ -135,8 +135,12 @@ func TestConfig_CompletedRetention(t *testing.T) {
 	if err := (Config{CompletedRetention: RetentionOff}).withDefaults().validate(); err != nil {
 		t.Errorf("validate(RetentionOff) = %v", err)
 	}
-	if got := cleanupInterval(10 * time.Minute); got != 10*time.Minute {
-		t.Errorf("cleanupInterval(10m) = %v, want 10m", got)
+	for retention, want := range map[time.Duration]time.Duration{
+		10 * time.Minute: 5 * time.Minute, time.Hour: 30 * time.Minute, time.Minute: time.Minute, 24 * time.Hour: time.Hour,
+	} {
+		if got := cleanupInterval(retention); got != want {
+			t.Errorf("cleanupInterval(%v) = %v, want %v", retention, got, want)
+		}
 	}
 	if got := cleanupInterval(RetentionOff); got != time.Hour {
 		t.Errorf("cleanupInterval(off) = %v, want 1h", got)

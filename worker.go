@@ -424,12 +424,13 @@ func (c *Client) recoverOrphans(ctx context.Context) error {
 	return err
 }
 
-// cleanupInterval is how often maintenance cleans up: hourly, or as often
-// as a shorter completed-job retention (but at most once a minute), so a
-// completed job outlives its retention by at most about that long.
+// cleanupInterval is how often maintenance cleans up: hourly, or every
+// half retention when that is shorter (but at most once a minute), so a
+// completed job outlives its retention by at most half of it and each
+// cleanup deletes a bounded slice of the kept jobs.
 func cleanupInterval(retention time.Duration) time.Duration {
-	if retention > 0 && retention < time.Hour {
-		return max(retention, time.Minute)
+	if retention > 0 && retention < 2*time.Hour {
+		return max(retention/2, time.Minute)
 	}
 	return time.Hour
 }

@@ -21,7 +21,7 @@ List prints stored jobs, newest first, with their task, status, priority,
 attempts, age and payload, and a TAGS column when a listed job has tags.
 --status dead lists the dead-letter queue instead (as dlq list does).
 Completed jobs are kept for the queue's completed-job retention
-(QUEUE_MAX_COMPLETED_RETENTION, default 24h; 0 keeps only those with a
+(QUEUE_MAX_COMPLETED_RETENTION, default 1h; 0 keeps only those with a
 result), so --status completed shows what succeeded and when. --tag lists
 only jobs with that tag.
 

@@ -506,7 +506,7 @@ async function jobsPage(view, params) {
     }) : "")));
   list.replaceChildren(table(["ID", "Task", "Status", N("Attempts"), N("Shard"), "Created", "Last error", ""], rows, "No jobs match."),
     h("p", { class: "note", id: "job-count" }, `${out.jobs.length} job(s)` + (out.jobs.length === 200 ? " (the newest 200)" : "") +
-      ". Completed jobs are kept for the queue's completed-job retention (default 24h)."));
+      ". Completed jobs are kept for the queue's completed-job retention (default 1h)."));
 }
 
 // ---------- one job ----------
@@ -522,7 +522,7 @@ async function jobPage(view, id) {
       if (e.status === 404) {
         $("#job-status").replaceChildren(badge("gone", ""));
         body.replaceChildren(h("div", { class: "banner", id: "job-gone" },
-          "No such job is stored. Completed jobs are deleted after the completed-job retention (default 24h), or at once when it is off."));
+          "No such job is stored. Completed jobs are deleted after the completed-job retention (default 1h), or at once when it is off."));
         stopPolling();
         return;
       }

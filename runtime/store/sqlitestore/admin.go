@@ -189,37 +189,63 @@ func (s *Store) Cleanup(ctx context.Context, cutoff time.Time) (store.CleanupRes
 // letters, each before its own cutoff; see store.Store.
 func (s *Store) Prune(ctx context.Context, p store.PruneParams) (store.CleanupResult, error) {
 	var res store.CleanupResult
+	if !p.CompletedBefore.IsZero() {
+		list, err := s.shardList(store.AllShards)
+		if err != nil {
+			return res, err
+		}
+		cut := store.FormatTime(p.CompletedBefore)
+		for _, sh := range list {
+			// Retention can keep many completed rows: they go in batches,
+			// each its own short write transaction, so that claims and
+			// acknowledgements are not held up behind one long delete.
+			for {
+				var n int
+				err := sh.commit.do(ctx, func(ctx context.Context, tx *sql.Tx, _ *groupCounts) error {
+					var err error
+					n, err = affected(tx.ExecContext(ctx, sqlPruneCompleted, cut, pruneBatch))
+					return err
+				})
+				if err != nil {
+					return res, fmt.Errorf("shard %d: %w", sh.idx, err)
+				}
+				res.Jobs += n
+				if n < pruneBatch {
+					break
+				}
+			}
+		}
+	}
+	if p.FinishedBefore.IsZero() {
+		return res, nil
+	}
+	cut := store.FormatTime(p.FinishedBefore)
 	_, err := s.eachShard(ctx, store.AllShards, func(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shardDB) (int, error) {
-		if !p.CompletedBefore.IsZero() {
-			// Every completed row is ours, with completed_at in TimeLayout:
-			// compared as text, so that idx_qm_finished serves it (the
-			// repeated status term is what lets SQLite use the partial
-			// index).
-			n, err := affected(tx.ExecContext(ctx, `DELETE FROM fila WHERE status IN ('failed', 'completed')
-				AND status = 'completed' AND completed_at < ?`, store.FormatTime(p.CompletedBefore)))
-			if err != nil {
-				return 0, err
-			}
-			res.Jobs += n
+		n, err := affected(tx.ExecContext(ctx, `DELETE FROM fila WHERE status IN ('failed', 'cancelled')
+			AND julianday(coalesce(completed_at, created_at)) < julianday(?)`, cut))
+		if err != nil {
+			return 0, err
 		}
-		if !p.FinishedBefore.IsZero() {
-			cut := store.FormatTime(p.FinishedBefore)
-			n, err := affected(tx.ExecContext(ctx, `DELETE FROM fila WHERE status IN ('failed', 'cancelled')
-				AND julianday(coalesce(completed_at, created_at)) < julianday(?)`, cut))
-			if err != nil {
-				return 0, err
-			}
-			d, err := affected(tx.ExecContext(ctx, `DELETE FROM dead_letter_queue WHERE julianday(failed_at) < julianday(?)`, cut))
-			if err != nil {
-				return 0, err
-			}
-			res.Jobs += n
-			res.DeadLetters += d
+		d, err := affected(tx.ExecContext(ctx, `DELETE FROM dead_letter_queue WHERE julianday(failed_at) < julianday(?)`, cut))
+		if err != nil {
+			return 0, err
 		}
+		res.Jobs += n
+		res.DeadLetters += d
 		return 0, nil
 	})
 	return res, err
 }
+
+// pruneBatch is how many completed rows one transaction of Prune deletes.
+const pruneBatch = 2000
+
+// sqlPruneCompleted deletes up to ?2 completed rows finished before ?1.
+// Every completed row is ours, with completed_at in TimeLayout, so it is
+// compared as text and idx_qm_finished serves it (the repeated status term
+// is what lets SQLite use that partial index).
+const sqlPruneCompleted = `DELETE FROM fila WHERE id IN (SELECT id FROM fila
+	WHERE status IN ('failed', 'completed') AND status = 'completed' AND completed_at < ?1 LIMIT ?2)`
 
 // Purge deletes jobs by status; see store.Store.
 func (s *Store) Purge(ctx context.Context, statuses []store.Status) (int, error) {
