@@ -297,7 +297,7 @@ func run(ctx context.Context, cfg queuemax.Config, emails int) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("queue stats: pending=%d scheduled=%d processing=%d failed=%d completed(with result)=%d dead_letters=%d total_processed=%d circuit=%s shards=%d\n",
+	fmt.Printf("queue stats: pending=%d scheduled=%d processing=%d failed=%d completed=%d dead_letters=%d total_processed=%d circuit=%s shards=%d\n",
 		s.Pending, s.Scheduled, s.Processing, s.Failed, s.Completed, s.DeadLetters, s.TotalProcessed, s.CircuitState, s.NumShards)
 	return nil
 }
