@@ -16,9 +16,10 @@
 //	func SendEmail(ctx context.Context, to, subject string) error { ... }
 //
 // The generator (cmd/queuemax-gen) writes queuemax_gen.go with a typed
-// handle per task (SendEmailTask with Delay, ScheduleAt, ScheduleIn, Map,
-// With and Call), its payload struct (SendEmailArgs), the Handlers for
-// Config.Handlers, and New, which binds every handle to a Client.
+// handle per task (SendEmailTask with Delay, ScheduleAt, ScheduleIn, Map and
+// MapArgs, each with a Tx form, plus With and Call), its payload struct
+// (SendEmailArgs), the Handlers for Config.Handlers, and New, which binds
+// every handle to a Client.
 //
 // Without the generator, Define builds a Handler from a typed function and
 // NewTask a typed handle; Client.Enqueue takes any JSON-object payload.
