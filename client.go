@@ -187,6 +187,7 @@ func (c *Client) Close() error {
 		c.alertTimer = nil
 	}
 	c.alertMu.Unlock()
+	c.events.closeAll()
 	return c.st.Close()
 }
 

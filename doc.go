@@ -84,10 +84,19 @@
 //
 // # Events
 //
-// On registers a callback for a kind of event (job_enqueued, job_completed,
-// job_failed, job_retried, alert, circuit_state_changed, periodic_enqueued)
-// and returns a function that removes it; WithoutEvents silences the calls
-// made with one context.
+// Client.Subscribe returns a channel of the client's events (job_enqueued,
+// job_completed, job_retried, job_snoozed, job_cancelled, job_failed,
+// alert, circuit_state_changed, periodic_enqueued) and a function that
+// cancels it:
+//
+//	events, cancel := c.Subscribe(queuemax.EventCompleted, queuemax.EventFailed)
+//	defer cancel()
+//	for e := range events { ... }
+//
+// Sends never block: a reader that falls behind its buffer
+// (SubscribeConfig.ChanSize) misses events, counted by Client.EventStats,
+// and the queue goes on. WithoutEvents silences the calls made with one
+// context. See ExampleClient_Subscribe.
 //
 // # Middleware
 //
