@@ -3,6 +3,7 @@ package queuemax
 import (
 	"context"
 	"encoding/json"
+	"reflect"
 	"time"
 
 	"github.com/queuemax/queuemax/queuemaxtype"
@@ -124,6 +125,10 @@ type Handler struct {
 	// storing anything. Define and DefineResult set it to DecodeArgs; their
 	// Func dead-letters a stored payload that fails it at once.
 	Validate func(payload json.RawMessage) error
+
+	// args is the payload type of a Handler from Define or DefineResult
+	// (see TaskNames); nil otherwise.
+	args reflect.Type
 }
 
 // Re-exported leaf types. They are defined, with their full documentation,
