@@ -98,6 +98,13 @@
 // and the queue goes on. WithoutEvents silences the calls made with one
 // context. See ExampleClient_Subscribe.
 //
+// # Testing
+//
+// Package queuemaxtest opens a client on a temporary store
+// (queuemaxtest.NewClient), asserts typed jobs (RequireEnqueued[A],
+// RequireNotEnqueued[A]) and works them synchronously in the test
+// (Drain, WorkOne), through Client.Work.
+//
 // # Middleware
 //
 // Config.Middleware wraps enqueues (EnqueueMiddleware: see and change the
