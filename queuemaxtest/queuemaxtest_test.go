@@ -15,8 +15,11 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/queuemax/queuemax"
+	"github.com/queuemax/queuemax/internal/pgtest"
 	"github.com/queuemax/queuemax/queuemaxtest"
 )
+
+var backends = []string{"SQLite", "PostgreSQL"}
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
@@ -101,7 +104,9 @@ type bundle struct {
 // setup opens a client with the tasks t.Send (emailArgs), t.Welcome
 // (enqueues a t.Send), t.Flaky (fails once, with a retry due in an hour),
 // t.Nap (snoozes for zero once) and t.Forever (always snoozes for zero).
-func setup(t *testing.T) *bundle {
+//
+// backend is "SQLite" or "PostgreSQL" (a schema of its own).
+func setup(t *testing.T, backend string) *bundle {
 	t.Helper()
 	b := &bundle{ctx: t.Context()}
 	var flaky, nap sync.Map
@@ -138,7 +143,13 @@ func setup(t *testing.T) *bundle {
 			return nil, nil
 		}},
 	}
-	b.c = queuemaxtest.NewClient(t, queuemax.Config{Handlers: handlers, Shards: 2, MaxSnoozes: 1000, AllowUnknownTasks: true})
+	cfg := queuemax.Config{Handlers: handlers, Shards: 2, MaxSnoozes: 1000, AllowUnknownTasks: true}
+	if backend == "PostgreSQL" {
+		cfg.DSN = pgtest.DSN(t)
+		cfg.Schema = pgtest.Schema(t, cfg.DSN)
+		cfg.Shards = 0
+	}
+	b.c = queuemaxtest.NewClient(t, cfg)
 	return b
 }
 
@@ -173,7 +184,7 @@ func TestNewClient(t *testing.T) {
 
 func TestRequireEnqueued(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	b := setup(t, "SQLite")
 	ada := b.enqueue(t, "t.Send", emailArgs{To: "ada@example.com", Subject: "Hi"}, queuemax.Opts{})
 	b.enqueue(t, "t.Send", emailArgs{To: "bob@example.com", Subject: "Hi"}, queuemax.Opts{Priority: queuemax.Ptr(queuemax.PriorityLow)})
 	later := b.enqueue(t, "t.Send", emailArgs{To: "cy@example.com", Subject: "Later"}, queuemax.Opts{RunAt: time.Now().Add(time.Hour)})
@@ -238,7 +249,7 @@ func TestRequireEnqueued(t *testing.T) {
 
 func TestRequireNotEnqueued(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	b := setup(t, "PostgreSQL")
 	b.enqueue(t, "t.Send", emailArgs{To: "ada@example.com"}, queuemax.Opts{})
 	passes(t, func(tb testing.TB) {
 		queuemaxtest.RequireNotEnqueued[emailArgs](tb, b.c, &queuemaxtest.RequireOpts{Args: emailArgs{To: "bob@example.com"}})
@@ -250,7 +261,15 @@ func TestRequireNotEnqueued(t *testing.T) {
 
 func TestDrain(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	for _, backend := range backends {
+		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
+			testDrain(t, setup(t, backend))
+		})
+	}
+}
+
+func testDrain(t *testing.T, b *bundle) {
 	welcome := b.enqueue(t, "t.Welcome", map[string]string{"user": "ada@example.com"}, queuemax.Opts{})
 	flaky := b.enqueue(t, "t.Flaky", struct{}{}, queuemax.Opts{})
 	nap := b.enqueue(t, "t.Nap", struct{}{}, queuemax.Opts{})
@@ -314,7 +333,15 @@ func TestDrain(t *testing.T) {
 
 func TestWorkOne(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	for _, backend := range backends {
+		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
+			testWorkOne(t, setup(t, backend))
+		})
+	}
+}
+
+func testWorkOne(t *testing.T, b *bundle) {
 	first := b.enqueue(t, "t.Send", emailArgs{To: "first@example.com"}, queuemax.Opts{})
 	second := b.enqueue(t, "t.Send", emailArgs{To: "second@example.com"}, queuemax.Opts{})
 	third := b.enqueue(t, "t.Send", emailArgs{To: "third@example.com"}, queuemax.Opts{})
