@@ -62,6 +62,7 @@ type taskSpec struct {
 	InlineRetries int
 	CircuitOff    bool
 	Queue         string
+	Tags          []string
 
 	// Periodic is set for //queuemax:periodic, with Every or Cron.
 	Periodic bool
@@ -376,6 +377,7 @@ func (a *analyser) task(d *funcDirective) (taskSpec, bool) {
 		InlineRetries: dir.InlineRetries,
 		CircuitOff:    dir.CircuitOff,
 		Queue:         dir.Queue,
+		Tags:          dir.Tags,
 		Periodic:      dir.Kind == annotations.KindPeriodic,
 		Every:         dir.Every,
 		Cron:          dir.Cron,

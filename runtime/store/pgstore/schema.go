@@ -144,6 +144,18 @@ var migrations = []migration{
 		},
 	},
 	{
+		version: 4,
+		name:    "per-job timeouts and tags",
+		stmts: []string{
+			// A job's own execution timeout, overriding its task's.
+			`ALTER TABLE {s}.jobs ADD COLUMN IF NOT EXISTS timeout_ms bigint`,
+			`ALTER TABLE {s}.jobs ADD COLUMN IF NOT EXISTS tags text[]`,
+			// The tag filter (tags @> ARRAY[tag]) reads this index; jobs
+			// without tags are not in it, so they cost nothing to insert.
+			`CREATE INDEX IF NOT EXISTS jobs_tags ON {s}.jobs USING gin (tags) WHERE tags IS NOT NULL`,
+		},
+	},
+	{
 		version: 5,
 		name:    "named queues: the job's queue, paused queues",
 		stmts: []string{

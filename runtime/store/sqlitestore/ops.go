@@ -25,11 +25,11 @@ func scanJob(r scanner, sh int) (*store.Job, error) {
 		payload, status                                                    string
 		lastErr, errType, errStack, worker, hb, created, started, finished sql.NullString
 		next, task, result, meta                                           sql.NullString
-		cancelReq, snoozes                                                 sql.NullInt64
-		queue                                                              sql.NullString
+		cancelReq, snoozes, timeoutMS                                      sql.NullInt64
+		tags, queue                                                        sql.NullString
 	)
 	if err := r.Scan(&id, &key, &payload, &status, &prio, &attempts, &maxAttempts, &retryDelay,
-		&lastErr, &errType, &errStack, &worker, &hb, &created, &started, &finished, &next, &task, &lease, &result, &meta, &cancelReq, &snoozes, &queue); err != nil {
+		&lastErr, &errType, &errStack, &worker, &hb, &created, &started, &finished, &next, &task, &lease, &result, &meta, &cancelReq, &snoozes, &timeoutMS, &tags, &queue); err != nil {
 		return nil, err
 	}
 	j.ID = store.NewJobID(sh, id)
@@ -60,6 +60,8 @@ func scanJob(r scanner, sh int) (*store.Job, error) {
 	j.CancelRequested = cancelReq.Int64 != 0
 	j.Snoozes = int(snoozes.Int64)
 	j.Queue = store.QueueOf(queue.String)
+	j.Timeout = time.Duration(timeoutMS.Int64) * time.Millisecond
+	j.Tags = store.DecodeTags(tags.String)
 	return &j, nil
 }
 
@@ -420,11 +422,11 @@ func (s *Store) Complete(ctx context.Context, acks []store.CompleteParams) []err
 	return perShardSet(ctx, s, acks, func(a store.CompleteParams) store.JobID { return a.ID },
 		func(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shardDB, a store.CompleteParams) error {
 			var err error
-			if a.Result == nil {
+			if a.Result == nil && !a.Keep {
 				err = leaseLost(counts.stmt(ctx, tx, sh.stmts.completeDelete).ExecContext(ctx, a.ID.Seq(), a.Token, a.WorkerID, a.WorkerID))
 			} else {
 				err = leaseLost(counts.stmt(ctx, tx, sh.stmts.completeKeep).ExecContext(ctx,
-					string(a.Result), store.FormatTime(a.Now), a.ID.Seq(), a.Token, a.WorkerID, a.WorkerID))
+					nullString(string(a.Result)), store.FormatTime(a.Now), a.ID.Seq(), a.Token, a.WorkerID, a.WorkerID))
 			}
 			if err != nil {
 				return err
@@ -561,7 +563,8 @@ func insertJob(ctx context.Context, st *sql.Stmt, sh *shardDB, j store.InsertPar
 		key = *j.PartitionKey
 	}
 	res, err := st.ExecContext(ctx, key, string(j.Payload), string(status), int(j.Priority), j.MaxAttempts,
-		retrySeconds(j.RetryDelay), nullString(j.Task), store.FormatTime(j.Now), next, sh.idx, nullString(string(j.Metadata)), store.QueueOf(j.Queue))
+		retrySeconds(j.RetryDelay), nullString(j.Task), store.FormatTime(j.Now), next, sh.idx, nullString(string(j.Metadata)),
+		nullTimeout(j.Timeout), nullString(store.EncodeTags(j.Tags)), store.QueueOf(j.Queue))
 	if err != nil {
 		return 0, fmt.Errorf("shard %d: insert job: %w", sh.idx, err)
 	}
@@ -570,6 +573,14 @@ func insertJob(ctx context.Context, st *sql.Stmt, sh *shardDB, j store.InsertPar
 		return 0, err
 	}
 	return store.NewJobID(sh.idx, seq), nil
+}
+
+// nullTimeout is the timeout_ms column of a job timeout: NULL for none.
+func nullTimeout(d time.Duration) any {
+	if d <= 0 {
+		return nil
+	}
+	return max(1, d.Milliseconds())
 }
 
 func boolInt(b bool) int {

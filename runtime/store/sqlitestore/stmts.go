@@ -12,7 +12,7 @@ import (
 // jobColumns is the column list scanJob reads, in order.
 const jobColumns = `id, pagina_id, payload, status, priority, tentativas, max_tentativas, retry_delay,
 	last_error, error_type, error_stack, worker_id, heartbeat, created_at, started_at, completed_at,
-	next_retry_at, task, lease, result, metadata, cancel_requested, snoozes, queue`
+	next_retry_at, task, lease, result, metadata, cancel_requested, snoozes, timeout_ms, tags, queue`
 
 // claimColumns is the column list a claim returns, in the order
 // scanClaimed reads it: what a run needs, not the whole row (the columns a
@@ -22,7 +22,7 @@ const claimColumns = `id, pagina_id, payload, priority, tentativas, max_tentativ
 
 const (
 	sqlInsert = `INSERT INTO fila (pagina_id, payload, status, priority, tentativas, max_tentativas, retry_delay,
-		task, created_at, next_retry_at, shard_id, metadata, queue) VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?)`
+		task, created_at, next_retry_at, shard_id, metadata, timeout_ms, tags, queue) VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	// sqlPromote makes scheduled jobs whose time has come ready; it reads
 	// only the small partial index idx_qm_due.
 	sqlPromote = `UPDATE fila SET status = 'pending' WHERE status = 'scheduled' AND next_retry_at <= ?`
