@@ -11,21 +11,20 @@ import (
 	"github.com/queuemax/queuemax/runtime/store"
 )
 
-// producer claims jobs while worker slots are free and starts them. Claim
-// rounds are planned by the breakers and rate limiters, so a task whose
-// breaker is open or whose bucket is empty costs no claim and holds no slot.
+// producer claims jobs and queues them for the workers. Claim rounds are
+// planned by the breakers and rate limiters (plan), so a task whose breaker
+// is open or whose bucket is empty costs no claim and holds no worker.
+//
+// The producer does not hand jobs to workers one by one: a claim queues
+// its whole batch on Engine.queue, long-lived workers take jobs from it,
+// and the producer wakes only when the queue runs low (fewer jobs queued
+// and running than lowWater), so the next claim overlaps with the end of
+// the batch and with its acknowledgements (see acker).
 type producer struct {
 	e *Engine
 	// sticky is the shard the last claim filled its batch from (-1: none)
 	// and streak how many claims in a row did.
 	sticky, streak int
-	// waiting holds prefetched jobs: when ClaimBatch exceeds the number
-	// of jobs that may run at once (and no rate limiter counts tokens per
-	// started job), a claim takes a whole batch and the jobs that find no
-	// free slot wait here, their leases renewed by heartbeats, and start
-	// as slots free. Jobs still waiting when claiming stops go back to
-	// pending unspent.
-	waiting []held
 	// lastVersion is the shards' data version, read before a round's
 	// claims only when versioned: busy rounds skip the read, and a round
 	// that finds nothing without it reads it and claims once more before
@@ -36,50 +35,48 @@ type producer struct {
 
 func newProducer(e *Engine) *producer { return &producer{e: e, sticky: -1} }
 
-// held is a claimed job waiting for a worker slot, with the breaker probe
-// ticket that guards it.
-type held struct {
-	rj *runningJob
-	t  *breaker.Ticket
-}
-
-// gatherWait bounds how long the producer waits for more free slots before
-// a claim while jobs are running. It is far below any real job's run time.
+// gatherWait bounds how long the producer waits for more free workers
+// before a claim while jobs are running and claims do not prefetch. It is
+// far below any real job's run time.
 const gatherWait = time.Millisecond
 
 func (p *producer) run(ctx context.Context) {
 	e := p.e
 	gather := time.NewTimer(time.Hour)
 	defer gather.Stop()
-	defer p.releaseWaiting()
+	defer p.releaseQueued()
 	for ctx.Err() == nil {
-		free := p.startWaiting()
-		if free <= 0 || len(p.waiting) > 0 {
+		e.ensureWorkers()
+		limit := int(e.limit.Load())
+		capacity, low := p.sizes(limit)
+		e.lowWater.Store(int64(low))
+		inflight := int(e.inflight.Load())
+		if inflight >= low {
 			select {
 			case <-ctx.Done():
 			case <-e.slotFree:
 			}
 			continue
 		}
-		limit := int(e.limit.Load())
-		// While jobs run, wait up to gatherWait for a whole batch of free
-		// slots, so that claims take batches rather than the first freed
-		// slot each (a claim is a write transaction however few jobs it
-		// takes, and the jobs of one batch finish close together).
-		if want := min(limit, e.cfg.ClaimBatch); !p.ahead(limit) && free < want && e.executing.Load() > 0 {
+		// Without prefetch, wait up to gatherWait for a whole batch of
+		// free workers while jobs run, so that claims take batches rather
+		// than the first freed worker each (a claim is a write
+		// transaction however few jobs it takes, and the jobs of one
+		// batch finish close together).
+		if want := min(limit, e.cfg.ClaimBatch); !p.ahead(limit) && capacity-inflight < want && inflight > 0 {
 			gather.Reset(gatherWait)
-			for free < want && free > 0 {
+		gathering:
+			for capacity-int(e.inflight.Load()) < want {
 				select {
 				case <-ctx.Done():
+					break gathering
 				case <-e.slotFree:
-					free = int(e.limit.Load() - e.executing.Load())
-					continue
 				case <-gather.C:
+					break gathering
 				}
-				break
 			}
 			gather.Stop()
-			if free <= 0 || ctx.Err() != nil {
+			if ctx.Err() != nil {
 				continue
 			}
 		}
@@ -98,61 +95,70 @@ func (p *producer) run(ctx context.Context) {
 	}
 }
 
-// ahead reports whether claims prefetch beyond the free slots.
+// ahead reports whether claims prefetch beyond the free workers.
 func (p *producer) ahead(limit int) bool {
 	return p.e.cfg.Limiter == nil && len(p.e.cfg.TaskLimiters) == 0 && p.e.cfg.ClaimBatch > limit
 }
 
-// startWaiting starts prefetched jobs on free slots and returns how many
-// slots are still free.
-func (p *producer) startWaiting() int {
+// sizes returns how many jobs may be held queued or running at once
+// (capacity) and the low-water mark below which the producer claims more.
+// With prefetch, the next claim starts while about a worker's worth of
+// jobs per worker is still queued, so workers never wait for a claim;
+// without it, as soon as a worker is free.
+func (p *producer) sizes(limit int) (capacity, low int) {
+	if !p.ahead(limit) {
+		return limit, limit
+	}
+	capacity = p.e.cfg.ClaimBatch
+	return capacity, min(capacity, 2*limit)
+}
+
+// releaseQueued returns the queued jobs that never started to pending,
+// unspent, in one call.
+func (p *producer) releaseQueued() {
 	e := p.e
-	free := int(e.limit.Load() - e.executing.Load())
-	n := min(free, len(p.waiting))
-	if n <= 0 {
-		return free
-	}
-	// The jobs that start together acknowledge together, per shard.
-	jobs := make([]*store.Job, n)
-	for i, h := range p.waiting[:n] {
-		jobs[i] = h.rj.job
-	}
-	batches := ackBatches(e, jobs, n)
-	for i, h := range p.waiting[:n] {
-		h.rj.batch = batches[h.rj.job.Shard]
-		e.launch(h.rj, h.t)
-		p.waiting[i] = held{}
-	}
-	p.waiting = p.waiting[n:]
-	return free - n
-}
-
-// releaseWaiting returns the prefetched jobs that never started to pending.
-func (p *producer) releaseWaiting() {
-	for _, h := range p.waiting {
-		if h.t != nil {
-			h.t.Release()
+	var rjs []*runningJob
+	for {
+		select {
+		case rj := <-e.queue:
+			rjs = append(rjs, rj)
+			continue
+		default:
 		}
-		p.e.release(h.rj)
-		p.e.unhold(h.rj)
+		break
 	}
-	p.waiting = nil
+	if len(rjs) == 0 {
+		return
+	}
+	ls := make([]store.Lease, len(rjs))
+	for i, rj := range rjs {
+		ls[i] = lease(rj.job)
+	}
+	for i, err := range e.cfg.Store.Release(context.WithoutCancel(e.jobCtx), ls) {
+		if err != nil && !errors.Is(err, store.ErrLeaseLost) {
+			e.log.Error("return unstarted job to pending", "job_id", int64(rjs[i].job.ID), "err", err)
+		}
+	}
+	for _, rj := range rjs {
+		if rj.ticket != nil {
+			rj.ticket.Release()
+		}
+		e.dequeued()
+		e.unhold(rj)
+	}
 }
 
-// RunOnce is one claim round at now for the free slots: it plans the
-// claims, claims and starts the jobs (prefetched ones wait). It returns
-// how many jobs it claimed and, when tasks were left out, how soon one may
-// be claimable again. Its error is the overall rate limiter's wait ending.
+// RunOnce is one claim round at now: it plans the claims for the room
+// left below the capacity, claims and queues the jobs for the workers. It
+// returns how many jobs it claimed and, when tasks were left out, how soon
+// one may be claimable again. Its error is the overall rate limiter's wait
+// ending.
 func (p *producer) RunOnce(ctx context.Context, now time.Time) (claimed int, retryIn time.Duration, err error) {
 	e := p.e
-	limit := int(e.limit.Load())
-	free := limit - int(e.executing.Load())
-	if free <= 0 {
+	capacity, _ := p.sizes(int(e.limit.Load()))
+	n := capacity - int(e.inflight.Load())
+	if n <= 0 {
 		return 0, time.Hour, nil
-	}
-	n := min(free, e.cfg.ClaimBatch)
-	if p.ahead(limit) {
-		n = e.cfg.ClaimBatch
 	}
 	if l := e.cfg.Limiter; l != nil {
 		// Tokens are taken per job started, never per poll: one is
@@ -187,16 +193,10 @@ func (p *producer) RunOnce(ctx context.Context, now time.Time) (claimed int, ret
 		if g.probe != nil && len(jobs) == 0 {
 			g.probe.Release() // a probe that finds no job must not wedge the breaker
 		}
-		batches := ackBatches(e, jobs, free)
 		for _, j := range jobs {
-			if free > 0 {
-				rj := e.hold(j)
-				rj.batch = batches[j.Shard]
-				e.launch(rj, g.probe)
-				free--
-			} else {
-				p.waiting = append(p.waiting, held{e.hold(j), g.probe})
-			}
+			rj := e.hold(j, g.probe)
+			e.inflight.Add(1)
+			e.queue <- rj // never blocks: the queue holds the largest capacity
 		}
 		claimed += len(jobs)
 	}
