@@ -10,29 +10,46 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/queuemax/queuemax/internal/pgtest"
 )
 
 // BenchmarkRunDrain drains b.N no-op jobs with the default Config on 8
 // shards and reports the process CPU per job (getrusage) next to ns/op.
 // go test -run '^$' -bench RunDrain -benchtime 20000x -cpuprofile cpu.out
 func BenchmarkRunDrain(b *testing.B) {
-	for _, cb := range []int{0, 100, 400} {
-		b.Run(fmt.Sprintf("ClaimBatch=%d", cb), func(b *testing.B) { benchDrain(b, cb) })
+	for _, st := range []string{"sqlite", "postgres"} {
+		for _, cb := range []int{0, 100, 400} {
+			b.Run(fmt.Sprintf("%s/ClaimBatch=%d", st, cb), func(b *testing.B) { benchDrain(b, st, cb) })
+		}
 	}
 }
 
-func benchDrain(b *testing.B, claimBatch int) {
+func benchDrain(b *testing.B, st string, claimBatch int) {
+	cfg := Config{Dir: b.TempDir(), Shards: 8}
+	if st == "postgres" {
+		dsn := pgtest.DSN(b)
+		cfg = Config{DSN: dsn, Schema: pgtest.Schema(b, dsn)}
+	}
 	{
 		var done atomic.Int64
 		finished := make(chan struct{})
 		want := int64(b.N)
-		c, err := Open(context.Background(), Config{Dir: b.TempDir(), Shards: 8, Logger: slog.New(slog.DiscardHandler), ClaimBatch: claimBatch,
+		cfg.Logger, cfg.ClaimBatch = slog.New(slog.DiscardHandler), claimBatch
+		cfg.Handlers = []Handler{{Name: "noop", Func: func(context.Context, *Job) (any, error) { return nil, nil }}}
+		cfg.Hooks = Hooks{OnComplete: func(context.Context, *Job, any) {
+			if done.Add(1) == want {
+				close(finished)
+			}
+		}}
+		c, err := Open(context.Background(), cfg)
+		_ = Config{
 			Handlers: []Handler{{Name: "noop", Func: func(context.Context, *Job) (any, error) { return nil, nil }}},
 			Hooks: Hooks{OnComplete: func(context.Context, *Job, any) {
 				if done.Add(1) == want {
 					close(finished)
 				}
-			}}})
+			}}}
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -76,6 +76,14 @@ type WorkerStats struct {
 // context ending, plus the time to release unfinished jobs.
 const ShutdownGrace = 2 * time.Second
 
+// With the default ClaimBatch, claims may grow to autoClaimFactor×Workers
+// jobs (at most maxAutoClaim) while the backlog is deep and jobs are
+// short: see engine.Config.ClaimMax.
+const (
+	autoClaimFactor = 50
+	maxAutoClaim    = 1000
+)
+
 // worker is one Run: the engine, plus what the API keeps about it (its
 // worker-registry entry).
 type worker struct {
@@ -121,6 +129,9 @@ func (c *Client) newEngine() (*worker, error) {
 		},
 		Start:    w.registerFirst,
 		Services: []engine.Service{&registry{w: w}},
+	}
+	if c.claimAuto {
+		cfg.ClaimMax = min(maxAutoClaim, autoClaimFactor*c.cfg.Workers)
 	}
 	if r := c.cfg.RateLimit; r.Limit > 0 {
 		l, err := ratelimit.New(r.Limit, r.Per, 0)

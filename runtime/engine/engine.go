@@ -33,9 +33,16 @@ type Config struct {
 	// Workers is how many handlers may run at once, ClaimBatch how many
 	// jobs one claim may take (more than Workers prefetches).
 	Workers, ClaimBatch int
-	PollInterval        time.Duration
-	HeartbeatInterval   time.Duration
-	RecoveryInterval    time.Duration
+	// ClaimMax, when above ClaimBatch, lets claims grow toward it while
+	// the backlog is deep and jobs are short: a claim that came back full
+	// and whose previous half-batch the workers ran within growWindow
+	// doubles the next one; a slow half-batch halves it (never below
+	// ClaimBatch). So prefetch stays bounded by time (about two windows of
+	// work held locally), not by count. Zero: claims take ClaimBatch.
+	ClaimMax          int
+	PollInterval      time.Duration
+	HeartbeatInterval time.Duration
+	RecoveryInterval  time.Duration
 	// CleanupInterval is how often maintenance deletes old jobs; zero
 	// means an hour.
 	CleanupInterval time.Duration
@@ -185,7 +192,7 @@ func New(cfg Config) *Engine {
 	}
 	e.jobCtx, e.cancelJobs = context.WithCancelCause(context.Background()) // Run replaces it
 	e.acks = newAcker(e)
-	queueCap := max(cfg.ClaimBatch, cfg.Workers)
+	queueCap := max(cfg.ClaimBatch, cfg.ClaimMax, cfg.Workers)
 	if p := cfg.Autoscale; p != nil {
 		queueCap = max(queueCap, p.Max)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -378,5 +379,41 @@ func TestProducer_RunOncePrefetch(t *testing.T) {
 	}
 	if pending, processing := r.counts(); pending != 4 || processing != 0 {
 		t.Errorf("pending %d, processing %d; want 4 (2 released, 2 never claimed), 0", pending, processing)
+	}
+}
+
+// TestProducer_AdaptClaimSize: with ClaimMax above ClaimBatch, full claims
+// in quick succession double the claim size up to ClaimMax, slow ones
+// halve it, and an empty claim resets it; the low-water mark follows.
+func TestProducer_AdaptClaimSize(t *testing.T) {
+	r := newRig(t, 1)
+	r.cfg.Workers, r.cfg.ClaimBatch, r.cfg.ClaimMax = 2, 8, 50
+	p := newProducer(New(r.cfg))
+	at := time.Now()
+	p.adapt(8, 8, at) // the first full claim only sets the clock
+	var sizes []int
+	for range 4 {
+		at = at.Add(time.Millisecond)
+		capacity, _ := p.sizes(2)
+		p.adapt(capacity, capacity, at)
+		sizes = append(sizes, p.size)
+	}
+	if want := []int{16, 32, 50, 50}; !slices.Equal(sizes, want) {
+		t.Errorf("sizes after fast full claims %v, want %v", sizes, want)
+	}
+	if capacity, low := p.sizes(2); capacity != 50 || low != 25 {
+		t.Errorf("sizes(2) = %d, %d; want 50, 25 (claim again at half)", capacity, low)
+	}
+	p.adapt(50, 50, at.Add(time.Second))
+	if p.size != 25 {
+		t.Errorf("after a slow claim size %d, want 25", p.size)
+	}
+	p.adapt(25, 10, at.Add(time.Second+time.Millisecond))
+	if p.size != 25 {
+		t.Errorf("a partial claim changed the size to %d", p.size)
+	}
+	p.adapt(25, 0, at.Add(2*time.Second))
+	if p.size != 8 {
+		t.Errorf("after an empty claim size %d, want ClaimBatch 8", p.size)
 	}
 }

@@ -31,9 +31,19 @@ type producer struct {
 	// idling, so that no commit slips between the claim and the wait.
 	lastVersion int64
 	versioned   bool
+	// size is the capacity claims fill up to: ClaimBatch, grown toward
+	// ClaimMax by adapt; lastClaim is when the last full claim was made.
+	size      int
+	lastClaim time.Time
 }
 
-func newProducer(e *Engine) *producer { return &producer{e: e, sticky: -1} }
+func newProducer(e *Engine) *producer {
+	return &producer{e: e, sticky: -1, size: e.cfg.ClaimBatch}
+}
+
+// growWindow is how quickly the workers must run half a batch for the
+// next claim to double (see Config.ClaimMax).
+const growWindow = 20 * time.Millisecond
 
 // gatherWait bounds how long the producer waits for more free workers
 // before a claim while jobs are running and claims do not prefetch. It is
@@ -80,7 +90,9 @@ func (p *producer) run(ctx context.Context) {
 				continue
 			}
 		}
+		asked := capacity - int(e.inflight.Load())
 		claimed, retryIn, err := p.RunOnce(ctx, e.cfg.Now())
+		p.adapt(asked, claimed, time.Now())
 		switch {
 		case err != nil:
 			return // the rate limiter's wait ended with ctx
@@ -97,20 +109,47 @@ func (p *producer) run(ctx context.Context) {
 
 // ahead reports whether claims prefetch beyond the free workers.
 func (p *producer) ahead(limit int) bool {
-	return p.e.cfg.Limiter == nil && len(p.e.cfg.TaskLimiters) == 0 && p.e.cfg.ClaimBatch > limit
+	return p.e.cfg.Limiter == nil && len(p.e.cfg.TaskLimiters) == 0 && max(p.e.cfg.ClaimBatch, p.e.cfg.ClaimMax) > limit
 }
 
 // sizes returns how many jobs may be held queued or running at once
 // (capacity) and the low-water mark below which the producer claims more.
-// With prefetch, the next claim starts while about a worker's worth of
-// jobs per worker is still queued, so workers never wait for a claim;
-// without it, as soon as a worker is free.
+// With prefetch, the next claim starts while at least a job per worker
+// (and half the batch) is still queued, so workers do not wait for claims;
+// without it, as soon as a worker is free. This is the claim planning's
+// sizing step; plan decides what the room is claimed from.
 func (p *producer) sizes(limit int) (capacity, low int) {
 	if !p.ahead(limit) {
 		return limit, limit
 	}
-	capacity = p.e.cfg.ClaimBatch
-	return capacity, min(capacity, 2*limit)
+	capacity = max(p.size, limit)
+	return capacity, max(min(capacity, 2*limit), capacity/2)
+}
+
+// adapt grows or shrinks the claim size between ClaimBatch and ClaimMax:
+// a full claim made within growWindow of the previous one (the workers ran
+// half a batch that fast) doubles it, a claim after more than four windows
+// halves it.
+func (p *producer) adapt(asked, claimed int, now time.Time) {
+	e := p.e
+	if e.cfg.ClaimMax <= e.cfg.ClaimBatch || asked <= 0 {
+		return
+	}
+	since := now.Sub(p.lastClaim)
+	if claimed < asked {
+		// The backlog is shallower than a claim: the size does not matter.
+		if claimed == 0 {
+			p.size = e.cfg.ClaimBatch
+		}
+		return
+	}
+	p.lastClaim = now
+	switch {
+	case since < growWindow:
+		p.size = min(2*p.size, e.cfg.ClaimMax)
+	case since > 4*growWindow:
+		p.size = max(p.size/2, e.cfg.ClaimBatch)
+	}
 }
 
 // releaseQueued returns the queued jobs that never started to pending,
