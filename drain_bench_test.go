@@ -14,9 +14,12 @@ import (
 	"github.com/queuemax/queuemax/internal/pgtest"
 )
 
-// BenchmarkRunDrain drains b.N no-op jobs with the default Config on 8
-// shards and reports the process CPU per job (getrusage) next to ns/op.
-// go test -run '^$' -bench RunDrain -benchtime 20000x -cpuprofile cpu.out
+// BenchmarkRunDrain drains b.N no-op jobs with Run (on 8 SQLite shards,
+// and on PostgreSQL when the test server is there) with the default
+// ClaimBatch and two fixed ones, and reports the process CPU per job
+// (getrusage) and jobs/s of the drain alone:
+//
+//	go test -run '^$' -bench RunDrain -benchtime 20000x -cpuprofile cpu.out
 func BenchmarkRunDrain(b *testing.B) {
 	for _, st := range []string{"sqlite", "postgres"} {
 		for _, cb := range []int{0, 100, 400} {
@@ -31,58 +34,53 @@ func benchDrain(b *testing.B, st string, claimBatch int) {
 		dsn := pgtest.DSN(b)
 		cfg = Config{DSN: dsn, Schema: pgtest.Schema(b, dsn)}
 	}
-	{
-		var done atomic.Int64
-		finished := make(chan struct{})
-		want := int64(b.N)
-		cfg.Logger, cfg.ClaimBatch = slog.New(slog.DiscardHandler), claimBatch
-		cfg.Handlers = []Handler{{Name: "noop", Func: func(context.Context, *Job) (any, error) { return nil, nil }}}
-		cfg.Hooks = Hooks{OnComplete: func(context.Context, *Job, any) {
-			if done.Add(1) == want {
-				close(finished)
-			}
-		}}
-		c, err := Open(context.Background(), cfg)
-		_ = Config{
-			Handlers: []Handler{{Name: "noop", Func: func(context.Context, *Job) (any, error) { return nil, nil }}},
-			Hooks: Hooks{OnComplete: func(context.Context, *Job, any) {
-				if done.Add(1) == want {
-					close(finished)
-				}
-			}}}
-		if err != nil {
-			b.Fatal(err)
+	var done atomic.Int64
+	finished := make(chan struct{})
+	want := int64(b.N)
+	cfg.Logger, cfg.ClaimBatch = slog.New(slog.DiscardHandler), claimBatch
+	cfg.Handlers = []Handler{{Name: "noop", Func: func(context.Context, *Job) (any, error) { return nil, nil }}}
+	cfg.Hooks = Hooks{OnComplete: func(context.Context, *Job, any) {
+		if done.Add(1) == want {
+			close(finished)
 		}
-		defer c.Close()
-		ps := make([]EnqueueParams, 0, 1000)
-		for i := range b.N {
-			ps = append(ps, EnqueueParams{Task: "noop", Payload: map[string]int{"n": i}})
-			if len(ps) == cap(ps) || i == b.N-1 {
-				if _, err := c.EnqueueMany(context.Background(), ps); err != nil {
-					b.Fatal(err)
-				}
-				ps = ps[:0]
-			}
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		errc := make(chan error, 1)
-		b.ResetTimer()
-		cpu0 := rusage()
-		start := time.Now()
-		go func() { errc <- c.Run(ctx) }()
-		<-finished
-		d := time.Since(start)
-		cpu := rusage() - cpu0
-		b.StopTimer()
-		cancel()
-		<-errc
-		b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/job")
-		b.ReportMetric(float64(b.N)/d.Seconds(), "jobs/s")
+	}}
+	c, err := Open(context.Background(), cfg)
+	if err != nil {
+		b.Fatal(err)
 	}
+	defer c.Close()
+	ps := make([]EnqueueParams, 0, 1000)
+	for i := range b.N {
+		ps = append(ps, EnqueueParams{Task: "noop", Payload: map[string]int{"n": i}})
+		if len(ps) == cap(ps) || i == b.N-1 {
+			if _, err := c.EnqueueMany(context.Background(), ps); err != nil {
+				b.Fatal(err)
+			}
+			ps = ps[:0]
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	b.ResetTimer()
+	cpu0 := rusage()
+	start := time.Now()
+	go func() { errc <- c.Run(ctx) }()
+	<-finished
+	d := time.Since(start)
+	cpu := rusage() - cpu0
+	b.StopTimer()
+	cancel()
+	if err := <-errc; err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/job")
+	b.ReportMetric(float64(b.N)/d.Seconds(), "jobs/s")
 }
 
 func rusage() time.Duration {
 	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
