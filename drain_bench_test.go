@@ -84,3 +84,29 @@ func rusage() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchmarkRunIdle runs an idle Run (default Config, 8 SQLite shards) for
+// b.N × 100ms after a second of settling and reports its CPU use as a
+// percentage of one core.
+func BenchmarkRunIdle(b *testing.B) {
+	c, err := Open(context.Background(), Config{Dir: b.TempDir(), Shards: 8, Logger: slog.New(slog.DiscardHandler),
+		Handlers: []Handler{{Name: "noop", Func: func(context.Context, *Job) (any, error) { return nil, nil }}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- c.Run(ctx) }()
+	time.Sleep(time.Second) // settle into the idle wait (a benchmark, not a test)
+	b.ResetTimer()
+	cpu0, start := rusage(), time.Now()
+	time.Sleep(time.Duration(b.N) * 100 * time.Millisecond)
+	cpu, wall := rusage()-cpu0, time.Since(start)
+	b.StopTimer()
+	cancel()
+	if err := <-errc; err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(100*float64(cpu)/float64(wall), "%cpu")
+}

@@ -91,6 +91,10 @@ func (b *bench) run(ctx context.Context, chosen []string) *Report {
 				err = b.pgEnqueue(ctx)
 			case "latency":
 				err = b.latency(ctx)
+			case "procs":
+				err = b.procs(ctx)
+			case "idle":
+				err = b.idle(ctx)
 			}
 		case name == "floor":
 			err = b.floorScenario(ctx)
@@ -106,6 +110,12 @@ func (b *bench) run(ctx context.Context, chosen []string) *Report {
 			err = b.depth(ctx)
 		case name == "latency":
 			err = b.latency(ctx)
+		case name == "enqueue":
+			err = b.enqueueCPU(ctx)
+		case name == "procs":
+			err = b.procs(ctx)
+		case name == "idle":
+			err = b.idle(ctx)
 		}
 		fmt.Fprintf(b.o.stderr, " %.1fs\n", time.Since(began).Seconds())
 		if err != nil {

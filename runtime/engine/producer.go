@@ -35,6 +35,9 @@ type producer struct {
 	// ClaimMax by adapt; lastClaim is when the last full claim was made.
 	size      int
 	lastClaim time.Time
+	// quietSince is when claims stopped finding jobs (zero: they find
+	// some); idle backs its polling off by it.
+	quietSince time.Time
 }
 
 func newProducer(e *Engine) *producer {
@@ -98,6 +101,7 @@ func (p *producer) run(ctx context.Context) {
 			return // the rate limiter's wait ended with ctx
 		case claimed > 0:
 			p.versioned = false
+			p.quietSince = time.Time{}
 		case !p.versioned:
 			p.versioned = true // read the version, then claim once more
 		default:
@@ -379,16 +383,26 @@ func (p *producer) idle(ctx context.Context, retryIn time.Duration) {
 	fallback := time.NewTimer(time.Second + rand.N(time.Second))
 	defer fallback.Stop()
 	// Poll every PollInterval at first; after idleBackoffAfter of quiet,
-	// back off to idleMaxPolls times that, so an idle worker costs little
-	// CPU while a busy one still sees other processes' enqueues at once.
-	interval, start := e.cfg.PollInterval, time.Now()
-	poll := time.NewTimer(interval)
+	// back off to idleMaxPolls times that (idleDeepPolls after
+	// idleDeepAfter), so an idle worker costs little CPU while a busy one
+	// still sees other processes' enqueues at once.
+	if p.quietSince.IsZero() {
+		p.quietSince = time.Now()
+	}
+	poll := time.NewTimer(p.pollInterval())
 	defer poll.Stop()
 	// A store that is notified of other processes' commits (PostgreSQL's
-	// LISTEN/NOTIFY) wakes the producer at once; polling stays the fallback.
+	// LISTEN/NOTIFY) wakes the producer at once, and its DataVersion moves
+	// only when it closes Changes (its listener polls for what
+	// notifications miss), so the producer does not poll it.
 	var changes <-chan struct{}
 	if n, ok := st.(store.Notifier); ok {
 		changes = n.Changes()
+		poll.Stop()
+		// A change between the last claim and Changes would be missed.
+		if v, err := st.DataVersion(ctx); err != nil || v != p.lastVersion {
+			return
+		}
 	}
 	for {
 		select {
@@ -409,16 +423,31 @@ func (p *producer) idle(ctx context.Context, retryIn time.Duration) {
 			if err != nil || v != p.lastVersion {
 				return
 			}
-			if time.Since(start) > idleBackoffAfter {
-				interval = min(interval*2, idleMaxPolls*e.cfg.PollInterval)
-			}
-			poll.Reset(interval)
+			poll.Reset(p.pollInterval())
 		}
 	}
 }
 
-// Idle polling back-off: see idle.
+// pollInterval is how long an idle producer waits between data-version
+// checks, by how long no claim has found a job (quietSince, kept across
+// idle waits so that the fallback re-check does not reset the back-off).
+func (p *producer) pollInterval() time.Duration {
+	d := p.e.cfg.PollInterval
+	switch quiet := time.Since(p.quietSince); {
+	case quiet > idleDeepAfter:
+		return idleDeepPolls * d
+	case quiet > idleBackoffAfter:
+		return idleMaxPolls * d
+	}
+	return d
+}
+
+// Idle polling back-off: see idle. After idleDeepAfter of quiet the
+// interval grows to idleDeepPolls×PollInterval, so a long-idle Run costs
+// well under 1% of a core (a poll stats every shard's WAL file).
 const (
 	idleBackoffAfter = 200 * time.Millisecond
 	idleMaxPolls     = 4
+	idleDeepAfter    = 2 * time.Second
+	idleDeepPolls    = 10
 )
