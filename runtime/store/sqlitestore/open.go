@@ -376,6 +376,7 @@ func openShard(ctx context.Context, o Options, i int) (*shardDB, error) {
 	}
 	sh.commit.db = sh.w
 	sh.commit.shard = i
+	sh.commit.stmts = &sh.stmts
 	return sh, nil
 }
 

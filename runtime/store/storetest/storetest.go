@@ -737,6 +737,16 @@ func Run(t *testing.T, open Opener) {
 		testClaimUnnamedTask(t, setup(t, 1).st)
 	})
 
+	t.Run("ClaimedFields", func(t *testing.T) {
+		t.Parallel()
+		testClaimedFields(t, setup(t, 1).st)
+	})
+
+	t.Run("BatchAckFences", func(t *testing.T) {
+		t.Parallel()
+		testBatchAckFences(t, setup(t, 2).st)
+	})
+
 	t.Run("BatchAllOrNothing", func(t *testing.T) {
 		t.Parallel()
 		testBatchAllOrNothing(t, setup(t, 3).st)
