@@ -14,8 +14,12 @@ import (
 	"github.com/queuemax/queuemax/runtime/scale"
 )
 
-// Hooks are optional callbacks around each job Run executes. They run on the
-// job's goroutine; a panicking hook is recovered and logged. Hooks are the
+// Hooks are optional callbacks around each job Run executes. OnStart and
+// OnError run on the worker goroutine that runs the job; OnComplete (and
+// EventCompleted callbacks) run once the success has committed, on the
+// engine's acknowledgement goroutine, which commits the successes of many
+// jobs at once: keep them short, they delay later acknowledgements. A
+// panicking hook is recovered and logged. Hooks are the
 // simple form of a WorkMiddleware (Config.Middleware): OnStart runs before
 // the middleware chain, and OnComplete and OnError run after the outcome has
 // been recorded, which a middleware, returning before that, cannot see.
