@@ -105,6 +105,12 @@ func (a *acker) RunOnce() int {
 // is never retried.
 var ackRetry = []time.Duration{5 * time.Millisecond, 20 * time.Millisecond, 100 * time.Millisecond, 500 * time.Millisecond}
 
+// transient reports whether an acknowledgement's error may pass on retry:
+// a storage error, not a lost lease or a closed store.
+func transient(err error) bool {
+	return err != nil && !errors.Is(err, store.ErrLeaseLost) && !errors.Is(err, store.ErrClosed)
+}
+
 // ackBackoff waits before retry try+1 of an acknowledgement and reports
 // whether to retry at all. An aborted drain cuts the wait short but still
 // retries once.
@@ -135,7 +141,7 @@ func (a *acker) flush(batch []ack) {
 	errs := e.cfg.Store.Complete(ctx, params)
 	var retry []int
 	for i, err := range errs {
-		if err != nil && !errors.Is(err, store.ErrLeaseLost) {
+		if transient(err) {
 			retry = append(retry, i)
 		}
 	}
@@ -147,7 +153,7 @@ func (a *acker) flush(batch []ack) {
 		again := retry[:0]
 		for k, err := range e.cfg.Store.Complete(ctx, ps) {
 			errs[retry[k]] = err
-			if err != nil && !errors.Is(err, store.ErrLeaseLost) {
+			if transient(err) {
 				again = append(again, retry[k])
 			}
 		}

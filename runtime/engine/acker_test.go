@@ -170,3 +170,32 @@ func TestEngine_FailRetriesTransientError(t *testing.T) {
 		t.Errorf("failed %d, active %d; want 1, 0", s.Failed, e.Active())
 	}
 }
+
+// TestEngine_RunReturnsWhenCompletedHangs: a Completed callback that never
+// returns holds up the acknowledger, but not Run: the drain gives up on it
+// after DrainTimeout and the grace periods.
+func TestEngine_RunReturnsWhenCompletedHangs(t *testing.T) {
+	r := newRig(t, 1)
+	r.cfg.Now = time.Now
+	r.cfg.DrainTimeout, r.cfg.ShutdownGrace = 20*time.Millisecond, 20*time.Millisecond
+	hang, entered := make(chan struct{}), make(chan struct{}, 1)
+	defer close(hang)
+	r.cfg.Completed = func(context.Context, *store.Job, any) {
+		select {
+		case entered <- struct{}{}:
+		default:
+		}
+		<-hang
+	}
+	r.enqueue("t", 0, 1)
+	e := New(r.cfg)
+	done := make(chan struct{})
+	go func() { e.Run(t.Context()); close(done) }()
+	<-entered
+	e.Stop()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not return while a Completed callback hung")
+	}
+}

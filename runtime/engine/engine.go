@@ -79,7 +79,8 @@ type Config struct {
 	// Encode encodes a result for storage (nil: none); an error fails the
 	// job through Fail.
 	Encode func(result any) (json.RawMessage, error)
-	// Completed runs after j's success has committed.
+	// Completed runs after j's success has committed, on the
+	// acknowledger's goroutine (one for all jobs: it must be quick).
 	Completed func(ctx context.Context, j *store.Job, result any)
 	// Fail records a failed attempt and reports whether j was
 	// dead-lettered; store.ErrLeaseLost means the claim no longer held.
@@ -273,7 +274,19 @@ func (e *Engine) Run(ctx context.Context) {
 		clean = e.cancelRunning(drained)
 	}
 	close(stopAcks)
-	<-e.acks.done
+	if clean {
+		<-e.acks.done
+	} else {
+		// A Completed callback may be what hangs: wait for the last
+		// acknowledgements only as long as for the handlers.
+		grace := time.NewTimer(max(e.cfg.ShutdownGrace, time.Second))
+		select {
+		case <-e.acks.done:
+		case <-grace.C:
+			e.log.Error("abandoning the acknowledger: a completion callback does not return")
+		}
+		grace.Stop()
+	}
 	if clean {
 		e.workWG.Wait() // every worker is idle: the closed queue ends it
 	}

@@ -188,7 +188,7 @@ func (e *Engine) fail(rj *runningJob, jobErr error) {
 	)
 	for try := 0; ; try++ {
 		dead, err = e.cfg.Fail(ctx, j, jobErr)
-		if err == nil || errors.Is(err, store.ErrLeaseLost) || !e.ackBackoff(try) {
+		if !transient(err) || !e.ackBackoff(try) {
 			break
 		}
 	}
