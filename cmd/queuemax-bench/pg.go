@@ -210,8 +210,8 @@ type pgFloorResult struct {
 	Insert1CPU, Insert16CPU, BatchCPU, ProcessCPU cpuPair
 	Processed                                     int
 	// ProcessSmall is Process with claims of SmallBatch rows (zero if not
-	// measured): the most a claim takes while Config.ClaimBatch is at its
-	// default, Workers.
+	// measured): the most a claim takes without prefetch (Config.ClaimBatch =
+	// Workers).
 	SmallBatch   int
 	ProcessSmall float64
 }
@@ -508,7 +508,7 @@ func (b *bench) pgProcessing(ctx context.Context) error {
 			r.target("≥ 50% of floor", r.Ratio >= 0.5)
 			r.note("%s", cpuNote(cpu, f.ProcessCPU, b.pg.local))
 			if workers == 0 {
-				r.Note += fmt.Sprintf("; floor with claims of %d (the default ClaimBatch = Workers): %s jobs/s (%.0f%% of floor)",
+				r.Note += fmt.Sprintf("; floor with claims of %d (= Workers, no prefetch): %s jobs/s (%.0f%% of floor)",
 					f.SmallBatch, fmtNum(f.ProcessSmall), 100*f.ProcessSmall/f.Process)
 			}
 			b.addCPU(label, "processing", cpu, f.ProcessCPU)
