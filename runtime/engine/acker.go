@@ -136,7 +136,7 @@ func (a *acker) flush(batch []ack) {
 	params := make([]store.CompleteParams, len(batch))
 	now := e.cfg.Now()
 	for i, x := range batch {
-		params[i] = store.CompleteParams{Lease: lease(x.rj.job), Result: x.raw, Now: now}
+		params[i] = store.CompleteParams{Lease: lease(x.rj.job), Result: x.raw, Keep: e.cfg.KeepCompleted, Now: now}
 	}
 	errs := e.cfg.Store.Complete(ctx, params)
 	var retry []int
