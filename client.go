@@ -191,6 +191,7 @@ func (c *Client) Close() error {
 		c.alertTimer = nil
 	}
 	c.alertMu.Unlock()
+	c.events.closeAll()
 	return c.st.Close()
 }
 

@@ -196,6 +196,7 @@ func (c *Client) record(ctx context.Context, job *Job, jobErr error, out FailOut
 		return err
 	}
 	if out.Snoozed {
+		c.emit(ctx, Event{Kind: EventSnoozed, JobID: job.ID, Shard: job.Shard, Task: job.Task, Attempt: job.Attempts, RetryAt: out.RetryAt})
 		c.notify()
 		return nil
 	}

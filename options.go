@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 	"time"
 	"unicode"
@@ -184,6 +185,10 @@ type Handler struct {
 	// storing anything. Define and DefineResult set it to DecodeArgs; their
 	// Func dead-letters a stored payload that fails it at once.
 	Validate func(payload json.RawMessage) error
+
+	// args is the payload type of a Handler from Define or DefineResult
+	// (see TaskNames); nil otherwise.
+	args reflect.Type
 }
 
 // Re-exported leaf types. They are defined, with their full documentation,

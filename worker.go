@@ -374,16 +374,22 @@ func (c *Client) completed(ctx context.Context, j *Job, result any) {
 // failed records a failed attempt for the engine, then runs OnError.
 func (c *Client) failed(ctx context.Context, j *Job, jobErr error) (bool, error) {
 	out := c.failOutcome(j, jobErr)
+	return out.Dead, c.recordFailure(ctx, j, jobErr, out)
+}
+
+// recordFailure records the failed attempt out decided, logs it and runs
+// OnError (Run's workers and Client.Work).
+func (c *Client) recordFailure(ctx context.Context, j *Job, jobErr error, out FailOutcome) error {
 	if err := c.record(ctx, j, jobErr, out, stackOf(jobErr)); err != nil {
-		return false, err
+		return err
 	}
 	switch {
 	case out.Snoozed:
 		c.log.DebugContext(ctx, "job snoozed", "task", j.Task, "job_id", int64(j.ID), "snoozes", j.Snoozes+1, "run_at", out.RetryAt)
-		return false, nil
+		return nil
 	case out.Cancelled:
 		c.log.InfoContext(ctx, "job cancelled", "task", j.Task, "job_id", int64(j.ID), "attempt", j.Attempts, "err", jobErr)
-		return false, nil
+		return nil
 	}
 	if out.Dead {
 		c.log.WarnContext(ctx, "job dead-lettered", "task", j.Task, "job_id", int64(j.ID), "attempt", j.Attempts, "err", jobErr)
@@ -396,7 +402,7 @@ func (c *Client) failed(ctx context.Context, j *Job, jobErr error) (bool, error)
 			c.cfg.Hooks.OnError(ctx, j, jobErr, out)
 		}
 	})
-	return out.Dead, nil
+	return nil
 }
 
 // isSnooze reports whether a handler's error is Snooze(d): not a failure,

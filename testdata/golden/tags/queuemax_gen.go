@@ -57,11 +57,28 @@ func invoiceFunc(ctx context.Context, a InvoiceArgs) error {
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
-// Call still works. Stats, Name and Client come from the embedded
-// [queuemax.Task]. A handle is a small value, safe to copy and to use
-// concurrently.
+// Call still works. A handle is a small value, safe to copy and to use
+// concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
+// Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
+// wraps is not exposed, so these are the only ones.
 type InvoiceTask struct {
-	queuemax.Task[InvoiceArgs]
+	task queuemax.Task[InvoiceArgs]
+}
+
+// Name returns the task name stored in each Invoice job row.
+func (t InvoiceTask) Name() string {
+	return t.task.Name()
+}
+
+// Client returns the client the handle is bound to, or nil.
+func (t InvoiceTask) Client() *queuemax.Client {
+	return t.task.Client()
+}
+
+// Stats returns the counts of Invoice jobs by status. It returns
+// [queuemax.ErrNotBound] for an unbound handle.
+func (t InvoiceTask) Stats(ctx context.Context) (queuemax.TaskStats, error) {
+	return t.task.Stats(ctx)
 }
 
 // Delay enqueues one Invoice job to run as soon as a worker is free and
@@ -72,7 +89,7 @@ type InvoiceTask struct {
 // [queuemax.ErrClosed] after [queuemax.Client.Close], or ctx's error if
 // ctx ends first. It is safe for concurrent use.
 func (t InvoiceTask) Delay(ctx context.Context, customer string) (queuemax.JobID, error) {
-	return t.Enqueue(ctx, InvoiceArgs{Customer: customer})
+	return t.task.Enqueue(ctx, InvoiceArgs{Customer: customer})
 }
 
 // DelayTx enqueues one Invoice job inside tx, the application's open
@@ -80,33 +97,33 @@ func (t InvoiceTask) Delay(ctx context.Context, customer string) (queuemax.JobID
 // its ID: the job exists if and only if tx commits. On the SQLite store it
 // returns [queuemax.ErrTxUnsupported]; see [queuemax.Client.EnqueueTx].
 func (t InvoiceTask) DelayTx(ctx context.Context, tx queuemax.Tx, customer string) (queuemax.JobID, error) {
-	return t.EnqueueTx(ctx, tx, InvoiceArgs{Customer: customer})
+	return t.task.EnqueueTx(ctx, tx, InvoiceArgs{Customer: customer})
 }
 
 // ScheduleAt enqueues one Invoice job that becomes ready at at, and
 // returns its ID. The job is durable once ScheduleAt returns nil.
 func (t InvoiceTask) ScheduleAt(ctx context.Context, at time.Time, customer string) (queuemax.JobID, error) {
-	return t.EnqueueAt(ctx, at, InvoiceArgs{Customer: customer})
+	return t.task.EnqueueAt(ctx, at, InvoiceArgs{Customer: customer})
 }
 
 // ScheduleAtTx enqueues one Invoice job inside tx that becomes ready at
 // at, and returns its ID; the job exists if and only if tx commits (see
 // DelayTx).
 func (t InvoiceTask) ScheduleAtTx(ctx context.Context, tx queuemax.Tx, at time.Time, customer string) (queuemax.JobID, error) {
-	return t.EnqueueAtTx(ctx, tx, at, InvoiceArgs{Customer: customer})
+	return t.task.EnqueueAtTx(ctx, tx, at, InvoiceArgs{Customer: customer})
 }
 
 // ScheduleIn enqueues one Invoice job that becomes ready after d, and
 // returns its ID. The job is durable once ScheduleIn returns nil.
 func (t InvoiceTask) ScheduleIn(ctx context.Context, d time.Duration, customer string) (queuemax.JobID, error) {
-	return t.EnqueueIn(ctx, d, InvoiceArgs{Customer: customer})
+	return t.task.EnqueueIn(ctx, d, InvoiceArgs{Customer: customer})
 }
 
 // ScheduleInTx enqueues one Invoice job inside tx that becomes ready d
 // after this call, and returns its ID; the job exists if and only if tx
 // commits (see DelayTx).
 func (t InvoiceTask) ScheduleInTx(ctx context.Context, tx queuemax.Tx, d time.Duration, customer string) (queuemax.JobID, error) {
-	return t.EnqueueInTx(ctx, tx, d, InvoiceArgs{Customer: customer})
+	return t.task.EnqueueInTx(ctx, tx, d, InvoiceArgs{Customer: customer})
 }
 
 // Map enqueues one Invoice job per element of customer, the other parameters
@@ -117,7 +134,7 @@ func (t InvoiceTask) Map(ctx context.Context, customer []string) ([]queuemax.Job
 	for i, v := range customer {
 		args[i] = InvoiceArgs{Customer: v}
 	}
-	return t.EnqueueMany(ctx, args)
+	return t.task.EnqueueMany(ctx, args)
 }
 
 // MapTx enqueues one Invoice job per element of customer inside tx, the other
@@ -128,28 +145,28 @@ func (t InvoiceTask) MapTx(ctx context.Context, tx queuemax.Tx, customer []strin
 	for i, v := range customer {
 		args[i] = InvoiceArgs{Customer: v}
 	}
-	return t.EnqueueManyTx(ctx, tx, args)
+	return t.task.EnqueueManyTx(ctx, tx, args)
 }
 
 // MapArgs enqueues one Invoice job per payload and returns their IDs in
 // order. The jobs are stored in one transaction per shard: if any is
 // invalid, none is stored.
 func (t InvoiceTask) MapArgs(ctx context.Context, args []InvoiceArgs) ([]queuemax.JobID, error) {
-	return t.EnqueueMany(ctx, args)
+	return t.task.EnqueueMany(ctx, args)
 }
 
 // MapArgsTx enqueues one Invoice job per payload inside tx and returns
 // their IDs in order; the jobs exist if and only if tx commits (see
 // DelayTx). If any is invalid, none is written.
 func (t InvoiceTask) MapArgsTx(ctx context.Context, tx queuemax.Tx, args []InvoiceArgs) ([]queuemax.JobID, error) {
-	return t.EnqueueManyTx(ctx, tx, args)
+	return t.task.EnqueueManyTx(ctx, tx, args)
 }
 
 // With returns a copy of t whose enqueues apply o (priority, retries,
 // partition key, run-at) on top of the task's defaults and earlier
 // overrides. t itself is unchanged.
 func (t InvoiceTask) With(o queuemax.Opts) InvoiceTask {
-	return InvoiceTask{t.Task.With(o)}
+	return InvoiceTask{t.task.With(o)}
 }
 
 // Call runs Invoice synchronously in this goroutine and returns its error,
