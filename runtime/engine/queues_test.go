@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"sync"
 	"testing"
 
 	"github.com/queuemax/queuemax/runtime/store"
@@ -51,10 +52,25 @@ func TestProducer_RunOnceQueueCaps(t *testing.T) {
 		}
 		return m
 	}
+	// Run the queued jobs as the workers would, each on its own goroutine
+	// (their handlers block until release).
+	var running sync.WaitGroup
+	startQueued := func() {
+		for {
+			select {
+			case rj := <-e.queue:
+				running.Go(func() { e.runJob(rj) })
+				continue
+			default:
+			}
+			return
+		}
+	}
 	n, _, err := p.RunOnce(t.Context(), r.now)
 	if err != nil || n != 3 {
 		t.Fatalf("RunOnce = %d, %v; want 3 jobs (flood 1, default 2; idle has none)", n, err)
 	}
+	startQueued()
 	if got := byQueue(); got["flood"] != 1 || got[store.DefaultQueue] != 2 {
 		t.Errorf("first round ran %v, want flood 1 and default 2", got)
 	}
@@ -65,7 +81,8 @@ func TestProducer_RunOnceQueueCaps(t *testing.T) {
 		t.Errorf("RunOnce at the caps = %d, %v; want nothing claimed", n, err)
 	}
 	close(release)
-	e.jobWG.Wait()
+	running.Wait()
+	e.acks.RunOnce() // the acknowledgements free the slots
 	select {
 	case <-e.queues.freed():
 	default:
@@ -74,5 +91,10 @@ func TestProducer_RunOnceQueueCaps(t *testing.T) {
 	if n, _, err := p.RunOnce(t.Context(), r.now); err != nil || n != 3 {
 		t.Errorf("RunOnce after the jobs finished = %d, %v; want 3", n, err)
 	}
-	e.jobWG.Wait()
+	startQueued()
+	running.Wait()
+	e.acks.RunOnce()
+	for range 3 {
+		<-r.ran
+	}
 }
