@@ -109,4 +109,3 @@ func TestProcTicks(t *testing.T) {
 		t.Error("procTicks(-1) = nil error")
 	}
 }
-
