@@ -129,8 +129,9 @@ type Config struct {
 	// RecoveryInterval is how often Run recovers orphans. Zero means 10s
 	// (env RECOVERY_INTERVAL, in ms).
 	RecoveryInterval time.Duration
-	// CleanupAge is how long failed and cancelled jobs and dead letters
-	// are kept before Run's maintenance deletes them. Zero means 7 days
+	// CleanupAge is how long failed and cancelled jobs, dead letters and
+	// (at least) stored results are kept before Run's maintenance deletes
+	// them. Zero means 7 days
 	// (env CLEANUP_DAYS).
 	CleanupAge time.Duration
 	// CompletedRetention is how long completed jobs stay stored (status
@@ -139,10 +140,11 @@ type Config struct {
 	// hour (each kept job costs about 100 bytes of file plus its payload,
 	// and Stats and the dashboard's counts grow with the kept rows: see
 	// README, Retention);
-	// RetentionOff deletes a completed job at once, as queue-max does,
-	// except one whose handler returned a result, which is kept for
-	// CleanupAge (env QUEUE_MAX_COMPLETED_RETENTION, a Go duration or
-	// seconds, where 0 means off).
+	// RetentionOff deletes a completed job without a result at once, as
+	// queue-max does. A job whose handler returned a result is kept for the longer of this
+	// and CleanupAge, so its result stays readable (env
+	// QUEUE_MAX_COMPLETED_RETENTION, a Go duration or seconds, where 0
+	// means off).
 	CompletedRetention time.Duration
 	// MaxSnoozes bounds how often one job may snooze (a handler returning
 	// Snooze(d)): the next snooze dead-letters it with a SnoozeLimitError,

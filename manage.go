@@ -309,11 +309,11 @@ func (c *Client) taskDefaults(task string) (Priority, int) {
 
 // Cleanup deletes failed, cancelled and completed jobs that finished more
 // than olderThan ago, and dead-letter rows as old. Zero applies the
-// configured ages, as Run's maintenance does every hour (or every
+// configured ages, as Run's maintenance does every hour (or every half
 // Config.CompletedRetention when shorter): completed jobs older than
-// Config.CompletedRetention (with RetentionOff, only completed jobs that
-// stored a result exist, and they are kept for CleanupAge), the others and
-// dead letters older than Config.CleanupAge.
+// Config.CompletedRetention, except those that stored a result, which are
+// kept for CleanupAge at least (with RetentionOff only those exist); the
+// others and dead letters older than Config.CleanupAge.
 func (c *Client) Cleanup(ctx context.Context, olderThan time.Duration) (CleanupResult, error) {
 	now := c.now()
 	if olderThan > 0 {
@@ -323,7 +323,10 @@ func (c *Client) Cleanup(ctx context.Context, olderThan time.Duration) (CleanupR
 	if completed <= 0 {
 		completed = c.cfg.CleanupAge
 	}
-	return c.st.Prune(ctx, store.PruneParams{CompletedBefore: now.Add(-completed), FinishedBefore: now.Add(-c.cfg.CleanupAge)})
+	// A stored result is kept for CleanupAge at least, as before
+	// retention existed: Result[T] may read it later than the retention.
+	return c.st.Prune(ctx, store.PruneParams{CompletedBefore: now.Add(-completed),
+		KeepResultsAfter: now.Add(-max(completed, c.cfg.CleanupAge)), FinishedBefore: now.Add(-c.cfg.CleanupAge)})
 }
 
 // Purge deletes jobs with the given statuses and returns how many. With no

@@ -16,11 +16,12 @@ func TestClient_CompletedRetention(t *testing.T) {
 	t.Parallel()
 	ok := Define("t.OK", TaskOptions{}, func(context.Context, struct{}) error { return nil })
 	bad := Define("t.Bad", TaskOptions{}, func(context.Context, struct{}) error { return Permanent(errors.New("no")) })
+	res := DefineResult("t.Res", TaskOptions{}, func(context.Context, struct{}) (int, error) { return 7, nil })
 	for _, backend := range []string{"SQLite", "PostgreSQL"} {
 		t.Run(backend, func(t *testing.T) {
 			t.Parallel()
 			var skew atomic.Int64 // the test clock runs this far ahead
-			cfg := Config{Handlers: []Handler{ok, bad}, CompletedRetention: time.Hour,
+			cfg := Config{Handlers: []Handler{ok, bad, res}, CompletedRetention: time.Hour,
 				now: func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }}
 			if backend == "PostgreSQL" {
 				cfg.DSN = pgTestDSN(t)
@@ -37,14 +38,18 @@ func TestClient_CompletedRetention(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			waitEvents(t, done, 2)
+			resultID, err := b.c.Enqueue(b.ctx, "t.Res", struct{}{}, Opts{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			waitEvents(t, done, 3)
 			stop()
 
 			j, err := b.c.Job(b.ctx, id)
 			if err != nil || j.Status != StatusCompleted || j.CompletedAt.IsZero() || j.Result != nil {
 				t.Fatalf("Job = %+v, %v; want completed with a finish time and no result", j, err)
 			}
-			list, err := b.c.Jobs(b.ctx, ListParams{Status: StatusCompleted})
+			list, err := b.c.Jobs(b.ctx, ListParams{Status: StatusCompleted, Task: "t.OK"})
 			if err != nil || len(list) != 1 || list[0].ID != id {
 				t.Fatalf("Jobs(completed) = %v, %v; want job %d", list, err, id)
 			}
@@ -60,6 +65,13 @@ func TestClient_CompletedRetention(t *testing.T) {
 			}
 			if j, err := b.c.Job(b.ctx, failedID); err != nil || j.Status != StatusFailed {
 				t.Errorf("failed job = %+v, %v; want kept (CleanupAge is 7 days)", j, err)
+			}
+			if j, err := b.c.Job(b.ctx, resultID); err != nil || string(j.Result) != "7" {
+				t.Errorf("job with a result = %+v, %v; want kept for CleanupAge", j, err)
+			}
+			skew.Store(int64(8 * 24 * time.Hour))
+			if res, err := b.c.Cleanup(b.ctx, 0); err != nil || res.Jobs != 2 {
+				t.Errorf("Cleanup after CleanupAge = %+v, %v; want the failed job and the result deleted", res, err)
 			}
 		})
 	}

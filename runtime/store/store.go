@@ -350,6 +350,10 @@ type ListParams struct {
 type PruneParams struct {
 	// CompletedBefore: completed jobs that finished before it.
 	CompletedBefore time.Time
+	// KeepResultsAfter, when set, keeps the completed jobs of
+	// CompletedBefore that stored a result and finished at or after it
+	// (results outlive a short retention).
+	KeepResultsAfter time.Time
 	// FinishedBefore: failed and cancelled jobs that finished before it,
 	// and dead-letter rows written before it.
 	FinishedBefore time.Time

@@ -198,15 +198,19 @@ func (s *Store) Prune(ctx context.Context, p store.PruneParams) (store.CleanupRe
 		return res, store.ErrClosed
 	}
 	now := hostNow()
+	results := p.CompletedBefore
+	if !p.KeepResultsAfter.IsZero() && p.KeepResultsAfter.Before(results) {
+		results = p.KeepResultsAfter
+	}
 	// A zero cutoff deletes nothing of its kind ($3, $5 false).
 	err := s.queryRow(ctx, `WITH c AS (DELETE FROM {s}.jobs WHERE $3 AND status = 'completed'
-			AND completed_at < @now + $2`+us+` RETURNING 1),
+			AND completed_at < @now + $2`+us+` AND (result IS NULL OR completed_at < @now + $6`+us+`) RETURNING 1),
 		j AS (DELETE FROM {s}.jobs WHERE $5 AND status IN ('failed', 'cancelled')
 			AND coalesce(completed_at, created_at) < @now + $4`+us+` RETURNING 1),
 		d AS (DELETE FROM {s}.dead_letters WHERE $5 AND failed_at < @now + $4`+us+` RETURNING 1)
 		SELECT (SELECT count(*) FROM c) + (SELECT count(*) FROM j), (SELECT count(*) FROM d)`, now,
 		offset(p.CompletedBefore, now), !p.CompletedBefore.IsZero(),
-		offset(p.FinishedBefore, now), !p.FinishedBefore.IsZero()).Scan(&res.Jobs, &res.DeadLetters)
+		offset(p.FinishedBefore, now), !p.FinishedBefore.IsZero(), offset(results, now)).Scan(&res.Jobs, &res.DeadLetters)
 	if err != nil {
 		return store.CleanupResult{}, fmt.Errorf("queuemax: cleanup: %w", err)
 	}

@@ -194,7 +194,10 @@ func (s *Store) Prune(ctx context.Context, p store.PruneParams) (store.CleanupRe
 		if err != nil {
 			return res, err
 		}
-		cut := store.FormatTime(p.CompletedBefore)
+		cut, results := store.FormatTime(p.CompletedBefore), store.FormatTime(p.CompletedBefore)
+		if !p.KeepResultsAfter.IsZero() && p.KeepResultsAfter.Before(p.CompletedBefore) {
+			results = store.FormatTime(p.KeepResultsAfter)
+		}
 		for _, sh := range list {
 			// Retention can keep many completed rows: they go in batches,
 			// each its own short write transaction, so that claims and
@@ -203,7 +206,7 @@ func (s *Store) Prune(ctx context.Context, p store.PruneParams) (store.CleanupRe
 				var n int
 				err := sh.commit.do(ctx, func(ctx context.Context, tx *sql.Tx, _ *groupCounts) error {
 					var err error
-					n, err = affected(tx.ExecContext(ctx, sqlPruneCompleted, cut, pruneBatch))
+					n, err = affected(tx.ExecContext(ctx, sqlPruneCompleted, cut, pruneBatch, results))
 					return err
 				})
 				if err != nil {
@@ -240,12 +243,14 @@ func (s *Store) Prune(ctx context.Context, p store.PruneParams) (store.CleanupRe
 // pruneBatch is how many completed rows one transaction of Prune deletes.
 const pruneBatch = 2000
 
-// sqlPruneCompleted deletes up to ?2 completed rows finished before ?1.
+// sqlPruneCompleted deletes up to ?2 completed rows finished before ?1
+// (those with a result only if also before ?3).
 // Every completed row is ours, with completed_at in TimeLayout, so it is
 // compared as text and idx_qm_finished serves it (the repeated status term
 // is what lets SQLite use that partial index).
 const sqlPruneCompleted = `DELETE FROM fila WHERE id IN (SELECT id FROM fila
-	WHERE status IN ('failed', 'completed') AND status = 'completed' AND completed_at < ?1 LIMIT ?2)`
+	WHERE status IN ('failed', 'completed') AND status = 'completed' AND completed_at < ?1
+		AND (result IS NULL OR completed_at < ?3) LIMIT ?2)`
 
 // Purge deletes jobs by status; see store.Store.
 func (s *Store) Purge(ctx context.Context, statuses []store.Status) (int, error) {

@@ -83,13 +83,21 @@ func testRetention(t *testing.T, st store.Store) {
 		t.Errorf("Stats: %d completed, %d processed; want 2, 3", completed, processed)
 	}
 
+	// KeepResultsAfter spares the job with a result, finished after it.
+	res, err := st.Prune(ctx, store.PruneParams{CompletedBefore: done.Add(time.Second), KeepResultsAfter: done.Add(-time.Second)})
+	if err != nil {
+		t.Fatalf("Prune(completed, keeping results): %v", err)
+	}
+	if _, err := st.Job(ctx, ids[2]); res.Jobs != 1 || err != nil {
+		t.Errorf("Prune(completed, keeping results) = %+v, job with result: %v; want 1 job deleted, the result kept", res, err)
+	}
 	// The completed cutoff alone leaves failed, cancelled and dead letters.
-	res, err := st.Prune(ctx, store.PruneParams{CompletedBefore: done.Add(time.Second)})
+	res, err = st.Prune(ctx, store.PruneParams{CompletedBefore: done.Add(time.Second)})
 	if err != nil {
 		t.Fatalf("Prune(completed): %v", err)
 	}
-	if res.Jobs != 2 || res.DeadLetters != 0 {
-		t.Errorf("Prune(completed) = %+v, want 2 jobs, 0 dead letters", res)
+	if res.Jobs != 1 || res.DeadLetters != 0 {
+		t.Errorf("Prune(completed) = %+v, want 1 job (the result), 0 dead letters", res)
 	}
 	// A cutoff at or before the finish time deletes nothing.
 	res, err = st.Prune(ctx, store.PruneParams{FinishedBefore: done})
