@@ -163,6 +163,11 @@ func checkHandler(h *Handler) error {
 		return fmt.Errorf("%w: handler %q: negative timeout, retry delay or inline retries", ErrInvalidConfig, h.Name)
 	case o.RateLimit.Limit < 0 || (o.RateLimit.Limit > 0 && o.RateLimit.Per <= 0):
 		return fmt.Errorf("%w: handler %q: rate limit needs Limit ≥ 0 and a positive Per", ErrInvalidConfig, h.Name)
+	case !o.Unique.IsZero() && h.Periodic != nil:
+		return fmt.Errorf("%w: periodic task %q cannot be unique (each slot fires once already)", ErrInvalidConfig, h.Name)
+	}
+	if err := o.Unique.check(); err != nil {
+		return fmt.Errorf("handler %q: %w", h.Name, err)
 	}
 	if p := h.Periodic; p != nil {
 		if _, _, err := parsePeriodic(p); err != nil {
@@ -297,9 +302,15 @@ func (c *Client) prepare(e EnqueueParams) (store.InsertParams, error) {
 		RunAt:        e.Opts.RunAt,
 		Now:          c.now(),
 	}
-	if e.Opts.Key != nil {
+	if p.Unique, err = resolveUnique(def, e.Opts, &p); err != nil {
+		return store.InsertParams{}, err
+	}
+	switch {
+	case e.Opts.Key != nil:
 		p.Shard = shard.ForKey(*e.Opts.Key, c.cfg.Shards)
-	} else {
+	case p.Unique != nil:
+		p.Shard = uniqueShard(p.Unique.Key, c.cfg.Shards)
+	default:
 		p.Shard = rand.IntN(c.cfg.Shards)
 	}
 	return p, nil
@@ -310,6 +321,9 @@ func (c *Client) afterInsert(ctx context.Context, ps []store.InsertParams, ids [
 	// precedes its completion.
 	if c.hasSubscribers(EventEnqueued) {
 		for i, id := range ids {
+			if isDuplicate(&ps[i]) {
+				continue // nothing was enqueued
+			}
 			c.emit(ctx, Event{Kind: EventEnqueued, JobID: id, Shard: id.Shard(), Task: ps[i].Task})
 		}
 	}

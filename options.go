@@ -29,6 +29,13 @@ type Opts struct {
 	Key *int64
 	// RunAt delays the job until this time. Zero means now.
 	RunAt time.Time
+	// Unique replaces the task's unique options (TaskOptions.Unique) for
+	// this job; &UniqueOpts{} makes it not unique. Nil keeps the task's.
+	Unique *UniqueOpts
+	// UniqueKey is the caller's key of a job unique by key: it makes the
+	// job unique by UniqueKey (instead of by its arguments), with the
+	// period and statuses of Unique or the task's. Empty means none.
+	UniqueKey string
 }
 
 // merge returns o with every field of p that is set overriding it.
@@ -44,6 +51,12 @@ func (o Opts) merge(p Opts) Opts {
 	}
 	if !p.RunAt.IsZero() {
 		o.RunAt = p.RunAt
+	}
+	if p.Unique != nil {
+		o.Unique = p.Unique
+	}
+	if p.UniqueKey != "" {
+		o.UniqueKey = p.UniqueKey
 	}
 	return o
 }
@@ -84,6 +97,10 @@ type TaskOptions struct {
 	// CircuitOff switches the task's circuit breaker off: failures never
 	// stop its jobs from being claimed (annotation circuit=off).
 	CircuitOff bool
+	// Unique makes the task's jobs unique (annotations unique=,
+	// unique_for=, unique_states=); the zero value means not unique.
+	// Opts.Unique and Opts.UniqueKey override it per job.
+	Unique UniqueOpts
 }
 
 // Periodic describes when a periodic task runs. Exactly one of Every and

@@ -61,6 +61,11 @@ type taskSpec struct {
 	RetryOn       []errorMatch
 	InlineRetries int
 	CircuitOff    bool
+	// Unique is "args", "key" or ""; UniqueFor and UniqueStates as in the
+	// annotation (UniqueStates nil for the default).
+	Unique       string
+	UniqueFor    time.Duration
+	UniqueStates []string
 
 	// Periodic is set for //queuemax:periodic, with Every or Cron.
 	Periodic bool
@@ -374,6 +379,9 @@ func (a *analyser) task(d *funcDirective) (taskSpec, bool) {
 		RateLimit:     dir.RateLimit,
 		InlineRetries: dir.InlineRetries,
 		CircuitOff:    dir.CircuitOff,
+		Unique:        dir.Unique,
+		UniqueFor:     dir.UniqueFor,
+		UniqueStates:  dir.UniqueStates,
 		Periodic:      dir.Kind == annotations.KindPeriodic,
 		Every:         dir.Every,
 		Cron:          dir.Cron,

@@ -272,10 +272,41 @@ func options(t taskSpec) jen.Code {
 		if t.CircuitOff {
 			g.Line().Id("CircuitOff").Op(":").True()
 		}
+		if u := unique(t); u != nil {
+			g.Line().Id("Unique").Op(":").Add(u)
+		}
 		if g != nil {
 			g.Line()
 		}
 	})
+}
+
+// unique renders a task's unique options, or nil when it is not unique:
+//
+//	queuemax.UniqueOpts{ByArgs: true, ByPeriod: time.Hour,
+//		ByState: []queuemax.Status{queuemax.StatusPending, queuemax.StatusScheduled, queuemax.StatusProcessing, queuemax.StatusCompleted}}
+func unique(t taskSpec) jen.Code {
+	if t.Unique == "" && t.UniqueFor == 0 && t.UniqueStates == nil {
+		return nil
+	}
+	d := jen.Dict{}
+	switch t.Unique {
+	case "args":
+		d[jen.Id("ByArgs")] = jen.True()
+	case "key":
+		d[jen.Id("ByKey")] = jen.True()
+	}
+	if t.UniqueFor != 0 {
+		d[jen.Id("ByPeriod")] = duration(t.UniqueFor)
+	}
+	if t.UniqueStates != nil {
+		states := make([]jen.Code, len(t.UniqueStates))
+		for i, s := range t.UniqueStates {
+			states[i] = qm("Status" + strings.ToUpper(s[:1]) + s[1:])
+		}
+		d[jen.Id("ByState")] = jen.Index().Add(qm("Status")).Values(states...)
+	}
+	return qm("UniqueOpts").Values(d)
 }
 
 // typ renders a typeRef.

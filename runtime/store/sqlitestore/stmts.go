@@ -12,11 +12,20 @@ import (
 // jobColumns is the column list scanJob reads, in order.
 const jobColumns = `id, pagina_id, payload, status, priority, tentativas, max_tentativas, retry_delay,
 	last_error, error_type, error_stack, worker_id, heartbeat, created_at, started_at, completed_at,
-	next_retry_at, task, lease, result, metadata, cancel_requested, snoozes`
+	next_retry_at, task, lease, result, metadata, cancel_requested, snoozes, unique_key`
 
 const (
 	sqlInsert = `INSERT INTO fila (pagina_id, payload, status, priority, tentativas, max_tentativas, retry_delay,
 		task, created_at, next_retry_at, shard_id, metadata) VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?)`
+	// sqlInsertUnique is sqlInsert for a unique job: it inserts nothing
+	// when idx_qm_unique already holds the key for a counted status.
+	sqlInsertUnique = `INSERT INTO fila (pagina_id, payload, status, priority, tentativas, max_tentativas, retry_delay,
+		task, created_at, next_retry_at, shard_id, metadata, unique_key, unique_states)
+		VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`
+	// sqlUniqueHolder finds the job holding a key, through idx_qm_unique
+	// (same predicate).
+	sqlUniqueHolder = `SELECT id FROM fila WHERE unique_key = ?
+		AND unique_key IS NOT NULL AND instr(unique_states, ',' || status || ',') > 0`
 	// sqlPromote makes scheduled jobs whose time has come ready; it reads
 	// only the small partial index idx_qm_due.
 	sqlPromote = `UPDATE fila SET status = 'pending' WHERE status = 'scheduled' AND next_retry_at <= ?`
@@ -82,6 +91,8 @@ const (
 type stmts struct {
 	insert, promote, claim, completeDelete, completeKeep,
 	failRetry, failDead, failCancel, insertDLQ, heartbeat, release *sql.Stmt
+	// insertUnique and uniqueHolder serve unique jobs only.
+	insertUnique, uniqueHolder *sql.Stmt
 
 	// hasReady is the probe, prepared on the reader pool (database/sql
 	// prepares it once per reader connection).
@@ -132,6 +143,7 @@ func (s *stmts) prepare(ctx context.Context, db *sql.DB) error {
 		{&s.completeDelete, sqlCompleteDelete}, {&s.completeKeep, sqlCompleteKeep},
 		{&s.failRetry, sqlFailRetry}, {&s.failDead, sqlFailDead}, {&s.insertDLQ, sqlInsertDLQ},
 		{&s.heartbeat, sqlHeartbeat}, {&s.release, sqlRelease}, {&s.failCancel, sqlFailCancel},
+		{&s.insertUnique, sqlInsertUnique}, {&s.uniqueHolder, sqlUniqueHolder},
 	} {
 		st, err := db.PrepareContext(ctx, p.sql)
 		if err != nil {
@@ -155,7 +167,8 @@ func (s *stmts) prepareReader(ctx context.Context, r *sql.DB) error {
 func (s *stmts) close() error {
 	var errs []error
 	all := []*sql.Stmt{s.insert, s.promote, s.claim, s.completeDelete, s.completeKeep,
-		s.failRetry, s.failDead, s.failCancel, s.insertDLQ, s.heartbeat, s.release, s.hasReady}
+		s.failRetry, s.failDead, s.failCancel, s.insertDLQ, s.heartbeat, s.release, s.hasReady,
+		s.insertUnique, s.uniqueHolder}
 	s.mu.Lock()
 	for _, st := range s.claimTasks {
 		all = append(all, st)
