@@ -230,17 +230,23 @@ func (c *Client) Enqueue(ctx context.Context, task string, payload any, o Opts) 
 }
 
 func (c *Client) enqueueOne(ctx context.Context, task string, def *TaskOptions, payload any, o Opts) (JobID, error) {
+	r, err := c.enqueueResult(ctx, task, def, payload, o)
+	return r.ID, err
+}
+
+// enqueueResult stores one job and says whether it was a duplicate.
+func (c *Client) enqueueResult(ctx context.Context, task string, def *TaskOptions, payload any, o Opts) (EnqueueResult, error) {
 	p, err := c.prepare(EnqueueParams{Task: task, Payload: payload, Opts: o, defaults: def})
 	if err != nil {
-		return 0, err
+		return EnqueueResult{}, err
 	}
 	ps := []store.InsertParams{p}
 	ids, err := c.insertVia(ctx, ps, c.st.Insert)
 	if err != nil {
-		return 0, err
+		return EnqueueResult{}, err
 	}
 	c.afterInsert(ctx, ps, ids)
-	return ids[0], nil
+	return EnqueueResult{ID: ids[0], Duplicate: isDuplicate(&ps[0])}, nil
 }
 
 // prepare validates one job and resolves its defaults and shard.

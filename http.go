@@ -108,8 +108,11 @@ type AdminOptions struct {
 //	POST /purge    {"statuses": ["failed", ...]}    {"purged": n}
 //	POST /recover                            recover orphans: {"requeued": n, "dead_lettered": n}
 //	POST /enqueue  {"task": "...", "payload": {...}, "opts": {"priority": 2,
-//	               "max_retries": 0, "key": 7, "run_at": "RFC 3339", "delay": "10s"}}
-//	                                         201 {"job_id": id, "shard": n}
+//	               "max_retries": 0, "key": 7, "run_at": "RFC 3339", "delay": "10s",
+//	               "unique_key": "..."}}
+//	                                         201 {"job_id": id, "shard": n}; 200 {"job_id": id,
+//	                                         "shard": n, "duplicate": true} when the job is unique
+//	                                         and the stored job id holds its key (nothing stored)
 //
 // POST requests need the bearer token (401 without a valid one, 403 when
 // none is configured); the token is compared in constant time. Against
@@ -294,7 +297,7 @@ func (a *admin) fail(w http.ResponseWriter, r *http.Request, err error) {
 		status, msg = http.StatusNotFound, err.Error()
 	case errors.Is(err, ErrJobFinished):
 		status, msg = http.StatusConflict, err.Error()
-	case errors.Is(err, ErrInvalidPayload), errors.Is(err, ErrInvalidPriority), errors.Is(err, ErrInvalidRetries),
+	case errors.Is(err, ErrInvalidPayload), errors.Is(err, ErrInvalidPriority), errors.Is(err, ErrInvalidRetries), errors.Is(err, ErrInvalidUnique),
 		errors.Is(err, ErrInvalidShard), errors.Is(err, ErrUnknownTask):
 		status, msg = http.StatusBadRequest, err.Error()
 	case errors.Is(err, ErrReadOnly):
@@ -450,6 +453,8 @@ type adminJob struct {
 	// CancelRequested: Cancel was called while the job runs.
 	CancelRequested bool `json:"cancel_requested,omitempty"`
 	Snoozes         int  `json:"snoozes"`
+	// UniqueKey is a unique job's key (see UniqueOpts).
+	UniqueKey string `json:"unique_key,omitempty"`
 }
 
 func timePtr(t time.Time) *time.Time {
@@ -464,7 +469,7 @@ func toAdminJob(j *Job) adminJob {
 		Key: j.PartitionKey, Attempts: j.Attempts, MaxAttempts: j.MaxAttempts, LastError: j.LastError, ErrorType: j.ErrorType,
 		WorkerID: j.WorkerID, Result: j.Result, CreatedAt: timePtr(j.CreatedAt), StartedAt: timePtr(j.StartedAt),
 		CompletedAt: timePtr(j.CompletedAt), NextRunAt: timePtr(j.NextRetryAt), Heartbeat: timePtr(j.Heartbeat),
-		CancelRequested: j.CancelRequested, Snoozes: j.Snoozes}
+		CancelRequested: j.CancelRequested, Snoozes: j.Snoozes, UniqueKey: j.UniqueKey}
 }
 
 type adminDeadLetter struct {
@@ -746,6 +751,7 @@ type enqueueRequest struct {
 		Key        *int64    `json:"key"`
 		RunAt      time.Time `json:"run_at"`
 		Delay      string    `json:"delay"`
+		UniqueKey  string    `json:"unique_key"`
 	} `json:"opts"`
 }
 
@@ -769,7 +775,8 @@ func (a *admin) enqueue(w http.ResponseWriter, r *http.Request, _ []string) erro
 		return badRequest(`field "payload": %v`, err)
 	}
 	payload = compact.Bytes()
-	o := Opts{Priority: req.Opts.Priority, MaxRetries: req.Opts.MaxRetries, Key: req.Opts.Key, RunAt: req.Opts.RunAt}
+	o := Opts{Priority: req.Opts.Priority, MaxRetries: req.Opts.MaxRetries, Key: req.Opts.Key, RunAt: req.Opts.RunAt,
+		UniqueKey: req.Opts.UniqueKey}
 	if o.Priority != nil && !o.Priority.Valid() {
 		return badRequest(`field "opts.priority": want 0, 1 or 2, got %d`, *o.Priority)
 	}
@@ -786,9 +793,13 @@ func (a *admin) enqueue(w http.ResponseWriter, r *http.Request, _ []string) erro
 		}
 		o.RunAt = a.c.now().Add(d)
 	}
-	id, err := a.c.Enqueue(r.Context(), req.Task, payload, o)
+	res, err := a.c.EnqueueResult(r.Context(), req.Task, payload, o)
 	if err != nil {
 		return err
+	}
+	id := res.ID
+	if res.Duplicate {
+		return reply(w, http.StatusOK, map[string]any{"job_id": id, "shard": id.Shard(), "duplicate": true})
 	}
 	return reply(w, http.StatusCreated, map[string]any{"job_id": id, "shard": id.Shard()})
 }

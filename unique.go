@@ -226,22 +226,20 @@ func results(ps []store.InsertParams, ids []JobID) []EnqueueResult {
 func isDuplicate(p *store.InsertParams) bool { return p.Unique != nil && p.Unique.Duplicate }
 
 // EnqueueResult is Enqueue reporting whether the job was a duplicate of a
-// stored unique job (then nothing was inserted and the result's ID is that
-// job's). Enqueue itself returns the same ID with a nil error.
+// stored unique job: then nothing was inserted and the result's ID is that
+// job's. (Enqueue returns the same ID with a nil error.)
+func (c *Client) EnqueueResult(ctx context.Context, task string, payload any, o Opts) (EnqueueResult, error) {
+	return c.enqueueResult(ctx, task, nil, payload, o)
+}
+
+// EnqueueResult is Enqueue reporting whether the job was a duplicate of a
+// stored unique job: then nothing was inserted and the result's ID is that
+// job's. (Enqueue returns the same ID with a nil error.)
 func (t Task[A]) EnqueueResult(ctx context.Context, args A) (EnqueueResult, error) {
 	if t.c == nil {
 		return EnqueueResult{}, ErrNotBound
 	}
-	p, err := t.c.prepare(EnqueueParams{Task: t.name, Payload: args, Opts: t.opts, defaults: &t.def})
-	if err != nil {
-		return EnqueueResult{}, err
-	}
-	ps := []store.InsertParams{p}
-	ids, err := t.c.insertPrepared(ctx, ps)
-	if err != nil {
-		return EnqueueResult{}, err
-	}
-	return results(ps, ids)[0], nil
+	return t.c.enqueueResult(ctx, t.name, &t.def, args, t.opts)
 }
 
 // EnqueueManyResults is EnqueueMany reporting duplicates per job; see

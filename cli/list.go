@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -19,7 +20,9 @@ var listCommand = &command{
 List prints stored jobs, newest first, with their task, status, priority,
 attempts, age and payload. --status dead lists the dead-letter queue
 instead (as dlq list does). A completed job is stored only while it keeps
-a result, so jobs that completed without one do not appear.
+a result, so jobs that completed without one do not appear. When a listed
+job is unique, a UNIQUE column shows the first digits of its key (--json
+prints "unique_key" whole).
 
 --task takes the full task name or, for a binary with a task registry, a
 short one (SendEmail or tasks.SendEmail). The data directory is opened
@@ -111,10 +114,21 @@ func runList(r *runner, ctx context.Context, cmd *command, args []string) (err e
 		return nil
 	}
 	now := time.Now()
-	t := newTable(r.stdout, "ID", "SHARD", "TASK", "STATUS", "PRIORITY", "TRIES", "CREATED", "DETAIL", "PAYLOAD")
+	// The UNIQUE column (a unique job's key, shortened) appears only when
+	// a listed job has one.
+	unique := slices.ContainsFunc(jobs, func(j *queuemax.Job) bool { return j.UniqueKey != "" })
+	cols := []string{"ID", "SHARD", "TASK", "STATUS", "PRIORITY", "TRIES", "CREATED", "DETAIL", "PAYLOAD"}
+	if unique {
+		cols = slices.Insert(cols, 8, "UNIQUE")
+	}
+	t := newTable(r.stdout, cols...)
 	for _, j := range jobs {
-		t.row(j.ID.String(), strconv.Itoa(j.Shard), shortTask(j.Task), string(j.Status), j.Priority.String(),
-			tries(j), ago(j.CreatedAt, now), detail(j, now), clip(string(j.Payload), 50))
+		row := []string{j.ID.String(), strconv.Itoa(j.Shard), shortTask(j.Task), string(j.Status), j.Priority.String(),
+			tries(j), ago(j.CreatedAt, now), detail(j, now), clip(string(j.Payload), 50)}
+		if unique {
+			row = slices.Insert(row, 8, uniqueCol(j.UniqueKey))
+		}
+		t.row(row...)
 	}
 	if err := t.flush(); err != nil {
 		return err
@@ -123,6 +137,18 @@ func runList(r *runner, ctx context.Context, cmd *command, args []string) (err e
 		fmt.Fprintf(r.stdout, "(first %d shown; use --limit for more)\n", p.Limit)
 	}
 	return nil
+}
+
+// uniqueCol is the UNIQUE column: the key's first 12 digits (list --json
+// prints it whole), or "-".
+func uniqueCol(key string) string {
+	switch {
+	case key == "":
+		return "-"
+	case len(key) > 12:
+		return key[:12]
+	}
+	return key
 }
 
 // tries is the TRIES column: attempts of max attempts, and the snoozes

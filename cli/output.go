@@ -230,6 +230,8 @@ type jobOut struct {
 	// CancelRequested: cancel was called while the job runs.
 	CancelRequested bool `json:"cancel_requested,omitempty"`
 	Snoozes         int  `json:"snoozes"`
+	// UniqueKey is a unique job's key (see queuemax.UniqueOpts).
+	UniqueKey string `json:"unique_key,omitempty"`
 }
 
 func toJobOut(j *queuemax.Job) jobOut {
@@ -240,7 +242,7 @@ func toJobOut(j *queuemax.Job) jobOut {
 		WorkerID: j.WorkerID, CreatedAt: timePtr(j.CreatedAt), RunAt: timePtr(j.NextRetryAt),
 		StartedAt: timePtr(j.StartedAt), Heartbeat: timePtr(j.Heartbeat), CompletedAt: timePtr(j.CompletedAt),
 		RetryDelayMS: j.RetryDelay.Milliseconds(), CancelRequested: j.CancelRequested,
-		Snoozes: j.Snoozes,
+		Snoozes: j.Snoozes, UniqueKey: j.UniqueKey,
 	}
 }
 
