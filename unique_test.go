@@ -4,11 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/queuemax/queuemax/internal/pgtest"
 )
 
 type syncArgs struct {
@@ -341,5 +346,50 @@ func TestAdminHandler_Unique(t *testing.T) {
 	plain := f.do(t, "GET", "/admin/jobs/"+f.pending.String(), bearer, "", "")
 	if _, ok := plain.body["unique_key"]; ok {
 		t.Errorf("plain job has a unique_key: %s", plain.raw)
+	}
+}
+
+// BenchmarkEnqueueUnique compares concurrent single enqueues of plain and
+// unique jobs (distinct keys, so every unique insert stores a job), and
+// duplicates of one held key:
+//
+//	go test -run XXX -bench EnqueueUnique -benchtime 2000x .
+func BenchmarkEnqueueUnique(b *testing.B) {
+	for _, backend := range []string{"SQLite", "PostgreSQL"} {
+		for _, mode := range []string{"Plain", "Unique", "Duplicate"} {
+			b.Run(backend+"/"+mode, func(b *testing.B) {
+				cfg := Config{Shards: 6, Logger: slog.New(slog.DiscardHandler)}
+				if backend == "PostgreSQL" {
+					cfg.DSN = pgtest.DSN(b)
+					cfg.Schema = pgtest.Schema(b, cfg.DSN)
+				} else {
+					cfg.Dir = b.TempDir()
+				}
+				c, err := Open(b.Context(), cfg)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer c.Close()
+				var n atomic.Int64
+				b.SetParallelism(4)
+				b.ResetTimer()
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						i := n.Add(1)
+						o := Opts{}
+						switch mode {
+						case "Unique":
+							o.UniqueKey = strconv.FormatInt(i, 10)
+						case "Duplicate":
+							o.UniqueKey = "held"
+						}
+						if _, err := c.Enqueue(b.Context(), "t.Bench", syncArgs{User: i}, o); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			})
+		}
 	}
 }

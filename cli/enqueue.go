@@ -38,7 +38,7 @@ deduplicated the same way without the flag.
 With --file, every record of the file is enqueued, all or nothing: one
 JSON object per line (blank lines skipped) or one JSON array, each record
 {"task": ..., "payload": {...}, "priority": 0-2, "max_retries": N,
-"key": N, "run_at": "RFC 3339"}. Task names and payloads are checked as for
+"key": N, "run_at": "RFC 3339", "unique_key": "K"}. Task names and payloads are checked as for
 a single job. The first bad record is named by its line and nothing is
 stored. A progress bar is drawn on a terminal.
 

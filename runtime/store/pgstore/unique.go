@@ -49,6 +49,15 @@ func hasUnique(jobs []store.InsertParams) bool {
 // so the batch stays all or nothing for its inserted jobs. Unique jobs do
 // not join the group commit (each decides with its own statement).
 func (s *Store) insertUnique(ctx context.Context, jobs []store.InsertParams) ([]store.JobID, error) {
+	if len(jobs) == 1 {
+		// One statement is atomic already: no transaction round trips.
+		id, err := insertUniqueOne(ctx, poolQuerier{s}, s.q.insertUnique, jobs[0])
+		if err != nil {
+			return nil, err
+		}
+		s.lis.bump()
+		return []store.JobID{id}, nil
+	}
 	var ids []store.JobID
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var err error
