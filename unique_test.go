@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -391,5 +392,27 @@ func BenchmarkEnqueueUnique(b *testing.B) {
 				})
 			})
 		}
+	}
+}
+
+// TestEnqueueFile_Unique: records with one unique_key store one job, and
+// EnqueueFile counts only what it stored.
+func TestEnqueueFile_Unique(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{Shards: 3})
+	path := t.TempDir() + "/jobs.jsonl"
+	lines := `{"task": "t.R", "payload": {"n": 1}, "unique_key": "a"}
+{"task": "t.R", "payload": {"n": 2}, "unique_key": "a"}
+{"task": "t.R", "payload": {"n": 3}}
+`
+	if err := os.WriteFile(path, []byte(lines), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	n, err := b.c.EnqueueFile(b.ctx, path, nil)
+	if err != nil || n != 2 {
+		t.Fatalf("EnqueueFile = %d, %v; want 2 stored", n, err)
+	}
+	if n, err := b.c.EnqueueFile(b.ctx, path, nil); err != nil || n != 1 {
+		t.Errorf("EnqueueFile again = %d, %v; want 1 (the plain record)", n, err)
 	}
 }

@@ -104,7 +104,7 @@ func (s *Store) InsertTx(ctx context.Context, tx any, jobs []store.InsertParams)
 		return nil, nil
 	}
 	if hasUnique(jobs) {
-		return insertMixed(ctx, q, s.q.insert, s.q.insertUnique, jobs)
+		return s.insertMixed(ctx, q, jobs)
 	}
 	return insertWith(ctx, q, s.q.insert, jobs)
 }

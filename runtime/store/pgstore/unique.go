@@ -61,7 +61,7 @@ func (s *Store) insertUnique(ctx context.Context, jobs []store.InsertParams) ([]
 	var ids []store.JobID
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var err error
-		ids, err = insertMixed(ctx, pgxQuerier{tx}, s.q.insert, s.q.insertUnique, jobs)
+		ids, err = s.insertMixed(ctx, pgxQuerier{tx}, jobs)
 		return err
 	})
 	if err != nil {
@@ -71,9 +71,31 @@ func (s *Store) insertUnique(ctx context.Context, jobs []store.InsertParams) ([]
 	return ids, nil
 }
 
-// insertMixed writes jobs in input order through q: runs of plain jobs with
-// one plain statement each, unique jobs one by one.
-func insertMixed(ctx context.Context, q querier, plain, unique string, jobs []store.InsertParams) ([]store.JobID, error) {
+// sqlLockUnique takes a transaction-level advisory lock per distinct key
+// of a batch, in lock-id order ($1 the schema name, $2 the keys). Two
+// transactions inserting the same keys in opposite orders would otherwise
+// wait on each other's uncommitted rows (a deadlock PostgreSQL breaks only
+// after deadlock_timeout, failing one); ordered locks make the later one
+// wait for the earlier's commit instead, and then see its rows.
+const sqlLockUnique = `SELECT count(pg_advisory_xact_lock(hashtext($1), h))
+	FROM (SELECT DISTINCT hashtext(k) AS h FROM unnest($2::text[]) AS k ORDER BY h) l`
+
+// insertMixed writes jobs in input order through q, inside a transaction:
+// runs of plain jobs with one plain statement each, unique jobs one by
+// one, after locking their keys when there are several.
+func (s *Store) insertMixed(ctx context.Context, q querier, jobs []store.InsertParams) ([]store.JobID, error) {
+	plain, unique := s.q.insert, s.q.insertUnique
+	var keys []string
+	for _, j := range jobs {
+		if j.Unique != nil {
+			keys = append(keys, j.Unique.Key)
+		}
+	}
+	if len(keys) > 1 {
+		if _, err := q.ids(ctx, sqlLockUnique, s.schema, keys); err != nil {
+			return nil, fmt.Errorf("queuemax: lock unique keys: %w", err)
+		}
+	}
 	out := make([]store.JobID, len(jobs))
 	for i := 0; i < len(jobs); {
 		if jobs[i].Unique == nil {

@@ -364,4 +364,41 @@ func testUniqueConcurrent(t *testing.T, st store.Store) {
 			t.Errorf("round %d: callers got IDs %v, want one", r, got)
 		}
 	}
+
+	// Batches holding two keys in opposite orders: neither fails (a store
+	// that locks per key must not deadlock, or must retry), and each key
+	// is stored once.
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	stored := map[string]int{}
+	for g := range goroutines {
+		wg.Go(func() {
+			for r := range rounds {
+				a, b := fmt.Sprintf("pair-%d-a", r), fmt.Sprintf("pair-%d-b", r)
+				if g%2 == 1 {
+					a, b = b, a
+				}
+				jobs := []store.InsertParams{e.job(0, a), e.job(0, b)}
+				if _, err := st.Insert(t.Context(), jobs); err != nil {
+					t.Errorf("Insert of a key pair: %v", err)
+					return
+				}
+				mu.Lock()
+				for _, j := range jobs {
+					if !j.Unique.Duplicate {
+						stored[j.Unique.Key]++
+					}
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	for r := range rounds {
+		for _, k := range []string{fmt.Sprintf("pair-%d-a", r), fmt.Sprintf("pair-%d-b", r)} {
+			if stored[k] != 1 {
+				t.Errorf("key %s stored %d times, want 1", k, stored[k])
+			}
+		}
+	}
 }
