@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -169,6 +170,9 @@ func checkHandler(h *Handler) error {
 	if err := o.Unique.check(); err != nil {
 		return fmt.Errorf("handler %q: %w", h.Name, err)
 	}
+	if err := checkTags(o.Tags); err != nil {
+		return fmt.Errorf("%w: handler %q: %w", ErrInvalidConfig, h.Name, err)
+	}
 	if p := h.Periodic; p != nil {
 		if _, _, err := parsePeriodic(p); err != nil {
 			return fmt.Errorf("%w: periodic task %q: %v", ErrInvalidConfig, h.Name, err)
@@ -192,6 +196,7 @@ func (c *Client) Close() error {
 		c.alertTimer = nil
 	}
 	c.alertMu.Unlock()
+	c.events.closeAll()
 	return c.st.Close()
 }
 
@@ -298,6 +303,27 @@ func (c *Client) prepare(e EnqueueParams) (store.InsertParams, error) {
 	if delay == 0 {
 		delay = c.cfg.RetryDelay
 	}
+	if e.Opts.Timeout < 0 {
+		return store.InsertParams{}, fmt.Errorf("%w: got %s", ErrInvalidTimeout, e.Opts.Timeout)
+	}
+	tags := def.Tags
+	if e.Opts.Tags != nil {
+		tags = e.Opts.Tags
+		if err := checkTags(tags); err != nil {
+			return store.InsertParams{}, err
+		}
+	}
+	var meta json.RawMessage
+	if e.Opts.Metadata != nil {
+		b, err := json.Marshal(e.Opts.Metadata)
+		if err != nil {
+			return store.InsertParams{}, fmt.Errorf("%w: metadata: %v", ErrInvalidPayload, err)
+		}
+		if err := checkMetadata(b); err != nil {
+			return store.InsertParams{}, err
+		}
+		meta = b
+	}
 	p := store.InsertParams{
 		Task:         e.Task,
 		Payload:      raw,
@@ -306,6 +332,9 @@ func (c *Client) prepare(e EnqueueParams) (store.InsertParams, error) {
 		MaxAttempts:  retries + 1,
 		RetryDelay:   delay,
 		RunAt:        e.Opts.RunAt,
+		Timeout:      e.Opts.Timeout,
+		Tags:         slices.Clone(tags),
+		Metadata:     meta,
 		Now:          c.now(),
 	}
 	if p.Unique, err = resolveUnique(def, e.Opts, &p); err != nil {

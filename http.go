@@ -86,7 +86,9 @@ type AdminOptions struct {
 //
 //	GET  /stats                              Stats, plus "worker" (WorkerStats) while Run is active,
 //	                                         and "error" when a shard could not be read
-//	GET  /jobs?status=&task=&shard=&q=&limit= {"jobs": [...]}, newest first; limit 1–1000, default 100;
+//	GET  /jobs?status=&task=&tag=&shard=&q=&limit= {"jobs": [...]}, newest first; limit 1–1000, default 100;
+//	                                         tag keeps jobs with that tag (completed jobs stay listed for
+//	                                         Config.CompletedRetention);
 //	                                         q keeps jobs whose id, task, payload, error or worker contain it
 //	                                         (searching the newest 1000 jobs that match the other filters)
 //	GET  /jobs/{id}                          one job, with its error stack and metadata; id is a JobID or "shard:seq"
@@ -109,7 +111,7 @@ type AdminOptions struct {
 //	POST /recover                            recover orphans: {"requeued": n, "dead_lettered": n}
 //	POST /enqueue  {"task": "...", "payload": {...}, "opts": {"priority": 2,
 //	               "max_retries": 0, "key": 7, "run_at": "RFC 3339", "delay": "10s",
-//	               "unique_key": "..."}}
+//	               "timeout": "30s", "tags": ["a"], "metadata": {...}, "unique_key": "..."}}
 //	                                         201 {"job_id": id, "shard": n}; 200 {"job_id": id,
 //	                                         "shard": n, "duplicate": true} when the job is unique
 //	                                         and the stored job id holds its key (nothing stored)
@@ -297,8 +299,9 @@ func (a *admin) fail(w http.ResponseWriter, r *http.Request, err error) {
 		status, msg = http.StatusNotFound, err.Error()
 	case errors.Is(err, ErrJobFinished):
 		status, msg = http.StatusConflict, err.Error()
-	case errors.Is(err, ErrInvalidPayload), errors.Is(err, ErrInvalidPriority), errors.Is(err, ErrInvalidRetries), errors.Is(err, ErrInvalidUnique),
-		errors.Is(err, ErrInvalidShard), errors.Is(err, ErrUnknownTask):
+	case errors.Is(err, ErrInvalidPayload), errors.Is(err, ErrInvalidPriority), errors.Is(err, ErrInvalidRetries),
+		errors.Is(err, ErrInvalidShard), errors.Is(err, ErrUnknownTask), errors.Is(err, ErrInvalidTag), errors.Is(err, ErrInvalidTimeout),
+		errors.Is(err, ErrInvalidUnique):
 		status, msg = http.StatusBadRequest, err.Error()
 	case errors.Is(err, ErrReadOnly):
 		status, msg = http.StatusForbidden, err.Error()
@@ -396,7 +399,7 @@ func (a *admin) listParams(r *http.Request, withStatus bool) (ListParams, error)
 	for name := range r.URL.Query() {
 		switch name {
 		case "task", "shard", "limit":
-		case "status", "q":
+		case "status", "q", "tag":
 			if withStatus {
 				continue
 			}
@@ -413,6 +416,7 @@ func (a *admin) listParams(r *http.Request, withStatus bool) (ListParams, error)
 		p.Status = st
 	}
 	p.Task = r.URL.Query().Get("task")
+	p.Tag = r.URL.Query().Get("tag")
 	sh, ok, err := queryInt(r, "shard", 0, a.c.Shards()-1)
 	if err != nil {
 		return p, err
@@ -453,6 +457,9 @@ type adminJob struct {
 	// CancelRequested: Cancel was called while the job runs.
 	CancelRequested bool `json:"cancel_requested,omitempty"`
 	Snoozes         int  `json:"snoozes"`
+	// TimeoutMS is the job's own timeout (Opts.Timeout), if any.
+	TimeoutMS int64    `json:"timeout_ms,omitempty"`
+	Tags      []string `json:"tags,omitempty"`
 	// UniqueKey is a unique job's key (see UniqueOpts).
 	UniqueKey string `json:"unique_key,omitempty"`
 }
@@ -469,7 +476,8 @@ func toAdminJob(j *Job) adminJob {
 		Key: j.PartitionKey, Attempts: j.Attempts, MaxAttempts: j.MaxAttempts, LastError: j.LastError, ErrorType: j.ErrorType,
 		WorkerID: j.WorkerID, Result: j.Result, CreatedAt: timePtr(j.CreatedAt), StartedAt: timePtr(j.StartedAt),
 		CompletedAt: timePtr(j.CompletedAt), NextRunAt: timePtr(j.NextRetryAt), Heartbeat: timePtr(j.Heartbeat),
-		CancelRequested: j.CancelRequested, Snoozes: j.Snoozes, UniqueKey: j.UniqueKey}
+		CancelRequested: j.CancelRequested, Snoozes: j.Snoozes, TimeoutMS: j.Timeout.Milliseconds(), Tags: j.Tags,
+		UniqueKey: j.UniqueKey}
 }
 
 type adminDeadLetter struct {
@@ -746,12 +754,15 @@ type enqueueRequest struct {
 	Task    string          `json:"task"`
 	Payload json.RawMessage `json:"payload"`
 	Opts    struct {
-		Priority   *Priority `json:"priority"`
-		MaxRetries *int      `json:"max_retries"`
-		Key        *int64    `json:"key"`
-		RunAt      time.Time `json:"run_at"`
-		Delay      string    `json:"delay"`
-		UniqueKey  string    `json:"unique_key"`
+		Priority   *Priority      `json:"priority"`
+		MaxRetries *int           `json:"max_retries"`
+		Key        *int64         `json:"key"`
+		RunAt      time.Time      `json:"run_at"`
+		Delay      string         `json:"delay"`
+		Timeout    string         `json:"timeout"`
+		Tags       []string       `json:"tags"`
+		Metadata   map[string]any `json:"metadata"`
+		UniqueKey  string         `json:"unique_key"`
 	} `json:"opts"`
 }
 
@@ -776,7 +787,14 @@ func (a *admin) enqueue(w http.ResponseWriter, r *http.Request, _ []string) erro
 	}
 	payload = compact.Bytes()
 	o := Opts{Priority: req.Opts.Priority, MaxRetries: req.Opts.MaxRetries, Key: req.Opts.Key, RunAt: req.Opts.RunAt,
-		UniqueKey: req.Opts.UniqueKey}
+		Tags: req.Opts.Tags, Metadata: req.Opts.Metadata, UniqueKey: req.Opts.UniqueKey}
+	if req.Opts.Timeout != "" {
+		d, err := time.ParseDuration(req.Opts.Timeout)
+		if err != nil || d < 0 {
+			return badRequest(`field "opts.timeout": want a non-negative Go duration such as "30s", got %q`, req.Opts.Timeout)
+		}
+		o.Timeout = d
+	}
 	if o.Priority != nil && !o.Priority.Valid() {
 		return badRequest(`field "opts.priority": want 0, 1 or 2, got %d`, *o.Priority)
 	}

@@ -111,6 +111,8 @@ func (c *Client) newEngine() (*worker, error) {
 		Retryable:         func(err error) bool { return !Classify(err).Permanent && !isSnooze(err) },
 		Cancelled:         cancelledError,
 		Encode:            encodeResult,
+		KeepCompleted:     c.cfg.CompletedRetention > 0,
+		CleanupInterval:   cleanupInterval(c.cfg.CompletedRetention),
 		Completed:         c.completed,
 		Fail:              c.failed,
 		RecoverOrphans:    c.recoverOrphans,
@@ -372,16 +374,22 @@ func (c *Client) completed(ctx context.Context, j *Job, result any) {
 // failed records a failed attempt for the engine, then runs OnError.
 func (c *Client) failed(ctx context.Context, j *Job, jobErr error) (bool, error) {
 	out := c.failOutcome(j, jobErr)
+	return out.Dead, c.recordFailure(ctx, j, jobErr, out)
+}
+
+// recordFailure records the failed attempt out decided, logs it and runs
+// OnError (Run's workers and Client.Work).
+func (c *Client) recordFailure(ctx context.Context, j *Job, jobErr error, out FailOutcome) error {
 	if err := c.record(ctx, j, jobErr, out, stackOf(jobErr)); err != nil {
-		return false, err
+		return err
 	}
 	switch {
 	case out.Snoozed:
 		c.log.DebugContext(ctx, "job snoozed", "task", j.Task, "job_id", int64(j.ID), "snoozes", j.Snoozes+1, "run_at", out.RetryAt)
-		return false, nil
+		return nil
 	case out.Cancelled:
 		c.log.InfoContext(ctx, "job cancelled", "task", j.Task, "job_id", int64(j.ID), "attempt", j.Attempts, "err", jobErr)
-		return false, nil
+		return nil
 	}
 	if out.Dead {
 		c.log.WarnContext(ctx, "job dead-lettered", "task", j.Task, "job_id", int64(j.ID), "attempt", j.Attempts, "err", jobErr)
@@ -394,7 +402,7 @@ func (c *Client) failed(ctx context.Context, j *Job, jobErr error) (bool, error)
 			c.cfg.Hooks.OnError(ctx, j, jobErr, out)
 		}
 	})
-	return out.Dead, nil
+	return nil
 }
 
 // isSnooze reports whether a handler's error is Snooze(d): not a failure,
@@ -420,6 +428,17 @@ func (c *Client) recoverOrphans(ctx context.Context) error {
 		c.log.WarnContext(ctx, "recovered orphaned jobs", "requeued", res.Requeued, "dead_lettered", res.DeadLettered)
 	}
 	return err
+}
+
+// cleanupInterval is how often maintenance cleans up: hourly, or every
+// half retention when that is shorter (but at most once a minute), so a
+// completed job outlives its retention by at most half of it and each
+// cleanup deletes a bounded slice of the kept jobs.
+func cleanupInterval(retention time.Duration) time.Duration {
+	if retention > 0 && retention < 2*time.Hour {
+		return max(retention/2, time.Minute)
+	}
+	return time.Hour
 }
 
 // cleanupOld is the engine maintenance's cleanup step.
@@ -460,7 +479,11 @@ func (c *Client) call(ctx context.Context, h *Handler, j *Job) (any, error) {
 }
 
 func (c *Client) callOnce(ctx context.Context, h *Handler, j *Job) (result any, err error) {
-	if limit := h.Options.Timeout; limit > 0 {
+	limit := h.Options.Timeout
+	if j.Timeout > 0 {
+		limit = j.Timeout // the job's own (Opts.Timeout)
+	}
+	if limit > 0 {
 		parent := ctx
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, limit)

@@ -14,15 +14,18 @@ import (
 
 var listCommand = &command{
 	name:    "list",
-	args:    "[--status S] [--task T] [--shard N] [--limit N] [--json]",
+	args:    "[--status S] [--task T] [--tag T] [--shard N] [--limit N] [--json]",
 	summary: "list jobs by status, or the dead-letter queue",
 	help: `
 List prints stored jobs, newest first, with their task, status, priority,
-attempts, age and payload. --status dead lists the dead-letter queue
-instead (as dlq list does). A completed job is stored only while it keeps
-a result, so jobs that completed without one do not appear. When a listed
-job is unique, a UNIQUE column shows the first digits of its key (--json
-prints "unique_key" whole).
+attempts, age and payload, and a TAGS column when a listed job has tags.
+--status dead lists the dead-letter queue instead (as dlq list does).
+Completed jobs are kept for the queue's completed-job retention
+(QUEUE_MAX_COMPLETED_RETENTION, default 1h; 0 keeps only those with a
+result), so --status completed shows what succeeded and when. --tag lists
+only jobs with that tag.
+When a listed job is unique, a UNIQUE column shows the first digits of its
+key (--json prints "unique_key" whole).
 
 --task takes the full task name or, for a binary with a task registry, a
 short one (SendEmail or tasks.SendEmail). The data directory is opened
@@ -67,8 +70,12 @@ func runList(r *runner, ctx context.Context, cmd *command, args []string) (err e
 	status := fs.String("status", "", "only jobs with status `S`: pending, scheduled, processing, failed, completed, cancelled, or dead for the dead-letter queue (default all)")
 	var f listFilters
 	f.register(fs)
+	tag := fs.String("tag", "", "only jobs with tag `T`")
 	if err := r.parse(fs, cmd, args); err != nil {
 		return err
+	}
+	if *tag != "" && *status == "dead" {
+		return usagef("--tag does not apply to --status dead (dead letters keep no tags)")
 	}
 	var st queuemax.Status
 	switch *status {
@@ -93,7 +100,7 @@ func runList(r *runner, ctx context.Context, cmd *command, args []string) (err e
 	if *status == "dead" {
 		return r.printDeadLetters(ctx, c, p, f.json)
 	}
-	p.Status = st
+	p.Status, p.Tag = st, *tag
 	jobs, err := c.Jobs(ctx, p)
 	if err != nil {
 		return err
@@ -110,23 +117,37 @@ func runList(r *runner, ctx context.Context, cmd *command, args []string) (err e
 		if st != "" {
 			what = string(st) + " jobs"
 		}
+		if p.Tag != "" {
+			what += fmt.Sprintf(" tagged %q", p.Tag)
+		}
 		fmt.Fprintf(r.stdout, "no %s%s\n", what, r.fullNameHint(p.Task))
 		return nil
 	}
 	now := time.Now()
+	tagged := slices.ContainsFunc(jobs, func(j *queuemax.Job) bool { return len(j.Tags) > 0 })
 	// The UNIQUE column (a unique job's key, shortened) appears only when
 	// a listed job has one.
 	unique := slices.ContainsFunc(jobs, func(j *queuemax.Job) bool { return j.UniqueKey != "" })
 	cols := []string{"ID", "SHARD", "TASK", "STATUS", "PRIORITY", "TRIES", "CREATED", "DETAIL", "PAYLOAD"}
+	if tagged {
+		cols = slices.Insert(cols, 8, "TAGS")
+	}
 	if unique {
-		cols = slices.Insert(cols, 8, "UNIQUE")
+		cols = slices.Insert(cols, len(cols)-1, "UNIQUE")
 	}
 	t := newTable(r.stdout, cols...)
 	for _, j := range jobs {
 		row := []string{j.ID.String(), strconv.Itoa(j.Shard), shortTask(j.Task), string(j.Status), j.Priority.String(),
 			tries(j), ago(j.CreatedAt, now), detail(j, now), clip(string(j.Payload), 50)}
+		if tagged {
+			tags := strings.Join(j.Tags, ",")
+			if tags == "" {
+				tags = "-"
+			}
+			row = slices.Insert(row, 8, clip(tags, 40))
+		}
 		if unique {
-			row = slices.Insert(row, 8, uniqueCol(j.UniqueKey))
+			row = slices.Insert(row, len(row)-1, uniqueCol(j.UniqueKey))
 		}
 		t.row(row...)
 	}
@@ -179,7 +200,11 @@ func detail(j *queuemax.Job, now time.Time) string {
 	case queuemax.StatusFailed:
 		return clip(j.LastError, 60)
 	case queuemax.StatusCompleted:
-		return clip("result "+string(j.Result), 60)
+		s := "finished " + ago(j.CompletedAt, now)
+		if j.Result != nil {
+			s += ", result " + string(j.Result)
+		}
+		return clip(s, 60)
 	case queuemax.StatusPending:
 		if j.LastError != "" {
 			return clip("retry after: "+j.LastError, 60)

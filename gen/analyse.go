@@ -66,6 +66,7 @@ type taskSpec struct {
 	Unique       string
 	UniqueFor    time.Duration
 	UniqueStates []string
+	Tags         []string
 
 	// Periodic is set for //queuemax:periodic, with Every or Cron.
 	Periodic bool
@@ -382,6 +383,7 @@ func (a *analyser) task(d *funcDirective) (taskSpec, bool) {
 		Unique:        dir.Unique,
 		UniqueFor:     dir.UniqueFor,
 		UniqueStates:  dir.UniqueStates,
+		Tags:          dir.Tags,
 		Periodic:      dir.Kind == annotations.KindPeriodic,
 		Every:         dir.Every,
 		Cron:          dir.Cron,

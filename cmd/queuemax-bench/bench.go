@@ -26,6 +26,9 @@ type options struct {
 	stderr  io.Writer
 	store   string // "sqlite" or "postgres"
 	dsn     string // the PostgreSQL server, for -store postgres
+	// retention is Config.CompletedRetention of every client (0: the
+	// default; queuemax.RetentionOff: delete completed jobs at once).
+	retention time.Duration
 }
 
 // bench runs scenarios and collects their results.
@@ -251,6 +254,7 @@ func (b *bench) open(ctx context.Context, dir string, shards, workers int, mod f
 			},
 		},
 	}
+	cfg.CompletedRetention = b.o.retention
 	if mod != nil {
 		mod(&cfg)
 	}

@@ -71,6 +71,9 @@ import (
 	"runtime/pprof"
 	"slices"
 	"strings"
+	"time"
+
+	"github.com/queuemax/queuemax"
 )
 
 func main() {
@@ -116,6 +119,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.dir, "dir", "", "parent `directory` of the temporary data directories")
 	fs.StringVar(&cpuprofile, "cpuprofile", "", "write a CPU profile to `path`")
 	fs.BoolVar(&o.verbose, "v", false, "log queuemax at Info level to stderr")
+	retention := fs.String("completed-retention", "", "Config.CompletedRetention of the clients measured: a `duration`, 0 for off (default: queuemax's default)")
 	markdown := fs.Bool("markdown", false, "print the table in Markdown")
 	producer.register(fs)
 	if err := fs.Parse(args); err != nil {
@@ -134,6 +138,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return exitFailed
 		}
 		return exitOK
+	}
+	if *retention != "" {
+		d, err := time.ParseDuration(*retention)
+		if err != nil || d < 0 {
+			fmt.Fprintf(stderr, "queuemax-bench: -completed-retention %q: want a duration or 0\n", *retention)
+			return exitUsage
+		}
+		o.retention = d
+		if d == 0 {
+			o.retention = queuemax.RetentionOff
+		}
 	}
 	if o.scale <= 0 {
 		fmt.Fprintln(stderr, "queuemax-bench: -scale must be positive")

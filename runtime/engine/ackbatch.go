@@ -45,7 +45,7 @@ func (b *ackBatch) ack(j *store.Job, raw json.RawMessage) error {
 		b.cur = r
 	}
 	idx := len(r.params)
-	r.params = append(r.params, store.CompleteParams{Lease: lease(j), Result: raw, Now: b.e.cfg.Now()})
+	r.params = append(r.params, store.CompleteParams{Lease: lease(j), Result: raw, Keep: b.e.cfg.KeepCompleted, Now: b.e.cfg.Now()})
 	b.remaining--
 	if b.remaining <= 0 {
 		b.takeLocked()

@@ -69,6 +69,9 @@ type Config struct {
 	// Cancelled maps the error of a handler whose job was asked to cancel
 	// to the error Fail records it cancelled with. Nil: recorded as is.
 	Cancelled func(err error) error
+	// KeepCompleted keeps completed jobs without a result as completed
+	// rows (CompleteParams.Keep) instead of deleting them, for retention.
+	KeepCompleted bool
 	// Encode encodes a result for storage (nil: none); an error fails the
 	// job through Fail.
 	Encode func(result any) (json.RawMessage, error)

@@ -178,7 +178,7 @@ func (e *Engine) complete(ctx context.Context, rj *runningJob, raw []byte) error
 		rj.queued = true
 		return rj.batch.ack(rj.job, raw)
 	}
-	return e.cfg.Store.Complete(ctx, []store.CompleteParams{{Lease: lease(rj.job), Result: raw, Now: e.cfg.Now()}})[0]
+	return e.cfg.Store.Complete(ctx, []store.CompleteParams{{Lease: lease(rj.job), Result: raw, Keep: e.cfg.KeepCompleted, Now: e.cfg.Now()}})[0]
 }
 
 // requestCancel stops a held job a cancel was requested for: its handler's

@@ -25,7 +25,7 @@ package pgstore
 // this wakes idle workers of every process.
 
 // schemaVersion is the newest migration this binary knows.
-const schemaVersion = 3
+const schemaVersion = 4
 
 type migration struct {
 	version int
@@ -156,6 +156,18 @@ var migrations = []migration{
 				WHERE unique_key IS NOT NULL AND status = ANY (unique_states)`,
 			// Every keyed row, for the retry paths' look-ups.
 			`CREATE INDEX IF NOT EXISTS jobs_unique_all ON {s}.jobs (unique_key) WHERE unique_key IS NOT NULL`,
+		},
+	},
+	{
+		version: 4,
+		name:    "per-job timeouts and tags",
+		stmts: []string{
+			// A job's own execution timeout, overriding its task's.
+			`ALTER TABLE {s}.jobs ADD COLUMN IF NOT EXISTS timeout_ms bigint`,
+			`ALTER TABLE {s}.jobs ADD COLUMN IF NOT EXISTS tags text[]`,
+			// The tag filter (tags @> ARRAY[tag]) reads this index; jobs
+			// without tags are not in it, so they cost nothing to insert.
+			`CREATE INDEX IF NOT EXISTS jobs_tags ON {s}.jobs USING gin (tags) WHERE tags IS NOT NULL`,
 		},
 	},
 }

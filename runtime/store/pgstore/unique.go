@@ -14,14 +14,16 @@ import (
 // index under concurrent inserts of any process). It returns the new id,
 // or the holder's id negated; no row when the holder committed after the
 // statement's snapshot was taken, so that it cannot be read yet (the
-// caller runs it again). $1 is the caller's Now.
+// caller runs it again). $1 is the caller's Now. Its columns are
+// sqlInsert's plus the key and statuses: keep the two in step.
 const sqlInsertUnique = `WITH u AS (SELECT $2::integer AS shard, $3::bigint AS pkey, $4::text AS task, $5::text AS payload,
 		$6::smallint AS prio, $7::integer AS maxa, $8::integer AS rd, $1::timestamptz AS at, $9::bigint AS delay,
-		$10::text AS meta, $11::text AS ukey, $12::text[] AS ustates),
+		$10::text AS meta, $11::text AS ukey, $12::text[] AS ustates, $13::bigint AS tmo, $14::text AS tags),
 	ins AS (INSERT INTO {s}.jobs (shard, partition_key, task, payload, status, priority, max_attempts, retry_delay,
-			created_at, next_retry_at, metadata, unique_key, unique_states)
+			created_at, next_retry_at, metadata, timeout_ms, tags, unique_key, unique_states)
 		SELECT u.shard, u.pkey, u.task, u.payload::json, CASE WHEN u.delay > 0 THEN 'scheduled' ELSE 'pending' END,
 			u.prio, u.maxa, u.rd, @rownow, CASE WHEN u.delay > 0 THEN @rownow + u.delay` + us + ` END, u.meta::json,
+			u.tmo, CASE WHEN u.tags IS NOT NULL THEN ARRAY(SELECT json_array_elements_text(u.tags::json)) END,
 			u.ukey, u.ustates
 		FROM u
 		ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND status = ANY (unique_states) DO NOTHING
@@ -138,13 +140,18 @@ func insertUniqueOne(ctx context.Context, q querier, stmt string, j store.Insert
 	if j.RunAt.After(now) {
 		delay = max(offset(j.RunAt, now), 1)
 	}
+	var tmo pgtype.Int8
+	if j.Timeout > 0 {
+		tmo = pgtype.Int8{Int64: max(1, j.Timeout.Milliseconds()), Valid: true}
+	}
 	states := make([]string, len(u.States))
 	for i, st := range u.States {
 		states[i] = string(st)
 	}
 	for range uniqueTries {
 		got, err := q.ids(ctx, stmt, now, int32(j.Shard), key, text(j.Task), string(j.Payload), int16(j.Priority),
-			int32(j.MaxAttempts), retrySeconds(j.RetryDelay), delay, rawText(j.Metadata), u.Key, states)
+			int32(j.MaxAttempts), retrySeconds(j.RetryDelay), delay, rawText(j.Metadata), u.Key, states,
+			tmo, text(store.EncodeTags(j.Tags)))
 		if err != nil {
 			return 0, fmt.Errorf("queuemax: insert unique job: %w", err)
 		}

@@ -41,20 +41,30 @@ type opFunc func(ctx context.Context, tx *sql.Tx, counts *groupCounts) error
 // and caches the group transaction's bindings of prepared statements.
 type groupCounts struct {
 	processed, failed int
-	bound             map[*sql.Stmt]*sql.Stmt
+	bound             []boundStmt
+	inline            [6]boundStmt // bound's first backing array: no allocation for a usual group
 }
+
+// tally and restore save and roll back the counter increments around one
+// operation whose item failed.
+func (g *groupCounts) tally() [2]int    { return [2]int{g.processed, g.failed} }
+func (g *groupCounts) restore(t [2]int) { g.processed, g.failed = t[0], t[1] }
+
+type boundStmt struct{ st, tx *sql.Stmt }
 
 // stmt returns st bound to tx, binding it once per group rather than once
 // per operation.
 func (g *groupCounts) stmt(ctx context.Context, tx *sql.Tx, st *sql.Stmt) *sql.Stmt {
-	if b, ok := g.bound[st]; ok {
-		return b
+	for _, b := range g.bound {
+		if b.st == st {
+			return b.tx
+		}
+	}
+	if g.bound == nil {
+		g.bound = g.inline[:0]
 	}
 	b := tx.StmtContext(ctx, st)
-	if g.bound == nil {
-		g.bound = make(map[*sql.Stmt]*sql.Stmt)
-	}
-	g.bound[st] = b
+	g.bound = append(g.bound, boundStmt{st, b})
 	return b
 }
 
@@ -65,6 +75,7 @@ func (g *groupCounts) stmt(ctx context.Context, tx *sql.Tx, st *sql.Stmt) *sql.S
 type committer struct {
 	db    *sql.DB
 	shard int
+	stmts *stmts // the shard's prepared statements (the counter updates)
 	mu    sync.Mutex
 	queue []*op
 	busy  bool
@@ -132,12 +143,12 @@ func (c *committer) run(ctx context.Context, group []*op) {
 	}
 	var counts groupCounts
 	for _, g := range group {
-		before := counts
+		before := counts.tally()
 		err := g.fn(ctx, tx, &counts)
 		var ie itemError
 		if errors.As(err, &ie) {
 			g.err = ie.err
-			counts = before
+			counts.restore(before)
 			continue
 		}
 		if err != nil {
@@ -147,14 +158,14 @@ func (c *committer) run(ctx context.Context, group []*op) {
 		}
 	}
 	if counts.processed > 0 {
-		if _, err := tx.ExecContext(ctx, sqlCountProcessed, counts.processed, c.shard); err != nil {
+		if _, err := counts.stmt(ctx, tx, c.stmts.countProcessed).ExecContext(ctx, counts.processed, c.shard); err != nil {
 			tx.Rollback()
 			fail(err)
 			return
 		}
 	}
 	if counts.failed > 0 {
-		if _, err := tx.ExecContext(ctx, sqlCountFailed, counts.failed, c.shard); err != nil {
+		if _, err := counts.stmt(ctx, tx, c.stmts.countFailed).ExecContext(ctx, counts.failed, c.shard); err != nil {
 			tx.Rollback()
 			fail(err)
 			return

@@ -1,6 +1,7 @@
 package sqlitestore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -25,10 +26,11 @@ func scanJob(r scanner, sh int) (*store.Job, error) {
 		payload, status                                                    string
 		lastErr, errType, errStack, worker, hb, created, started, finished sql.NullString
 		next, task, result, meta, uniqueKey                                sql.NullString
-		cancelReq, snoozes                                                 sql.NullInt64
+		cancelReq, snoozes, timeoutMS                                      sql.NullInt64
+		tags                                                               sql.NullString
 	)
 	if err := r.Scan(&id, &key, &payload, &status, &prio, &attempts, &maxAttempts, &retryDelay,
-		&lastErr, &errType, &errStack, &worker, &hb, &created, &started, &finished, &next, &task, &lease, &result, &meta, &cancelReq, &snoozes,
+		&lastErr, &errType, &errStack, &worker, &hb, &created, &started, &finished, &next, &task, &lease, &result, &meta, &cancelReq, &snoozes, &timeoutMS, &tags,
 		&uniqueKey); err != nil {
 		return nil, err
 	}
@@ -59,6 +61,8 @@ func scanJob(r scanner, sh int) (*store.Job, error) {
 	j.Metadata = metadataOf(meta)
 	j.CancelRequested = cancelReq.Int64 != 0
 	j.Snoozes = int(snoozes.Int64)
+	j.Timeout = time.Duration(timeoutMS.Int64) * time.Millisecond
+	j.Tags = store.DecodeTags(tags.String)
 	j.UniqueKey = uniqueKey.String
 	return &j, nil
 }
@@ -138,28 +142,32 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) ([]*store.Job, e
 		if err != nil {
 			return out, err
 		}
+		// A shard whose last claim filled its batch is claimed from at
+		// once (and promotes due jobs first); any other is probed on a
+		// reader first, which also says whether anything is due.
+		promote := true
 		if !sh.full.Load() {
-			var has bool
-			if err := sh.stmts.hasReady.QueryRowContext(ctx, now).Scan(&has); err != nil {
+			var pending bool
+			if err := sh.stmts.hasReady.QueryRowContext(ctx, now).Scan(&pending, &promote); err != nil {
 				if firstErr == nil {
 					firstErr = fmt.Errorf("shard %d: probe: %w", i, err)
 				}
 				continue
 			}
-			if !has {
+			if !pending && !promote {
 				continue
 			}
 		}
 		want := p.Max - len(out)
-		jobs, err := s.claimShard(ctx, sh, p, start, want)
+		jobs, err := s.claimShard(ctx, sh, p, start, want, promote, out)
 		if err != nil {
 			if firstErr == nil {
 				firstErr = fmt.Errorf("shard %d: claim: %w", i, err)
 			}
 			continue
 		}
-		sh.full.Store(len(jobs) == want)
-		out = append(out, jobs...)
+		sh.full.Store(len(jobs)-len(out) == want)
+		out = jobs
 	}
 	if len(out) > 0 {
 		return out, nil
@@ -171,9 +179,13 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) ([]*store.Job, e
 // since start: a claim or heartbeat that waited for the write lock records
 // when it was written, not when it was asked for, so a slow commit under
 // load cannot make a fresh claim look stuck to orphan recovery.
-func stamp(now, start time.Time) string { return store.FormatTime(now.Add(time.Since(start))) }
+func stamp(now, start time.Time) time.Time { return now.Add(time.Since(start)) }
 
-func (s *Store) claimShard(ctx context.Context, sh *shardDB, p store.ClaimParams, start time.Time, want int) ([]*store.Job, error) {
+// claimShard claims up to want jobs of sh and appends them to out, in
+// priority then FIFO order. With promote, due scheduled jobs are made
+// pending first.
+func (s *Store) claimShard(ctx context.Context, sh *shardDB, p store.ClaimParams, start time.Time, want int,
+	promote bool, out []*store.Job) ([]*store.Job, error) {
 	lease := rand.Int64N(1<<62) + 1
 	if sh.w == nil {
 		return nil, store.ErrReadOnly
@@ -187,38 +199,38 @@ func (s *Store) claimShard(ctx context.Context, sh *shardDB, p store.ClaimParams
 			return nil, err
 		}
 	}
-	var jobs []*store.Job
+	base := len(out)
 	err := sh.commit.do(ctx, func(ctx context.Context, tx *sql.Tx, counts *groupCounts) error {
-		jobs = jobs[:0]
-		now := stamp(p.Now, start)
-		if _, err := tx.StmtContext(ctx, sh.stmts.promote).ExecContext(ctx, now); err != nil {
-			return err
-		}
-		var rows *sql.Rows
-		if len(p.Tasks) == 0 {
-			var err error
-			rows, err = tx.StmtContext(ctx, sh.stmts.claim).QueryContext(ctx, p.WorkerID, now, lease, want)
-			if err != nil {
+		out = out[:base]
+		now := store.FormatTime(stamp(p.Now, start))
+		if promote {
+			if _, err := counts.stmt(ctx, tx, sh.stmts.promote).ExecContext(ctx, now); err != nil {
 				return err
 			}
+		}
+		var rows *sql.Rows
+		var err error
+		if len(p.Tasks) == 0 {
+			rows, err = counts.stmt(ctx, tx, sh.stmts.claim).QueryContext(ctx, p.WorkerID, now, lease, want)
 		} else {
 			args := make([]any, 0, 4+len(p.Tasks))
 			args = append(args, p.WorkerID, now, lease, want)
 			for _, t := range p.Tasks {
 				args = append(args, t)
 			}
-			var err error
-			if rows, err = tx.StmtContext(ctx, filtered).QueryContext(ctx, args...); err != nil {
-				return err
-			}
+			rows, err = tx.StmtContext(ctx, filtered).QueryContext(ctx, args...)
+		}
+		if err != nil {
+			return err
 		}
 		defer rows.Close()
+		c := claimScan{shard: sh.idx, worker: p.WorkerID, lease: lease, at: store.ParseTime(now)}
 		for rows.Next() {
-			j, err := scanJob(rows, sh.idx)
+			j, err := c.scan(rows, want-(len(out)-base))
 			if err != nil {
 				return err
 			}
-			jobs = append(jobs, j)
+			out = append(out, j)
 		}
 		return rows.Err()
 	})
@@ -226,19 +238,85 @@ func (s *Store) claimShard(ctx context.Context, sh *shardDB, p store.ClaimParams
 		return nil, err
 	}
 	// RETURNING order is unspecified: restore priority, then FIFO.
-	slices.SortFunc(jobs, func(a, b *store.Job) int {
+	slices.SortFunc(out[base:], func(a, b *store.Job) int {
 		if a.Priority != b.Priority {
 			return int(b.Priority - a.Priority)
 		}
-		return int(a.ID.Seq() - b.ID.Seq())
+		return cmp.Compare(a.ID.Seq(), b.ID.Seq())
 	})
-	return jobs, nil
+	return out, nil
+}
+
+// claimScan reads the rows of one claim (claimColumns) into Jobs, filling
+// in what the claim wrote without reading it back, and allocates the Jobs
+// in blocks. (The driver returns TEXT columns as fresh strings: scanning
+// them into strings keeps those rather than copying.)
+type claimScan struct {
+	shard  int
+	worker string
+	lease  int64
+	at     time.Time // the claim's heartbeat and start time
+	block  []store.Job
+}
+
+// scan reads one row; left bounds how many more rows the claim can return.
+func (c *claimScan) scan(r *sql.Rows, left int) (*store.Job, error) {
+	var (
+		id, prio, attempts, maxAttempts, retryDelay, snoozes int64
+		key                                                  sql.NullInt64
+		payload, created                                     string
+		lastErr, errType, next, task, meta                   sql.NullString
+	)
+	if err := r.Scan(&id, &key, &payload, &prio, &attempts, &maxAttempts, &retryDelay,
+		&lastErr, &errType, &created, &next, &task, &meta, &snoozes); err != nil {
+		return nil, err
+	}
+	if len(c.block) == 0 {
+		c.block = make([]store.Job, min(max(left, 1), 64))
+	}
+	j := &c.block[0]
+	c.block = c.block[1:]
+	j.ID = store.NewJobID(c.shard, id)
+	j.Shard = c.shard
+	if key.Valid {
+		k := key.Int64
+		j.PartitionKey = &k
+	}
+	j.Payload = []byte(payload)
+	j.Status = store.StatusProcessing
+	j.Priority = store.Priority(prio)
+	j.Attempts = int(attempts)
+	j.MaxAttempts = int(maxAttempts)
+	j.RetryDelay = time.Duration(retryDelay) * time.Second
+	j.LastError, j.ErrorType = lastErr.String, errType.String
+	j.WorkerID = c.worker
+	j.Lease = c.lease
+	j.Heartbeat, j.StartedAt = c.at, c.at
+	j.CreatedAt = store.ParseTime(created)
+	j.NextRetryAt = store.ParseTime(next.String)
+	j.Task = task.String
+	j.Metadata = metadataOf(meta)
+	j.Snoozes = int(snoozes)
+	return j, nil
 }
 
 // perShard runs fn once per shard that items touch, each shard's items in one
 // group transaction, the shards in parallel, and collects one error per item.
 func perShard[T any](ctx context.Context, s *Store, items []T, id func(T) store.JobID,
 	fn func(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shardDB, item T) error) []error {
+	return perShardSet(ctx, s, items, id, fn, nil)
+}
+
+// setFunc applies several items of one shard with a constant number of
+// statements: it sets errs[k] for items[idxs[k]] (nil, or an item error
+// such as store.ErrLeaseLost) and returns an error only to roll back the
+// whole transaction.
+type setFunc[T any] func(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shardDB, items []T, idxs []int, errs []error) error
+
+// perShardSet is perShard, with set (when not nil) applying the items of a
+// shard that has more than one.
+func perShardSet[T any](ctx context.Context, s *Store, items []T, id func(T) store.JobID,
+	fn func(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shardDB, item T) error, set setFunc[T]) []error {
 	errs := make([]error, len(items))
 	if s.closed.Load() {
 		for i := range errs {
@@ -247,7 +325,7 @@ func perShard[T any](ctx context.Context, s *Store, items []T, id func(T) store.
 		return errs
 	}
 	if len(items) == 1 {
-		// The engine acknowledges one job per call: no grouping needed.
+		// One item: one statement, grouped with concurrent callers.
 		sh, err := s.shard(id(items[0]).Shard())
 		if err != nil {
 			errs[0] = err
@@ -275,13 +353,22 @@ func perShard[T any](ctx context.Context, s *Store, items []T, id func(T) store.
 	run := func(sh *shardDB, idxs []int) {
 		itemErrs := make([]error, len(idxs))
 		err := sh.commit.do(ctx, func(ctx context.Context, tx *sql.Tx, counts *groupCounts) error {
+			if set != nil && len(idxs) > 1 {
+				before := counts.tally()
+				clear(itemErrs)
+				if err := set(ctx, tx, counts, sh, items, idxs, itemErrs); err != nil {
+					counts.restore(before)
+					return err
+				}
+				return nil
+			}
 			for k, i := range idxs {
-				before := *counts
+				before := counts.tally()
 				err := fn(ctx, tx, counts, sh, items[i])
 				var ie itemError
 				if errors.As(err, &ie) {
 					itemErrs[k] = ie.err
-					*counts = before
+					counts.restore(before)
 				} else if err != nil {
 					return err
 				} else {
@@ -328,26 +415,26 @@ func leaseLost(res sql.Result, err error) error {
 
 // Complete records successful jobs; see store.Store.
 func (s *Store) Complete(ctx context.Context, acks []store.CompleteParams) []error {
-	return perShard(ctx, s, acks, func(a store.CompleteParams) store.JobID { return a.ID },
+	return perShardSet(ctx, s, acks, func(a store.CompleteParams) store.JobID { return a.ID },
 		func(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shardDB, a store.CompleteParams) error {
 			var err error
-			if a.Result == nil {
+			if a.Result == nil && !a.Keep {
 				err = leaseLost(counts.stmt(ctx, tx, sh.stmts.completeDelete).ExecContext(ctx, a.ID.Seq(), a.Token, a.WorkerID, a.WorkerID))
 			} else {
 				err = leaseLost(counts.stmt(ctx, tx, sh.stmts.completeKeep).ExecContext(ctx,
-					string(a.Result), store.FormatTime(a.Now), a.ID.Seq(), a.Token, a.WorkerID, a.WorkerID))
+					nullString(string(a.Result)), store.FormatTime(a.Now), a.ID.Seq(), a.Token, a.WorkerID, a.WorkerID))
 			}
 			if err != nil {
 				return err
 			}
 			counts.processed++
 			return nil
-		})
+		}, completeSet)
 }
 
 // Fail records failed executions; see store.Store.
 func (s *Store) Fail(ctx context.Context, fails []store.FailParams) []error {
-	return perShard(ctx, s, fails, func(f store.FailParams) store.JobID { return f.ID },
+	return perShardSet(ctx, s, fails, func(f store.FailParams) store.JobID { return f.ID },
 		func(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shardDB, f store.FailParams) error {
 			if f.Cancelled {
 				return leaseLost(tx.StmtContext(ctx, sh.stmts.failCancel).ExecContext(ctx, store.FormatTime(f.Now),
@@ -379,16 +466,16 @@ func (s *Store) Fail(ctx context.Context, fails []store.FailParams) []error {
 			}
 			counts.failed++
 			return nil
-		})
+		}, failSet)
 }
 
 // Heartbeat renews heartbeats; see store.Store.
 func (s *Store) Heartbeat(ctx context.Context, leases []store.Lease, now time.Time) []error {
 	start := time.Now()
-	return perShard(ctx, s, leases, func(l store.Lease) store.JobID { return l.ID },
+	return perShardSet(ctx, s, leases, func(l store.Lease) store.JobID { return l.ID },
 		func(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shardDB, l store.Lease) error {
 			var cancel int64
-			err := counts.stmt(ctx, tx, sh.stmts.heartbeat).QueryRowContext(ctx, stamp(now, start), l.ID.Seq(), l.Token,
+			err := counts.stmt(ctx, tx, sh.stmts.heartbeat).QueryRowContext(ctx, store.FormatTime(stamp(now, start)), l.ID.Seq(), l.Token,
 				l.WorkerID, l.WorkerID).Scan(&cancel)
 			switch {
 			case errors.Is(err, sql.ErrNoRows):
@@ -399,6 +486,8 @@ func (s *Store) Heartbeat(ctx context.Context, leases []store.Lease, now time.Ti
 				return asItem(store.ErrCancelRequested)
 			}
 			return nil
+		}, func(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shardDB, leases []store.Lease, idxs []int, errs []error) error {
+			return heartbeatSet(ctx, tx, counts, sh, leases, idxs, errs, store.FormatTime(stamp(now, start)))
 		})
 }
 
@@ -470,7 +559,8 @@ func insertJob(ctx context.Context, st *sql.Stmt, sh *shardDB, j store.InsertPar
 		key = *j.PartitionKey
 	}
 	res, err := st.ExecContext(ctx, key, string(j.Payload), string(status), int(j.Priority), j.MaxAttempts,
-		retrySeconds(j.RetryDelay), nullString(j.Task), store.FormatTime(j.Now), next, sh.idx, nullString(string(j.Metadata)))
+		retrySeconds(j.RetryDelay), nullString(j.Task), store.FormatTime(j.Now), next, sh.idx, nullString(string(j.Metadata)),
+		nullTimeout(j.Timeout), nullString(store.EncodeTags(j.Tags)))
 	if err != nil {
 		return 0, fmt.Errorf("shard %d: insert job: %w", sh.idx, err)
 	}
@@ -485,6 +575,8 @@ func insertJob(ctx context.Context, st *sql.Stmt, sh *shardDB, j store.InsertPar
 // shard's unique insert: a duplicate writes nothing, returns the holder's
 // ID and sets j.Unique.Duplicate. The unique index decides inside the
 // shard's write transaction, so concurrent inserts (any process) agree.
+// Its arguments are insertJob's plus the key and statuses: keep the two
+// (and sqlInsert, sqlInsertUnique) in step.
 func insertAny(ctx context.Context, tx *sql.Tx, counts *groupCounts, st *sql.Stmt, sh *shardDB, j store.InsertParams) (store.JobID, error) {
 	u := j.Unique
 	if u == nil {
@@ -503,7 +595,8 @@ func insertAny(ctx context.Context, tx *sql.Tx, counts *groupCounts, st *sql.Stm
 	}
 	res, err := counts.stmt(ctx, tx, sh.stmts.insertUnique).ExecContext(ctx, key, string(j.Payload), string(status),
 		int(j.Priority), j.MaxAttempts, retrySeconds(j.RetryDelay), nullString(j.Task), store.FormatTime(j.Now), next,
-		sh.idx, nullString(string(j.Metadata)), u.Key, uniqueStates(u.States))
+		sh.idx, nullString(string(j.Metadata)), nullTimeout(j.Timeout), nullString(store.EncodeTags(j.Tags)),
+		u.Key, uniqueStates(u.States))
 	if err != nil {
 		return 0, fmt.Errorf("shard %d: insert unique job: %w", sh.idx, err)
 	}
@@ -546,6 +639,14 @@ const sqlYieldKey = `unique_key = CASE WHEN unique_key IS NOT NULL AND (
 			AND o.unique_key IS NOT NULL AND instr(o.unique_states, ',' || o.status || ',') > 0)
 		OR (?1 = 1 AND EXISTS (SELECT 1 FROM fila o WHERE o.unique_key = fila.unique_key AND o.id < fila.id AND o.status = 'failed')))
 	THEN NULL ELSE unique_key END`
+
+// nullTimeout is the timeout_ms column of a job timeout: NULL for none.
+func nullTimeout(d time.Duration) any {
+	if d <= 0 {
+		return nil
+	}
+	return max(1, d.Milliseconds())
+}
 
 func boolInt(b bool) int {
 	if b {

@@ -12,16 +12,22 @@ import (
 // jobColumns is the column list scanJob reads, in order.
 const jobColumns = `id, pagina_id, payload, status, priority, tentativas, max_tentativas, retry_delay,
 	last_error, error_type, error_stack, worker_id, heartbeat, created_at, started_at, completed_at,
-	next_retry_at, task, lease, result, metadata, cancel_requested, snoozes, unique_key`
+	next_retry_at, task, lease, result, metadata, cancel_requested, snoozes, timeout_ms, tags, unique_key`
+
+// claimColumns is the column list a claim returns, in the order
+// scanClaimed reads it: what a run needs, not the whole row (the columns a
+// claim sets are known without reading them back).
+const claimColumns = `id, pagina_id, payload, priority, tentativas, max_tentativas, retry_delay,
+	last_error, error_type, created_at, next_retry_at, task, metadata, snoozes`
 
 const (
 	sqlInsert = `INSERT INTO fila (pagina_id, payload, status, priority, tentativas, max_tentativas, retry_delay,
-		task, created_at, next_retry_at, shard_id, metadata) VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?)`
+		task, created_at, next_retry_at, shard_id, metadata, timeout_ms, tags) VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	// sqlInsertUnique is sqlInsert for a unique job: it inserts nothing
 	// when idx_qm_unique already holds the key for a counted status.
 	sqlInsertUnique = `INSERT INTO fila (pagina_id, payload, status, priority, tentativas, max_tentativas, retry_delay,
-		task, created_at, next_retry_at, shard_id, metadata, unique_key, unique_states)
-		VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`
+		task, created_at, next_retry_at, shard_id, metadata, timeout_ms, tags, unique_key, unique_states)
+		VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`
 	// sqlUniqueHolder finds the job holding a key, through idx_qm_unique
 	// (same predicate).
 	sqlUniqueHolder = `SELECT id FROM fila WHERE unique_key = ?
@@ -37,11 +43,13 @@ const (
 		WHERE id IN (SELECT id FROM fila WHERE status = 'pending'
 			AND (next_retry_at IS NULL OR next_retry_at <= ?2)`
 	sqlClaimTail = ` ORDER BY priority DESC, id LIMIT ?4)
-		RETURNING ` + jobColumns
+		RETURNING ` + claimColumns
 	sqlClaim = sqlClaimHead + sqlClaimTail
-	// sqlHasReady is the read-only probe run before taking the write lock.
-	sqlHasReady = `SELECT EXISTS (SELECT 1 FROM fila WHERE status = 'pending')
-		OR EXISTS (SELECT 1 FROM fila WHERE status = 'scheduled' AND next_retry_at <= ?)`
+	// sqlHasReady is the read-only probe run before taking the write lock:
+	// are jobs pending, and are scheduled ones due (then the claim
+	// promotes them first)?
+	sqlHasReady = `SELECT EXISTS (SELECT 1 FROM fila WHERE status = 'pending'),
+		EXISTS (SELECT 1 FROM fila WHERE status = 'scheduled' AND next_retry_at <= ?)`
 	sqlCompleteDelete = `DELETE FROM fila WHERE id = ? AND lease = ? AND status = 'processing' AND (? = '' OR worker_id = ?)`
 	sqlCompleteKeep   = `UPDATE fila SET status = 'completed', result = ?, completed_at = ?, worker_id = NULL,
 		heartbeat = NULL, lease = NULL, last_error = NULL, error_type = NULL, error_stack = NULL
@@ -71,6 +79,44 @@ const (
 		task, attempts, error_stack, metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	sqlHeartbeat = `UPDATE fila SET heartbeat = ? WHERE id = ? AND lease = ? AND status = 'processing' AND (? = '' OR worker_id = ?)
 		RETURNING cancel_requested`
+	// Set-based acknowledgements of a batch on one shard (ackset.go): one
+	// fence read of the batch's processing rows, then one statement per
+	// kind of change over the ids whose lease held. ?1 is a JSON array of
+	// row ids.
+	sqlFence = `SELECT id, lease, worker_id, cancel_requested FROM fila
+		WHERE id IN (SELECT value FROM json_each(?1)) AND status = 'processing'`
+	sqlDeleteIDs    = `DELETE FROM fila WHERE id IN (SELECT value FROM json_each(?1))`
+	sqlHeartbeatIDs = `UPDATE fila SET heartbeat = ?2 WHERE id IN (SELECT value FROM json_each(?1))`
+	// Failures of a batch: ?1 is a JSON array with one array per job
+	// whose lease held, unpacked by the CTEs below (texts are hex, so that
+	// any bytes survive the trip through JSON exactly; see failRows).
+	failRetryRows = `WITH u AS (SELECT e.value ->> 0 AS id, e.value ->> 1 AS status, e.value ->> 2 AS next,
+		CAST(unhex(e.value ->> 3) AS TEXT) AS err, CAST(unhex(e.value ->> 4) AS TEXT) AS etype,
+		CAST(unhex(e.value ->> 5) AS TEXT) AS stack, e.value ->> 6 AS at, e.value ->> 7 AS snooze FROM json_each(?1) e) `
+	failEndRows = `WITH u AS (SELECT e.key AS k, e.value ->> 0 AS id, e.value ->> 1 AS status,
+		CAST(unhex(e.value ->> 2) AS TEXT) AS err, CAST(unhex(e.value ->> 3) AS TEXT) AS etype,
+		CAST(unhex(e.value ->> 4) AS TEXT) AS stack, e.value ->> 5 AS at FROM json_each(?1) e) `
+	// sqlFailRetrySet is sqlFailRetry for a batch.
+	sqlFailRetrySet = failRetryRows + `UPDATE fila SET status = CASE WHEN cancel_requested = 1 THEN 'cancelled' ELSE u.status END,
+		next_retry_at = CASE WHEN cancel_requested = 1 THEN NULL ELSE u.next END,
+		completed_at = CASE WHEN cancel_requested = 1 THEN u.at END,
+		last_error = CASE WHEN u.snooze = 1 THEN last_error ELSE u.err END,
+		error_type = CASE WHEN u.snooze = 1 THEN error_type ELSE u.etype END,
+		error_stack = CASE WHEN u.snooze = 1 THEN error_stack ELSE u.stack END,
+		tentativas = max(tentativas - u.snooze, 0), snoozes = snoozes + u.snooze,
+		worker_id = NULL, heartbeat = NULL, lease = NULL
+		FROM u WHERE fila.id = u.id`
+	// sqlFailDLQSet copies the batch's dead jobs (status 'failed') to the
+	// dead-letter queue, in item order, before sqlFailEndSet ends them;
+	// ?2 is the shard index.
+	sqlFailDLQSet = failEndRows + `INSERT INTO dead_letter_queue (original_job_id, payload, error, error_type, failed_at, shard_id,
+			task, attempts, error_stack, metadata)
+		SELECT f.id, f.payload, u.err, u.etype, u.at, ?2, f.task, f.tentativas, u.stack, f.metadata
+		FROM u JOIN fila f ON f.id = u.id WHERE u.status = 'failed' ORDER BY u.k`
+	// sqlFailEndSet is sqlFailDead and sqlFailCancel for a batch.
+	sqlFailEndSet = failEndRows + `UPDATE fila SET status = u.status, completed_at = u.at, last_error = u.err,
+		error_type = u.etype, error_stack = u.stack, worker_id = NULL, heartbeat = NULL, lease = NULL
+		FROM u WHERE fila.id = u.id`
 	// sqlRelease gives a job back unspent; one asked to cancel ends
 	// cancelled, finished at its last heartbeat.
 	sqlRelease = `UPDATE fila SET status = CASE WHEN cancel_requested = 1 THEN 'cancelled' ELSE 'pending' END,
@@ -90,7 +136,9 @@ const (
 // connection, tx.StmtContext reuses them without re-preparing.
 type stmts struct {
 	insert, promote, claim, completeDelete, completeKeep,
-	failRetry, failDead, failCancel, insertDLQ, heartbeat, release *sql.Stmt
+	failRetry, failDead, failCancel, insertDLQ, heartbeat, release,
+	countProcessed, countFailed,
+	fence, deleteIDs, heartbeatIDs, failRetrySet, failDLQSet, failEndSet *sql.Stmt
 	// insertUnique and uniqueHolder serve unique jobs only.
 	insertUnique, uniqueHolder *sql.Stmt
 
@@ -143,6 +191,9 @@ func (s *stmts) prepare(ctx context.Context, db *sql.DB) error {
 		{&s.completeDelete, sqlCompleteDelete}, {&s.completeKeep, sqlCompleteKeep},
 		{&s.failRetry, sqlFailRetry}, {&s.failDead, sqlFailDead}, {&s.insertDLQ, sqlInsertDLQ},
 		{&s.heartbeat, sqlHeartbeat}, {&s.release, sqlRelease}, {&s.failCancel, sqlFailCancel},
+		{&s.countProcessed, sqlCountProcessed}, {&s.countFailed, sqlCountFailed},
+		{&s.fence, sqlFence}, {&s.deleteIDs, sqlDeleteIDs}, {&s.heartbeatIDs, sqlHeartbeatIDs},
+		{&s.failRetrySet, sqlFailRetrySet}, {&s.failDLQSet, sqlFailDLQSet}, {&s.failEndSet, sqlFailEndSet},
 		{&s.insertUnique, sqlInsertUnique}, {&s.uniqueHolder, sqlUniqueHolder},
 	} {
 		st, err := db.PrepareContext(ctx, p.sql)
@@ -168,6 +219,8 @@ func (s *stmts) close() error {
 	var errs []error
 	all := []*sql.Stmt{s.insert, s.promote, s.claim, s.completeDelete, s.completeKeep,
 		s.failRetry, s.failDead, s.failCancel, s.insertDLQ, s.heartbeat, s.release, s.hasReady,
+		s.countProcessed, s.countFailed, s.fence, s.deleteIDs, s.heartbeatIDs,
+		s.failRetrySet, s.failDLQSet, s.failEndSet,
 		s.insertUnique, s.uniqueHolder}
 	s.mu.Lock()
 	for _, st := range s.claimTasks {

@@ -738,6 +738,14 @@ func Run(t *testing.T, open Opener) {
 		t.Parallel()
 		testUniqueConcurrent(t, setup(t, 2).st)
 	})
+	t.Run("Retention", func(t *testing.T) {
+		t.Parallel()
+		testRetention(t, setup(t, 2).st)
+	})
+	t.Run("Options", func(t *testing.T) {
+		t.Parallel()
+		testOptions(t, setup(t, 2).st)
+	})
 	t.Run("JobCounts", func(t *testing.T) {
 		t.Parallel()
 		testJobCounts(t, setup(t, 2).st)
@@ -751,6 +759,16 @@ func Run(t *testing.T, open Opener) {
 	t.Run("ClaimUnnamedTask", func(t *testing.T) {
 		t.Parallel()
 		testClaimUnnamedTask(t, setup(t, 1).st)
+	})
+
+	t.Run("ClaimedFields", func(t *testing.T) {
+		t.Parallel()
+		testClaimedFields(t, setup(t, 1).st)
+	})
+
+	t.Run("BatchAckFences", func(t *testing.T) {
+		t.Parallel()
+		testBatchAckFences(t, setup(t, 2).st)
 	})
 
 	t.Run("BatchAllOrNothing", func(t *testing.T) {

@@ -65,11 +65,28 @@ func digestFunc(ctx context.Context, a DigestArgs) error {
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
-// Call still works. Stats, Name and Client come from the embedded
-// [queuemax.Task]. A handle is a small value, safe to copy and to use
-// concurrently.
+// Call still works. A handle is a small value, safe to copy and to use
+// concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
+// Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
+// wraps is not exposed, so these are the only ones.
 type DigestTask struct {
-	queuemax.Task[DigestArgs]
+	task queuemax.Task[DigestArgs]
+}
+
+// Name returns the task name stored in each Digest job row.
+func (t DigestTask) Name() string {
+	return t.task.Name()
+}
+
+// Client returns the client the handle is bound to, or nil.
+func (t DigestTask) Client() *queuemax.Client {
+	return t.task.Client()
+}
+
+// Stats returns the counts of Digest jobs by status. It returns
+// [queuemax.ErrNotBound] for an unbound handle.
+func (t DigestTask) Stats(ctx context.Context) (queuemax.TaskStats, error) {
+	return t.task.Stats(ctx)
 }
 
 // Delay enqueues one Digest job to run as soon as a worker is free and
@@ -80,7 +97,7 @@ type DigestTask struct {
 // [queuemax.ErrClosed] after [queuemax.Client.Close], or ctx's error if
 // ctx ends first. It is safe for concurrent use.
 func (t DigestTask) Delay(ctx context.Context, since string) (queuemax.JobID, error) {
-	return t.Enqueue(ctx, DigestArgs{Since: since})
+	return t.task.Enqueue(ctx, DigestArgs{Since: since})
 }
 
 // DelayTx enqueues one Digest job inside tx, the application's open
@@ -88,33 +105,33 @@ func (t DigestTask) Delay(ctx context.Context, since string) (queuemax.JobID, er
 // its ID: the job exists if and only if tx commits. On the SQLite store it
 // returns [queuemax.ErrTxUnsupported]; see [queuemax.Client.EnqueueTx].
 func (t DigestTask) DelayTx(ctx context.Context, tx queuemax.Tx, since string) (queuemax.JobID, error) {
-	return t.EnqueueTx(ctx, tx, DigestArgs{Since: since})
+	return t.task.EnqueueTx(ctx, tx, DigestArgs{Since: since})
 }
 
 // ScheduleAt enqueues one Digest job that becomes ready at at, and
 // returns its ID. The job is durable once ScheduleAt returns nil.
 func (t DigestTask) ScheduleAt(ctx context.Context, at time.Time, since string) (queuemax.JobID, error) {
-	return t.EnqueueAt(ctx, at, DigestArgs{Since: since})
+	return t.task.EnqueueAt(ctx, at, DigestArgs{Since: since})
 }
 
 // ScheduleAtTx enqueues one Digest job inside tx that becomes ready at
 // at, and returns its ID; the job exists if and only if tx commits (see
 // DelayTx).
 func (t DigestTask) ScheduleAtTx(ctx context.Context, tx queuemax.Tx, at time.Time, since string) (queuemax.JobID, error) {
-	return t.EnqueueAtTx(ctx, tx, at, DigestArgs{Since: since})
+	return t.task.EnqueueAtTx(ctx, tx, at, DigestArgs{Since: since})
 }
 
 // ScheduleIn enqueues one Digest job that becomes ready after d, and
 // returns its ID. The job is durable once ScheduleIn returns nil.
 func (t DigestTask) ScheduleIn(ctx context.Context, d time.Duration, since string) (queuemax.JobID, error) {
-	return t.EnqueueIn(ctx, d, DigestArgs{Since: since})
+	return t.task.EnqueueIn(ctx, d, DigestArgs{Since: since})
 }
 
 // ScheduleInTx enqueues one Digest job inside tx that becomes ready d
 // after this call, and returns its ID; the job exists if and only if tx
 // commits (see DelayTx).
 func (t DigestTask) ScheduleInTx(ctx context.Context, tx queuemax.Tx, d time.Duration, since string) (queuemax.JobID, error) {
-	return t.EnqueueInTx(ctx, tx, d, DigestArgs{Since: since})
+	return t.task.EnqueueInTx(ctx, tx, d, DigestArgs{Since: since})
 }
 
 // Map enqueues one Digest job per element of since, the other parameters
@@ -125,7 +142,7 @@ func (t DigestTask) Map(ctx context.Context, since []string) ([]queuemax.JobID, 
 	for i, v := range since {
 		args[i] = DigestArgs{Since: v}
 	}
-	return t.EnqueueMany(ctx, args)
+	return t.task.EnqueueMany(ctx, args)
 }
 
 // MapTx enqueues one Digest job per element of since inside tx, the other
@@ -136,28 +153,28 @@ func (t DigestTask) MapTx(ctx context.Context, tx queuemax.Tx, since []string) (
 	for i, v := range since {
 		args[i] = DigestArgs{Since: v}
 	}
-	return t.EnqueueManyTx(ctx, tx, args)
+	return t.task.EnqueueManyTx(ctx, tx, args)
 }
 
 // MapArgs enqueues one Digest job per payload and returns their IDs in
 // order. The jobs are stored in one transaction per shard: if any is
 // invalid, none is stored.
 func (t DigestTask) MapArgs(ctx context.Context, args []DigestArgs) ([]queuemax.JobID, error) {
-	return t.EnqueueMany(ctx, args)
+	return t.task.EnqueueMany(ctx, args)
 }
 
 // MapArgsTx enqueues one Digest job per payload inside tx and returns
 // their IDs in order; the jobs exist if and only if tx commits (see
 // DelayTx). If any is invalid, none is written.
 func (t DigestTask) MapArgsTx(ctx context.Context, tx queuemax.Tx, args []DigestArgs) ([]queuemax.JobID, error) {
-	return t.EnqueueManyTx(ctx, tx, args)
+	return t.task.EnqueueManyTx(ctx, tx, args)
 }
 
 // With returns a copy of t whose enqueues apply o (priority, retries,
 // partition key, run-at) on top of the task's defaults and earlier
 // overrides. t itself is unchanged.
 func (t DigestTask) With(o queuemax.Opts) DigestTask {
-	return DigestTask{t.Task.With(o)}
+	return DigestTask{t.task.With(o)}
 }
 
 // Call runs Digest synchronously in this goroutine and returns its error,
@@ -200,11 +217,28 @@ func reportFunc(ctx context.Context, a ReportArgs) error {
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
-// Call still works. Stats, Name and Client come from the embedded
-// [queuemax.Task]. A handle is a small value, safe to copy and to use
-// concurrently.
+// Call still works. A handle is a small value, safe to copy and to use
+// concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
+// Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
+// wraps is not exposed, so these are the only ones.
 type ReportTask struct {
-	queuemax.Task[ReportArgs]
+	task queuemax.Task[ReportArgs]
+}
+
+// Name returns the task name stored in each Report job row.
+func (t ReportTask) Name() string {
+	return t.task.Name()
+}
+
+// Client returns the client the handle is bound to, or nil.
+func (t ReportTask) Client() *queuemax.Client {
+	return t.task.Client()
+}
+
+// Stats returns the counts of Report jobs by status. It returns
+// [queuemax.ErrNotBound] for an unbound handle.
+func (t ReportTask) Stats(ctx context.Context) (queuemax.TaskStats, error) {
+	return t.task.Stats(ctx)
 }
 
 // Delay enqueues one Report job to run as soon as a worker is free and
@@ -215,7 +249,7 @@ type ReportTask struct {
 // [queuemax.ErrClosed] after [queuemax.Client.Close], or ctx's error if
 // ctx ends first. It is safe for concurrent use.
 func (t ReportTask) Delay(ctx context.Context, name string) (queuemax.JobID, error) {
-	return t.Enqueue(ctx, ReportArgs{Name: name})
+	return t.task.Enqueue(ctx, ReportArgs{Name: name})
 }
 
 // DelayTx enqueues one Report job inside tx, the application's open
@@ -223,33 +257,33 @@ func (t ReportTask) Delay(ctx context.Context, name string) (queuemax.JobID, err
 // its ID: the job exists if and only if tx commits. On the SQLite store it
 // returns [queuemax.ErrTxUnsupported]; see [queuemax.Client.EnqueueTx].
 func (t ReportTask) DelayTx(ctx context.Context, tx queuemax.Tx, name string) (queuemax.JobID, error) {
-	return t.EnqueueTx(ctx, tx, ReportArgs{Name: name})
+	return t.task.EnqueueTx(ctx, tx, ReportArgs{Name: name})
 }
 
 // ScheduleAt enqueues one Report job that becomes ready at at, and
 // returns its ID. The job is durable once ScheduleAt returns nil.
 func (t ReportTask) ScheduleAt(ctx context.Context, at time.Time, name string) (queuemax.JobID, error) {
-	return t.EnqueueAt(ctx, at, ReportArgs{Name: name})
+	return t.task.EnqueueAt(ctx, at, ReportArgs{Name: name})
 }
 
 // ScheduleAtTx enqueues one Report job inside tx that becomes ready at
 // at, and returns its ID; the job exists if and only if tx commits (see
 // DelayTx).
 func (t ReportTask) ScheduleAtTx(ctx context.Context, tx queuemax.Tx, at time.Time, name string) (queuemax.JobID, error) {
-	return t.EnqueueAtTx(ctx, tx, at, ReportArgs{Name: name})
+	return t.task.EnqueueAtTx(ctx, tx, at, ReportArgs{Name: name})
 }
 
 // ScheduleIn enqueues one Report job that becomes ready after d, and
 // returns its ID. The job is durable once ScheduleIn returns nil.
 func (t ReportTask) ScheduleIn(ctx context.Context, d time.Duration, name string) (queuemax.JobID, error) {
-	return t.EnqueueIn(ctx, d, ReportArgs{Name: name})
+	return t.task.EnqueueIn(ctx, d, ReportArgs{Name: name})
 }
 
 // ScheduleInTx enqueues one Report job inside tx that becomes ready d
 // after this call, and returns its ID; the job exists if and only if tx
 // commits (see DelayTx).
 func (t ReportTask) ScheduleInTx(ctx context.Context, tx queuemax.Tx, d time.Duration, name string) (queuemax.JobID, error) {
-	return t.EnqueueInTx(ctx, tx, d, ReportArgs{Name: name})
+	return t.task.EnqueueInTx(ctx, tx, d, ReportArgs{Name: name})
 }
 
 // Map enqueues one Report job per element of name, the other parameters
@@ -260,7 +294,7 @@ func (t ReportTask) Map(ctx context.Context, name []string) ([]queuemax.JobID, e
 	for i, v := range name {
 		args[i] = ReportArgs{Name: v}
 	}
-	return t.EnqueueMany(ctx, args)
+	return t.task.EnqueueMany(ctx, args)
 }
 
 // MapTx enqueues one Report job per element of name inside tx, the other
@@ -271,28 +305,28 @@ func (t ReportTask) MapTx(ctx context.Context, tx queuemax.Tx, name []string) ([
 	for i, v := range name {
 		args[i] = ReportArgs{Name: v}
 	}
-	return t.EnqueueManyTx(ctx, tx, args)
+	return t.task.EnqueueManyTx(ctx, tx, args)
 }
 
 // MapArgs enqueues one Report job per payload and returns their IDs in
 // order. The jobs are stored in one transaction per shard: if any is
 // invalid, none is stored.
 func (t ReportTask) MapArgs(ctx context.Context, args []ReportArgs) ([]queuemax.JobID, error) {
-	return t.EnqueueMany(ctx, args)
+	return t.task.EnqueueMany(ctx, args)
 }
 
 // MapArgsTx enqueues one Report job per payload inside tx and returns
 // their IDs in order; the jobs exist if and only if tx commits (see
 // DelayTx). If any is invalid, none is written.
 func (t ReportTask) MapArgsTx(ctx context.Context, tx queuemax.Tx, args []ReportArgs) ([]queuemax.JobID, error) {
-	return t.EnqueueManyTx(ctx, tx, args)
+	return t.task.EnqueueManyTx(ctx, tx, args)
 }
 
 // With returns a copy of t whose enqueues apply o (priority, retries,
 // partition key, run-at) on top of the task's defaults and earlier
 // overrides. t itself is unchanged.
 func (t ReportTask) With(o queuemax.Opts) ReportTask {
-	return ReportTask{t.Task.With(o)}
+	return ReportTask{t.task.With(o)}
 }
 
 // Call runs Report synchronously in this goroutine and returns its error,
@@ -331,11 +365,28 @@ func syncUserFunc(ctx context.Context, a SyncUserArgs) error {
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
-// Call still works. Stats, Name and Client come from the embedded
-// [queuemax.Task]. A handle is a small value, safe to copy and to use
-// concurrently.
+// Call still works. A handle is a small value, safe to copy and to use
+// concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
+// Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
+// wraps is not exposed, so these are the only ones.
 type SyncUserTask struct {
-	queuemax.Task[SyncUserArgs]
+	task queuemax.Task[SyncUserArgs]
+}
+
+// Name returns the task name stored in each SyncUser job row.
+func (t SyncUserTask) Name() string {
+	return t.task.Name()
+}
+
+// Client returns the client the handle is bound to, or nil.
+func (t SyncUserTask) Client() *queuemax.Client {
+	return t.task.Client()
+}
+
+// Stats returns the counts of SyncUser jobs by status. It returns
+// [queuemax.ErrNotBound] for an unbound handle.
+func (t SyncUserTask) Stats(ctx context.Context) (queuemax.TaskStats, error) {
+	return t.task.Stats(ctx)
 }
 
 // Delay enqueues one SyncUser job to run as soon as a worker is free and
@@ -346,7 +397,7 @@ type SyncUserTask struct {
 // [queuemax.ErrClosed] after [queuemax.Client.Close], or ctx's error if
 // ctx ends first. It is safe for concurrent use.
 func (t SyncUserTask) Delay(ctx context.Context, userID int64) (queuemax.JobID, error) {
-	return t.Enqueue(ctx, SyncUserArgs{UserID: userID})
+	return t.task.Enqueue(ctx, SyncUserArgs{UserID: userID})
 }
 
 // DelayTx enqueues one SyncUser job inside tx, the application's open
@@ -354,33 +405,33 @@ func (t SyncUserTask) Delay(ctx context.Context, userID int64) (queuemax.JobID, 
 // its ID: the job exists if and only if tx commits. On the SQLite store it
 // returns [queuemax.ErrTxUnsupported]; see [queuemax.Client.EnqueueTx].
 func (t SyncUserTask) DelayTx(ctx context.Context, tx queuemax.Tx, userID int64) (queuemax.JobID, error) {
-	return t.EnqueueTx(ctx, tx, SyncUserArgs{UserID: userID})
+	return t.task.EnqueueTx(ctx, tx, SyncUserArgs{UserID: userID})
 }
 
 // ScheduleAt enqueues one SyncUser job that becomes ready at at, and
 // returns its ID. The job is durable once ScheduleAt returns nil.
 func (t SyncUserTask) ScheduleAt(ctx context.Context, at time.Time, userID int64) (queuemax.JobID, error) {
-	return t.EnqueueAt(ctx, at, SyncUserArgs{UserID: userID})
+	return t.task.EnqueueAt(ctx, at, SyncUserArgs{UserID: userID})
 }
 
 // ScheduleAtTx enqueues one SyncUser job inside tx that becomes ready at
 // at, and returns its ID; the job exists if and only if tx commits (see
 // DelayTx).
 func (t SyncUserTask) ScheduleAtTx(ctx context.Context, tx queuemax.Tx, at time.Time, userID int64) (queuemax.JobID, error) {
-	return t.EnqueueAtTx(ctx, tx, at, SyncUserArgs{UserID: userID})
+	return t.task.EnqueueAtTx(ctx, tx, at, SyncUserArgs{UserID: userID})
 }
 
 // ScheduleIn enqueues one SyncUser job that becomes ready after d, and
 // returns its ID. The job is durable once ScheduleIn returns nil.
 func (t SyncUserTask) ScheduleIn(ctx context.Context, d time.Duration, userID int64) (queuemax.JobID, error) {
-	return t.EnqueueIn(ctx, d, SyncUserArgs{UserID: userID})
+	return t.task.EnqueueIn(ctx, d, SyncUserArgs{UserID: userID})
 }
 
 // ScheduleInTx enqueues one SyncUser job inside tx that becomes ready d
 // after this call, and returns its ID; the job exists if and only if tx
 // commits (see DelayTx).
 func (t SyncUserTask) ScheduleInTx(ctx context.Context, tx queuemax.Tx, d time.Duration, userID int64) (queuemax.JobID, error) {
-	return t.EnqueueInTx(ctx, tx, d, SyncUserArgs{UserID: userID})
+	return t.task.EnqueueInTx(ctx, tx, d, SyncUserArgs{UserID: userID})
 }
 
 // Map enqueues one SyncUser job per element of userID, the other parameters
@@ -391,7 +442,7 @@ func (t SyncUserTask) Map(ctx context.Context, userID []int64) ([]queuemax.JobID
 	for i, v := range userID {
 		args[i] = SyncUserArgs{UserID: v}
 	}
-	return t.EnqueueMany(ctx, args)
+	return t.task.EnqueueMany(ctx, args)
 }
 
 // MapTx enqueues one SyncUser job per element of userID inside tx, the other
@@ -402,28 +453,28 @@ func (t SyncUserTask) MapTx(ctx context.Context, tx queuemax.Tx, userID []int64)
 	for i, v := range userID {
 		args[i] = SyncUserArgs{UserID: v}
 	}
-	return t.EnqueueManyTx(ctx, tx, args)
+	return t.task.EnqueueManyTx(ctx, tx, args)
 }
 
 // MapArgs enqueues one SyncUser job per payload and returns their IDs in
 // order. The jobs are stored in one transaction per shard: if any is
 // invalid, none is stored.
 func (t SyncUserTask) MapArgs(ctx context.Context, args []SyncUserArgs) ([]queuemax.JobID, error) {
-	return t.EnqueueMany(ctx, args)
+	return t.task.EnqueueMany(ctx, args)
 }
 
 // MapArgsTx enqueues one SyncUser job per payload inside tx and returns
 // their IDs in order; the jobs exist if and only if tx commits (see
 // DelayTx). If any is invalid, none is written.
 func (t SyncUserTask) MapArgsTx(ctx context.Context, tx queuemax.Tx, args []SyncUserArgs) ([]queuemax.JobID, error) {
-	return t.EnqueueManyTx(ctx, tx, args)
+	return t.task.EnqueueManyTx(ctx, tx, args)
 }
 
 // With returns a copy of t whose enqueues apply o (priority, retries,
 // partition key, run-at) on top of the task's defaults and earlier
 // overrides. t itself is unchanged.
 func (t SyncUserTask) With(o queuemax.Opts) SyncUserTask {
-	return SyncUserTask{t.Task.With(o)}
+	return SyncUserTask{t.task.With(o)}
 }
 
 // Call runs SyncUser synchronously in this goroutine and returns its error,

@@ -1,0 +1,165 @@
+package storetest
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/queuemax/queuemax/runtime/store"
+)
+
+// testClaimedFields checks that a claimed job carries what Job reads back
+// for it, except the fields a claim leaves out (ErrorStack, Result and
+// CompletedAt, which a claim clears).
+func testClaimedFields(t *testing.T, st store.Store) {
+	ctx := t.Context()
+	key := int64(42)
+	ids, err := st.Insert(ctx, []store.InsertParams{{Task: "a", Payload: json.RawMessage(`{"x":1}`), PartitionKey: &key,
+		Priority: store.PriorityHigh, MaxAttempts: 5, RetryDelay: 7 * time.Second, Metadata: json.RawMessage(`{"m":"v"}`), Now: t0}})
+	if err != nil {
+		t.Fatalf("Insert: %v", err)
+	}
+	claimOne := func(now time.Time) *store.Job {
+		t.Helper()
+		jobs, err := st.Claim(ctx, store.ClaimParams{WorkerID: "w1", Max: 10, Now: now})
+		if err != nil || len(jobs) != 1 {
+			t.Fatalf("Claim = %d jobs, %v; want 1", len(jobs), err)
+		}
+		return jobs[0]
+	}
+	check := func(c *store.Job) {
+		t.Helper()
+		got, err := st.Job(ctx, c.ID)
+		if err != nil {
+			t.Fatalf("Job: %v", err)
+		}
+		if diff := cmp.Diff(got, c, cmpopts.IgnoreFields(store.Job{}, "ErrorStack", "Result", "CompletedAt"),
+			cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("claimed job differs from Job (-Job +claimed):\n%s", diff)
+		}
+	}
+	j := claimOne(t0.Add(time.Second))
+	if j.ID != ids[0] || j.Attempts != 1 || j.WorkerID != "w1" || j.Lease == 0 || j.Status != store.StatusProcessing {
+		t.Fatalf("claimed %+v", j)
+	}
+	check(j)
+	// A second attempt, after a retry that recorded an error and a retry
+	// time.
+	if err := st.Fail(ctx, []store.FailParams{{Lease: store.Lease{ID: j.ID, Token: j.Lease, WorkerID: "w1"},
+		Error: "boom", ErrorType: "E", Stack: "stack", RetryAt: t0.Add(time.Minute), Now: t0.Add(2 * time.Second)}})[0]; err != nil {
+		t.Fatalf("Fail: %v", err)
+	}
+	j = claimOne(t0.Add(2 * time.Minute))
+	if j.Attempts != 2 || j.LastError != "boom" || j.ErrorType != "E" || j.NextRetryAt.IsZero() {
+		t.Fatalf("second claim = %+v; want attempt 2 with the last error and retry time", j)
+	}
+	check(j)
+}
+
+// testBatchAckFences checks the per-item results of batched
+// acknowledgements: in one call, each item holds or is ErrLeaseLost on its
+// own (a stale token, another worker, an item listed twice, a job already
+// acknowledged), and the items that hold take effect while the others
+// change nothing.
+func testBatchAckFences(t *testing.T, st store.Store) {
+	ctx := t.Context()
+	const n = 12
+	params := make([]store.InsertParams, n)
+	for i := range params {
+		params[i] = store.InsertParams{Payload: json.RawMessage(`{}`), MaxAttempts: 3, Now: t0}
+	}
+	if _, err := st.Insert(ctx, params); err != nil {
+		t.Fatalf("Insert: %v", err)
+	}
+	jobs, err := st.Claim(ctx, store.ClaimParams{WorkerID: "w1", Max: n, Now: t0})
+	if err != nil || len(jobs) != n {
+		t.Fatalf("Claim = %d jobs, %v; want %d", len(jobs), err, n)
+	}
+	own := func(j *store.Job) store.Lease { return store.Lease{ID: j.ID, Token: j.Lease, WorkerID: "w1"} }
+	stale := func(j *store.Job) store.Lease { return store.Lease{ID: j.ID, Token: j.Lease + 1, WorkerID: "w1"} }
+	other := func(j *store.Job) store.Lease { return store.Lease{ID: j.ID, Token: j.Lease, WorkerID: "w2"} }
+	anyWorker := func(j *store.Job) store.Lease { return store.Lease{ID: j.ID, Token: j.Lease} }
+	lost := store.ErrLeaseLost
+
+	// Heartbeat: jobs 0–3.
+	hb := []store.Lease{own(jobs[0]), stale(jobs[1]), other(jobs[2]), anyWorker(jobs[3]), own(jobs[0])}
+	if diff := cmp.Diff([]error{nil, lost, lost, nil, nil}, st.Heartbeat(ctx, hb, t0.Add(time.Second)), cmpErrors); diff != "" {
+		t.Errorf("Heartbeat errors (-want +got):\n%s", diff)
+	}
+
+	// Complete: jobs 0–5, job 0 twice (the second is lost), job 4 with a
+	// result.
+	acks := []store.CompleteParams{
+		{Lease: own(jobs[0]), Now: t0},
+		{Lease: stale(jobs[1]), Now: t0},
+		{Lease: other(jobs[2]), Now: t0},
+		{Lease: anyWorker(jobs[3]), Now: t0},
+		{Lease: own(jobs[4]), Result: json.RawMessage(`{"r":1}`), Now: t0},
+		{Lease: own(jobs[0]), Now: t0},
+		{Lease: own(jobs[5]), Now: t0},
+	}
+	if diff := cmp.Diff([]error{nil, lost, lost, nil, nil, lost, nil}, st.Complete(ctx, acks), cmpErrors); diff != "" {
+		t.Errorf("Complete errors (-want +got):\n%s", diff)
+	}
+	for _, i := range []int{0, 3, 5} {
+		if _, err := st.Job(ctx, jobs[i].ID); !errors.Is(err, store.ErrJobNotFound) {
+			t.Errorf("completed job %d: Job error = %v, want ErrJobNotFound (deleted)", i, err)
+		}
+	}
+	if j, err := st.Job(ctx, jobs[4].ID); err != nil || j.Status != store.StatusCompleted || string(j.Result) != `{"r":1}` {
+		t.Errorf("job completed with a result = %+v, %v", j, err)
+	}
+	for _, i := range []int{1, 2} {
+		if j, err := st.Job(ctx, jobs[i].ID); err != nil || j.Status != store.StatusProcessing || j.WorkerID != "w1" {
+			t.Errorf("job %d after a lost ack = %+v, %v; want processing by w1", i, j, err)
+		}
+	}
+	// Acknowledging again what was acknowledged is lost too.
+	if diff := cmp.Diff([]error{lost, lost}, st.Complete(ctx, []store.CompleteParams{{Lease: own(jobs[0]), Now: t0},
+		{Lease: own(jobs[4]), Now: t0}}), cmpErrors); diff != "" {
+		t.Errorf("second Complete errors (-want +got):\n%s", diff)
+	}
+
+	// Fail: jobs 1, 2 and 6–11 (retry, dead, cancelled, snooze, each with
+	// a fence that holds or not).
+	fails := []store.FailParams{
+		{Lease: own(jobs[1]), Error: "e1", ErrorType: "E", RetryAt: t0.Add(time.Minute), Now: t0},
+		{Lease: stale(jobs[2]), Error: "e2", ErrorType: "E", Dead: true, Now: t0},
+		{Lease: own(jobs[6]), Error: "e6", ErrorType: "E", Dead: true, Now: t0},
+		{Lease: other(jobs[7]), Error: "e7", ErrorType: "E", Dead: true, Now: t0},
+		{Lease: own(jobs[8]), Error: "e8", ErrorType: "E", Cancelled: true, Now: t0},
+		{Lease: own(jobs[9]), Snooze: true, RetryAt: t0.Add(time.Minute), Now: t0},
+		{Lease: own(jobs[6]), Error: "again", ErrorType: "E", Dead: true, Now: t0},
+		{Lease: anyWorker(jobs[10]), Error: "e10", ErrorType: "E", RetryAt: t0, Now: t0},
+	}
+	if diff := cmp.Diff([]error{nil, lost, nil, lost, nil, nil, lost, nil}, st.Fail(ctx, fails), cmpErrors); diff != "" {
+		t.Errorf("Fail errors (-want +got):\n%s", diff)
+	}
+	want := map[int]store.Status{1: store.StatusScheduled, 2: store.StatusProcessing, 6: store.StatusFailed,
+		7: store.StatusProcessing, 8: store.StatusCancelled, 9: store.StatusScheduled, 10: store.StatusPending, 11: store.StatusProcessing}
+	for i, w := range want {
+		j, err := st.Job(ctx, jobs[i].ID)
+		if err != nil || j.Status != w {
+			t.Errorf("job %d after Fail = %+v, %v; want %s", i, j, err, w)
+		}
+	}
+	dls, err := st.DeadLetters(ctx, store.ListParams{Shard: store.AllShards})
+	if err != nil || len(dls) != 1 || dls[0].Error != "e6" {
+		t.Errorf("dead letters = %+v, %v; want one, for job 6 with error e6", dls, err)
+	}
+	ss, err := st.Stats(ctx)
+	if err != nil {
+		t.Fatalf("Stats: %v", err)
+	}
+	var processed, failed int64
+	for _, s := range ss {
+		processed += s.TotalProcessed
+		failed += s.TotalFailed
+	}
+	if processed != 4 || failed != 1 {
+		t.Errorf("counters: %d processed, %d failed; want 4 and 1", processed, failed)
+	}
+}
