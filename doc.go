@@ -73,11 +73,12 @@
 // A task annotated unique=args (or unique=key with Opts.UniqueKey, or
 // unique_for=1h; see UniqueOpts) inserts no second job while one with the
 // same key is pending, scheduled or processing: the enqueue returns the
-// stored job's ID with a nil error, and EnqueueResult or
-// EnqueueManyResults report Duplicate. The store's unique index decides,
-// so the answer holds across processes:
+// stored job's ID with a nil error, and the result variants report
+// Duplicate (a unique task's generated DelayResult and MapArgsResults,
+// Client.EnqueueResult, Client.EnqueueManyResults). The store's unique
+// index decides, so the answer holds across processes:
 //
-//	r, err := t.SyncUser.EnqueueResult(ctx, tasks.SyncUserArgs{UserID: 42})
+//	r, err := t.SyncUser.DelayResult(ctx, 42)
 //	if err == nil && r.Duplicate {
 //		// already queued as r.ID
 //	}

@@ -288,6 +288,18 @@ func options(t taskSpec) jen.Code {
 	})
 }
 
+// isUnique reports whether t's annotation makes its jobs unique.
+func isUnique(t taskSpec) bool { return t.Unique != "" || t.UniqueFor != 0 }
+
+// uniqueNote ends the stub's doc comment: a unique task's handle also
+// reports duplicates.
+func uniqueNote(t taskSpec) []string {
+	if !isUnique(t) {
+		return nil
+	}
+	return []string{"", "The task is unique: DelayResult and MapArgsResults also report", "whether a job was a duplicate of a stored one."}
+}
+
 // unique renders a task's unique options, or nil when it is not unique:
 //
 //	queuemax.UniqueOpts{ByArgs: true, ByPeriod: time.Hour,
@@ -464,7 +476,7 @@ func task(t taskSpec) []jen.Code {
 	))
 
 	// type SendEmailTask struct{ task queuemax.Task[SendEmailArgs] }
-	out = append(out, doc(
+	out = append(out, doc(append([]string{
 		fmt.Sprintf("%s enqueues %s (%s).", n.stub, t.Func, src),
 		"",
 		"Get one bound to a client from [New]. An unbound handle (the zero",
@@ -473,7 +485,7 @@ func task(t taskSpec) []jen.Code {
 		"concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,",
 		"Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it",
 		"wraps is not exposed, so these are the only ones.",
-	).Type().Id(n.stub).Struct(jen.Id("task").Add(qm("Task").Types(jen.Id(n.args)))))
+	}, uniqueNote(t)...)...).Type().Id(n.stub).Struct(jen.Id("task").Add(qm("Task").Types(jen.Id(n.args)))))
 
 	// Name, Client, Stats
 	out = append(out, doc(
@@ -595,6 +607,29 @@ func task(t taskSpec) []jen.Code {
 	).Func().Params(recv.Clone()).Id("MapArgsTx").Params(ctx, txParam(), jen.Id("args").Index().Id(n.args)).Params(jen.Index().Add(jobID.Clone()), jen.Error()).Block(
 		jen.Return(jen.Id("t").Dot("task").Dot("EnqueueManyTx").Call(jen.Id("ctx"), jen.Id("tx"), jen.Id("args"))),
 	))
+
+	// DelayResult, MapArgsResults: only for unique tasks, whose enqueue may
+	// store nothing (see queuemax.EnqueueResult).
+	//
+	//	func (t SendEmailTask) DelayResult(ctx context.Context, to string) (queuemax.EnqueueResult, error)
+	//	func (t SendEmailTask) MapArgsResults(ctx context.Context, args []SendEmailArgs) ([]queuemax.EnqueueResult, error)
+	if isUnique(t) {
+		out = append(out, doc(
+			fmt.Sprintf("DelayResult is Delay for the unique task %s, reporting whether the", t.Func),
+			"job was a duplicate: then nothing was stored and the result's ID is the",
+			"stored job's that holds its unique key (Delay returns that ID with a",
+			"nil error).",
+		).Func().Params(recv.Clone()).Id("DelayResult").Params(params()...).Params(qm("EnqueueResult"), jen.Error()).Block(
+			jen.Return(jen.Id("t").Dot("task").Dot("EnqueueResult").Call(jen.Id("ctx"), argsLit(nil))),
+		))
+		out = append(out, doc(
+			fmt.Sprintf("MapArgsResults is MapArgs for the unique task %s, reporting per job", t.Func),
+			"whether it was a duplicate; duplicates are not errors, the other jobs",
+			"are stored.",
+		).Func().Params(recv.Clone()).Id("MapArgsResults").Params(ctx, jen.Id("args").Index().Id(n.args)).Params(jen.Index().Add(qm("EnqueueResult")), jen.Error()).Block(
+			jen.Return(jen.Id("t").Dot("task").Dot("EnqueueManyResults").Call(jen.Id("ctx"), jen.Id("args"))),
+		))
+	}
 
 	// With
 	out = append(out, doc(

@@ -69,6 +69,9 @@ func digestFunc(ctx context.Context, a DigestArgs) error {
 // concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
 // Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
 // wraps is not exposed, so these are the only ones.
+//
+// The task is unique: DelayResult and MapArgsResults also report
+// whether a job was a duplicate of a stored one.
 type DigestTask struct {
 	task queuemax.Task[DigestArgs]
 }
@@ -170,6 +173,21 @@ func (t DigestTask) MapArgsTx(ctx context.Context, tx queuemax.Tx, args []Digest
 	return t.task.EnqueueManyTx(ctx, tx, args)
 }
 
+// DelayResult is Delay for the unique task Digest, reporting whether the
+// job was a duplicate: then nothing was stored and the result's ID is the
+// stored job's that holds its unique key (Delay returns that ID with a
+// nil error).
+func (t DigestTask) DelayResult(ctx context.Context, since string) (queuemax.EnqueueResult, error) {
+	return t.task.EnqueueResult(ctx, DigestArgs{Since: since})
+}
+
+// MapArgsResults is MapArgs for the unique task Digest, reporting per job
+// whether it was a duplicate; duplicates are not errors, the other jobs
+// are stored.
+func (t DigestTask) MapArgsResults(ctx context.Context, args []DigestArgs) ([]queuemax.EnqueueResult, error) {
+	return t.task.EnqueueManyResults(ctx, args)
+}
+
 // With returns a copy of t whose enqueues apply o (priority, retries,
 // partition key, run-at) on top of the task's defaults and earlier
 // overrides. t itself is unchanged.
@@ -221,6 +239,9 @@ func reportFunc(ctx context.Context, a ReportArgs) error {
 // concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
 // Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
 // wraps is not exposed, so these are the only ones.
+//
+// The task is unique: DelayResult and MapArgsResults also report
+// whether a job was a duplicate of a stored one.
 type ReportTask struct {
 	task queuemax.Task[ReportArgs]
 }
@@ -322,6 +343,21 @@ func (t ReportTask) MapArgsTx(ctx context.Context, tx queuemax.Tx, args []Report
 	return t.task.EnqueueManyTx(ctx, tx, args)
 }
 
+// DelayResult is Delay for the unique task Report, reporting whether the
+// job was a duplicate: then nothing was stored and the result's ID is the
+// stored job's that holds its unique key (Delay returns that ID with a
+// nil error).
+func (t ReportTask) DelayResult(ctx context.Context, name string) (queuemax.EnqueueResult, error) {
+	return t.task.EnqueueResult(ctx, ReportArgs{Name: name})
+}
+
+// MapArgsResults is MapArgs for the unique task Report, reporting per job
+// whether it was a duplicate; duplicates are not errors, the other jobs
+// are stored.
+func (t ReportTask) MapArgsResults(ctx context.Context, args []ReportArgs) ([]queuemax.EnqueueResult, error) {
+	return t.task.EnqueueManyResults(ctx, args)
+}
+
 // With returns a copy of t whose enqueues apply o (priority, retries,
 // partition key, run-at) on top of the task's defaults and earlier
 // overrides. t itself is unchanged.
@@ -369,6 +405,9 @@ func syncUserFunc(ctx context.Context, a SyncUserArgs) error {
 // concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
 // Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
 // wraps is not exposed, so these are the only ones.
+//
+// The task is unique: DelayResult and MapArgsResults also report
+// whether a job was a duplicate of a stored one.
 type SyncUserTask struct {
 	task queuemax.Task[SyncUserArgs]
 }
@@ -468,6 +507,21 @@ func (t SyncUserTask) MapArgs(ctx context.Context, args []SyncUserArgs) ([]queue
 // DelayTx). If any is invalid, none is written.
 func (t SyncUserTask) MapArgsTx(ctx context.Context, tx queuemax.Tx, args []SyncUserArgs) ([]queuemax.JobID, error) {
 	return t.task.EnqueueManyTx(ctx, tx, args)
+}
+
+// DelayResult is Delay for the unique task SyncUser, reporting whether the
+// job was a duplicate: then nothing was stored and the result's ID is the
+// stored job's that holds its unique key (Delay returns that ID with a
+// nil error).
+func (t SyncUserTask) DelayResult(ctx context.Context, userID int64) (queuemax.EnqueueResult, error) {
+	return t.task.EnqueueResult(ctx, SyncUserArgs{UserID: userID})
+}
+
+// MapArgsResults is MapArgs for the unique task SyncUser, reporting per job
+// whether it was a duplicate; duplicates are not errors, the other jobs
+// are stored.
+func (t SyncUserTask) MapArgsResults(ctx context.Context, args []SyncUserArgs) ([]queuemax.EnqueueResult, error) {
+	return t.task.EnqueueManyResults(ctx, args)
 }
 
 // With returns a copy of t whose enqueues apply o (priority, retries,
