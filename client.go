@@ -29,6 +29,9 @@ type Client struct {
 	defaultH *Handler // Config.DefaultHandler, for jobs without a task
 	started  time.Time
 	events   events
+	// claimAuto is set when Config.ClaimBatch was left zero: claims then
+	// grow with a deep backlog of short jobs (engine.Config.ClaimMax).
+	claimAuto bool
 
 	// wake is signalled (without blocking) after every local enqueue, so
 	// that an idle Run claims at once. Buffer 1: one pending wake-up is
@@ -81,6 +84,7 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 	}
 	// Zero Shards: the store reads the count under its creation lock.
 	infer := cfg.Shards == 0
+	claimAuto := cfg.ClaimBatch == 0
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -91,6 +95,7 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 		handlers: make(map[string]*Handler),
 		wake:     make(chan struct{}, 1),
 	}
+	c.claimAuto = claimAuto
 	for i := range cfg.Handlers {
 		h := &cfg.Handlers[i]
 		if err := checkHandler(h); err != nil {

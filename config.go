@@ -102,16 +102,20 @@ type Config struct {
 	Workers int
 	// ClaimBatch is how many jobs one claim statement may take. Zero means
 	// 4×Workers (claims are write transactions: bigger ones cost less per
-	// job). A larger value prefetches: the extra jobs wait in this
-	// process (leases renewed, returned unspent on stop) for a free worker,
-	// which raises throughput for short jobs at the cost of holding jobs
-	// other processes could run.
+	// job), growing up to 50×Workers (at most 1,000) while the backlog is
+	// deep and the workers run half a claim within 20ms, and shrinking
+	// back when they do not: prefetch bounded by time, not count. A value
+	// above Workers prefetches: the extra jobs wait in this process
+	// (leases renewed, returned unspent on stop) for a free worker, which
+	// raises throughput for short jobs at the cost of holding jobs other
+	// processes could run. A non-zero value is used as is.
 	ClaimBatch int
 	// PollInterval is how often an idle Run checks whether another process
 	// committed to a shard (a stat of each shard's WAL file, no SQL), so a
 	// foreign enqueue is picked up within about this long; after 200ms of
-	// quiet the check backs off to 4×PollInterval. Zero means 5ms. Enqueues
-	// from this process wake Run at once.
+	// quiet the check backs off to 4×PollInterval, after 2s to
+	// 10×PollInterval. Zero means 5ms. Enqueues from this process wake Run
+	// at once; on PostgreSQL, LISTEN/NOTIFY does (its listener polls).
 	PollInterval time.Duration
 	// HeartbeatInterval is how often running jobs' heartbeats are renewed,
 	// and how often Run refreshes its worker registry entry (at least

@@ -14,8 +14,12 @@ import (
 	"github.com/queuemax/queuemax/runtime/scale"
 )
 
-// Hooks are optional callbacks around each job Run executes. They run on the
-// job's goroutine; a panicking hook is recovered and logged. Hooks are the
+// Hooks are optional callbacks around each job Run executes. OnStart and
+// OnError run on the worker goroutine that runs the job; OnComplete (and
+// EventCompleted callbacks) run once the success has committed, on the
+// engine's acknowledgement goroutine, which commits the successes of many
+// jobs at once: keep them short, they delay later acknowledgements. A
+// panicking hook is recovered and logged. Hooks are the
 // simple form of a WorkMiddleware (Config.Middleware): OnStart runs before
 // the middleware chain, and OnComplete and OnError run after the outcome has
 // been recorded, which a middleware, returning before that, cannot see.
@@ -76,6 +80,14 @@ type WorkerStats struct {
 // context ending, plus the time to release unfinished jobs.
 const ShutdownGrace = 2 * time.Second
 
+// With the default ClaimBatch, claims may grow to autoClaimFactor×Workers
+// jobs (at most maxAutoClaim) while the backlog is deep and jobs are
+// short: see engine.Config.ClaimMax.
+const (
+	autoClaimFactor = 50
+	maxAutoClaim    = 1000
+)
+
 // worker is one Run: the engine, plus what the API keeps about it (its
 // worker-registry entry).
 type worker struct {
@@ -123,6 +135,9 @@ func (c *Client) newEngine() (*worker, error) {
 		},
 		Start:    w.registerFirst,
 		Services: []engine.Service{&registry{w: w}},
+	}
+	if c.claimAuto {
+		cfg.ClaimMax = min(maxAutoClaim, autoClaimFactor*c.cfg.Workers)
 	}
 	if r := c.cfg.RateLimit; r.Limit > 0 {
 		l, err := ratelimit.New(r.Limit, r.Per, 0)

@@ -17,12 +17,13 @@ func TestListTagsAndCompleted(t *testing.T) {
 	d := []string{"--data-dir", dir}
 	var vip, done queuemax.JobID
 	withClient(t, dir, 0, func(c *queuemax.Client) {
+		// One key, so one shard: the claim takes the high-priority job.
 		var err error
 		if vip, err = c.Enqueue(t.Context(), taskPrefix+"SendEmail", map[string]any{}, queuemax.Opts{
-			Tags: []string{"vip", "eu"}, Timeout: 2 * time.Second, Metadata: map[string]any{"tenant": "acme"}}); err != nil {
+			Key: queuemax.Ptr(int64(1)), Tags: []string{"vip", "eu"}, Timeout: 2 * time.Second, Metadata: map[string]any{"tenant": "acme"}}); err != nil {
 			t.Fatal(err)
 		}
-		if done, err = c.Enqueue(t.Context(), taskPrefix+"SendEmail", map[string]any{}, queuemax.Opts{Priority: queuemax.Ptr(queuemax.PriorityHigh)}); err != nil {
+		if done, err = c.Enqueue(t.Context(), taskPrefix+"SendEmail", map[string]any{}, queuemax.Opts{Key: queuemax.Ptr(int64(1)), Priority: queuemax.Ptr(queuemax.PriorityHigh)}); err != nil {
 			t.Fatal(err)
 		}
 		jobs, err := c.Claim(t.Context(), "test", 1)

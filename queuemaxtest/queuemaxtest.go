@@ -84,6 +84,8 @@ type RequireOpts struct {
 	Priority *queuemax.Priority
 	// PartitionKey, when not nil, must equal the job's partition key.
 	PartitionKey *int64
+	// Tags, when not empty, must all be among the job's tags.
+	Tags []string
 	// Match, when not nil, must return true for the job (use it for
 	// anything else stored with a job: its run-at time, its metadata).
 	Match func(*queuemax.Job) bool
@@ -171,6 +173,7 @@ func find[A any](tb testing.TB, c *queuemax.Client, fn string, opts *RequireOpts
 		if (want != nil && !reflect.DeepEqual(*want, a)) ||
 			(opts.Priority != nil && j.Priority != *opts.Priority) ||
 			(opts.PartitionKey != nil && (j.PartitionKey == nil || *j.PartitionKey != *opts.PartitionKey)) ||
+			slices.ContainsFunc(opts.Tags, func(tag string) bool { return !slices.Contains(j.Tags, tag) }) ||
 			(opts.Match != nil && !opts.Match(j)) {
 			continue
 		}
@@ -231,6 +234,9 @@ func describeOpts(o *RequireOpts) string {
 	}
 	if o.PartitionKey != nil {
 		parts = append(parts, fmt.Sprintf("partition key %d", *o.PartitionKey))
+	}
+	if len(o.Tags) > 0 {
+		parts = append(parts, fmt.Sprintf("tags %q", o.Tags))
 	}
 	if o.Match != nil {
 		parts = append(parts, "Match")

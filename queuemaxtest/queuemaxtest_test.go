@@ -186,7 +186,7 @@ func TestRequireEnqueued(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "SQLite")
 	ada := b.enqueue(t, "t.Send", emailArgs{To: "ada@example.com", Subject: "Hi"}, queuemax.Opts{})
-	b.enqueue(t, "t.Send", emailArgs{To: "bob@example.com", Subject: "Hi"}, queuemax.Opts{Priority: queuemax.Ptr(queuemax.PriorityLow)})
+	b.enqueue(t, "t.Send", emailArgs{To: "bob@example.com", Subject: "Hi"}, queuemax.Opts{Priority: queuemax.Ptr(queuemax.PriorityLow), Tags: []string{"vip", "eu"}})
 	later := b.enqueue(t, "t.Send", emailArgs{To: "cy@example.com", Subject: "Later"}, queuemax.Opts{RunAt: time.Now().Add(time.Hour)})
 
 	t.Run("ReturnsTheDecodedArgs", func(t *testing.T) {
@@ -211,6 +211,9 @@ func TestRequireEnqueued(t *testing.T) {
 				tb.Errorf("matched job %d (%s), want scheduled job %d", j.ID, j.Status, later)
 			}
 			queuemaxtest.RequireEnqueued[emailArgs](tb, b.c, &queuemaxtest.RequireOpts{Match: func(j *queuemax.Job) bool { return j.IsScheduled() }})
+			if j := queuemaxtest.RequireEnqueued[emailArgs](tb, b.c, &queuemaxtest.RequireOpts{Tags: []string{"eu"}}); j.Args.To != "bob@example.com" {
+				tb.Errorf("tag eu matched %+v, want bob's job", j.Args)
+			}
 		})
 	})
 	t.Run("FailsWhenNoneMatches", func(t *testing.T) {
@@ -218,6 +221,12 @@ func TestRequireEnqueued(t *testing.T) {
 		fails(t, func(tb testing.TB) {
 			queuemaxtest.RequireEnqueued[emailArgs](tb, b.c, &queuemaxtest.RequireOpts{Args: emailArgs{To: "dee@example.com"}})
 		}, "RequireEnqueued[queuemaxtest_test.emailArgs]", "no waiting job of t.Send matches", "dee@example.com", "ada@example.com")
+	})
+	t.Run("FailsWhenATagIsMissing", func(t *testing.T) {
+		t.Parallel()
+		fails(t, func(tb testing.TB) {
+			queuemaxtest.RequireEnqueued[emailArgs](tb, b.c, &queuemaxtest.RequireOpts{Tags: []string{"vip", "us"}})
+		}, `tags ["vip" "us"]`, "no waiting job")
 	})
 	t.Run("FailsWhenSeveralMatch", func(t *testing.T) {
 		t.Parallel()

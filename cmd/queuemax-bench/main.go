@@ -22,8 +22,9 @@
 //		Every scenario uses fresh schemas and drops them afterwards.
 //	-scenarios list
 //		Comma-separated scenarios to run, in this order (default all).
-//		SQLite: floor, burst, contention, failure, scale, depth, latency.
-//		PostgreSQL: floor, processing, enqueue, latency. The floors the
+//		SQLite: floor, burst, contention, failure, scale, depth, latency,
+//		enqueue, procs, idle. PostgreSQL: floor, processing, enqueue,
+//		latency, procs, idle. The floors the
 //		chosen scenarios compare against are always measured.
 //	-json path
 //		Write the results as JSON to path (default bench-results.json;
@@ -91,7 +92,7 @@ const (
 )
 
 // scenarioNames lists every scenario in the order they run.
-var scenarioNames = []string{"floor", "burst", "contention", "failure", "scale", "depth", "latency"}
+var scenarioNames = []string{"floor", "burst", "contention", "failure", "scale", "depth", "latency", "enqueue", "procs", "idle"}
 
 // defaultDSN is QUEUE_MAX_DSN, else the local test server.
 func defaultDSN() string {

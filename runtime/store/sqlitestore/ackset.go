@@ -77,8 +77,9 @@ func holds(rows map[int64]*fenceRow, l store.Lease) (*fenceRow, bool) {
 }
 
 // completeSet acknowledges several jobs of one shard: rows without a
-// result are deleted by one statement; rows kept with a result are
-// updated one by one (each its own result text).
+// result are deleted by one statement (or, with Keep, marked completed by
+// one statement); rows kept with a result are updated one by one (each its
+// own result text).
 func completeSet(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shardDB,
 	acks []store.CompleteParams, idxs []int, errs []error) error {
 	leases := make([]store.Lease, len(idxs))
@@ -90,6 +91,7 @@ func completeSet(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shard
 		return err
 	}
 	del := make([]int64, 0, len(idxs))
+	var keep []byte // JSON [[id, at], ...] of kept rows without a result
 	for k, i := range idxs {
 		a := acks[i]
 		r, ok := holds(rows, a.Lease)
@@ -98,9 +100,18 @@ func completeSet(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shard
 			continue
 		}
 		r.gone = true
-		if a.Result == nil {
+		switch {
+		case a.Result == nil && a.Keep:
+			if keep == nil {
+				keep = append(make([]byte, 0, 2+len(idxs)*40), '[')
+			} else {
+				keep = append(keep, ',')
+			}
+			keep = append(strconv.AppendInt(append(keep, '['), a.ID.Seq(), 10), ",\""...)
+			keep = append(append(keep, store.FormatTime(a.Now)...), "\"]"...)
+		case a.Result == nil:
 			del = append(del, a.ID.Seq())
-		} else {
+		default:
 			n, err := affected(counts.stmt(ctx, tx, sh.stmts.completeKeep).ExecContext(ctx,
 				string(a.Result), store.FormatTime(a.Now), a.ID.Seq(), a.Token, a.WorkerID, a.WorkerID))
 			if err != nil {
@@ -112,6 +123,11 @@ func completeSet(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shard
 			}
 		}
 		counts.processed++
+	}
+	if keep != nil {
+		if _, err := counts.stmt(ctx, tx, sh.stmts.keepIDs).ExecContext(ctx, string(append(keep, ']'))); err != nil {
+			return err
+		}
 	}
 	if len(del) > 0 {
 		if _, err := counts.stmt(ctx, tx, sh.stmts.deleteIDs).ExecContext(ctx,

@@ -263,12 +263,12 @@ type claimScan struct {
 func (c *claimScan) scan(r *sql.Rows, left int) (*store.Job, error) {
 	var (
 		id, prio, attempts, maxAttempts, retryDelay, snoozes int64
-		key                                                  sql.NullInt64
+		key, timeoutMS                                       sql.NullInt64
 		payload, created                                     string
-		lastErr, errType, next, task, meta                   sql.NullString
+		lastErr, errType, next, task, meta, tags             sql.NullString
 	)
 	if err := r.Scan(&id, &key, &payload, &prio, &attempts, &maxAttempts, &retryDelay,
-		&lastErr, &errType, &created, &next, &task, &meta, &snoozes); err != nil {
+		&lastErr, &errType, &created, &next, &task, &meta, &snoozes, &timeoutMS, &tags); err != nil {
 		return nil, err
 	}
 	if len(c.block) == 0 {
@@ -297,6 +297,8 @@ func (c *claimScan) scan(r *sql.Rows, left int) (*store.Job, error) {
 	j.Task = task.String
 	j.Metadata = metadataOf(meta)
 	j.Snoozes = int(snoozes)
+	j.Timeout = time.Duration(timeoutMS.Int64) * time.Millisecond
+	j.Tags = store.DecodeTags(tags.String)
 	return j, nil
 }
 

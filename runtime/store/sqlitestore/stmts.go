@@ -18,7 +18,7 @@ const jobColumns = `id, pagina_id, payload, status, priority, tentativas, max_te
 // scanClaimed reads it: what a run needs, not the whole row (the columns a
 // claim sets are known without reading them back).
 const claimColumns = `id, pagina_id, payload, priority, tentativas, max_tentativas, retry_delay,
-	last_error, error_type, created_at, next_retry_at, task, metadata, snoozes`
+	last_error, error_type, created_at, next_retry_at, task, metadata, snoozes, timeout_ms, tags`
 
 const (
 	sqlInsert = `INSERT INTO fila (pagina_id, payload, status, priority, tentativas, max_tentativas, retry_delay,
@@ -85,7 +85,13 @@ const (
 	// row ids.
 	sqlFence = `SELECT id, lease, worker_id, cancel_requested FROM fila
 		WHERE id IN (SELECT value FROM json_each(?1)) AND status = 'processing'`
-	sqlDeleteIDs    = `DELETE FROM fila WHERE id IN (SELECT value FROM json_each(?1))`
+	sqlDeleteIDs = `DELETE FROM fila WHERE id IN (SELECT value FROM json_each(?1))`
+	// sqlKeepIDs ends jobs completed without a result but kept for
+	// retention (CompleteParams.Keep); ?1 is a JSON array of [id, at].
+	sqlKeepIDs = `WITH u AS (SELECT e.value ->> 0 AS id, e.value ->> 1 AS at FROM json_each(?1) e)
+		UPDATE fila SET status = 'completed', result = NULL, completed_at = u.at, worker_id = NULL,
+		heartbeat = NULL, lease = NULL, last_error = NULL, error_type = NULL, error_stack = NULL
+		FROM u WHERE fila.id = u.id`
 	sqlHeartbeatIDs = `UPDATE fila SET heartbeat = ?2 WHERE id IN (SELECT value FROM json_each(?1))`
 	// Failures of a batch: ?1 is a JSON array with one array per job
 	// whose lease held, unpacked by the CTEs below (texts are hex, so that
@@ -138,7 +144,7 @@ type stmts struct {
 	insert, promote, claim, completeDelete, completeKeep,
 	failRetry, failDead, failCancel, insertDLQ, heartbeat, release,
 	countProcessed, countFailed,
-	fence, deleteIDs, heartbeatIDs, failRetrySet, failDLQSet, failEndSet *sql.Stmt
+	fence, deleteIDs, keepIDs, heartbeatIDs, failRetrySet, failDLQSet, failEndSet *sql.Stmt
 	// insertUnique and uniqueHolder serve unique jobs only.
 	insertUnique, uniqueHolder *sql.Stmt
 
@@ -192,7 +198,7 @@ func (s *stmts) prepare(ctx context.Context, db *sql.DB) error {
 		{&s.failRetry, sqlFailRetry}, {&s.failDead, sqlFailDead}, {&s.insertDLQ, sqlInsertDLQ},
 		{&s.heartbeat, sqlHeartbeat}, {&s.release, sqlRelease}, {&s.failCancel, sqlFailCancel},
 		{&s.countProcessed, sqlCountProcessed}, {&s.countFailed, sqlCountFailed},
-		{&s.fence, sqlFence}, {&s.deleteIDs, sqlDeleteIDs}, {&s.heartbeatIDs, sqlHeartbeatIDs},
+		{&s.fence, sqlFence}, {&s.deleteIDs, sqlDeleteIDs}, {&s.keepIDs, sqlKeepIDs}, {&s.heartbeatIDs, sqlHeartbeatIDs},
 		{&s.failRetrySet, sqlFailRetrySet}, {&s.failDLQSet, sqlFailDLQSet}, {&s.failEndSet, sqlFailEndSet},
 		{&s.insertUnique, sqlInsertUnique}, {&s.uniqueHolder, sqlUniqueHolder},
 	} {
@@ -219,7 +225,7 @@ func (s *stmts) close() error {
 	var errs []error
 	all := []*sql.Stmt{s.insert, s.promote, s.claim, s.completeDelete, s.completeKeep,
 		s.failRetry, s.failDead, s.failCancel, s.insertDLQ, s.heartbeat, s.release, s.hasReady,
-		s.countProcessed, s.countFailed, s.fence, s.deleteIDs, s.heartbeatIDs,
+		s.countProcessed, s.countFailed, s.fence, s.deleteIDs, s.keepIDs, s.heartbeatIDs,
 		s.failRetrySet, s.failDLQSet, s.failEndSet,
 		s.insertUnique, s.uniqueHolder}
 	s.mu.Lock()
