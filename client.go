@@ -172,6 +172,11 @@ func checkHandler(h *Handler) error {
 		return fmt.Errorf("%w: handler %q: negative timeout, retry delay or inline retries", ErrInvalidConfig, h.Name)
 	case o.RateLimit.Limit < 0 || (o.RateLimit.Limit > 0 && o.RateLimit.Per <= 0):
 		return fmt.Errorf("%w: handler %q: rate limit needs Limit ≥ 0 and a positive Per", ErrInvalidConfig, h.Name)
+	case !o.Unique.IsZero() && h.Periodic != nil:
+		return fmt.Errorf("%w: periodic task %q cannot be unique (each slot fires once already)", ErrInvalidConfig, h.Name)
+	}
+	if err := o.Unique.check(); err != nil {
+		return fmt.Errorf("handler %q: %w", h.Name, err)
 	}
 	if err := checkTags(o.Tags); err != nil {
 		return fmt.Errorf("%w: handler %q: %w", ErrInvalidConfig, h.Name, err)
@@ -238,17 +243,23 @@ func (c *Client) Enqueue(ctx context.Context, task string, payload any, o Opts) 
 }
 
 func (c *Client) enqueueOne(ctx context.Context, task string, def *TaskOptions, payload any, o Opts) (JobID, error) {
+	r, err := c.enqueueResult(ctx, task, def, payload, o)
+	return r.ID, err
+}
+
+// enqueueResult stores one job and says whether it was a duplicate.
+func (c *Client) enqueueResult(ctx context.Context, task string, def *TaskOptions, payload any, o Opts) (EnqueueResult, error) {
 	p, err := c.prepare(EnqueueParams{Task: task, Payload: payload, Opts: o, defaults: def})
 	if err != nil {
-		return 0, err
+		return EnqueueResult{}, err
 	}
 	ps := []store.InsertParams{p}
 	ids, err := c.insertVia(ctx, ps, c.st.Insert)
 	if err != nil {
-		return 0, err
+		return EnqueueResult{}, err
 	}
 	c.afterInsert(ctx, ps, ids)
-	return ids[0], nil
+	return EnqueueResult{ID: ids[0], Duplicate: isDuplicate(&ps[0])}, nil
 }
 
 // prepare validates one job and resolves its defaults and shard.
@@ -337,9 +348,15 @@ func (c *Client) prepare(e EnqueueParams) (store.InsertParams, error) {
 	if p.Queue, err = c.queueFor(def, e.Opts); err != nil {
 		return store.InsertParams{}, err
 	}
-	if e.Opts.Key != nil {
+	if p.Unique, err = resolveUnique(def, e.Opts, &p); err != nil {
+		return store.InsertParams{}, err
+	}
+	switch {
+	case e.Opts.Key != nil:
 		p.Shard = shard.ForKey(*e.Opts.Key, c.cfg.Shards)
-	} else {
+	case p.Unique != nil:
+		p.Shard = uniqueShard(p.Unique.Key, c.cfg.Shards)
+	default:
 		p.Shard = rand.IntN(c.cfg.Shards)
 	}
 	return p, nil
@@ -350,6 +367,9 @@ func (c *Client) afterInsert(ctx context.Context, ps []store.InsertParams, ids [
 	// precedes its completion.
 	if c.hasSubscribers(EventEnqueued) {
 		for i, id := range ids {
+			if isDuplicate(&ps[i]) {
+				continue // nothing was enqueued
+			}
 			c.emit(ctx, Event{Kind: EventEnqueued, JobID: id, Shard: id.Shard(), Task: ps[i].Task})
 		}
 	}

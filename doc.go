@@ -68,6 +68,21 @@
 // Permanent(err) and 4xx statuses skip the retries, RetryAfter(d, err)
 // sets the delay.
 //
+// # Unique jobs
+//
+// A task annotated unique=args (or unique=key with Opts.UniqueKey, or
+// unique_for=1h; see UniqueOpts) inserts no second job while one with the
+// same key is pending, scheduled or processing: the enqueue returns the
+// stored job's ID with a nil error, and the result variants report
+// Duplicate (a unique task's generated DelayResult and MapArgsResults,
+// Client.EnqueueResult, Client.EnqueueManyResults). The store's unique
+// index decides, so the answer holds across processes:
+//
+//	r, err := t.SyncUser.DelayResult(ctx, 42)
+//	if err == nil && r.Duplicate {
+//		// already queued as r.ID
+//	}
+//
 // # Periodic tasks
 //
 // A //queuemax:periodic function (or a Handler with Periodic set) runs on a

@@ -114,8 +114,11 @@ type AdminOptions struct {
 //	POST /recover                            recover orphans: {"requeued": n, "dead_lettered": n}
 //	POST /enqueue  {"task": "...", "payload": {...}, "opts": {"priority": 2,
 //	               "max_retries": 0, "key": 7, "run_at": "RFC 3339", "delay": "10s",
-//	               "timeout": "30s", "tags": ["a"], "metadata": {...}, "queue": "emails"}}
-//	                                         201 {"job_id": id, "shard": n}
+//	               "timeout": "30s", "tags": ["a"], "metadata": {...}, "queue": "emails",
+//	               "unique_key": "..."}}
+//	                                         201 {"job_id": id, "shard": n}; 200 {"job_id": id,
+//	                                         "shard": n, "duplicate": true} when the job is unique
+//	                                         and the stored job id holds its key (nothing stored)
 //
 // POST requests need the bearer token (401 without a valid one, 403 when
 // none is configured); the token is compared in constant time. Against
@@ -305,7 +308,8 @@ func (a *admin) fail(w http.ResponseWriter, r *http.Request, err error) {
 		status, msg = http.StatusConflict, err.Error()
 	case errors.Is(err, ErrInvalidPayload), errors.Is(err, ErrInvalidPriority), errors.Is(err, ErrInvalidRetries),
 		errors.Is(err, ErrInvalidShard), errors.Is(err, ErrUnknownTask), errors.Is(err, ErrInvalidTag), errors.Is(err, ErrInvalidTimeout),
-		errors.Is(err, ErrInvalidQueue), errors.Is(err, ErrUnknownQueue):
+		errors.Is(err, ErrInvalidQueue), errors.Is(err, ErrUnknownQueue),
+		errors.Is(err, ErrInvalidUnique):
 		status, msg = http.StatusBadRequest, err.Error()
 	case errors.Is(err, ErrReadOnly):
 		status, msg = http.StatusForbidden, err.Error()
@@ -465,6 +469,8 @@ type adminJob struct {
 	TimeoutMS int64    `json:"timeout_ms,omitempty"`
 	Tags      []string `json:"tags,omitempty"`
 	Queue     string   `json:"queue"`
+	// UniqueKey is a unique job's key (see UniqueOpts).
+	UniqueKey string `json:"unique_key,omitempty"`
 }
 
 func timePtr(t time.Time) *time.Time {
@@ -479,7 +485,8 @@ func toAdminJob(j *Job) adminJob {
 		Key: j.PartitionKey, Attempts: j.Attempts, MaxAttempts: j.MaxAttempts, LastError: j.LastError, ErrorType: j.ErrorType,
 		WorkerID: j.WorkerID, Result: j.Result, CreatedAt: timePtr(j.CreatedAt), StartedAt: timePtr(j.StartedAt),
 		CompletedAt: timePtr(j.CompletedAt), NextRunAt: timePtr(j.NextRetryAt), Heartbeat: timePtr(j.Heartbeat),
-		CancelRequested: j.CancelRequested, Snoozes: j.Snoozes, TimeoutMS: j.Timeout.Milliseconds(), Tags: j.Tags, Queue: j.Queue}
+		CancelRequested: j.CancelRequested, Snoozes: j.Snoozes, TimeoutMS: j.Timeout.Milliseconds(), Tags: j.Tags, Queue: j.Queue,
+		UniqueKey: j.UniqueKey}
 }
 
 type adminDeadLetter struct {
@@ -765,6 +772,7 @@ type enqueueRequest struct {
 		Tags       []string       `json:"tags"`
 		Metadata   map[string]any `json:"metadata"`
 		Queue      string         `json:"queue"`
+		UniqueKey  string         `json:"unique_key"`
 	} `json:"opts"`
 }
 
@@ -789,7 +797,8 @@ func (a *admin) enqueue(w http.ResponseWriter, r *http.Request, _ []string) erro
 	}
 	payload = compact.Bytes()
 	o := Opts{Priority: req.Opts.Priority, MaxRetries: req.Opts.MaxRetries, Key: req.Opts.Key, RunAt: req.Opts.RunAt,
-		Tags: req.Opts.Tags, Metadata: req.Opts.Metadata, Queue: req.Opts.Queue}
+		Tags: req.Opts.Tags, Metadata: req.Opts.Metadata, Queue: req.Opts.Queue,
+		UniqueKey: req.Opts.UniqueKey}
 	if req.Opts.Timeout != "" {
 		d, err := time.ParseDuration(req.Opts.Timeout)
 		if err != nil || d < 0 {
@@ -813,9 +822,13 @@ func (a *admin) enqueue(w http.ResponseWriter, r *http.Request, _ []string) erro
 		}
 		o.RunAt = a.c.now().Add(d)
 	}
-	id, err := a.c.Enqueue(r.Context(), req.Task, payload, o)
+	res, err := a.c.EnqueueResult(r.Context(), req.Task, payload, o)
 	if err != nil {
 		return err
+	}
+	id := res.ID
+	if res.Duplicate {
+		return reply(w, http.StatusOK, map[string]any{"job_id": id, "shard": id.Shard(), "duplicate": true})
 	}
 	return reply(w, http.StatusCreated, map[string]any{"job_id": id, "shard": id.Shard()})
 }

@@ -24,6 +24,8 @@ type FileRecord struct {
 	Key        *int64          `json:"key,omitempty"`
 	PaginaID   *int64          `json:"pagina_id,omitempty"`
 	RunAt      *time.Time      `json:"run_at,omitempty"`
+	// UniqueKey makes the job unique by it (Opts.UniqueKey).
+	UniqueKey string `json:"unique_key,omitempty"`
 }
 
 // EnqueueFile enqueues every record of a JSON Lines file (one FileRecord
@@ -32,7 +34,8 @@ type FileRecord struct {
 // validated before anything is stored (task names and payload shapes as
 // Enqueue checks them), the first bad record is reported as a *LineError
 // naming its line, and the records are stored as one batch (no job of the
-// file runs unless all are stored). It returns how many jobs it stored.
+// file runs unless all are stored). It returns how many jobs it stored: a
+// unique job whose key a stored job holds is not stored, nor counted.
 // Progress, when not nil, is called after parsing with (done, total) as the
 // records are validated.
 func (c *Client) EnqueueFile(ctx context.Context, path string, progress func(done, total int)) (int, error) {
@@ -50,7 +53,8 @@ func (c *Client) EnqueueFile(ctx context.Context, path string, progress func(don
 	}
 	params := make([]store.InsertParams, len(recs))
 	for i, r := range recs {
-		p := EnqueueParams{Task: r.Task, Payload: r.Payload, Opts: Opts{Priority: r.Priority, MaxRetries: r.MaxRetries, Key: r.Key}}
+		p := EnqueueParams{Task: r.Task, Payload: r.Payload, Opts: Opts{Priority: r.Priority, MaxRetries: r.MaxRetries, Key: r.Key,
+			UniqueKey: r.UniqueKey}}
 		if p.Opts.Key == nil {
 			p.Opts.Key = r.PaginaID
 		}
@@ -70,7 +74,13 @@ func (c *Client) EnqueueFile(ctx context.Context, path string, progress func(don
 		}
 	}
 	ids, err := c.insertPrepared(ctx, params)
-	return len(ids), err
+	stored := 0
+	for i := range ids {
+		if !isDuplicate(&params[i]) {
+			stored++
+		}
+	}
+	return stored, err
 }
 
 // parseRecords decodes JSON Lines or a JSON array, strictly (unknown keys

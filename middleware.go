@@ -170,6 +170,10 @@ func (c *Client) applyInsertJob(p *store.InsertParams, j *InsertJob) error {
 	if j.MaxAttempts < 1 {
 		return fmt.Errorf("%w: max attempts %d (want at least 1)", ErrInvalidRetries, j.MaxAttempts)
 	}
+	if p.Unique != nil && !sameKey(j.Key, p.PartitionKey) {
+		// The unique key (and so the shard) includes the partition key.
+		return fmt.Errorf("%w: enqueue middleware changed the partition key of a unique job", ErrInvalidUnique)
+	}
 	switch {
 	case j.Key != nil && (p.PartitionKey == nil || *p.PartitionKey != *j.Key):
 		p.Shard = shard.ForKey(*j.Key, c.cfg.Shards)
@@ -180,6 +184,10 @@ func (c *Client) applyInsertJob(p *store.InsertParams, j *InsertJob) error {
 		j.Task, j.Payload, j.Priority, j.MaxAttempts, j.RunAt, j.Key, j.Metadata
 	return nil
 }
+
+// sameKey reports whether two partition keys are equal (both nil, or the
+// same value).
+func sameKey(a, b *int64) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
 
 // checkMetadata checks that raw is a JSON object of at most
 // MaxPayloadBytes.

@@ -38,6 +38,13 @@ type Opts struct {
 	// Client.Pause). Empty keeps the task's (TaskOptions.Queue), or the
 	// default queue.
 	Queue string
+	// Unique replaces the task's unique options (TaskOptions.Unique) for
+	// this job; &UniqueOpts{} makes it not unique. Nil keeps the task's.
+	Unique *UniqueOpts
+	// UniqueKey is the caller's key of a job unique by key: it makes the
+	// job unique by UniqueKey (instead of by its arguments), with the
+	// period and statuses of Unique or the task's. Empty means none.
+	UniqueKey string
 	// Timeout bounds each execution of this job instead of the task's
 	// TaskOptions.Timeout; it is stored with the job, so whichever process
 	// runs it applies it. Zero keeps the task's; negative is an error.
@@ -101,6 +108,12 @@ func (o Opts) merge(p Opts) Opts {
 	if p.Queue != "" {
 		o.Queue = p.Queue
 	}
+	if p.Unique != nil {
+		o.Unique = p.Unique
+	}
+	if p.UniqueKey != "" {
+		o.UniqueKey = p.UniqueKey
+	}
 	if p.Timeout != 0 {
 		o.Timeout = p.Timeout
 	}
@@ -152,6 +165,10 @@ type TaskOptions struct {
 	// Queue is the named queue of the task's jobs unless Opts overrides
 	// it (annotation queue=emails). Empty means the default queue.
 	Queue string
+	// Unique makes the task's jobs unique (annotations unique=,
+	// unique_for=, unique_states=); the zero value means not unique.
+	// Opts.Unique and Opts.UniqueKey override it per job.
+	Unique UniqueOpts
 	// Tags are the default tags of the task's jobs (annotation
 	// tags=a,b); Opts.Tags replaces them for one enqueue.
 	Tags []string

@@ -274,3 +274,46 @@ func TestClient_EnqueueTxPostgresOptions(t *testing.T) {
 		t.Error("EnqueueTx(string) = nil error, want one naming the type")
 	}
 }
+
+// TestEnqueueTx_Unique: a unique job enqueued in the application's
+// transaction is decided by the same index, for every transaction type: a
+// duplicate of a committed job gets its ID, two in one transaction store
+// one, and a rolled-back job frees its key.
+func TestEnqueueTx_Unique(t *testing.T) {
+	t.Parallel()
+	p := setupPGTx(t)
+	h := queuemax.Define("t.Signup", queuemax.TaskOptions{Unique: queuemax.UniqueOpts{ByArgs: true}},
+		func(context.Context, signupArgs) error { return nil })
+	c := p.open(t, h)
+	task := queuemax.NewTask[signupArgs](c, h.Name, h.Options)
+	for i, k := range txKinds(p) {
+		t.Run(k.name, func(t *testing.T) {
+			args := signupArgs{Email: fmt.Sprintf("u%d@example.com", i)}
+			tx, _, commit, rollback := k.begin(t)
+			a, err := task.EnqueueTx(t.Context(), tx, args)
+			if err != nil {
+				t.Fatalf("EnqueueTx: %v", err)
+			}
+			b, err := task.EnqueueTx(t.Context(), tx, args)
+			if err != nil || b != a {
+				t.Fatalf("second EnqueueTx in the transaction = %d, %v; want %d", b, err, a)
+			}
+			if err := rollback(); err != nil {
+				t.Fatal(err)
+			}
+			r, err := task.EnqueueResult(t.Context(), args)
+			if err != nil || r.Duplicate {
+				t.Fatalf("enqueue after rollback = %+v, %v; want a new job", r, err)
+			}
+			tx, _, commit, rollback = k.begin(t)
+			defer rollback()
+			ids, err := task.EnqueueManyTx(t.Context(), tx, []signupArgs{args, {Email: "other" + args.Email}})
+			if err != nil || ids[0] != r.ID {
+				t.Fatalf("EnqueueManyTx = %v, %v; want [0] = the committed %d", ids, err, r.ID)
+			}
+			if err := commit(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}

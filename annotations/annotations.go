@@ -32,6 +32,17 @@
 //	                       bytes without spaces or control characters, at most 20, no
 //	                       duplicates (Opts.Tags replaces them for one enqueue)
 //
+// Unique jobs (//queuemax:task only; a duplicate enqueue returns the stored
+// job's ID instead of inserting):
+//
+//	unique=args|key        the key: the task plus its arguments, or plus the
+//	                       caller's Opts.UniqueKey
+//	unique_for=DURATION    plus the period window (≥ 1s) holding the run time;
+//	                       alone, one job per task per window
+//	unique_states=LIST     statuses during which a job holds its key; must
+//	                       include pending,scheduled,processing (the default)
+//	                       and may add completed, failed, cancelled
+//
 // Keys of //queuemax:periodic only, exactly one of:
 //
 //	every=DURATION         fixed interval, at least 1s
@@ -105,6 +116,13 @@ type Directive struct {
 	CircuitOff bool
 	// Queue is the task's named queue; empty means the default queue.
 	Queue string
+	// Unique is unique=: "args" or "key"; empty means unset.
+	Unique string
+	// UniqueFor is unique_for=, the period window; zero means unset.
+	UniqueFor time.Duration
+	// UniqueStates is unique_states=, the counted statuses in source
+	// order; nil means unset (pending, scheduled, processing).
+	UniqueStates []string
 	// Tags are the task's default job tags, in source order.
 	Tags []string
 	// Every is the interval of a periodic task.
@@ -199,7 +217,19 @@ func IsDirective(line string) bool { return strings.HasPrefix(line, Prefix) }
 // MaxRetries is the largest retries=N accepted, as queuemax.MaxRetriesLimit.
 const MaxRetries = 1000
 
-var taskKeys = []string{"name", "priority", "retries", "timeout", "retry_delay", "rate_limit", "retry_on", "inline_retries", "circuit", "queue", "tags"}
+var taskKeys = []string{"name", "priority", "retries", "timeout", "retry_delay", "rate_limit", "retry_on", "inline_retries", "circuit", "queue", "tags",
+	"unique", "unique_for", "unique_states"}
+
+// uniqueKeys are the task keys a periodic task rejects: each of its slots
+// fires once already.
+var uniqueKeys = []string{"unique", "unique_for", "unique_states"}
+
+// jobStatuses are the status names unique_states accepts, and
+// requiredStates those it must list.
+var (
+	jobStatuses    = []string{"pending", "scheduled", "processing", "completed", "failed", "cancelled"}
+	requiredStates = []string{"pending", "scheduled", "processing"}
+)
 
 // Tag limits, as queuemax.MaxTags and queuemax.MaxTagLength.
 const (
@@ -379,6 +409,10 @@ func (p *parser) pair(key, val string, keyOff, valOff int) {
 		p.errorf(keyOff, "duplicate key %q", key)
 		return
 	}
+	if p.d.Kind == KindPeriodic && contains(uniqueKeys, key) {
+		p.errorf(keyOff, "key %q is only valid in queuemax:task (a periodic slot fires once already)", key)
+		return
+	}
 	p.seen[key] = keyOff
 	bad := func(format string, args ...any) {
 		p.errorf(valOff, "bad %s %q: %s", key, val, fmt.Sprintf(format, args...))
@@ -475,6 +509,25 @@ func (p *parser) pair(key, val string, keyOff, valOff int) {
 		p.d.RateLimit = r
 	case "retry_on":
 		p.retryOn(val, valOff)
+	case "unique":
+		if val != "args" && val != "key" {
+			bad("want args (the arguments) or key (Opts.UniqueKey)")
+			return
+		}
+		p.d.Unique = val
+	case "unique_for":
+		d, err := time.ParseDuration(val)
+		switch {
+		case err != nil:
+			bad("want a duration such as 1h or 24h")
+			return
+		case d < time.Second:
+			bad("want at least 1s")
+			return
+		}
+		p.d.UniqueFor = d
+	case "unique_states":
+		p.uniqueStates(val, valOff)
 	case "tags":
 		p.tags(val, valOff)
 	}
@@ -513,6 +566,43 @@ func (p *parser) tags(val string, valOff int) {
 	if ok {
 		p.d.Tags = out
 	}
+}
+
+// uniqueStates parses unique_states=LIST.
+func (p *parser) uniqueStates(val string, valOff int) {
+	var states []string
+	ok := true
+	for entry := range strings.SplitSeq(val, ",") {
+		e := strings.TrimSpace(entry)
+		switch {
+		case !contains(jobStatuses, e):
+			msg := fmt.Sprintf("bad unique_states %q: unknown status %q (want %s)", val, e, strings.Join(jobStatuses, ", "))
+			if s := suggest.Closest(e, jobStatuses); s != "" && e != "" {
+				msg = fmt.Sprintf("bad unique_states %q: unknown status %q (did you mean %q?)", val, e, s)
+			}
+			p.errorf(valOff, "%s", msg)
+			ok = false
+		case contains(states, e):
+			p.errorf(valOff, "bad unique_states %q: duplicate status %q", val, e)
+			ok = false
+		default:
+			states = append(states, e)
+		}
+	}
+	if !ok {
+		return
+	}
+	var missing []string
+	for _, r := range requiredStates {
+		if !contains(states, r) {
+			missing = append(missing, r)
+		}
+	}
+	if len(missing) > 0 {
+		p.errorf(valOff, "bad unique_states %q: must include pending, scheduled and processing (missing %s)", val, strings.Join(missing, ", "))
+		return
+	}
+	p.d.UniqueStates = states
 }
 
 // checkCron validates a cron spec with cron.ParseStandard, turning its
@@ -643,6 +733,13 @@ func (p *parser) finish() {
 			p.errorf(off, "inline_retries needs retry_on")
 		}
 	}
+	if off, ok := p.seen["unique_states"]; ok {
+		_, byKey := p.seen["unique"]
+		_, byFor := p.seen["unique_for"]
+		if !byKey && !byFor && p.d.Kind == KindTask {
+			p.errorf(off, "unique_states needs unique= or unique_for=")
+		}
+	}
 	if p.d.Kind != KindPeriodic {
 		return
 	}
@@ -701,6 +798,15 @@ func (d *Directive) String() string {
 	}
 	if d.CircuitOff {
 		b.WriteString(" circuit=off")
+	}
+	if d.Unique != "" {
+		b.WriteString(" unique=" + d.Unique)
+	}
+	if d.UniqueFor != 0 {
+		b.WriteString(" unique_for=" + d.UniqueFor.String())
+	}
+	if len(d.UniqueStates) > 0 {
+		b.WriteString(" unique_states=" + strings.Join(d.UniqueStates, ","))
 	}
 	if len(d.Tags) > 0 {
 		b.WriteString(" tags=" + quoteIfNeeded(strings.Join(d.Tags, ",")))

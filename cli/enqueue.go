@@ -29,10 +29,16 @@ wrong type is refused naming the field. A binary without a registry
 workers) in the same way; with no live worker it stores the name as given
 (stats then warns while no worker runs it), and --any-task skips the check.
 
+--unique-key makes the job unique by that key (see the README's "Unique
+jobs"): while a job of the task with the same key waits or runs, nothing is
+stored and enqueue prints "not enqueued: duplicate of" that job (--json:
+"duplicate": true). A task unique by its arguments (unique=args) is
+deduplicated the same way without the flag.
+
 With --file, every record of the file is enqueued, all or nothing: one
 JSON object per line (blank lines skipped) or one JSON array, each record
 {"task": ..., "payload": {...}, "priority": 0-2, "max_retries": N,
-"key": N, "run_at": "RFC 3339"}. Task names and payloads are checked as for
+"key": N, "run_at": "RFC 3339", "unique_key": "K"}. Task names and payloads are checked as for
 a single job. The first bad record is named by its line and nothing is
 stored. A progress bar is drawn on a terminal.
 
@@ -46,6 +52,9 @@ type enqueued struct {
 	Shard int            `json:"shard"`
 	Task  string         `json:"task"`
 	RunAt *time.Time     `json:"run_at,omitempty"`
+	// Duplicate: the job is unique and a stored job (ID) holds its key;
+	// nothing was stored.
+	Duplicate bool `json:"duplicate,omitempty"`
 }
 
 func runEnqueue(r *runner, ctx context.Context, cmd *command, args []string) (err error) {
@@ -59,6 +68,7 @@ func runEnqueue(r *runner, ctx context.Context, cmd *command, args []string) (er
 	var at timeFlag
 	fs.Var(&at, "at", "run at `TIME`, in RFC 3339 (2026-12-01T09:00:00Z)")
 	in := fs.Duration("in", 0, "run after `DURATION` (90s, 2h)")
+	uniqueKey := fs.String("unique-key", "", "make the job unique by `KEY`: if a waiting or running job of the task holds it, print that job and store nothing")
 	var retries optInt
 	fs.Var(&retries, "max-retries", "retry a failed job `N` times (default: the task's, or QUEUE_MAX_RETRIES)")
 	file := fs.String("file", "", "enqueue every record of `FILE` (JSON Lines or a JSON array)")
@@ -76,7 +86,7 @@ func runEnqueue(r *runner, ctx context.Context, cmd *command, args []string) (er
 		mode = create
 	}
 	if *file != "" {
-		for _, name := range []string{"task", "payload", "priority", "key", "at", "in", "max-retries", "queue"} {
+		for _, name := range []string{"task", "payload", "priority", "key", "at", "in", "max-retries", "queue", "unique-key"} {
 			if set[name] {
 				return usagef("--%s cannot be combined with --file (each record sets its own)", name)
 			}
@@ -115,6 +125,10 @@ func runEnqueue(r *runner, ctx context.Context, cmd *command, args []string) (er
 		}
 		o.Queue = *queue
 	}
+	if set["unique-key"] && *uniqueKey == "" {
+		return usagef("--unique-key: want a non-empty key")
+	}
+	o.UniqueKey = *uniqueKey
 	if retries.set {
 		if retries.v < 0 {
 			return usagef("--max-retries %d: want 0 or more", retries.v)
@@ -142,17 +156,23 @@ func runEnqueue(r *runner, ctx context.Context, cmd *command, args []string) (er
 			return err
 		}
 	}
-	id, err := c.Enqueue(ctx, name, json.RawMessage(*payload), o)
+	res, err := c.EnqueueResult(ctx, name, json.RawMessage(*payload), o)
 	if err != nil {
 		return err
 	}
-	out := enqueued{ID: id, Shard: id.Shard(), Task: name, RunAt: timePtr(o.RunAt)}
+	id := res.ID
+	out := enqueued{ID: id, Shard: id.Shard(), Task: name, RunAt: timePtr(o.RunAt), Duplicate: res.Duplicate}
 	if *jsonOut {
 		return writeJSON(r.stdout, out)
 	}
 	what := "job"
 	if name != "" {
 		what = shortTask(name) + " job"
+	}
+	if res.Duplicate {
+		// A unique job whose key a stored job holds: nothing was stored.
+		fmt.Fprintf(r.stdout, "not enqueued: duplicate of %s %d on shard %d\n", what, id, id.Shard())
+		return nil
 	}
 	fmt.Fprintf(r.stdout, "enqueued %s %d on shard %d", what, id, id.Shard())
 	if !o.RunAt.IsZero() {

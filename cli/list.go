@@ -24,6 +24,8 @@ Completed jobs are kept for the queue's completed-job retention
 (QUEUE_MAX_COMPLETED_RETENTION, default 1h; 0 keeps only those with a
 result), so --status completed shows what succeeded and when. --tag lists
 only jobs with that tag.
+When a listed job is unique, a UNIQUE column shows the first digits of its
+key (--json prints "unique_key" whole).
 
 --task takes the full task name or, for a binary with a task registry, a
 short one (SendEmail or tasks.SendEmail). The data directory is opened
@@ -123,9 +125,15 @@ func runList(r *runner, ctx context.Context, cmd *command, args []string) (err e
 	}
 	now := time.Now()
 	tagged := slices.ContainsFunc(jobs, func(j *queuemax.Job) bool { return len(j.Tags) > 0 })
+	// The UNIQUE column (a unique job's key, shortened) appears only when
+	// a listed job has one.
+	unique := slices.ContainsFunc(jobs, func(j *queuemax.Job) bool { return j.UniqueKey != "" })
 	cols := []string{"ID", "SHARD", "TASK", "STATUS", "PRIORITY", "TRIES", "CREATED", "DETAIL", "PAYLOAD"}
 	if tagged {
 		cols = slices.Insert(cols, 8, "TAGS")
+	}
+	if unique {
+		cols = slices.Insert(cols, len(cols)-1, "UNIQUE")
 	}
 	t := newTable(r.stdout, cols...)
 	for _, j := range jobs {
@@ -138,6 +146,9 @@ func runList(r *runner, ctx context.Context, cmd *command, args []string) (err e
 			}
 			row = slices.Insert(row, 8, clip(tags, 40))
 		}
+		if unique {
+			row = slices.Insert(row, len(row)-1, uniqueCol(j.UniqueKey))
+		}
 		t.row(row...)
 	}
 	if err := t.flush(); err != nil {
@@ -147,6 +158,18 @@ func runList(r *runner, ctx context.Context, cmd *command, args []string) (err e
 		fmt.Fprintf(r.stdout, "(first %d shown; use --limit for more)\n", p.Limit)
 	}
 	return nil
+}
+
+// uniqueCol is the UNIQUE column: the key's first 12 digits (list --json
+// prints it whole), or "-".
+func uniqueCol(key string) string {
+	switch {
+	case key == "":
+		return "-"
+	case len(key) > 12:
+		return key[:12]
+	}
+	return key
 }
 
 // tries is the TRIES column: attempts of max attempts, and the snoozes

@@ -235,6 +235,8 @@ type jobOut struct {
 	Tags      []string        `json:"tags,omitempty"`
 	Metadata  json.RawMessage `json:"metadata,omitempty"`
 	Queue     string          `json:"queue"`
+	// UniqueKey is a unique job's key (see queuemax.UniqueOpts).
+	UniqueKey string `json:"unique_key,omitempty"`
 }
 
 func toJobOut(j *queuemax.Job) jobOut {
@@ -246,6 +248,7 @@ func toJobOut(j *queuemax.Job) jobOut {
 		StartedAt: timePtr(j.StartedAt), Heartbeat: timePtr(j.Heartbeat), CompletedAt: timePtr(j.CompletedAt),
 		RetryDelayMS: j.RetryDelay.Milliseconds(), CancelRequested: j.CancelRequested,
 		Snoozes: j.Snoozes, TimeoutMS: j.Timeout.Milliseconds(), Tags: j.Tags, Metadata: j.Metadata, Queue: j.Queue,
+		UniqueKey: j.UniqueKey,
 	}
 }
 

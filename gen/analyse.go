@@ -62,7 +62,12 @@ type taskSpec struct {
 	InlineRetries int
 	CircuitOff    bool
 	Queue         string
-	Tags          []string
+	// Unique is "args", "key" or ""; UniqueFor and UniqueStates as in the
+	// annotation (UniqueStates nil for the default).
+	Unique       string
+	UniqueFor    time.Duration
+	UniqueStates []string
+	Tags         []string
 
 	// Periodic is set for //queuemax:periodic, with Every or Cron.
 	Periodic bool
@@ -377,6 +382,9 @@ func (a *analyser) task(d *funcDirective) (taskSpec, bool) {
 		InlineRetries: dir.InlineRetries,
 		CircuitOff:    dir.CircuitOff,
 		Queue:         dir.Queue,
+		Unique:        dir.Unique,
+		UniqueFor:     dir.UniqueFor,
+		UniqueStates:  dir.UniqueStates,
 		Tags:          dir.Tags,
 		Periodic:      dir.Kind == annotations.KindPeriodic,
 		Every:         dir.Every,

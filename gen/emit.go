@@ -275,6 +275,9 @@ func options(t taskSpec) jen.Code {
 		if t.Queue != "" {
 			g.Line().Id("Queue").Op(":").Lit(t.Queue)
 		}
+		if u := unique(t); u != nil {
+			g.Line().Id("Unique").Op(":").Add(u)
+		}
 		if len(t.Tags) > 0 {
 			tags := make([]jen.Code, len(t.Tags))
 			for i, s := range t.Tags {
@@ -286,6 +289,46 @@ func options(t taskSpec) jen.Code {
 			g.Line()
 		}
 	})
+}
+
+// isUnique reports whether t's annotation makes its jobs unique.
+func isUnique(t taskSpec) bool { return t.Unique != "" || t.UniqueFor != 0 }
+
+// uniqueNote ends the stub's doc comment: a unique task's handle also
+// reports duplicates.
+func uniqueNote(t taskSpec) []string {
+	if !isUnique(t) {
+		return nil
+	}
+	return []string{"", "The task is unique: DelayResult and MapArgsResults also report", "whether a job was a duplicate of a stored one."}
+}
+
+// unique renders a task's unique options, or nil when it is not unique:
+//
+//	queuemax.UniqueOpts{ByArgs: true, ByPeriod: time.Hour,
+//		ByState: []queuemax.Status{queuemax.StatusPending, queuemax.StatusScheduled, queuemax.StatusProcessing, queuemax.StatusCompleted}}
+func unique(t taskSpec) jen.Code {
+	if t.Unique == "" && t.UniqueFor == 0 && t.UniqueStates == nil {
+		return nil
+	}
+	d := jen.Dict{}
+	switch t.Unique {
+	case "args":
+		d[jen.Id("ByArgs")] = jen.True()
+	case "key":
+		d[jen.Id("ByKey")] = jen.True()
+	}
+	if t.UniqueFor != 0 {
+		d[jen.Id("ByPeriod")] = duration(t.UniqueFor)
+	}
+	if t.UniqueStates != nil {
+		states := make([]jen.Code, len(t.UniqueStates))
+		for i, s := range t.UniqueStates {
+			states[i] = qm("Status" + strings.ToUpper(s[:1]) + s[1:])
+		}
+		d[jen.Id("ByState")] = jen.Index().Add(qm("Status")).Values(states...)
+	}
+	return qm("UniqueOpts").Values(d)
 }
 
 // typ renders a typeRef.
@@ -436,7 +479,7 @@ func task(t taskSpec) []jen.Code {
 	))
 
 	// type SendEmailTask struct{ task queuemax.Task[SendEmailArgs] }
-	out = append(out, doc(
+	out = append(out, doc(append([]string{
 		fmt.Sprintf("%s enqueues %s (%s).", n.stub, t.Func, src),
 		"",
 		"Get one bound to a client from [New]. An unbound handle (the zero",
@@ -445,7 +488,7 @@ func task(t taskSpec) []jen.Code {
 		"concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,",
 		"Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it",
 		"wraps is not exposed, so these are the only ones.",
-	).Type().Id(n.stub).Struct(jen.Id("task").Add(qm("Task").Types(jen.Id(n.args)))))
+	}, uniqueNote(t)...)...).Type().Id(n.stub).Struct(jen.Id("task").Add(qm("Task").Types(jen.Id(n.args)))))
 
 	// Name, Client, Stats
 	out = append(out, doc(
@@ -567,6 +610,29 @@ func task(t taskSpec) []jen.Code {
 	).Func().Params(recv.Clone()).Id("MapArgsTx").Params(ctx, txParam(), jen.Id("args").Index().Id(n.args)).Params(jen.Index().Add(jobID.Clone()), jen.Error()).Block(
 		jen.Return(jen.Id("t").Dot("task").Dot("EnqueueManyTx").Call(jen.Id("ctx"), jen.Id("tx"), jen.Id("args"))),
 	))
+
+	// DelayResult, MapArgsResults: only for unique tasks, whose enqueue may
+	// store nothing (see queuemax.EnqueueResult).
+	//
+	//	func (t SendEmailTask) DelayResult(ctx context.Context, to string) (queuemax.EnqueueResult, error)
+	//	func (t SendEmailTask) MapArgsResults(ctx context.Context, args []SendEmailArgs) ([]queuemax.EnqueueResult, error)
+	if isUnique(t) {
+		out = append(out, doc(
+			fmt.Sprintf("DelayResult is Delay for the unique task %s, reporting whether the", t.Func),
+			"job was a duplicate: then nothing was stored and the result's ID is the",
+			"stored job's that holds its unique key (Delay returns that ID with a",
+			"nil error).",
+		).Func().Params(recv.Clone()).Id("DelayResult").Params(params()...).Params(qm("EnqueueResult"), jen.Error()).Block(
+			jen.Return(jen.Id("t").Dot("task").Dot("EnqueueResult").Call(jen.Id("ctx"), argsLit(nil))),
+		))
+		out = append(out, doc(
+			fmt.Sprintf("MapArgsResults is MapArgs for the unique task %s, reporting per job", t.Func),
+			"whether it was a duplicate; duplicates are not errors, the other jobs",
+			"are stored.",
+		).Func().Params(recv.Clone()).Id("MapArgsResults").Params(ctx, jen.Id("args").Index().Id(n.args)).Params(jen.Index().Add(qm("EnqueueResult")), jen.Error()).Block(
+			jen.Return(jen.Id("t").Dot("task").Dot("EnqueueManyResults").Call(jen.Id("ctx"), jen.Id("args"))),
+		))
+	}
 
 	// With
 	out = append(out, doc(

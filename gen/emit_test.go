@@ -38,6 +38,32 @@ func TestEmit(t *testing.T) {
 			wantNot: []string{") Map(", ") Result("},
 		},
 		{
+			name: "UniqueTaskGetsResultMethods",
+			model: pkgModel{Path: "example.com/p", Name: "p", Tasks: []taskSpec{{
+				Func: "Sync", Name: "p.Sync", File: "s.go", Line: 2,
+				Params:       []param{{Name: "to", Local: "to", Field: "To", JSON: "to", Type: str}},
+				Unique:       "args",
+				UniqueFor:    time.Hour,
+				UniqueStates: []string{"pending", "scheduled", "processing", "completed"},
+			}}},
+			want: []string{
+				"Unique: queuemax.UniqueOpts{",
+				"ByArgs:   true,",
+				"ByPeriod: time.Hour,",
+				"ByState:  []queuemax.Status{queuemax.StatusPending, queuemax.StatusScheduled, queuemax.StatusProcessing, queuemax.StatusCompleted},",
+				"func (t SyncTask) DelayResult(ctx context.Context, to string) (queuemax.EnqueueResult, error) {",
+				"return t.task.EnqueueResult(ctx, SyncArgs{To: to})",
+				"func (t SyncTask) MapArgsResults(ctx context.Context, args []SyncArgs) ([]queuemax.EnqueueResult, error) {",
+			},
+		},
+		{
+			name: "PlainTaskHasNoResultMethods",
+			model: pkgModel{Path: "example.com/p", Name: "p", Tasks: []taskSpec{
+				{Func: "Ping", Name: "p.Ping", File: "ping.go", Line: 3},
+			}},
+			wantNot: []string{"Unique:", ") DelayResult(", ") MapArgsResults("},
+		},
+		{
 			name: "OptionsAndDurations",
 			model: pkgModel{Path: "example.com/p", Name: "p", Tasks: []taskSpec{{
 				Func: "Send", Name: "p.Send", File: "a.go", Line: 1,

@@ -146,6 +146,11 @@ type Job struct {
 	// Tags are the job's tags (Opts.Tags or the task's defaults); nil if
 	// none.
 	Tags []string
+	// UniqueKey is the key of a unique job (a hash of its task, arguments
+	// or user key, partition key and period window); empty for others.
+	// While the job's status is among its counted ones, an enqueue with
+	// the same key returns this job instead of inserting another.
+	UniqueKey string
 }
 
 // IsPending reports whether the job waits to run (now or at a later time).

@@ -17,7 +17,8 @@
 //	           (--status pending|scheduled|processing|failed|completed|dead,
 //	           --task T, --shard N, --limit N, --json)
 //	enqueue    add a job (--task T --payload JSON [--priority P] [--key K] [--queue Q]
-//	           [--at TIME | --in DURATION] [--max-retries N] [--json]),
+//	           [--at TIME | --in DURATION] [--max-retries N]
+//	           [--unique-key KEY] [--json]),
 //	           or every job of a file (--file jobs.jsonl: JSON Lines or a
 //	           JSON array, all or nothing, the first bad line named)
 //	retry      re-queue failed jobs (all, --shard N, or --job-id ID)

@@ -64,7 +64,9 @@ type Store interface {
 	// batch was ever claimable and none stays stored (what a failure leaves
 	// behind is invisible and removed by recovery), and no job of a batch
 	// is claimable before every job of it is stored, even when the batch
-	// spans shards and the producer dies half-way.
+	// spans shards and the producer dies half-way. A job with Unique set
+	// that duplicates a stored one is not inserted: its place holds the
+	// stored job's ID and Unique.Duplicate is set (not an error).
 	Insert(ctx context.Context, jobs []InsertParams) ([]JobID, error)
 	// Claim claims up to p.Max ready jobs for p.WorkerID, visiting shards in
 	// p.Order (or a random order when nil). Each claim is one atomic
@@ -267,6 +269,31 @@ type InsertParams struct {
 	// DefaultQueue.
 	Queue string
 	Now   time.Time
+	// Unique, when not nil, makes the insert conditional: see UniqueParams.
+	Unique *UniqueParams
+}
+
+// UniqueParams makes one insert unique. The store inserts the job only if
+// no stored job has the same Key and a status among its own counted
+// statuses; otherwise it inserts nothing, returns that job's ID in the
+// job's place and sets Duplicate. The decision is the store's unique
+// index (key, where the status is counted), so it holds across processes
+// and concurrent inserts, and a job frees its key when it moves to a
+// status that is not counted (or is deleted). A duplicate is not an
+// error: the other jobs of the batch are stored. On a sharded store every
+// job with one Key must be routed to one shard (the caller hashes it).
+type UniqueParams struct {
+	// Key identifies the job among the store's jobs (the root package
+	// hashes task, arguments or user key, partition key and period).
+	Key string
+	// States are the statuses that count. They must include pending,
+	// scheduled and processing (moves between those never free the key,
+	// so they never collide); completed, failed and cancelled are
+	// optional.
+	States []Status
+	// Duplicate is written by Insert (and InsertTx): true when the job was
+	// not inserted because the job whose ID was returned holds Key.
+	Duplicate bool
 }
 
 // RequeueParams says how RequeueDead re-creates a job whose queue row is

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -79,7 +80,20 @@ func (s *Store) RecoverOrphans(ctx context.Context, stuckBefore, now time.Time) 
 const orphanMsg = "worker lost: heartbeat older than stuck timeout on last attempt"
 
 const resetJob = `status = 'pending', attempts = 0, next_retry_at = @now, worker_id = NULL, heartbeat = NULL,
-	lease = NULL, last_error = NULL, error_type = NULL, error_stack = NULL, completed_at = NULL`
+	lease = NULL, last_error = NULL, error_type = NULL, error_stack = NULL, completed_at = NULL, ` + yieldKey
+
+// yieldKey is the unique_key of a failed job going back to pending: it
+// drops its key, running as a plain job, when another job holds the key
+// now, or when a failed job of the same key with a smaller id goes back
+// by the same statement (only RetryFailed's, whose $2 is a shard or -1)
+// and keeps it. Without this, the move would violate jobs_unique. The
+// subqueries see the statement's snapshot, before any row moved.
+const yieldKey = `unique_key = CASE WHEN unique_key IS NOT NULL AND (
+		EXISTS (SELECT 1 FROM {s}.jobs o WHERE o.unique_key = jobs.unique_key AND o.id <> jobs.id
+			AND o.unique_key IS NOT NULL AND o.status = ANY (o.unique_states))
+		OR (@many AND EXISTS (SELECT 1 FROM {s}.jobs o WHERE o.unique_key = jobs.unique_key AND o.id < jobs.id
+			AND o.status = 'failed')))
+	THEN NULL ELSE unique_key END`
 
 // RetryFailed re-queues failed jobs with a fresh attempt budget and removes
 // their dead-letter rows; see store.Store.
@@ -93,7 +107,7 @@ func (s *Store) RetryFailed(ctx context.Context, shard int, now time.Time) (int,
 		}
 	}
 	var n int
-	err := s.queryRow(ctx, `WITH r AS (UPDATE {s}.jobs SET `+resetJob+`
+	err := s.queryRow(ctx, `WITH r AS (UPDATE {s}.jobs SET `+strings.ReplaceAll(resetJob, "@many", "true")+`
 			WHERE status = 'failed' AND ($2 < 0 OR shard = $2) RETURNING id),
 		d AS (DELETE FROM {s}.dead_letters WHERE original_job_id IN (SELECT id FROM r))
 		SELECT count(*) FROM r`, now, int32(shard)).Scan(&n)
@@ -112,7 +126,7 @@ func (s *Store) RetryJob(ctx context.Context, id store.JobID, now time.Time) err
 		return err
 	}
 	var n int
-	err := s.queryRow(ctx, `WITH r AS (UPDATE {s}.jobs SET `+resetJob+`
+	err := s.queryRow(ctx, `WITH r AS (UPDATE {s}.jobs SET `+strings.ReplaceAll(resetJob, "@many", "false")+`
 			WHERE id = $2 AND shard = $3 AND status = 'failed' RETURNING id),
 		d AS (DELETE FROM {s}.dead_letters WHERE original_job_id IN (SELECT id FROM r))
 		SELECT count(*) FROM r`, now, id.Seq(), int32(id.Shard())).Scan(&n)
@@ -151,7 +165,7 @@ func (s *Store) RequeueDead(ctx context.Context, shard int, dlqID int64, p store
 		}
 		n := int64(0)
 		if orig.Valid {
-			tag, err := tx.Exec(ctx, expand(`UPDATE {s}.jobs SET `+resetJob+` WHERE id = $2 AND status = 'failed'`, schema, s.host),
+			tag, err := tx.Exec(ctx, expand(`UPDATE {s}.jobs SET `+strings.ReplaceAll(resetJob, "@many", "false")+` WHERE id = $2 AND status = 'failed'`, schema, s.host),
 				p.Now, orig.Int64)
 			if err != nil {
 				return err
@@ -234,7 +248,7 @@ func (s *Store) Purge(ctx context.Context, statuses []store.Status) (int, error)
 
 const jobColumns = `id, shard, partition_key, task, payload, status, priority, attempts, max_attempts, retry_delay,
 	last_error, error_type, error_stack, worker_id, lease, heartbeat, created_at, started_at, completed_at,
-	next_retry_at, result, metadata, cancel_requested, snoozes, timeout_ms, tags, queue`
+	next_retry_at, result, metadata, cancel_requested, snoozes, timeout_ms, tags, queue, unique_key`
 
 func scanJob(r pgx.Row) (*store.Job, error) {
 	var (
@@ -244,6 +258,7 @@ func scanJob(r pgx.Row) (*store.Job, error) {
 		prio                                     int16
 		key, lease                               pgtype.Int8
 		task, lastErr, errType, errStack, worker pgtype.Text
+		uniqueKey                                pgtype.Text
 		status                                   string
 		hb, created, started, completed, next    pgtype.Timestamptz
 		payload, result, meta                    []byte
@@ -253,7 +268,8 @@ func scanJob(r pgx.Row) (*store.Job, error) {
 		queue                                    pgtype.Text
 	)
 	if err := r.Scan(&id, &shard, &key, &task, &payload, &status, &prio, &att, &maxa, &rd, &lastErr, &errType, &errStack,
-		&worker, &lease, &hb, &created, &started, &completed, &next, &result, &meta, &j.CancelRequested, &snoozes, &tmo, &tags, &queue); err != nil {
+		&worker, &lease, &hb, &created, &started, &completed, &next, &result, &meta, &j.CancelRequested, &snoozes, &tmo, &tags, &queue,
+		&uniqueKey); err != nil {
 		return nil, err
 	}
 	j.ID = store.NewJobID(int(shard), id)
@@ -279,6 +295,7 @@ func scanJob(r pgx.Row) (*store.Job, error) {
 	j.Queue = store.QueueOf(queue.String)
 	j.Timeout = time.Duration(tmo.Int64) * time.Millisecond
 	j.Tags = nilIfEmpty(tags)
+	j.UniqueKey = uniqueKey.String
 	return &j, nil
 }
 

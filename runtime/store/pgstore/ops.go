@@ -63,6 +63,9 @@ func (s *Store) Insert(ctx context.Context, jobs []store.InsertParams) ([]store.
 			return nil, err
 		}
 	}
+	if hasUnique(jobs) {
+		return s.insertUnique(ctx, jobs)
+	}
 	switch len(jobs) {
 	case 0:
 		return nil, nil
@@ -108,6 +111,9 @@ func (s *Store) InsertTx(ctx context.Context, tx any, jobs []store.InsertParams)
 	}
 	if len(jobs) == 0 {
 		return nil, nil
+	}
+	if hasUnique(jobs) {
+		return s.insertMixed(ctx, q, jobs)
 	}
 	return insertWith(ctx, q, s.q.insert, jobs)
 }

@@ -10,6 +10,8 @@ import (
 // connection, so later calls cost one round trip.
 type queries struct {
 	insert, complete, fail, heartbeat, release string
+	// insertUnique inserts one unique job (unique.go).
+	insertUnique string
 	// claim is indexed by [filtered by tasks][filtered by shard], and
 	// claimQueues (capped per queue, see claimQueuesSQL) the same way.
 	claim, claimQueues [2][2]string
@@ -170,6 +172,7 @@ func buildQueries(schema string, host bool) queries {
 		heartbeat: expand(sqlHeartbeat, schema, host),
 		release:   expand(sqlRelease, schema, host),
 	}
+	q.insertUnique = expand(sqlInsertUnique, schema, host) // unique jobs only; see unique.go
 	for t := range 2 {
 		for sh := range 2 {
 			q.claim[t][sh] = expand(claimSQL(t == 1, sh == 1), schema, host)

@@ -144,6 +144,22 @@ var migrations = []migration{
 		},
 	},
 	{
+		version: 3,
+		name:    "unique jobs",
+		stmts: []string{
+			// A unique job's key, and the statuses during which it holds it.
+			`ALTER TABLE {s}.jobs ADD COLUMN IF NOT EXISTS unique_key text`,
+			`ALTER TABLE {s}.jobs ADD COLUMN IF NOT EXISTS unique_states text[]`,
+			// The decision: at most one row per key whose status counts,
+			// so it depends on the status, never on whether a finished row
+			// is kept. Inserts name it as their ON CONFLICT arbiter.
+			`CREATE UNIQUE INDEX IF NOT EXISTS jobs_unique ON {s}.jobs (unique_key)
+				WHERE unique_key IS NOT NULL AND status = ANY (unique_states)`,
+			// Every keyed row, for the retry paths' look-ups.
+			`CREATE INDEX IF NOT EXISTS jobs_unique_all ON {s}.jobs (unique_key) WHERE unique_key IS NOT NULL`,
+		},
+	},
+	{
 		version: 4,
 		name:    "per-job timeouts and tags",
 		stmts: []string{

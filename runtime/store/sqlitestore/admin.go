@@ -100,9 +100,9 @@ func (s *Store) RetryFailed(ctx context.Context, shard int, now time.Time) (int,
 			(SELECT id FROM fila WHERE status = 'failed')`); err != nil {
 			return 0, err
 		}
-		return affected(tx.ExecContext(ctx, `UPDATE fila SET status = 'pending', tentativas = 0, next_retry_at = ?,
+		return affected(tx.ExecContext(ctx, `UPDATE fila SET `+sqlYieldKey+`, status = 'pending', tentativas = 0, next_retry_at = ?2,
 			worker_id = NULL, heartbeat = NULL, lease = NULL, last_error = NULL, error_type = NULL,
-			error_stack = NULL, completed_at = NULL WHERE status = 'failed'`, ts))
+			error_stack = NULL, completed_at = NULL WHERE status = 'failed'`, 1, ts))
 	})
 }
 
@@ -113,9 +113,9 @@ func (s *Store) RetryJob(ctx context.Context, id store.JobID, now time.Time) err
 		return err
 	}
 	return sh.commit.do(ctx, func(ctx context.Context, tx *sql.Tx, counts *groupCounts) error {
-		n, err := affected(tx.ExecContext(ctx, `UPDATE fila SET status = 'pending', tentativas = 0, next_retry_at = ?,
+		n, err := affected(tx.ExecContext(ctx, `UPDATE fila SET `+sqlYieldKey+`, status = 'pending', tentativas = 0, next_retry_at = ?2,
 			worker_id = NULL, heartbeat = NULL, lease = NULL, last_error = NULL, error_type = NULL,
-			error_stack = NULL, completed_at = NULL WHERE id = ? AND status = 'failed'`, store.FormatTime(now), id.Seq()))
+			error_stack = NULL, completed_at = NULL WHERE id = ?3 AND status = 'failed'`, 0, store.FormatTime(now), id.Seq()))
 		if err != nil {
 			return err
 		}
@@ -149,9 +149,9 @@ func (s *Store) RequeueDead(ctx context.Context, shard int, dlqID int64, p store
 		ts := store.FormatTime(p.Now)
 		n := 0
 		if orig.Valid {
-			n, err = affected(tx.ExecContext(ctx, `UPDATE fila SET status = 'pending', tentativas = 0, next_retry_at = ?,
+			n, err = affected(tx.ExecContext(ctx, `UPDATE fila SET `+sqlYieldKey+`, status = 'pending', tentativas = 0, next_retry_at = ?2,
 				worker_id = NULL, heartbeat = NULL, lease = NULL, last_error = NULL, error_type = NULL,
-				error_stack = NULL, completed_at = NULL WHERE id = ? AND status = 'failed'`, ts, orig.Int64))
+				error_stack = NULL, completed_at = NULL WHERE id = ?3 AND status = 'failed'`, 0, ts, orig.Int64))
 			if err != nil {
 				return err
 			}

@@ -121,16 +121,27 @@ func (s *Store) insertBatch(ctx context.Context, jobs []store.InsertParams, bySh
 			sh := s.shards[shIdx]
 			err := sh.commit.do(ctx, func(ctx context.Context, tx *sql.Tx, counts *groupCounts) error {
 				st := counts.stmt(ctx, tx, sh.stmts.insert)
+				first, last := int64(0), int64(0)
 				for _, i := range idxs {
-					id, err := insertJob(ctx, st, sh, jobs[i])
+					id, err := insertAny(ctx, tx, counts, st, sh, jobs[i])
 					if err != nil {
 						return err
 					}
 					ids[i] = id
+					if u := jobs[i].Unique; u != nil && u.Duplicate {
+						continue // another job's row: not ours to stage
+					}
+					if first == 0 {
+						first = id.Seq()
+					}
+					last = id.Seq()
+				}
+				if first == 0 {
+					return nil // every job was a duplicate
 				}
 				// This operation's rows are contiguous: the group runs
 				// its operations one after the other on one writer.
-				_, err := tx.ExecContext(ctx, sqlStage, batch, ids[idxs[0]].Seq(), ids[idxs[len(idxs)-1]].Seq())
+				_, err := tx.ExecContext(ctx, sqlStage, batch, first, last)
 				return err
 			})
 			mu.Lock()

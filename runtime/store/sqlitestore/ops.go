@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -24,12 +25,13 @@ func scanJob(r scanner, sh int) (*store.Job, error) {
 		key, lease                                                         sql.NullInt64
 		payload, status                                                    string
 		lastErr, errType, errStack, worker, hb, created, started, finished sql.NullString
-		next, task, result, meta                                           sql.NullString
+		next, task, result, meta, uniqueKey                                sql.NullString
 		cancelReq, snoozes, timeoutMS                                      sql.NullInt64
 		tags, queue                                                        sql.NullString
 	)
 	if err := r.Scan(&id, &key, &payload, &status, &prio, &attempts, &maxAttempts, &retryDelay,
-		&lastErr, &errType, &errStack, &worker, &hb, &created, &started, &finished, &next, &task, &lease, &result, &meta, &cancelReq, &snoozes, &timeoutMS, &tags, &queue); err != nil {
+		&lastErr, &errType, &errStack, &worker, &hb, &created, &started, &finished, &next, &task, &lease, &result, &meta, &cancelReq, &snoozes, &timeoutMS, &tags, &queue,
+		&uniqueKey); err != nil {
 		return nil, err
 	}
 	j.ID = store.NewJobID(sh, id)
@@ -62,6 +64,7 @@ func scanJob(r scanner, sh int) (*store.Job, error) {
 	j.Queue = store.QueueOf(queue.String)
 	j.Timeout = time.Duration(timeoutMS.Int64) * time.Millisecond
 	j.Tags = store.DecodeTags(tags.String)
+	j.UniqueKey = uniqueKey.String
 	return &j, nil
 }
 
@@ -98,7 +101,7 @@ func (s *Store) Insert(ctx context.Context, jobs []store.InsertParams) ([]store.
 		return sh.commit.do(ctx, func(ctx context.Context, tx *sql.Tx, counts *groupCounts) error {
 			st := counts.stmt(ctx, tx, sh.stmts.insert)
 			for _, i := range idxs {
-				id, err := insertJob(ctx, st, sh, jobs[i])
+				id, err := insertAny(ctx, tx, counts, st, sh, jobs[i])
 				if err != nil {
 					return err
 				}
@@ -576,6 +579,75 @@ func insertJob(ctx context.Context, st *sql.Stmt, sh *shardDB, j store.InsertPar
 	}
 	return store.NewJobID(sh.idx, seq), nil
 }
+
+// insertAny writes one job with st, or, for a unique job, with the
+// shard's unique insert: a duplicate writes nothing, returns the holder's
+// ID and sets j.Unique.Duplicate. The unique index decides inside the
+// shard's write transaction, so concurrent inserts (any process) agree.
+// Its arguments are insertJob's plus the key and statuses: keep the two
+// (and sqlInsert, sqlInsertUnique) in step.
+func insertAny(ctx context.Context, tx *sql.Tx, counts *groupCounts, st *sql.Stmt, sh *shardDB, j store.InsertParams) (store.JobID, error) {
+	u := j.Unique
+	if u == nil {
+		return insertJob(ctx, st, sh, j)
+	}
+	u.Duplicate = false
+	status := store.StatusPending
+	var next any
+	if j.RunAt.After(j.Now) {
+		status = store.StatusScheduled
+		next = store.FormatTime(j.RunAt)
+	}
+	var key any
+	if j.PartitionKey != nil {
+		key = *j.PartitionKey
+	}
+	res, err := counts.stmt(ctx, tx, sh.stmts.insertUnique).ExecContext(ctx, key, string(j.Payload), string(status),
+		int(j.Priority), j.MaxAttempts, retrySeconds(j.RetryDelay), nullString(j.Task), store.FormatTime(j.Now), next,
+		sh.idx, nullString(string(j.Metadata)), nullTimeout(j.Timeout), nullString(store.EncodeTags(j.Tags)),
+		store.QueueOf(j.Queue), u.Key, uniqueStates(u.States))
+	if err != nil {
+		return 0, fmt.Errorf("shard %d: insert unique job: %w", sh.idx, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return 0, err
+	} else if n == 1 {
+		seq, err := res.LastInsertId()
+		if err != nil {
+			return 0, err
+		}
+		return store.NewJobID(sh.idx, seq), nil
+	}
+	var seq int64
+	if err := counts.stmt(ctx, tx, sh.stmts.uniqueHolder).QueryRowContext(ctx, u.Key).Scan(&seq); err != nil {
+		return 0, fmt.Errorf("shard %d: unique job skipped, find its holder: %w", sh.idx, err)
+	}
+	u.Duplicate = true
+	return store.NewJobID(sh.idx, seq), nil
+}
+
+// uniqueStates encodes counted statuses as the unique_states column:
+// ",pending,scheduled,processing,".
+func uniqueStates(states []store.Status) string {
+	var b strings.Builder
+	b.WriteByte(',')
+	for _, s := range states {
+		b.WriteString(string(s))
+		b.WriteByte(',')
+	}
+	return b.String()
+}
+
+// sqlYieldKey is the unique_key of a failed job going back to pending
+// (RetryJob, RetryFailed, RequeueDead): it drops its key, running as a
+// plain job, when another job holds the key now or when a failed job of
+// the same key with a smaller id is retried by the same statement (?1 =
+// 1), which keeps it. Without this, the move would violate idx_qm_unique.
+const sqlYieldKey = `unique_key = CASE WHEN unique_key IS NOT NULL AND (
+		EXISTS (SELECT 1 FROM fila o WHERE o.unique_key = fila.unique_key AND o.id <> fila.id
+			AND o.unique_key IS NOT NULL AND instr(o.unique_states, ',' || o.status || ',') > 0)
+		OR (?1 = 1 AND EXISTS (SELECT 1 FROM fila o WHERE o.unique_key = fila.unique_key AND o.id < fila.id AND o.status = 'failed')))
+	THEN NULL ELSE unique_key END`
 
 // nullTimeout is the timeout_ms column of a job timeout: NULL for none.
 func nullTimeout(d time.Duration) any {

@@ -175,6 +175,28 @@ var migrations = []migration{
 		},
 	},
 	{
+		version: 8,
+		name:    "unique jobs",
+		// unique_key is a unique job's key, unique_states the statuses
+		// that count for it as ",pending,scheduled,processing,": a job
+		// holds its key while its status is among them. queue-max writes
+		// neither (its rows are never unique) and keeps reading the file.
+		addColumns: [][3]string{
+			{"fila", "unique_key", "TEXT"},
+			{"fila", "unique_states", "TEXT"},
+		},
+		stmts: []string{
+			// The decision: at most one row per key whose status counts.
+			// SQLite maintains it on every write, queue-max's included
+			// (instr is a deterministic built-in), so it depends on the
+			// status, never on whether a finished row is kept.
+			`CREATE UNIQUE INDEX IF NOT EXISTS idx_qm_unique ON fila(unique_key)
+				WHERE unique_key IS NOT NULL AND instr(unique_states, ',' || status || ',') > 0`,
+			// Every keyed row, for the retry paths' look-ups.
+			`CREATE INDEX IF NOT EXISTS idx_qm_unique_all ON fila(unique_key) WHERE unique_key IS NOT NULL`,
+		},
+	},
+	{
 		version: 9,
 		name:    "per-job timeouts and tags",
 		// timeout_ms overrides the task's timeout for one job; tags is the

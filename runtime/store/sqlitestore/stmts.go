@@ -12,7 +12,7 @@ import (
 // jobColumns is the column list scanJob reads, in order.
 const jobColumns = `id, pagina_id, payload, status, priority, tentativas, max_tentativas, retry_delay,
 	last_error, error_type, error_stack, worker_id, heartbeat, created_at, started_at, completed_at,
-	next_retry_at, task, lease, result, metadata, cancel_requested, snoozes, timeout_ms, tags, queue`
+	next_retry_at, task, lease, result, metadata, cancel_requested, snoozes, timeout_ms, tags, queue, unique_key`
 
 // claimColumns is the column list a claim returns, in the order
 // scanClaimed reads it: what a run needs, not the whole row (the columns a
@@ -23,6 +23,15 @@ const claimColumns = `id, pagina_id, payload, priority, tentativas, max_tentativ
 const (
 	sqlInsert = `INSERT INTO fila (pagina_id, payload, status, priority, tentativas, max_tentativas, retry_delay,
 		task, created_at, next_retry_at, shard_id, metadata, timeout_ms, tags, queue) VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	// sqlInsertUnique is sqlInsert for a unique job: it inserts nothing
+	// when idx_qm_unique already holds the key for a counted status.
+	sqlInsertUnique = `INSERT INTO fila (pagina_id, payload, status, priority, tentativas, max_tentativas, retry_delay,
+		task, created_at, next_retry_at, shard_id, metadata, timeout_ms, tags, queue, unique_key, unique_states)
+		VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`
+	// sqlUniqueHolder finds the job holding a key, through idx_qm_unique
+	// (same predicate).
+	sqlUniqueHolder = `SELECT id FROM fila WHERE unique_key = ?
+		AND unique_key IS NOT NULL AND instr(unique_states, ',' || status || ',') > 0`
 	// sqlPromote makes scheduled jobs whose time has come ready; it reads
 	// only the small partial index idx_qm_due.
 	sqlPromote = `UPDATE fila SET status = 'pending' WHERE status = 'scheduled' AND next_retry_at <= ?`
@@ -137,6 +146,8 @@ type stmts struct {
 	failRetry, failDead, failCancel, insertDLQ, heartbeat, release,
 	countProcessed, countFailed,
 	fence, deleteIDs, keepIDs, heartbeatIDs, failRetrySet, failDLQSet, failEndSet *sql.Stmt
+	// insertUnique and uniqueHolder serve unique jobs only.
+	insertUnique, uniqueHolder *sql.Stmt
 
 	// hasReady is the probe, prepared on the reader pool (database/sql
 	// prepares it once per reader connection).
@@ -206,6 +217,7 @@ func (s *stmts) prepare(ctx context.Context, db *sql.DB) error {
 		{&s.countProcessed, sqlCountProcessed}, {&s.countFailed, sqlCountFailed},
 		{&s.fence, sqlFence}, {&s.deleteIDs, sqlDeleteIDs}, {&s.keepIDs, sqlKeepIDs}, {&s.heartbeatIDs, sqlHeartbeatIDs},
 		{&s.failRetrySet, sqlFailRetrySet}, {&s.failDLQSet, sqlFailDLQSet}, {&s.failEndSet, sqlFailEndSet},
+		{&s.insertUnique, sqlInsertUnique}, {&s.uniqueHolder, sqlUniqueHolder},
 	} {
 		st, err := db.PrepareContext(ctx, p.sql)
 		if err != nil {
@@ -231,7 +243,8 @@ func (s *stmts) close() error {
 	all := []*sql.Stmt{s.insert, s.promote, s.claim, s.completeDelete, s.completeKeep,
 		s.failRetry, s.failDead, s.failCancel, s.insertDLQ, s.heartbeat, s.release, s.hasReady,
 		s.countProcessed, s.countFailed, s.fence, s.deleteIDs, s.keepIDs, s.heartbeatIDs,
-		s.failRetrySet, s.failDLQSet, s.failEndSet}
+		s.failRetrySet, s.failDLQSet, s.failEndSet,
+		s.insertUnique, s.uniqueHolder}
 	s.mu.Lock()
 	for _, st := range s.claimTasks {
 		all = append(all, st)

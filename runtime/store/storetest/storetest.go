@@ -722,6 +722,22 @@ func Run(t *testing.T, open Opener) {
 		t.Parallel()
 		testSnooze(t, setup(t, 1).st)
 	})
+	t.Run("UniqueInsert", func(t *testing.T) {
+		t.Parallel()
+		testUniqueInsert(t, setup(t, 2).st)
+	})
+	t.Run("UniqueRelease", func(t *testing.T) {
+		t.Parallel()
+		testUniqueRelease(t, setup(t, 1).st)
+	})
+	t.Run("UniqueRetry", func(t *testing.T) {
+		t.Parallel()
+		testUniqueRetry(t, setup(t, 1).st)
+	})
+	t.Run("UniqueConcurrent", func(t *testing.T) {
+		t.Parallel()
+		testUniqueConcurrent(t, setup(t, 2).st)
+	})
 	t.Run("Retention", func(t *testing.T) {
 		t.Parallel()
 		testRetention(t, setup(t, 2).st)

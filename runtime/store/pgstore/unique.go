@@ -1,0 +1,168 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/queuemax/queuemax/runtime/store"
+)
+
+// sqlInsertUnique inserts one unique job unless jobs_unique already holds
+// its key for a counted status (the arbiter of ON CONFLICT, decided by the
+// index under concurrent inserts of any process). It returns the new id,
+// or the holder's id negated; no row when the holder committed after the
+// statement's snapshot was taken, so that it cannot be read yet (the
+// caller runs it again). $1 is the caller's Now. Its columns are
+// sqlInsert's plus the key and statuses: keep the two in step.
+const sqlInsertUnique = `WITH u AS (SELECT $2::integer AS shard, $3::bigint AS pkey, $4::text AS task, $5::text AS payload,
+		$6::smallint AS prio, $7::integer AS maxa, $8::integer AS rd, $1::timestamptz AS at, $9::bigint AS delay,
+		$10::text AS meta, $11::text AS ukey, $12::text[] AS ustates, $13::bigint AS tmo, $14::text AS tags, $15::text AS queue),
+	ins AS (INSERT INTO {s}.jobs (shard, partition_key, task, payload, status, priority, max_attempts, retry_delay,
+			created_at, next_retry_at, metadata, timeout_ms, tags, queue, unique_key, unique_states)
+		SELECT u.shard, u.pkey, u.task, u.payload::json, CASE WHEN u.delay > 0 THEN 'scheduled' ELSE 'pending' END,
+			u.prio, u.maxa, u.rd, @rownow, CASE WHEN u.delay > 0 THEN @rownow + u.delay` + us + ` END, u.meta::json,
+			u.tmo, CASE WHEN u.tags IS NOT NULL THEN ARRAY(SELECT json_array_elements_text(u.tags::json)) END,
+			u.queue, u.ukey, u.ustates
+		FROM u
+		ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND status = ANY (unique_states) DO NOTHING
+		RETURNING id)
+	SELECT id FROM ins
+	UNION ALL
+	SELECT -j.id FROM {s}.jobs j WHERE j.unique_key = $11 AND j.unique_key IS NOT NULL AND j.status = ANY (j.unique_states)
+		AND NOT EXISTS (SELECT 1 FROM ins)`
+
+// uniqueTries bounds how often insertUniqueOne runs its statement while
+// the key's holder is invisible to the statement's snapshot (committed
+// meanwhile) or frees the key between two tries.
+const uniqueTries = 5
+
+func hasUnique(jobs []store.InsertParams) bool {
+	for _, j := range jobs {
+		if j.Unique != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// insertUnique is Insert for a batch holding unique jobs: one transaction,
+// so the batch stays all or nothing for its inserted jobs. Unique jobs do
+// not join the group commit (each decides with its own statement).
+func (s *Store) insertUnique(ctx context.Context, jobs []store.InsertParams) ([]store.JobID, error) {
+	if len(jobs) == 1 {
+		// One statement is atomic already: no transaction round trips.
+		id, err := insertUniqueOne(ctx, poolQuerier{s}, s.q.insertUnique, jobs[0])
+		if err != nil {
+			return nil, err
+		}
+		s.lis.bump()
+		return []store.JobID{id}, nil
+	}
+	var ids []store.JobID
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		ids, err = s.insertMixed(ctx, pgxQuerier{tx}, jobs)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.lis.bump()
+	return ids, nil
+}
+
+// sqlLockUnique takes a transaction-level advisory lock per distinct key
+// of a batch, in lock-id order ($1 the schema name, $2 the keys). Two
+// transactions inserting the same keys in opposite orders would otherwise
+// wait on each other's uncommitted rows (a deadlock PostgreSQL breaks only
+// after deadlock_timeout, failing one); ordered locks make the later one
+// wait for the earlier's commit instead, and then see its rows.
+const sqlLockUnique = `SELECT count(pg_advisory_xact_lock(hashtext($1), h))
+	FROM (SELECT DISTINCT hashtext(k) AS h FROM unnest($2::text[]) AS k ORDER BY h) l`
+
+// insertMixed writes jobs in input order through q, inside a transaction:
+// runs of plain jobs with one plain statement each, unique jobs one by
+// one, after locking their keys when there are several.
+func (s *Store) insertMixed(ctx context.Context, q querier, jobs []store.InsertParams) ([]store.JobID, error) {
+	plain, unique := s.q.insert, s.q.insertUnique
+	var keys []string
+	for _, j := range jobs {
+		if j.Unique != nil {
+			keys = append(keys, j.Unique.Key)
+		}
+	}
+	if len(keys) > 1 {
+		if _, err := q.ids(ctx, sqlLockUnique, s.schema, keys); err != nil {
+			return nil, fmt.Errorf("queuemax: lock unique keys: %w", err)
+		}
+	}
+	out := make([]store.JobID, len(jobs))
+	for i := 0; i < len(jobs); {
+		if jobs[i].Unique == nil {
+			k := i
+			for k < len(jobs) && jobs[k].Unique == nil {
+				k++
+			}
+			ids, err := insertWith(ctx, q, plain, jobs[i:k])
+			if err != nil {
+				return nil, err
+			}
+			copy(out[i:k], ids)
+			i = k
+			continue
+		}
+		id, err := insertUniqueOne(ctx, q, unique, jobs[i])
+		if err != nil {
+			return nil, err
+		}
+		out[i] = id
+		i++
+	}
+	return out, nil
+}
+
+// insertUniqueOne inserts one unique job, or finds the job holding its key
+// and sets j.Unique.Duplicate.
+func insertUniqueOne(ctx context.Context, q querier, stmt string, j store.InsertParams) (store.JobID, error) {
+	u := j.Unique
+	u.Duplicate = false
+	var key pgtype.Int8
+	if j.PartitionKey != nil {
+		key = pgtype.Int8{Int64: *j.PartitionKey, Valid: true}
+	}
+	now := j.Now
+	if now.IsZero() {
+		now = hostNow()
+	}
+	var delay int64
+	if j.RunAt.After(now) {
+		delay = max(offset(j.RunAt, now), 1)
+	}
+	var tmo pgtype.Int8
+	if j.Timeout > 0 {
+		tmo = pgtype.Int8{Int64: max(1, j.Timeout.Milliseconds()), Valid: true}
+	}
+	states := make([]string, len(u.States))
+	for i, st := range u.States {
+		states[i] = string(st)
+	}
+	for range uniqueTries {
+		got, err := q.ids(ctx, stmt, now, int32(j.Shard), key, text(j.Task), string(j.Payload), int16(j.Priority),
+			int32(j.MaxAttempts), retrySeconds(j.RetryDelay), delay, rawText(j.Metadata), u.Key, states,
+			tmo, text(store.EncodeTags(j.Tags)), store.QueueOf(j.Queue))
+		if err != nil {
+			return 0, fmt.Errorf("queuemax: insert unique job: %w", err)
+		}
+		if len(got) == 0 {
+			continue // the holder is not visible yet, or is gone: again
+		}
+		if got[0] < 0 {
+			u.Duplicate = true
+			return store.NewJobID(j.Shard, -got[0]), nil
+		}
+		return store.NewJobID(j.Shard, got[0]), nil
+	}
+	return 0, fmt.Errorf("queuemax: insert unique job: key %s: its holder stayed invisible to this transaction's snapshot", u.Key)
+}
