@@ -53,7 +53,9 @@ func TestClient_Subscribe(t *testing.T) {
 			Define("t.Dead", TaskOptions{}, func(context.Context, struct{}) error { return Permanent(errors.New("bad")) }),
 			Define("t.Cancel", TaskOptions{}, func(context.Context, struct{}) error { return Cancel(errors.New("stop")) }),
 		}
-		b := setup(t, Config{Handlers: handlers, Shards: 1})
+		// One worker: each attempt's event is sent before the next attempt
+		// (a retry due at once) can run and send its own.
+		b := setup(t, Config{Handlers: handlers, Shards: 1, Workers: 1})
 		all, cancelAll := b.c.Subscribe() // every kind
 		defer cancelAll()
 		// One task per run, so each job's events come in a known order.

@@ -59,8 +59,17 @@ func ExampleClient_Subscribe() {
 		}
 		return nil, nil
 	}}
-	c, closeClient := openBusExample(ctx, flaky)
-	defer closeClient()
+	dir, _ := os.MkdirTemp("", "queuemax-example")
+	defer os.RemoveAll(dir)
+	// One worker, so that each attempt's event is sent before the next
+	// attempt runs (with more, a retry due at once may overtake it).
+	c, err := queuemax.Open(ctx, queuemax.Config{Dir: dir, Workers: 1, Handlers: []queuemax.Handler{flaky},
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer c.Close()
 
 	events, cancel := c.Subscribe(queuemax.EventRetried, queuemax.EventSnoozed, queuemax.EventCompleted)
 	defer cancel()
