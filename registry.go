@@ -84,15 +84,16 @@ func (c *Client) registryTTL() time.Duration {
 // workerSeq tells apart the registry keys of several Runs in one process.
 var workerSeq atomic.Int64
 
-// registryKey is this engine's registry row: the worker ID, made unique
-// per Run so that two clients of one process (same default WorkerID) do
-// not overwrite each other.
-func (e *worker) registryKey() string {
-	if e.regKey == "" {
-		e.regKey = e.c.cfg.WorkerID + "#" + strconv.FormatInt(workerSeq.Add(1), 10)
-	}
-	return e.regKey
+// newRegistryKey returns a registry row key for one Run: the worker ID,
+// made unique per Run so that two clients of one process (same default
+// WorkerID) do not overwrite each other. newEngine sets it once, before
+// any goroutine reads it.
+func newRegistryKey(workerID string) string {
+	return workerID + "#" + strconv.FormatInt(workerSeq.Add(1), 10)
 }
+
+// registryKey is this engine's registry row.
+func (e *worker) registryKey() string { return e.regKey }
 
 // workerInfo describes this engine for the registry.
 func (e *worker) workerInfo(now time.Time) WorkerInfo {

@@ -93,7 +93,7 @@ const (
 type worker struct {
 	*engine.Engine
 	c      *Client
-	regKey string          // the worker registry row (registry.go)
+	regKey string          // the worker registry row, set once by newEngine (registry.go)
 	warned map[string]bool // tasks warnUnhandled reported (maintenance only)
 }
 
@@ -101,7 +101,7 @@ type worker struct {
 // the breakers and rate limiters it decides claims by, and the funcs
 // through which it runs handlers and records outcomes.
 func (c *Client) newEngine() (*worker, error) {
-	w := &worker{c: c}
+	w := &worker{c: c, regKey: newRegistryKey(c.cfg.WorkerID)}
 	cfg := engine.Config{
 		Store:             c.st,
 		WorkerID:          c.cfg.WorkerID,
