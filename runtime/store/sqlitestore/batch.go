@@ -120,13 +120,8 @@ func (s *Store) insertBatch(ctx context.Context, jobs []store.InsertParams, bySh
 		wg.Go(func() {
 			sh := s.shards[shIdx]
 			err := sh.commit.do(ctx, func(ctx context.Context, tx *sql.Tx, counts *groupCounts) error {
-				st := counts.stmt(ctx, tx, sh.stmts.insert)
-				for _, i := range idxs {
-					id, err := insertJob(ctx, st, sh, jobs[i])
-					if err != nil {
-						return err
-					}
-					ids[i] = id
+				if err := insertJobs(ctx, tx, counts, sh, jobs, idxs, ids); err != nil {
+					return err
 				}
 				// This operation's rows are contiguous: the group runs
 				// its operations one after the other on one writer.

@@ -92,15 +92,7 @@ func (s *Store) Insert(ctx context.Context, jobs []store.InsertParams) ([]store.
 	}
 	insert := func(sh *shardDB, idxs []int) error {
 		return sh.commit.do(ctx, func(ctx context.Context, tx *sql.Tx, counts *groupCounts) error {
-			st := counts.stmt(ctx, tx, sh.stmts.insert)
-			for _, i := range idxs {
-				id, err := insertJob(ctx, st, sh, jobs[i])
-				if err != nil {
-					return err
-				}
-				ids[i] = id
-			}
-			return nil
+			return insertJobs(ctx, tx, counts, sh, jobs, idxs, ids)
 		})
 	}
 	if len(byShard) == 1 {
@@ -536,32 +528,6 @@ func (s *Store) Release(ctx context.Context, leases []store.Lease) []error {
 // seconds, rounding up so that a sub-second base is not stored as zero.
 func retrySeconds(d time.Duration) int64 {
 	return int64((d + time.Second - 1) / time.Second)
-}
-
-// insertJob writes one job row with st, the shard's insert statement bound
-// to the current transaction. A job whose RunAt is after Now is stored as
-// scheduled.
-func insertJob(ctx context.Context, st *sql.Stmt, sh *shardDB, j store.InsertParams) (store.JobID, error) {
-	status := store.StatusPending
-	var next any
-	if j.RunAt.After(j.Now) {
-		status = store.StatusScheduled
-		next = store.FormatTime(j.RunAt)
-	}
-	var key any
-	if j.PartitionKey != nil {
-		key = *j.PartitionKey
-	}
-	res, err := st.ExecContext(ctx, key, string(j.Payload), string(status), int(j.Priority), j.MaxAttempts,
-		retrySeconds(j.RetryDelay), nullString(j.Task), store.FormatTime(j.Now), next, sh.idx, nullString(string(j.Metadata)))
-	if err != nil {
-		return 0, fmt.Errorf("shard %d: insert job: %w", sh.idx, err)
-	}
-	seq, err := res.LastInsertId()
-	if err != nil {
-		return 0, err
-	}
-	return store.NewJobID(sh.idx, seq), nil
 }
 
 func boolInt(b bool) int {

@@ -21,8 +21,6 @@ const claimColumns = `id, pagina_id, payload, priority, tentativas, max_tentativ
 	last_error, error_type, created_at, next_retry_at, task, metadata, snoozes`
 
 const (
-	sqlInsert = `INSERT INTO fila (pagina_id, payload, status, priority, tentativas, max_tentativas, retry_delay,
-		task, created_at, next_retry_at, shard_id, metadata) VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?)`
 	// sqlPromote makes scheduled jobs whose time has come ready; it reads
 	// only the small partial index idx_qm_due.
 	sqlPromote = `UPDATE fila SET status = 'pending' WHERE status = 'scheduled' AND next_retry_at <= ?`
@@ -131,6 +129,9 @@ type stmts struct {
 	countProcessed, countFailed,
 	fence, deleteIDs, heartbeatIDs, failRetrySet, failDLQSet, failEndSet *sql.Stmt
 
+	// insertRows are the multi-row inserts, one per insertChunks size.
+	insertRows []*sql.Stmt
+
 	// hasReady is the probe, prepared on the reader pool (database/sql
 	// prepares it once per reader connection).
 	hasReady *sql.Stmt
@@ -190,6 +191,13 @@ func (s *stmts) prepare(ctx context.Context, db *sql.DB) error {
 		}
 		*p.dst = st
 	}
+	for _, n := range insertChunks {
+		st, err := db.PrepareContext(ctx, insertRowsSQL(n))
+		if err != nil {
+			return err
+		}
+		s.insertRows = append(s.insertRows, st)
+	}
 	return nil
 }
 
@@ -205,10 +213,10 @@ func (s *stmts) prepareReader(ctx context.Context, r *sql.DB) error {
 
 func (s *stmts) close() error {
 	var errs []error
-	all := []*sql.Stmt{s.insert, s.promote, s.claim, s.completeDelete, s.completeKeep,
+	all := append([]*sql.Stmt{s.insert, s.promote, s.claim, s.completeDelete, s.completeKeep,
 		s.failRetry, s.failDead, s.failCancel, s.insertDLQ, s.heartbeat, s.release, s.hasReady,
 		s.countProcessed, s.countFailed, s.fence, s.deleteIDs, s.heartbeatIDs,
-		s.failRetrySet, s.failDLQSet, s.failEndSet}
+		s.failRetrySet, s.failDLQSet, s.failEndSet}, s.insertRows...)
 	s.mu.Lock()
 	for _, st := range s.claimTasks {
 		all = append(all, st)
