@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/hex"
-	"fmt"
 	"strconv"
 	"time"
 
@@ -77,8 +76,8 @@ func holds(rows map[int64]*fenceRow, l store.Lease) (*fenceRow, bool) {
 }
 
 // completeSet acknowledges several jobs of one shard: rows without a
-// result are deleted by one statement; rows kept with a result are
-// updated one by one (each its own result text).
+// result are deleted by one statement, rows kept with a result updated by
+// another.
 func completeSet(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shardDB,
 	acks []store.CompleteParams, idxs []int, errs []error) error {
 	leases := make([]store.Lease, len(idxs))
@@ -90,6 +89,7 @@ func completeSet(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shard
 		return err
 	}
 	del := make([]int64, 0, len(idxs))
+	var keep failRows
 	for k, i := range idxs {
 		a := acks[i]
 		r, ok := holds(rows, a.Lease)
@@ -101,21 +101,19 @@ func completeSet(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shard
 		if a.Result == nil {
 			del = append(del, a.ID.Seq())
 		} else {
-			n, err := affected(counts.stmt(ctx, tx, sh.stmts.completeKeep).ExecContext(ctx,
-				string(a.Result), store.FormatTime(a.Now), a.ID.Seq(), a.Token, a.WorkerID, a.WorkerID))
-			if err != nil {
-				return err
-			}
-			if n != 1 {
-				// The fence held within this transaction: never expected.
-				return fmt.Errorf("complete job %d: %d rows updated after the fence held", a.ID, n)
-			}
+			keep.open()
+			keep.int(a.ID.Seq()).hex(string(a.Result)).time(a.Now).close()
 		}
 		counts.processed++
 	}
 	if len(del) > 0 {
 		if _, err := counts.stmt(ctx, tx, sh.stmts.deleteIDs).ExecContext(ctx,
 			idList(len(del), func(k int) int64 { return del[k] })); err != nil {
+			return err
+		}
+	}
+	if len(keep.b) > 0 {
+		if _, err := counts.stmt(ctx, tx, sh.stmts.completeKeepSet).ExecContext(ctx, keep.String()); err != nil {
 			return err
 		}
 	}
@@ -154,7 +152,8 @@ func heartbeatSet(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shar
 	return nil
 }
 
-// failRows builds the JSON parameter of the set-based failure statements:
+// failRows builds the JSON parameter of the set-based failure (and kept
+// completion) statements:
 // an array of arrays, texts hex-encoded (unhex in SQL gives back the exact
 // bytes, valid UTF-8 or not) and times in TimeLayout.
 type failRows struct{ b []byte }

@@ -85,6 +85,13 @@ const (
 	failEndRows = `WITH u AS (SELECT e.key AS k, e.value ->> 0 AS id, e.value ->> 1 AS status,
 		CAST(unhex(e.value ->> 2) AS TEXT) AS err, CAST(unhex(e.value ->> 3) AS TEXT) AS etype,
 		CAST(unhex(e.value ->> 4) AS TEXT) AS stack, e.value ->> 5 AS at FROM json_each(?1) e) `
+	// sqlCompleteKeepSet is sqlCompleteKeep for a batch: rows of [id,
+	// result (hex), completed_at].
+	sqlCompleteKeepSet = `WITH u AS (SELECT e.value ->> 0 AS id, CAST(unhex(e.value ->> 1) AS TEXT) AS result, e.value ->> 2 AS at
+			FROM json_each(?1) e)
+		UPDATE fila SET status = 'completed', result = u.result, completed_at = u.at, worker_id = NULL,
+			heartbeat = NULL, lease = NULL, last_error = NULL, error_type = NULL, error_stack = NULL
+		FROM u WHERE fila.id = u.id`
 	// sqlFailRetrySet is sqlFailRetry for a batch.
 	sqlFailRetrySet = failRetryRows + `UPDATE fila SET status = CASE WHEN cancel_requested = 1 THEN 'cancelled' ELSE u.status END,
 		next_retry_at = CASE WHEN cancel_requested = 1 THEN NULL ELSE u.next END,
@@ -127,7 +134,7 @@ type stmts struct {
 	insert, promote, claim, completeDelete, completeKeep,
 	failRetry, failDead, failCancel, insertDLQ, heartbeat, release,
 	countProcessed, countFailed,
-	fence, deleteIDs, heartbeatIDs, failRetrySet, failDLQSet, failEndSet *sql.Stmt
+	fence, deleteIDs, completeKeepSet, heartbeatIDs, failRetrySet, failDLQSet, failEndSet *sql.Stmt
 
 	// insertRows are the multi-row inserts, one per insertChunks size.
 	insertRows []*sql.Stmt
@@ -182,7 +189,7 @@ func (s *stmts) prepare(ctx context.Context, db *sql.DB) error {
 		{&s.failRetry, sqlFailRetry}, {&s.failDead, sqlFailDead}, {&s.insertDLQ, sqlInsertDLQ},
 		{&s.heartbeat, sqlHeartbeat}, {&s.release, sqlRelease}, {&s.failCancel, sqlFailCancel},
 		{&s.countProcessed, sqlCountProcessed}, {&s.countFailed, sqlCountFailed},
-		{&s.fence, sqlFence}, {&s.deleteIDs, sqlDeleteIDs}, {&s.heartbeatIDs, sqlHeartbeatIDs},
+		{&s.fence, sqlFence}, {&s.deleteIDs, sqlDeleteIDs}, {&s.completeKeepSet, sqlCompleteKeepSet}, {&s.heartbeatIDs, sqlHeartbeatIDs},
 		{&s.failRetrySet, sqlFailRetrySet}, {&s.failDLQSet, sqlFailDLQSet}, {&s.failEndSet, sqlFailEndSet},
 	} {
 		st, err := db.PrepareContext(ctx, p.sql)
@@ -215,7 +222,7 @@ func (s *stmts) close() error {
 	var errs []error
 	all := append([]*sql.Stmt{s.insert, s.promote, s.claim, s.completeDelete, s.completeKeep,
 		s.failRetry, s.failDead, s.failCancel, s.insertDLQ, s.heartbeat, s.release, s.hasReady,
-		s.countProcessed, s.countFailed, s.fence, s.deleteIDs, s.heartbeatIDs,
+		s.countProcessed, s.countFailed, s.fence, s.deleteIDs, s.completeKeepSet, s.heartbeatIDs,
 		s.failRetrySet, s.failDLQSet, s.failEndSet}, s.insertRows...)
 	s.mu.Lock()
 	for _, st := range s.claimTasks {
