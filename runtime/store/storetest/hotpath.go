@@ -163,3 +163,55 @@ func testBatchAckFences(t *testing.T, st store.Store) {
 		t.Errorf("counters: %d processed, %d failed; want 4 and 1", processed, failed)
 	}
 }
+
+// testCompleteClaim checks store.CompleteClaimer: the acknowledgements'
+// per-item results are Complete's, and the claim that follows takes the
+// next jobs in priority then FIFO order, never one just acknowledged.
+func testCompleteClaim(t *testing.T, st store.Store) {
+	cc, ok := st.(store.CompleteClaimer)
+	if !ok {
+		t.Skip("the store does not implement store.CompleteClaimer")
+	}
+	ctx := t.Context()
+	prios := []store.Priority{store.PriorityLow, store.PriorityHigh, store.PriorityMedium, store.PriorityHigh, store.PriorityLow, store.PriorityMedium}
+	params := make([]store.InsertParams, len(prios))
+	for i, p := range prios {
+		params[i] = store.InsertParams{Payload: json.RawMessage(`{}`), Priority: p, MaxAttempts: 3, Now: t0}
+	}
+	ids, err := st.Insert(ctx, params)
+	if err != nil {
+		t.Fatalf("Insert: %v", err)
+	}
+	jobs, err := st.Claim(ctx, store.ClaimParams{WorkerID: "w1", Max: 2, Now: t0})
+	if err != nil || len(jobs) != 2 || jobs[0].ID != ids[1] || jobs[1].ID != ids[3] {
+		t.Fatalf("Claim = %v, %v; want the two high-priority jobs", jobs, err)
+	}
+	acks := []store.CompleteParams{
+		{Lease: store.Lease{ID: jobs[0].ID, Token: jobs[0].Lease, WorkerID: "w1"}, Now: t0},
+		{Lease: store.Lease{ID: jobs[1].ID, Token: jobs[1].Lease + 1, WorkerID: "w1"}, Now: t0},
+		{Lease: store.Lease{ID: jobs[0].ID, Token: jobs[0].Lease, WorkerID: "w1"}, Now: t0},
+	}
+	errs, next, err := cc.CompleteClaim(ctx, acks, store.ClaimParams{WorkerID: "w1", Max: 3, Now: t0})
+	if err != nil {
+		t.Fatalf("CompleteClaim: %v", err)
+	}
+	if diff := cmp.Diff([]error{nil, store.ErrLeaseLost, store.ErrLeaseLost}, errs, cmpErrors); diff != "" {
+		t.Errorf("CompleteClaim errors (-want +got):\n%s", diff)
+	}
+	var got []store.JobID
+	for _, j := range next {
+		got = append(got, j.ID)
+		if j.Status != store.StatusProcessing || j.WorkerID != "w1" || j.Lease == 0 {
+			t.Errorf("claimed job %+v", j)
+		}
+	}
+	if diff := cmp.Diff([]store.JobID{ids[2], ids[5], ids[0]}, got); diff != "" {
+		t.Errorf("CompleteClaim claimed (-want +got):\n%s", diff)
+	}
+	if _, err := st.Job(ctx, ids[1]); !errors.Is(err, store.ErrJobNotFound) {
+		t.Errorf("acknowledged job: Job error = %v, want ErrJobNotFound", err)
+	}
+	if j, err := st.Job(ctx, ids[3]); err != nil || j.Status != store.StatusProcessing {
+		t.Errorf("job with the stale ack = %+v, %v; want still processing", j, err)
+	}
+}
