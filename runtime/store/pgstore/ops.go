@@ -512,7 +512,8 @@ func (s *Store) CompleteClaim(ctx context.Context, acks []store.CompleteParams, 
 	return itemErrors(len(acks), ok, nil), jobs, nil
 }
 
-// Fail records failed executions in one statement; see store.Store.
+// Fail records failed executions in one statement; see store.Store. A
+// single failure joins a group commit with concurrent ones.
 func (s *Store) Fail(ctx context.Context, fails []store.FailParams) []error {
 	if err := s.writable(); err != nil {
 		return errorsOf(len(fails), err)
@@ -520,6 +521,20 @@ func (s *Store) Fail(ctx context.Context, fails []store.FailParams) []error {
 	if len(fails) == 0 {
 		return nil
 	}
+	var ok []bool
+	var err error
+	if len(fails) == 1 {
+		ok, err = s.failures.do(ctx, fails)
+	} else {
+		ok, err = s.failBatch(ctx, fails)
+	}
+	if err == nil && slices.Contains(ok, true) {
+		s.wake(ctx)
+	}
+	return itemErrors(len(fails), ok, err)
+}
+
+func (s *Store) failBatch(ctx context.Context, fails []store.FailParams) ([]bool, error) {
 	n := len(fails)
 	var (
 		leases = make([]store.Lease, n)
@@ -552,13 +567,9 @@ func (s *Store) Fail(ctx context.Context, fails []store.FailParams) []error {
 	ids, tokens, workers := leaseArrays(leases, order)
 	rows, err := s.pool.Query(ctx, s.q.fail, ids, tokens, dead, delay, msg, etype, stack, at, counterSlot(), workers, cancel, snooze)
 	if err != nil {
-		return itemErrors(n, nil, fmt.Errorf("queuemax: fail jobs: %w", err))
+		return nil, fmt.Errorf("queuemax: fail jobs: %w", err)
 	}
-	ok, err := matched(rows, leases)
-	if err == nil && slices.Contains(ok, true) {
-		s.wake(ctx)
-	}
-	return itemErrors(n, ok, err)
+	return matched(rows, leases)
 }
 
 // Heartbeat renews heartbeats in one statement; see store.Store.

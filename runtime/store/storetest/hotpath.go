@@ -3,6 +3,7 @@ package storetest
 import (
 	"encoding/json"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -213,5 +214,67 @@ func testCompleteClaim(t *testing.T, st store.Store) {
 	}
 	if j, err := st.Job(ctx, ids[3]); err != nil || j.Status != store.StatusProcessing {
 		t.Errorf("job with the stale ack = %+v, %v; want still processing", j, err)
+	}
+}
+
+// testConcurrentSingleFails checks single-item Fail calls from many
+// goroutines (which a store may group into shared statements): each gets
+// its own result, a stale lease fails alone, dead ones are dead-lettered
+// and counted once each.
+func testConcurrentSingleFails(t *testing.T, st store.Store) {
+	ctx := t.Context()
+	const n = 48
+	params := make([]store.InsertParams, n)
+	for i := range params {
+		params[i] = store.InsertParams{Payload: json.RawMessage(`{}`), MaxAttempts: 3, Now: t0}
+	}
+	if _, err := st.Insert(ctx, params); err != nil {
+		t.Fatalf("Insert: %v", err)
+	}
+	jobs, err := st.Claim(ctx, store.ClaimParams{WorkerID: "w1", Max: n, Now: t0})
+	if err != nil || len(jobs) != n {
+		t.Fatalf("Claim = %d jobs, %v; want %d", len(jobs), err, n)
+	}
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i, j := range jobs {
+		wg.Go(func() {
+			f := store.FailParams{Lease: store.Lease{ID: j.ID, Token: j.Lease, WorkerID: "w1"}, Error: "e", ErrorType: "E",
+				RetryAt: t0.Add(time.Minute), Now: t0}
+			switch i % 4 {
+			case 0:
+				f.Token++
+			case 1:
+				f.Dead = true
+			}
+			errs[i] = st.Fail(ctx, []store.FailParams{f})[0]
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		var want error
+		if i%4 == 0 {
+			want = store.ErrLeaseLost
+		}
+		if !errors.Is(err, want) || (want == nil && err != nil) {
+			t.Errorf("Fail(job %d) = %v, want %v", jobs[i].ID, err, want)
+		}
+	}
+	ss, err := st.Stats(ctx)
+	if err != nil {
+		t.Fatalf("Stats: %v", err)
+	}
+	var sum store.ShardStats
+	for _, s := range ss {
+		sum.Processing += s.Processing
+		sum.Scheduled += s.Scheduled
+		sum.Failed += s.Failed
+		sum.TotalFailed += s.TotalFailed
+	}
+	if sum.Processing != n/4 || sum.Scheduled != n/2 || sum.Failed != n/4 || sum.TotalFailed != n/4 {
+		t.Errorf("after fails: %+v; want %d processing, %d scheduled, %d failed and counted", sum, n/4, n/2, n/4)
+	}
+	if dls, err := st.DeadLetters(ctx, store.ListParams{Shard: store.AllShards, Limit: 1000}); err != nil || len(dls) != n/4 {
+		t.Errorf("dead letters = %d, %v; want %d", len(dls), err, n/4)
 	}
 }

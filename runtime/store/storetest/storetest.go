@@ -747,6 +747,11 @@ func Run(t *testing.T, open Opener) {
 		testBatchAckFences(t, setup(t, 2).st)
 	})
 
+	t.Run("ConcurrentSingleFails", func(t *testing.T) {
+		t.Parallel()
+		testConcurrentSingleFails(t, setup(t, 1).st)
+	})
+
 	t.Run("CompleteClaim", func(t *testing.T) {
 		t.Parallel()
 		testCompleteClaim(t, setup(t, 1).st)
