@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,6 +29,9 @@ type Client struct {
 	defaultH *Handler // Config.DefaultHandler, for jobs without a task
 	started  time.Time
 	events   events
+	// claimAuto is set when Config.ClaimBatch was left zero: claims then
+	// grow with a deep backlog of short jobs (engine.Config.ClaimMax).
+	claimAuto bool
 
 	// wake is signalled (without blocking) after every local enqueue, so
 	// that an idle Run claims at once. Buffer 1: one pending wake-up is
@@ -80,6 +84,7 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 	}
 	// Zero Shards: the store reads the count under its creation lock.
 	infer := cfg.Shards == 0
+	claimAuto := cfg.ClaimBatch == 0
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -90,6 +95,7 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 		handlers: make(map[string]*Handler),
 		wake:     make(chan struct{}, 1),
 	}
+	c.claimAuto = claimAuto
 	for i := range cfg.Handlers {
 		h := &cfg.Handlers[i]
 		if err := checkHandler(h); err != nil {
@@ -164,6 +170,9 @@ func checkHandler(h *Handler) error {
 	case o.RateLimit.Limit < 0 || (o.RateLimit.Limit > 0 && o.RateLimit.Per <= 0):
 		return fmt.Errorf("%w: handler %q: rate limit needs Limit ≥ 0 and a positive Per", ErrInvalidConfig, h.Name)
 	}
+	if err := checkTags(o.Tags); err != nil {
+		return fmt.Errorf("%w: handler %q: %w", ErrInvalidConfig, h.Name, err)
+	}
 	if p := h.Periodic; p != nil {
 		if _, _, err := parsePeriodic(p); err != nil {
 			return fmt.Errorf("%w: periodic task %q: %v", ErrInvalidConfig, h.Name, err)
@@ -187,6 +196,7 @@ func (c *Client) Close() error {
 		c.alertTimer = nil
 	}
 	c.alertMu.Unlock()
+	c.events.closeAll()
 	return c.st.Close()
 }
 
@@ -287,6 +297,27 @@ func (c *Client) prepare(e EnqueueParams) (store.InsertParams, error) {
 	if delay == 0 {
 		delay = c.cfg.RetryDelay
 	}
+	if e.Opts.Timeout < 0 {
+		return store.InsertParams{}, fmt.Errorf("%w: got %s", ErrInvalidTimeout, e.Opts.Timeout)
+	}
+	tags := def.Tags
+	if e.Opts.Tags != nil {
+		tags = e.Opts.Tags
+		if err := checkTags(tags); err != nil {
+			return store.InsertParams{}, err
+		}
+	}
+	var meta json.RawMessage
+	if e.Opts.Metadata != nil {
+		b, err := json.Marshal(e.Opts.Metadata)
+		if err != nil {
+			return store.InsertParams{}, fmt.Errorf("%w: metadata: %v", ErrInvalidPayload, err)
+		}
+		if err := checkMetadata(b); err != nil {
+			return store.InsertParams{}, err
+		}
+		meta = b
+	}
 	p := store.InsertParams{
 		Task:         e.Task,
 		Payload:      raw,
@@ -295,6 +326,9 @@ func (c *Client) prepare(e EnqueueParams) (store.InsertParams, error) {
 		MaxAttempts:  retries + 1,
 		RetryDelay:   delay,
 		RunAt:        e.Opts.RunAt,
+		Timeout:      e.Opts.Timeout,
+		Tags:         slices.Clone(tags),
+		Metadata:     meta,
 		Now:          c.now(),
 	}
 	if e.Opts.Key != nil {

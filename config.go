@@ -102,16 +102,20 @@ type Config struct {
 	Workers int
 	// ClaimBatch is how many jobs one claim statement may take. Zero means
 	// 4×Workers (claims are write transactions: bigger ones cost less per
-	// job). A larger value prefetches: the extra jobs wait in this
-	// process (leases renewed, returned unspent on stop) for a free worker,
-	// which raises throughput for short jobs at the cost of holding jobs
-	// other processes could run.
+	// job), growing up to 50×Workers (at most 1,000) while the backlog is
+	// deep and the workers run half a claim within 20ms, and shrinking
+	// back when they do not: prefetch bounded by time, not count. A value
+	// above Workers prefetches: the extra jobs wait in this process
+	// (leases renewed, returned unspent on stop) for a free worker, which
+	// raises throughput for short jobs at the cost of holding jobs other
+	// processes could run. A non-zero value is used as is.
 	ClaimBatch int
 	// PollInterval is how often an idle Run checks whether another process
 	// committed to a shard (a stat of each shard's WAL file, no SQL), so a
 	// foreign enqueue is picked up within about this long; after 200ms of
-	// quiet the check backs off to 4×PollInterval. Zero means 5ms. Enqueues
-	// from this process wake Run at once.
+	// quiet the check backs off to 4×PollInterval, after 2s to
+	// 10×PollInterval. Zero means 5ms. Enqueues from this process wake Run
+	// at once; on PostgreSQL, LISTEN/NOTIFY does (its listener polls).
 	PollInterval time.Duration
 	// HeartbeatInterval is how often running jobs' heartbeats are renewed,
 	// and how often Run refreshes its worker registry entry (at least
@@ -125,9 +129,21 @@ type Config struct {
 	// RecoveryInterval is how often Run recovers orphans. Zero means 10s
 	// (env RECOVERY_INTERVAL, in ms).
 	RecoveryInterval time.Duration
-	// CleanupAge is how long finished jobs and dead letters are kept before
-	// Run's maintenance deletes them. Zero means 7 days (env CLEANUP_DAYS).
+	// CleanupAge is how long failed and cancelled jobs and dead letters
+	// are kept before Run's maintenance deletes them. Zero means 7 days
+	// (env CLEANUP_DAYS).
 	CleanupAge time.Duration
+	// CompletedRetention is how long completed jobs stay stored (status
+	// completed, with their finish time, listed by Jobs, the CLI and the
+	// admin API) before Run's maintenance deletes them. Zero means one
+	// hour (each kept job costs about 100 bytes of file plus its payload,
+	// and Stats and the dashboard's counts grow with the kept rows: see
+	// README, Retention);
+	// RetentionOff deletes a completed job at once, as queue-max does,
+	// except one whose handler returned a result, which is kept for
+	// CleanupAge (env QUEUE_MAX_COMPLETED_RETENTION, a Go duration or
+	// seconds, where 0 means off).
+	CompletedRetention time.Duration
 	// MaxSnoozes bounds how often one job may snooze (a handler returning
 	// Snooze(d)): the next snooze dead-letters it with a SnoozeLimitError,
 	// so a job cannot wait forever unnoticed. Zero means 100; negative is
@@ -178,6 +194,9 @@ const (
 	AlertOff = -1
 	// CircuitOff, as Config.CircuitThreshold, never opens a breaker.
 	CircuitOff = -1
+	// RetentionOff, as Config.CompletedRetention, keeps no completed job
+	// without a result: it is deleted when it completes.
+	RetentionOff time.Duration = -1
 )
 
 // MaxRetriesLimit is the largest number of retries a job may have (in
@@ -208,6 +227,7 @@ const (
 	defaultStuckTimeout    = 30 * time.Second
 	defaultRecovery        = 10 * time.Second
 	defaultCleanupAge      = 7 * 24 * time.Hour
+	defaultRetention       = time.Hour
 	defaultAlertThreshold  = 1000
 	defaultDrainTimeout    = 30 * time.Second
 	defaultCircuitFailures = 5
@@ -236,6 +256,7 @@ func (c Config) withDefaults() Config {
 	setDefault(&c.StuckTimeout, defaultStuckTimeout)
 	setDefault(&c.RecoveryInterval, defaultRecovery)
 	setDefault(&c.CleanupAge, defaultCleanupAge)
+	setDefault(&c.CompletedRetention, defaultRetention)
 	setDefault(&c.AlertThreshold, defaultAlertThreshold)
 	setDefault(&c.DrainTimeout, defaultDrainTimeout)
 	setDefault(&c.CircuitThreshold, defaultCircuitFailures)
@@ -289,6 +310,8 @@ func (c Config) validate() error {
 		return &ConfigError{"RecoveryInterval", "is negative"}
 	case c.CleanupAge < 0:
 		return &ConfigError{"CleanupAge", "is negative"}
+	case c.CompletedRetention < 0 && c.CompletedRetention != RetentionOff:
+		return &ConfigError{"CompletedRetention", "is negative (RetentionOff keeps no completed job)"}
 	case c.DrainTimeout < 0:
 		return &ConfigError{"DrainTimeout", "is negative"}
 	case c.CircuitTimeout < 0:
@@ -302,8 +325,9 @@ func (c Config) validate() error {
 // ConfigFromEnv returns a Config read from queue-max's environment variables
 // through getenv (pass os.Getenv). Unset variables leave fields at zero, so
 // defaults apply. Explicit values are honoured or refused, never replaced by
-// a default: QUEUE_ALERT_THRESHOLD=0, CIRCUIT_FAILURE_THRESHOLD=0 and
-// RATE_LIMIT_MAX=0 switch alerts, breakers and the rate limit off, while
+// a default: QUEUE_ALERT_THRESHOLD=0, CIRCUIT_FAILURE_THRESHOLD=0,
+// RATE_LIMIT_MAX=0 and QUEUE_MAX_COMPLETED_RETENTION=0 switch alerts,
+// breakers, the rate limit and completed-job retention off, while
 // NUM_SHARDS=0 and a malformed or out-of-range value are a *ConfigError
 // naming the variable (several are joined). It also returns the level named
 // by QUEUE_MAX_LOG_LEVEL (default WARNING) for programs that build their
@@ -377,6 +401,22 @@ func ConfigFromEnv(getenv func(string) string) (Config, slog.Level, error) {
 	intVar("STUCK_TIMEOUT", atLeast("STUCK_TIMEOUT", 1, func(n int64) { c.StuckTimeout = ms(n) }))
 	intVar("RECOVERY_INTERVAL", atLeast("RECOVERY_INTERVAL", 1, func(n int64) { c.RecoveryInterval = ms(n) }))
 	intVar("CLEANUP_DAYS", atLeast("CLEANUP_DAYS", 1, func(n int64) { c.CleanupAge = time.Duration(n) * 24 * time.Hour }))
+	if v := strings.TrimSpace(getenv("QUEUE_MAX_COMPLETED_RETENTION")); v != "" {
+		d, err := time.ParseDuration(v)
+		if n, nerr := strconv.ParseInt(v, 10, 64); nerr == nil {
+			d, err = time.Duration(n)*time.Second, nil
+		}
+		switch {
+		case err != nil:
+			bad("QUEUE_MAX_COMPLETED_RETENTION", "%q is not a duration (24h) or a number of seconds", v)
+		case d < 0:
+			bad("QUEUE_MAX_COMPLETED_RETENTION", "%q is negative", v)
+		case d == 0:
+			c.CompletedRetention = RetentionOff
+		default:
+			c.CompletedRetention = d
+		}
+	}
 	intVar("QUEUE_ALERT_THRESHOLD", atLeast("QUEUE_ALERT_THRESHOLD", 0, func(n int64) {
 		c.AlertThreshold = int(n)
 		if n == 0 {

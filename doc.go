@@ -16,9 +16,10 @@
 //	func SendEmail(ctx context.Context, to, subject string) error { ... }
 //
 // The generator (cmd/queuemax-gen) writes queuemax_gen.go with a typed
-// handle per task (SendEmailTask with Delay, ScheduleAt, ScheduleIn, Map,
-// With and Call), its payload struct (SendEmailArgs), the Handlers for
-// Config.Handlers, and New, which binds every handle to a Client.
+// handle per task (SendEmailTask with Delay, ScheduleAt, ScheduleIn, Map and
+// MapArgs, each with a Tx form, plus With and Call), its payload struct
+// (SendEmailArgs), the Handlers for Config.Handlers, and New, which binds
+// every handle to a Client.
 //
 // Without the generator, Define builds a Handler from a typed function and
 // NewTask a typed handle; Client.Enqueue takes any JSON-object payload.
@@ -83,10 +84,26 @@
 //
 // # Events
 //
-// On registers a callback for a kind of event (job_enqueued, job_completed,
-// job_failed, job_retried, alert, circuit_state_changed, periodic_enqueued)
-// and returns a function that removes it; WithoutEvents silences the calls
-// made with one context.
+// Client.Subscribe returns a channel of the client's events (job_enqueued,
+// job_completed, job_retried, job_snoozed, job_cancelled, job_failed,
+// alert, circuit_state_changed, periodic_enqueued) and a function that
+// cancels it:
+//
+//	events, cancel := c.Subscribe(queuemax.EventCompleted, queuemax.EventFailed)
+//	defer cancel()
+//	for e := range events { ... }
+//
+// Sends never block: a reader that falls behind its buffer
+// (SubscribeConfig.ChanSize) misses events, counted by Client.EventStats,
+// and the queue goes on. WithoutEvents silences the calls made with one
+// context. See ExampleClient_Subscribe.
+//
+// # Testing
+//
+// Package queuemaxtest opens a client on a temporary store
+// (queuemaxtest.NewClient), asserts typed jobs (RequireEnqueued[A],
+// RequireNotEnqueued[A]) and works them synchronously in the test
+// (Drain, WorkOne), through Client.Work.
 //
 // # Middleware
 //

@@ -40,6 +40,12 @@ var (
 	ErrInvalidPriority = errors.New("queuemax: invalid priority (want 0, 1 or 2)")
 	// ErrInvalidRetries is returned for a negative retry count.
 	ErrInvalidRetries = errors.New("queuemax: invalid max retries (want 0 or more)")
+	// ErrInvalidTag is returned for a bad job tag (Opts.Tags,
+	// TaskOptions.Tags): empty, too long, with a space or comma, repeated,
+	// or one too many; the error names it.
+	ErrInvalidTag = errors.New("queuemax: invalid tag")
+	// ErrInvalidTimeout is returned for a negative Opts.Timeout.
+	ErrInvalidTimeout = errors.New("queuemax: invalid timeout (want 0 or more)")
 	// ErrInvalidConfig is wrapped by every Config validation error.
 	ErrInvalidConfig = errors.New("queuemax: invalid config")
 	// ErrUnknownTask is returned when a job names a task with no handler:

@@ -40,8 +40,8 @@ type EventBusOptions struct {
 	Logger *slog.Logger
 }
 
-// EventBus turns a Client's synchronous callbacks (see Client.On) into
-// typed events delivered asynchronously: each subscriber has a bounded
+// EventBus turns a Client's events into typed events delivered
+// asynchronously to callbacks: each subscriber has a bounded
 // buffer and a goroutine owned by the bus, so a slow subscriber never
 // blocks the queue; when its buffer is full it misses events, which are
 // counted. The bus keeps a bounded history that links each event to its
@@ -52,6 +52,12 @@ type EventBusOptions struct {
 // events in the order the bus received them. Events emitted under a context
 // from WithoutEvents never reach the bus. An EventBus is safe for
 // concurrent use; Close it when done.
+//
+// Deprecated: Use Client.Subscribe, the one event model: a bounded channel
+// per subscriber that cannot block the queue, with drops counted in
+// Client.EventStats. EventBus, Subscribe, Expect and Await remain for
+// existing code and receive the same events (including JobSnoozed and
+// JobCancelled); see the README's "Upgrading" section.
 type EventBus struct {
 	eng     *eventbus.Bus[Event]
 	log     *slog.Logger
@@ -81,8 +87,8 @@ type EventMeta struct {
 func (m EventMeta) Meta() EventMeta { return m }
 
 // TypedEvent is implemented by the typed events only: JobEnqueued,
-// JobCompleted, JobFailed, JobRetried, Alert, CircuitChanged and
-// PeriodicEnqueued.
+// JobCompleted, JobFailed, JobRetried, JobSnoozed, JobCancelled, Alert,
+// CircuitChanged and PeriodicEnqueued.
 type TypedEvent interface {
 	// Kind returns the event's kind.
 	Kind() EventKind
@@ -130,6 +136,27 @@ type JobRetried struct {
 	RetryAt time.Time
 }
 
+// JobSnoozed follows a handler returning Snooze(d) (EventSnoozed).
+type JobSnoozed struct {
+	EventMeta
+	JobID   JobID
+	Shard   int
+	Task    string
+	Attempt int       // the attempt that snoozed, from 1
+	RetryAt time.Time // when the job runs again
+}
+
+// JobCancelled follows a job ending cancelled (EventCancelled). Attempt
+// and Error are set when it was running.
+type JobCancelled struct {
+	EventMeta
+	JobID   JobID
+	Shard   int
+	Task    string
+	Attempt int
+	Error   string
+}
+
 // Alert reports that pending jobs exceed Config.AlertThreshold
 // (EventAlert).
 type Alert struct {
@@ -169,6 +196,12 @@ func (JobFailed) Kind() EventKind { return EventFailed }
 // Kind returns EventRetried.
 func (JobRetried) Kind() EventKind { return EventRetried }
 
+// Kind returns EventSnoozed.
+func (JobSnoozed) Kind() EventKind { return EventSnoozed }
+
+// Kind returns EventCancelled.
+func (JobCancelled) Kind() EventKind { return EventCancelled }
+
 // Kind returns EventAlert.
 func (Alert) Kind() EventKind { return EventAlert }
 
@@ -182,6 +215,8 @@ func (JobEnqueued) typedEvent()      {}
 func (JobCompleted) typedEvent()     {}
 func (JobFailed) typedEvent()        {}
 func (JobRetried) typedEvent()       {}
+func (JobSnoozed) typedEvent()       {}
+func (JobCancelled) typedEvent()     {}
 func (Alert) typedEvent()            {}
 func (CircuitChanged) typedEvent()   {}
 func (PeriodicEnqueued) typedEvent() {}
@@ -207,6 +242,10 @@ func typed(r eventbus.Record[Event]) TypedEvent {
 		return JobFailed{m, ev.JobID, ev.Shard, ev.Task, ev.Attempt, ev.Error}
 	case EventRetried:
 		return JobRetried{m, ev.JobID, ev.Shard, ev.Task, ev.Attempt, ev.Error, ev.RetryAt}
+	case EventSnoozed:
+		return JobSnoozed{m, ev.JobID, ev.Shard, ev.Task, ev.Attempt, ev.RetryAt}
+	case EventCancelled:
+		return JobCancelled{m, ev.JobID, ev.Shard, ev.Task, ev.Attempt, ev.Error}
 	case EventAlert:
 		return Alert{m, ev.AlertType, ev.Pending, ev.Threshold}
 	case EventCircuit:
@@ -220,6 +259,8 @@ func typed(r eventbus.Record[Event]) TypedEvent {
 // NewEventBus returns a bus fed by c's events; it registers one callback
 // per kind with c.On. It starts no goroutine until something subscribes.
 // Close removes the callbacks.
+//
+// Deprecated: Use Client.Subscribe; see EventBus.
 func NewEventBus(c *Client, opts EventBusOptions) *EventBus {
 	if opts.Logger == nil {
 		opts.Logger = c.log
@@ -253,7 +294,7 @@ func (b *EventBus) publish(ev Event) {
 	switch ev.Kind {
 	case EventEnqueued:
 		key, level = jobKey(ev.JobID), levelEnqueued
-	case EventCompleted, EventFailed, EventRetried:
+	case EventCompleted, EventFailed, EventRetried, EventSnoozed, EventCancelled:
 		key, level = jobKey(ev.JobID), levelOutcome
 	case EventPeriodic:
 		key, level = jobKey(ev.JobID), levelPeriodic
@@ -292,6 +333,8 @@ func (b *EventBus) Close() {
 // unsubscribes; events still buffered for fn are then discarded. A
 // panicking fn is recovered and logged. Subscribing to a closed bus does
 // nothing.
+//
+// Deprecated: Use Client.Subscribe; see EventBus.
 func Subscribe[T TypedEvent](bus *EventBus, fn func(T)) (unsubscribe func()) {
 	var zero T
 	kind := string(zero.Kind())
@@ -334,6 +377,8 @@ func (b *EventBus) SubscribePattern(pattern string, fn func(Event)) (unsubscribe
 //
 // To wait for an event that an action of yours triggers, use Await
 // instead: an event emitted before Expect subscribes is missed.
+//
+// Deprecated: Use Client.Subscribe and read the channel; see EventBus.
 func Expect[T TypedEvent](ctx context.Context, bus *EventBus, match func(T) bool) (T, error) {
 	return Await(bus, match)(ctx)
 }
@@ -347,6 +392,9 @@ func Expect[T TypedEvent](ctx context.Context, bus *EventBus, match func(T) bool
 //
 // Call wait once; it unsubscribes when it returns. Until then, or until the
 // bus closes, the subscription stays.
+//
+// Deprecated: Use Client.Subscribe before starting the work, then read
+// the channel; see EventBus.
 func Await[T TypedEvent](bus *EventBus, match func(T) bool) (wait func(ctx context.Context) (T, error)) {
 	found := make(chan T, 1) // one match is all a wait needs
 	unsub := Subscribe(bus, func(t T) {
@@ -421,6 +469,13 @@ func describe(ev Event) string {
 		return fmt.Sprintf("%s job=%d attempt=%d", ev.Kind, ev.JobID, ev.Attempt)
 	case EventFailed, EventRetried:
 		return fmt.Sprintf("%s job=%d attempt=%d error=%q", ev.Kind, ev.JobID, ev.Attempt, ev.Error)
+	case EventSnoozed:
+		return fmt.Sprintf("%s job=%d attempt=%d retry_at=%s", ev.Kind, ev.JobID, ev.Attempt, ev.RetryAt.UTC().Format(time.RFC3339))
+	case EventCancelled:
+		if ev.Error != "" {
+			return fmt.Sprintf("%s job=%d attempt=%d error=%q", ev.Kind, ev.JobID, ev.Attempt, ev.Error)
+		}
+		return fmt.Sprintf("%s job=%d", ev.Kind, ev.JobID)
 	case EventAlert:
 		return fmt.Sprintf("%s %s pending=%d threshold=%d", ev.Kind, ev.AlertType, ev.Pending, ev.Threshold)
 	case EventCircuit:

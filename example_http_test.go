@@ -95,8 +95,8 @@ func ExampleServeListenerWithWorkers() {
 	outbox := &tasks.Outbox{}
 	c, closeClient := openBusExample(ctx, tasks.Handlers()...)
 	defer closeClient()
-	bus := queuemax.NewEventBus(c, queuemax.EventBusOptions{})
-	defer bus.Close()
+	completed, unsubscribe := c.Subscribe(queuemax.EventCompleted)
+	defer unsubscribe()
 
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /signup", func(w http.ResponseWriter, r *http.Request) {
@@ -121,12 +121,9 @@ func ExampleServeListenerWithWorkers() {
 
 	// Sign up over HTTP and wait until the welcome email's job completed.
 	sendEmail := tasks.New(c).SendEmail.Name()
-	wait := queuemax.Await(bus, func(e queuemax.JobCompleted) bool { return e.Task == sendEmail })
 	err = httpPost("http://" + ln.Addr().String() + "/signup?email=ada@example.com")
 	if err == nil {
-		waitCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		_, err = wait(waitCtx)
-		cancel()
+		_, err = awaitEvent(ctx, completed, func(e *queuemax.Event) bool { return e.Task == sendEmail })
 	}
 	stop()
 	fmt.Println("served:", <-served)

@@ -35,8 +35,8 @@ func ExampleClient_Cancel() {
 		return
 	}
 	defer c.Close()
-	cancelled := make(chan queuemax.JobID, 2)
-	c.On(queuemax.EventCancelled, func(e queuemax.Event) { cancelled <- e.JobID })
+	cancelled, unsubscribe := c.Subscribe(queuemax.EventCancelled)
+	defer unsubscribe()
 
 	later, _ := c.Enqueue(ctx, "example.Export", map[string]any{}, queuemax.Opts{RunAt: time.Now().Add(time.Hour)})
 	st, err := c.Cancel(ctx, later)
@@ -82,8 +82,8 @@ func ExampleCancel() {
 		return
 	}
 	defer c.Close()
-	done := make(chan queuemax.Event, 1)
-	c.On(queuemax.EventCancelled, func(e queuemax.Event) { done <- e })
+	done, unsubscribe := c.Subscribe(queuemax.EventCancelled)
+	defer unsubscribe()
 	go c.Run(ctx)
 	id, _ := c.Enqueue(ctx, "example.Sync", map[string]string{"Account": "closed"}, queuemax.Opts{})
 	e := <-done
@@ -115,8 +115,8 @@ func ExampleSnooze() {
 		return
 	}
 	defer c.Close()
-	done := make(chan struct{}, 1)
-	c.On(queuemax.EventCompleted, func(queuemax.Event) { done <- struct{}{} })
+	done, unsubscribe := c.Subscribe(queuemax.EventCompleted)
+	defer unsubscribe()
 	go c.Run(ctx)
 	id, _ := c.Enqueue(ctx, "example.Report", struct{}{}, queuemax.Opts{})
 	<-done

@@ -56,8 +56,8 @@ func Example_middleware() {
 		return
 	}
 	defer c.Close()
-	done := make(chan struct{}, 1)
-	c.On(queuemax.EventCompleted, func(queuemax.Event) { done <- struct{}{} })
+	done, unsubscribe := c.Subscribe(queuemax.EventCompleted)
+	defer unsubscribe()
 
 	reqCtx := context.WithValue(ctx, requestIDKey{}, "req-42")
 	if _, err := c.Enqueue(reqCtx, "example.Greet", greetArgs{Name: "ada"}, queuemax.Opts{}); err != nil {

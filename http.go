@@ -86,7 +86,9 @@ type AdminOptions struct {
 //
 //	GET  /stats                              Stats, plus "worker" (WorkerStats) while Run is active,
 //	                                         and "error" when a shard could not be read
-//	GET  /jobs?status=&task=&shard=&q=&limit= {"jobs": [...]}, newest first; limit 1–1000, default 100;
+//	GET  /jobs?status=&task=&tag=&shard=&q=&limit= {"jobs": [...]}, newest first; limit 1–1000, default 100;
+//	                                         tag keeps jobs with that tag (completed jobs stay listed for
+//	                                         Config.CompletedRetention);
 //	                                         q keeps jobs whose id, task, payload, error or worker contain it
 //	                                         (searching the newest 1000 jobs that match the other filters)
 //	GET  /jobs/{id}                          one job, with its error stack and metadata; id is a JobID or "shard:seq"
@@ -108,7 +110,8 @@ type AdminOptions struct {
 //	POST /purge    {"statuses": ["failed", ...]}    {"purged": n}
 //	POST /recover                            recover orphans: {"requeued": n, "dead_lettered": n}
 //	POST /enqueue  {"task": "...", "payload": {...}, "opts": {"priority": 2,
-//	               "max_retries": 0, "key": 7, "run_at": "RFC 3339", "delay": "10s"}}
+//	               "max_retries": 0, "key": 7, "run_at": "RFC 3339", "delay": "10s",
+//	               "timeout": "30s", "tags": ["a"], "metadata": {...}}}
 //	                                         201 {"job_id": id, "shard": n}
 //
 // POST requests need the bearer token (401 without a valid one, 403 when
@@ -295,7 +298,7 @@ func (a *admin) fail(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, ErrJobFinished):
 		status, msg = http.StatusConflict, err.Error()
 	case errors.Is(err, ErrInvalidPayload), errors.Is(err, ErrInvalidPriority), errors.Is(err, ErrInvalidRetries),
-		errors.Is(err, ErrInvalidShard), errors.Is(err, ErrUnknownTask):
+		errors.Is(err, ErrInvalidShard), errors.Is(err, ErrUnknownTask), errors.Is(err, ErrInvalidTag), errors.Is(err, ErrInvalidTimeout):
 		status, msg = http.StatusBadRequest, err.Error()
 	case errors.Is(err, ErrReadOnly):
 		status, msg = http.StatusForbidden, err.Error()
@@ -393,7 +396,7 @@ func (a *admin) listParams(r *http.Request, withStatus bool) (ListParams, error)
 	for name := range r.URL.Query() {
 		switch name {
 		case "task", "shard", "limit":
-		case "status", "q":
+		case "status", "q", "tag":
 			if withStatus {
 				continue
 			}
@@ -410,6 +413,7 @@ func (a *admin) listParams(r *http.Request, withStatus bool) (ListParams, error)
 		p.Status = st
 	}
 	p.Task = r.URL.Query().Get("task")
+	p.Tag = r.URL.Query().Get("tag")
 	sh, ok, err := queryInt(r, "shard", 0, a.c.Shards()-1)
 	if err != nil {
 		return p, err
@@ -450,6 +454,9 @@ type adminJob struct {
 	// CancelRequested: Cancel was called while the job runs.
 	CancelRequested bool `json:"cancel_requested,omitempty"`
 	Snoozes         int  `json:"snoozes"`
+	// TimeoutMS is the job's own timeout (Opts.Timeout), if any.
+	TimeoutMS int64    `json:"timeout_ms,omitempty"`
+	Tags      []string `json:"tags,omitempty"`
 }
 
 func timePtr(t time.Time) *time.Time {
@@ -464,7 +471,7 @@ func toAdminJob(j *Job) adminJob {
 		Key: j.PartitionKey, Attempts: j.Attempts, MaxAttempts: j.MaxAttempts, LastError: j.LastError, ErrorType: j.ErrorType,
 		WorkerID: j.WorkerID, Result: j.Result, CreatedAt: timePtr(j.CreatedAt), StartedAt: timePtr(j.StartedAt),
 		CompletedAt: timePtr(j.CompletedAt), NextRunAt: timePtr(j.NextRetryAt), Heartbeat: timePtr(j.Heartbeat),
-		CancelRequested: j.CancelRequested, Snoozes: j.Snoozes}
+		CancelRequested: j.CancelRequested, Snoozes: j.Snoozes, TimeoutMS: j.Timeout.Milliseconds(), Tags: j.Tags}
 }
 
 type adminDeadLetter struct {
@@ -741,11 +748,14 @@ type enqueueRequest struct {
 	Task    string          `json:"task"`
 	Payload json.RawMessage `json:"payload"`
 	Opts    struct {
-		Priority   *Priority `json:"priority"`
-		MaxRetries *int      `json:"max_retries"`
-		Key        *int64    `json:"key"`
-		RunAt      time.Time `json:"run_at"`
-		Delay      string    `json:"delay"`
+		Priority   *Priority      `json:"priority"`
+		MaxRetries *int           `json:"max_retries"`
+		Key        *int64         `json:"key"`
+		RunAt      time.Time      `json:"run_at"`
+		Delay      string         `json:"delay"`
+		Timeout    string         `json:"timeout"`
+		Tags       []string       `json:"tags"`
+		Metadata   map[string]any `json:"metadata"`
 	} `json:"opts"`
 }
 
@@ -769,7 +779,15 @@ func (a *admin) enqueue(w http.ResponseWriter, r *http.Request, _ []string) erro
 		return badRequest(`field "payload": %v`, err)
 	}
 	payload = compact.Bytes()
-	o := Opts{Priority: req.Opts.Priority, MaxRetries: req.Opts.MaxRetries, Key: req.Opts.Key, RunAt: req.Opts.RunAt}
+	o := Opts{Priority: req.Opts.Priority, MaxRetries: req.Opts.MaxRetries, Key: req.Opts.Key, RunAt: req.Opts.RunAt,
+		Tags: req.Opts.Tags, Metadata: req.Opts.Metadata}
+	if req.Opts.Timeout != "" {
+		d, err := time.ParseDuration(req.Opts.Timeout)
+		if err != nil || d < 0 {
+			return badRequest(`field "opts.timeout": want a non-negative Go duration such as "30s", got %q`, req.Opts.Timeout)
+		}
+		o.Timeout = d
+	}
 	if o.Priority != nil && !o.Priority.Valid() {
 		return badRequest(`field "opts.priority": want 0, 1 or 2, got %d`, *o.Priority)
 	}

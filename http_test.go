@@ -585,3 +585,45 @@ var adminSortStrings = cmp.Transformer("sort", func(in []string) []string {
 	}
 	return out
 })
+
+// TestAdminHandler_TagsAndTimeout: POST /enqueue takes a job's timeout,
+// tags and metadata; GET /jobs shows them and filters by ?tag=; bad ones
+// are a 400 naming the problem, storing nothing.
+func TestAdminHandler_TagsAndTimeout(t *testing.T) {
+	t.Parallel()
+	f := newAdminFixture(t, AdminOptions{Token: adminTestToken})
+	bearer := "Bearer " + adminTestToken
+	r := f.do(t, "POST", "/admin/enqueue", bearer, "application/json",
+		`{"task": "test.ok", "opts": {"timeout": "1.5s", "tags": ["vip", "eu"], "metadata": {"tenant": "acme"}}}`)
+	if r.status != 201 {
+		t.Fatalf("enqueue: %d %s", r.status, r.raw)
+	}
+	id := JobID(r.body["job_id"].(float64))
+	r = f.do(t, "GET", "/admin/jobs?tag=vip", "", "", "")
+	js, _ := r.body["jobs"].([]any)
+	if r.status != 200 || len(js) != 1 {
+		t.Fatalf("jobs?tag=vip: %d %s; want the one tagged job", r.status, r.raw)
+	}
+	j := js[0].(map[string]any)
+	if j["id"] != float64(id) || j["timeout_ms"] != 1500.0 || fmt.Sprint(j["tags"]) != "[vip eu]" {
+		t.Errorf("job = %s; want id %d, timeout_ms 1500, tags [vip eu]", r.raw, id)
+	}
+	if r = f.do(t, "GET", "/admin/jobs?tag=nope", "", "", ""); r.status != 200 || strings.Contains(r.raw, `"id"`) {
+		t.Errorf("jobs?tag=nope: %d %s; want none", r.status, r.raw)
+	}
+	if r = f.do(t, "GET", fmt.Sprintf("/admin/jobs/%d", id), "", "", ""); fmt.Sprint(r.body["metadata"]) != "map[tenant:acme]" {
+		t.Errorf("job %d: %s; want its metadata", id, r.raw)
+	}
+	for body, want := range map[string]string{
+		`{"task": "test.ok", "opts": {"tags": ["a b"]}}`:   `tag \"a b\" has a space`,
+		`{"task": "test.ok", "opts": {"timeout": "-1s"}}`:  `opts.timeout`,
+		`{"task": "test.ok", "opts": {"timeout": "soon"}}`: `opts.timeout`,
+	} {
+		if r = f.do(t, "POST", "/admin/enqueue", bearer, "application/json", body); r.status != 400 || !strings.Contains(r.raw, want) {
+			t.Errorf("enqueue %s: %d %s; want 400 saying %s", body, r.status, r.raw, want)
+		}
+	}
+	if all, _ := f.b.c.Jobs(f.b.ctx, ListParams{}); len(all) != 3 {
+		t.Errorf("%d jobs stored, want 3", len(all))
+	}
+}

@@ -39,7 +39,7 @@ func (c *Client) Complete(ctx context.Context, job *Job, result any) error {
 		}
 		raw = b
 	}
-	err := c.st.Complete(ctx, []store.CompleteParams{{Lease: lease(job), Result: raw, Now: c.now()}})[0]
+	err := c.st.Complete(ctx, []store.CompleteParams{{Lease: lease(job), Result: raw, Keep: c.cfg.CompletedRetention > 0, Now: c.now()}})[0]
 	if err != nil {
 		return err
 	}
@@ -196,6 +196,7 @@ func (c *Client) record(ctx context.Context, job *Job, jobErr error, out FailOut
 		return err
 	}
 	if out.Snoozed {
+		c.emit(ctx, Event{Kind: EventSnoozed, JobID: job.ID, Shard: job.Shard, Task: job.Task, Attempt: job.Attempts, RetryAt: out.RetryAt})
 		c.notify()
 		return nil
 	}
@@ -306,14 +307,23 @@ func (c *Client) taskDefaults(task string) (Priority, int) {
 	return prio, retries + 1
 }
 
-// Cleanup deletes failed and completed jobs that finished more than olderThan
-// ago, and dead-letter rows as old. Zero means Config.CleanupAge. Run calls
-// it every hour.
+// Cleanup deletes failed, cancelled and completed jobs that finished more
+// than olderThan ago, and dead-letter rows as old. Zero applies the
+// configured ages, as Run's maintenance does every hour (or every
+// Config.CompletedRetention when shorter): completed jobs older than
+// Config.CompletedRetention (with RetentionOff, only completed jobs that
+// stored a result exist, and they are kept for CleanupAge), the others and
+// dead letters older than Config.CleanupAge.
 func (c *Client) Cleanup(ctx context.Context, olderThan time.Duration) (CleanupResult, error) {
-	if olderThan <= 0 {
-		olderThan = c.cfg.CleanupAge
+	now := c.now()
+	if olderThan > 0 {
+		return c.st.Cleanup(ctx, now.Add(-olderThan))
 	}
-	return c.st.Cleanup(ctx, c.now().Add(-olderThan))
+	completed := c.cfg.CompletedRetention
+	if completed <= 0 {
+		completed = c.cfg.CleanupAge
+	}
+	return c.st.Prune(ctx, store.PruneParams{CompletedBefore: now.Add(-completed), FinishedBefore: now.Add(-c.cfg.CleanupAge)})
 }
 
 // Purge deletes jobs with the given statuses and returns how many. With no
@@ -373,6 +383,9 @@ func (c *Client) WaitUntilEmpty(ctx context.Context) error {
 type ListParams struct {
 	Status Status
 	Task   string
+	// Tag, when set, lists only jobs with this tag (Opts.Tags); it does
+	// not apply to DeadLetters.
+	Tag string
 	// Shard limits the listing to one shard; nil means all.
 	Shard *int
 	// Limit caps the merged result; zero means 100.
@@ -380,7 +393,7 @@ type ListParams struct {
 }
 
 func (p ListParams) store(shards int) (store.ListParams, error) {
-	sp := store.ListParams{Shard: store.AllShards, Status: p.Status, Task: p.Task, Limit: p.Limit}
+	sp := store.ListParams{Shard: store.AllShards, Status: p.Status, Task: p.Task, Tag: p.Tag, Limit: p.Limit}
 	if p.Shard != nil {
 		if *p.Shard < 0 || *p.Shard >= shards {
 			return sp, fmt.Errorf("%w: %d (valid: 0–%d; nil Shard lists every shard)", ErrInvalidShard, *p.Shard, shards-1)

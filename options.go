@@ -3,7 +3,12 @@ package queuemax
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/queuemax/queuemax/queuemaxtype"
 )
@@ -29,6 +34,50 @@ type Opts struct {
 	Key *int64
 	// RunAt delays the job until this time. Zero means now.
 	RunAt time.Time
+	// Timeout bounds each execution of this job instead of the task's
+	// TaskOptions.Timeout; it is stored with the job, so whichever process
+	// runs it applies it. Zero keeps the task's; negative is an error.
+	Timeout time.Duration
+	// Metadata is stored with the job as a JSON object of these keys and
+	// returned as Job.Metadata (listings, the admin API, WorkMiddleware).
+	// Keys that enqueue middleware set (queuemaxotel's "otel" trace
+	// context) are added to it and win over a user key of the same name,
+	// so trace context is never clobbered. Nil stores none.
+	Metadata map[string]any
+	// Tags label the job; Jobs, the CLI (--tag) and the admin API (?tag=)
+	// filter by one. Each is 1–MaxTagLength bytes without spaces, commas
+	// or control characters, at most MaxTags of them, no duplicates. Nil
+	// keeps the task's TaskOptions.Tags; an empty non-nil slice means none.
+	Tags []string
+}
+
+// Tag limits (Opts.Tags, TaskOptions.Tags, the tags= annotation).
+const (
+	MaxTags      = 20
+	MaxTagLength = 64
+)
+
+// checkTags returns an error wrapping ErrInvalidTag naming the first bad
+// tag of tags.
+func checkTags(tags []string) error {
+	if len(tags) > MaxTags {
+		return fmt.Errorf("%w: %d tags (at most %d)", ErrInvalidTag, len(tags), MaxTags)
+	}
+	seen := make(map[string]bool, len(tags))
+	for i, t := range tags {
+		switch {
+		case t == "":
+			return fmt.Errorf("%w: tag %d is empty", ErrInvalidTag, i)
+		case len(t) > MaxTagLength:
+			return fmt.Errorf("%w: tag %q is %d bytes (at most %d)", ErrInvalidTag, t, len(t), MaxTagLength)
+		case !utf8.ValidString(t) || strings.ContainsFunc(t, func(r rune) bool { return r == ',' || unicode.IsSpace(r) || unicode.IsControl(r) }):
+			return fmt.Errorf("%w: tag %q has a space, comma or control character", ErrInvalidTag, t)
+		case seen[t]:
+			return fmt.Errorf("%w: tag %q appears twice", ErrInvalidTag, t)
+		}
+		seen[t] = true
+	}
+	return nil
 }
 
 // merge returns o with every field of p that is set overriding it.
@@ -44,6 +93,15 @@ func (o Opts) merge(p Opts) Opts {
 	}
 	if !p.RunAt.IsZero() {
 		o.RunAt = p.RunAt
+	}
+	if p.Timeout != 0 {
+		o.Timeout = p.Timeout
+	}
+	if p.Metadata != nil {
+		o.Metadata = p.Metadata
+	}
+	if p.Tags != nil {
+		o.Tags = p.Tags
 	}
 	return o
 }
@@ -84,6 +142,9 @@ type TaskOptions struct {
 	// CircuitOff switches the task's circuit breaker off: failures never
 	// stop its jobs from being claimed (annotation circuit=off).
 	CircuitOff bool
+	// Tags are the default tags of the task's jobs (annotation
+	// tags=a,b); Opts.Tags replaces them for one enqueue.
+	Tags []string
 }
 
 // Periodic describes when a periodic task runs. Exactly one of Every and
@@ -124,6 +185,10 @@ type Handler struct {
 	// storing anything. Define and DefineResult set it to DecodeArgs; their
 	// Func dead-letters a stored payload that fails it at once.
 	Validate func(payload json.RawMessage) error
+
+	// args is the payload type of a Handler from Define or DefineResult
+	// (see TaskNames); nil otherwise.
+	args reflect.Type
 }
 
 // Re-exported leaf types. They are defined, with their full documentation,

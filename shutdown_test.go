@@ -73,8 +73,8 @@ func TestShutdown_HandlerIgnoringCancellation(t *testing.T) {
 		waitEvents(t, evs, 1)
 		stop()
 		<-ran
-		if _, err := w.c.Job(w.ctx, id); err == nil {
-			t.Errorf("job %d still stored, want completed by the second worker", id)
+		if j, err := w.c.Job(w.ctx, id); err != nil || j.Status != StatusCompleted {
+			t.Errorf("job %d = %+v, %v; want completed by the second worker", id, j, err)
 		}
 	})
 

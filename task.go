@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"time"
 )
 
@@ -148,7 +149,7 @@ func validator[A any](name string) func(json.RawMessage) error {
 // payload that does not fit (a key A lacks, a missing parameter, a wrong
 // type) dead-letters the job at once with a *PayloadShapeError.
 func Define[A any](name string, o TaskOptions, fn func(context.Context, A) error) Handler {
-	return Handler{Name: name, Options: o, Validate: validator[A](name), Func: func(ctx context.Context, job *Job) (any, error) {
+	return Handler{Name: name, Options: o, Validate: validator[A](name), args: reflect.TypeFor[A](), Func: func(ctx context.Context, job *Job) (any, error) {
 		var a A
 		if err := DecodeArgs(name, job.Payload, &a); err != nil {
 			return nil, Permanent(err)
@@ -160,7 +161,7 @@ func Define[A any](name string, o TaskOptions, fn func(context.Context, A) error
 // DefineResult returns the Handler for a task whose function returns a
 // result R, which is stored with the completed job (see Result).
 func DefineResult[A, R any](name string, o TaskOptions, fn func(context.Context, A) (R, error)) Handler {
-	return Handler{Name: name, Options: o, Validate: validator[A](name), Func: func(ctx context.Context, job *Job) (any, error) {
+	return Handler{Name: name, Options: o, Validate: validator[A](name), args: reflect.TypeFor[A](), Func: func(ctx context.Context, job *Job) (any, error) {
 		var a A
 		if err := DecodeArgs(name, job.Payload, &a); err != nil {
 			return nil, Permanent(err)

@@ -14,8 +14,12 @@ import (
 	"github.com/queuemax/queuemax/runtime/scale"
 )
 
-// Hooks are optional callbacks around each job Run executes. They run on the
-// job's goroutine; a panicking hook is recovered and logged. Hooks are the
+// Hooks are optional callbacks around each job Run executes. OnStart and
+// OnError run on the worker goroutine that runs the job; OnComplete (and
+// EventCompleted callbacks) run once the success has committed, on the
+// engine's acknowledgement goroutine, which commits the successes of many
+// jobs at once: keep them short, they delay later acknowledgements. A
+// panicking hook is recovered and logged. Hooks are the
 // simple form of a WorkMiddleware (Config.Middleware): OnStart runs before
 // the middleware chain, and OnComplete and OnError run after the outcome has
 // been recorded, which a middleware, returning before that, cannot see.
@@ -76,6 +80,14 @@ type WorkerStats struct {
 // context ending, plus the time to release unfinished jobs.
 const ShutdownGrace = 2 * time.Second
 
+// With the default ClaimBatch, claims may grow to autoClaimFactor×Workers
+// jobs (at most maxAutoClaim) while the backlog is deep and jobs are
+// short: see engine.Config.ClaimMax.
+const (
+	autoClaimFactor = 50
+	maxAutoClaim    = 1000
+)
+
 // worker is one Run: the engine, plus what the API keeps about it (its
 // worker-registry entry).
 type worker struct {
@@ -111,6 +123,8 @@ func (c *Client) newEngine() (*worker, error) {
 		Retryable:         func(err error) bool { return !Classify(err).Permanent && !isSnooze(err) },
 		Cancelled:         cancelledError,
 		Encode:            encodeResult,
+		KeepCompleted:     c.cfg.CompletedRetention > 0,
+		CleanupInterval:   cleanupInterval(c.cfg.CompletedRetention),
 		Completed:         c.completed,
 		Fail:              c.failed,
 		RecoverOrphans:    c.recoverOrphans,
@@ -121,6 +135,9 @@ func (c *Client) newEngine() (*worker, error) {
 		},
 		Start:    w.registerFirst,
 		Services: []engine.Service{&registry{w: w}},
+	}
+	if c.claimAuto {
+		cfg.ClaimMax = min(maxAutoClaim, autoClaimFactor*c.cfg.Workers)
 	}
 	if r := c.cfg.RateLimit; r.Limit > 0 {
 		l, err := ratelimit.New(r.Limit, r.Per, 0)
@@ -372,16 +389,22 @@ func (c *Client) completed(ctx context.Context, j *Job, result any) {
 // failed records a failed attempt for the engine, then runs OnError.
 func (c *Client) failed(ctx context.Context, j *Job, jobErr error) (bool, error) {
 	out := c.failOutcome(j, jobErr)
+	return out.Dead, c.recordFailure(ctx, j, jobErr, out)
+}
+
+// recordFailure records the failed attempt out decided, logs it and runs
+// OnError (Run's workers and Client.Work).
+func (c *Client) recordFailure(ctx context.Context, j *Job, jobErr error, out FailOutcome) error {
 	if err := c.record(ctx, j, jobErr, out, stackOf(jobErr)); err != nil {
-		return false, err
+		return err
 	}
 	switch {
 	case out.Snoozed:
 		c.log.DebugContext(ctx, "job snoozed", "task", j.Task, "job_id", int64(j.ID), "snoozes", j.Snoozes+1, "run_at", out.RetryAt)
-		return false, nil
+		return nil
 	case out.Cancelled:
 		c.log.InfoContext(ctx, "job cancelled", "task", j.Task, "job_id", int64(j.ID), "attempt", j.Attempts, "err", jobErr)
-		return false, nil
+		return nil
 	}
 	if out.Dead {
 		c.log.WarnContext(ctx, "job dead-lettered", "task", j.Task, "job_id", int64(j.ID), "attempt", j.Attempts, "err", jobErr)
@@ -394,7 +417,7 @@ func (c *Client) failed(ctx context.Context, j *Job, jobErr error) (bool, error)
 			c.cfg.Hooks.OnError(ctx, j, jobErr, out)
 		}
 	})
-	return out.Dead, nil
+	return nil
 }
 
 // isSnooze reports whether a handler's error is Snooze(d): not a failure,
@@ -420,6 +443,17 @@ func (c *Client) recoverOrphans(ctx context.Context) error {
 		c.log.WarnContext(ctx, "recovered orphaned jobs", "requeued", res.Requeued, "dead_lettered", res.DeadLettered)
 	}
 	return err
+}
+
+// cleanupInterval is how often maintenance cleans up: hourly, or every
+// half retention when that is shorter (but at most once a minute), so a
+// completed job outlives its retention by at most half of it and each
+// cleanup deletes a bounded slice of the kept jobs.
+func cleanupInterval(retention time.Duration) time.Duration {
+	if retention > 0 && retention < 2*time.Hour {
+		return max(retention/2, time.Minute)
+	}
+	return time.Hour
 }
 
 // cleanupOld is the engine maintenance's cleanup step.
@@ -460,7 +494,11 @@ func (c *Client) call(ctx context.Context, h *Handler, j *Job) (any, error) {
 }
 
 func (c *Client) callOnce(ctx context.Context, h *Handler, j *Job) (result any, err error) {
-	if limit := h.Options.Timeout; limit > 0 {
+	limit := h.Options.Timeout
+	if j.Timeout > 0 {
+		limit = j.Timeout // the job's own (Opts.Timeout)
+	}
+	if limit > 0 {
 		parent := ctx
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, limit)

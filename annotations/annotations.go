@@ -26,6 +26,9 @@
 //	                       in the worker: io.ErrUnexpectedEOF,*net.OpError,ErrBusy
 //	inline_retries=N       how many in-worker retries retry_on allows, N ≥ 1
 //	circuit=off            the task's circuit breaker never opens (on: the default)
+//	tags=LIST              comma-separated default tags of the task's jobs: each 1–64
+//	                       bytes without spaces or control characters, at most 20, no
+//	                       duplicates (Opts.Tags replaces them for one enqueue)
 //
 // Keys of //queuemax:periodic only, exactly one of:
 //
@@ -97,6 +100,8 @@ type Directive struct {
 	InlineRetries int
 	// CircuitOff is circuit=off: the task's circuit breaker never opens.
 	CircuitOff bool
+	// Tags are the task's default job tags, in source order.
+	Tags []string
 	// Every is the interval of a periodic task.
 	Every time.Duration
 	// Cron is the cron spec of a periodic task, unquoted.
@@ -189,7 +194,13 @@ func IsDirective(line string) bool { return strings.HasPrefix(line, Prefix) }
 // MaxRetries is the largest retries=N accepted, as queuemax.MaxRetriesLimit.
 const MaxRetries = 1000
 
-var taskKeys = []string{"name", "priority", "retries", "timeout", "retry_delay", "rate_limit", "retry_on", "inline_retries", "circuit"}
+var taskKeys = []string{"name", "priority", "retries", "timeout", "retry_delay", "rate_limit", "retry_on", "inline_retries", "circuit", "tags"}
+
+// Tag limits, as queuemax.MaxTags and queuemax.MaxTagLength.
+const (
+	MaxTags      = 20
+	MaxTagLength = 64
+)
 
 // extra keys of //queuemax:periodic.
 var periodicKeys = []string{"every", "cron", "misfire"}
@@ -453,6 +464,43 @@ func (p *parser) pair(key, val string, keyOff, valOff int) {
 		p.d.RateLimit = r
 	case "retry_on":
 		p.retryOn(val, valOff)
+	case "tags":
+		p.tags(val, valOff)
+	}
+}
+
+// tags parses tags=a,b, reporting each bad tag at its own column.
+func (p *parser) tags(val string, valOff int) {
+	parts := strings.Split(val, ",")
+	if len(parts) > MaxTags {
+		p.errorf(valOff, "bad tags: %d tags (at most %d)", len(parts), MaxTags)
+		return
+	}
+	seen := map[string]bool{}
+	off := valOff
+	var out []string
+	ok := true
+	for _, t := range parts {
+		switch {
+		case t == "":
+			p.errorf(off, "bad tags %q: empty tag (write tags=a,b)", val)
+			ok = false
+		case len(t) > MaxTagLength:
+			p.errorf(off, "bad tag %q: %d bytes (at most %d)", t, len(t), MaxTagLength)
+			ok = false
+		case !utf8.ValidString(t) || strings.IndexFunc(t, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0:
+			p.errorf(off, "bad tag %q: want no spaces or control characters", t)
+			ok = false
+		case seen[t]:
+			p.errorf(off, "duplicate tag %q", t)
+			ok = false
+		}
+		seen[t] = true
+		out = append(out, t)
+		off += len(t) + 1
+	}
+	if ok {
+		p.d.Tags = out
 	}
 }
 
@@ -642,6 +690,9 @@ func (d *Directive) String() string {
 	}
 	if d.CircuitOff {
 		b.WriteString(" circuit=off")
+	}
+	if len(d.Tags) > 0 {
+		b.WriteString(" tags=" + quoteIfNeeded(strings.Join(d.Tags, ",")))
 	}
 	if d.Every != 0 {
 		b.WriteString(" every=" + d.Every.String())

@@ -165,6 +165,23 @@ func TestParse(t *testing.T) {
 			wantErr: []string{`24: queuemax:task: bad circuit "0": want off or on`},
 		},
 		{
+			name: "Tags",
+			in:   "//queuemax:task tags=billing,eu",
+			want: &annotations.Directive{Kind: annotations.KindTask, Tags: []string{"billing", "eu"}},
+		},
+		{
+			name:    "BadTags",
+			in:      "//queuemax:task tags=ok,,x,x",
+			want:    &annotations.Directive{Kind: annotations.KindTask},
+			wantErr: []string{`24: queuemax:task: bad tags "ok,,x,x": empty tag (write tags=a,b)`, `27: queuemax:task: duplicate tag "x"`},
+		},
+		{
+			name:    "TagTooLong",
+			in:      "//queuemax:task tags=" + strings.Repeat("t", 65),
+			want:    &annotations.Directive{Kind: annotations.KindTask},
+			wantErr: []string{`21: queuemax:task: bad tag "` + strings.Repeat("t", 65) + `": 65 bytes (at most 64)`},
+		},
+		{
 			name:    "BadDuration",
 			in:      "//queuemax:task timeout=30",
 			want:    &annotations.Directive{Kind: annotations.KindTask},

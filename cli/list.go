@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -13,13 +14,16 @@ import (
 
 var listCommand = &command{
 	name:    "list",
-	args:    "[--status S] [--task T] [--shard N] [--limit N] [--json]",
+	args:    "[--status S] [--task T] [--tag T] [--shard N] [--limit N] [--json]",
 	summary: "list jobs by status, or the dead-letter queue",
 	help: `
 List prints stored jobs, newest first, with their task, status, priority,
-attempts, age and payload. --status dead lists the dead-letter queue
-instead (as dlq list does). A completed job is stored only while it keeps
-a result, so jobs that completed without one do not appear.
+attempts, age and payload, and a TAGS column when a listed job has tags.
+--status dead lists the dead-letter queue instead (as dlq list does).
+Completed jobs are kept for the queue's completed-job retention
+(QUEUE_MAX_COMPLETED_RETENTION, default 1h; 0 keeps only those with a
+result), so --status completed shows what succeeded and when. --tag lists
+only jobs with that tag.
 
 --task takes the full task name or, for a binary with a task registry, a
 short one (SendEmail or tasks.SendEmail). The data directory is opened
@@ -64,8 +68,12 @@ func runList(r *runner, ctx context.Context, cmd *command, args []string) (err e
 	status := fs.String("status", "", "only jobs with status `S`: pending, scheduled, processing, failed, completed, cancelled, or dead for the dead-letter queue (default all)")
 	var f listFilters
 	f.register(fs)
+	tag := fs.String("tag", "", "only jobs with tag `T`")
 	if err := r.parse(fs, cmd, args); err != nil {
 		return err
+	}
+	if *tag != "" && *status == "dead" {
+		return usagef("--tag does not apply to --status dead (dead letters keep no tags)")
 	}
 	var st queuemax.Status
 	switch *status {
@@ -90,7 +98,7 @@ func runList(r *runner, ctx context.Context, cmd *command, args []string) (err e
 	if *status == "dead" {
 		return r.printDeadLetters(ctx, c, p, f.json)
 	}
-	p.Status = st
+	p.Status, p.Tag = st, *tag
 	jobs, err := c.Jobs(ctx, p)
 	if err != nil {
 		return err
@@ -107,14 +115,30 @@ func runList(r *runner, ctx context.Context, cmd *command, args []string) (err e
 		if st != "" {
 			what = string(st) + " jobs"
 		}
+		if p.Tag != "" {
+			what += fmt.Sprintf(" tagged %q", p.Tag)
+		}
 		fmt.Fprintf(r.stdout, "no %s%s\n", what, r.fullNameHint(p.Task))
 		return nil
 	}
 	now := time.Now()
-	t := newTable(r.stdout, "ID", "SHARD", "TASK", "STATUS", "PRIORITY", "TRIES", "CREATED", "DETAIL", "PAYLOAD")
+	tagged := slices.ContainsFunc(jobs, func(j *queuemax.Job) bool { return len(j.Tags) > 0 })
+	cols := []string{"ID", "SHARD", "TASK", "STATUS", "PRIORITY", "TRIES", "CREATED", "DETAIL", "PAYLOAD"}
+	if tagged {
+		cols = slices.Insert(cols, 8, "TAGS")
+	}
+	t := newTable(r.stdout, cols...)
 	for _, j := range jobs {
-		t.row(j.ID.String(), strconv.Itoa(j.Shard), shortTask(j.Task), string(j.Status), j.Priority.String(),
-			tries(j), ago(j.CreatedAt, now), detail(j, now), clip(string(j.Payload), 50))
+		row := []string{j.ID.String(), strconv.Itoa(j.Shard), shortTask(j.Task), string(j.Status), j.Priority.String(),
+			tries(j), ago(j.CreatedAt, now), detail(j, now), clip(string(j.Payload), 50)}
+		if tagged {
+			tags := strings.Join(j.Tags, ",")
+			if tags == "" {
+				tags = "-"
+			}
+			row = slices.Insert(row, 8, clip(tags, 40))
+		}
+		t.row(row...)
 	}
 	if err := t.flush(); err != nil {
 		return err
@@ -153,7 +177,11 @@ func detail(j *queuemax.Job, now time.Time) string {
 	case queuemax.StatusFailed:
 		return clip(j.LastError, 60)
 	case queuemax.StatusCompleted:
-		return clip("result "+string(j.Result), 60)
+		s := "finished " + ago(j.CompletedAt, now)
+		if j.Result != nil {
+			s += ", result " + string(j.Result)
+		}
+		return clip(s, 60)
 	case queuemax.StatusPending:
 		if j.LastError != "" {
 			return clip("retry after: "+j.LastError, 60)

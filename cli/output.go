@@ -230,6 +230,10 @@ type jobOut struct {
 	// CancelRequested: cancel was called while the job runs.
 	CancelRequested bool `json:"cancel_requested,omitempty"`
 	Snoozes         int  `json:"snoozes"`
+	// TimeoutMS is the job's own timeout (Opts.Timeout), if any.
+	TimeoutMS int64           `json:"timeout_ms,omitempty"`
+	Tags      []string        `json:"tags,omitempty"`
+	Metadata  json.RawMessage `json:"metadata,omitempty"`
 }
 
 func toJobOut(j *queuemax.Job) jobOut {
@@ -240,7 +244,7 @@ func toJobOut(j *queuemax.Job) jobOut {
 		WorkerID: j.WorkerID, CreatedAt: timePtr(j.CreatedAt), RunAt: timePtr(j.NextRetryAt),
 		StartedAt: timePtr(j.StartedAt), Heartbeat: timePtr(j.Heartbeat), CompletedAt: timePtr(j.CompletedAt),
 		RetryDelayMS: j.RetryDelay.Milliseconds(), CancelRequested: j.CancelRequested,
-		Snoozes: j.Snoozes,
+		Snoozes: j.Snoozes, TimeoutMS: j.Timeout.Milliseconds(), Tags: j.Tags, Metadata: j.Metadata,
 	}
 }
 

@@ -61,6 +61,7 @@ type taskSpec struct {
 	RetryOn       []errorMatch
 	InlineRetries int
 	CircuitOff    bool
+	Tags          []string
 
 	// Periodic is set for //queuemax:periodic, with Every or Cron.
 	Periodic bool
@@ -374,6 +375,7 @@ func (a *analyser) task(d *funcDirective) (taskSpec, bool) {
 		RateLimit:     dir.RateLimit,
 		InlineRetries: dir.InlineRetries,
 		CircuitOff:    dir.CircuitOff,
+		Tags:          dir.Tags,
 		Periodic:      dir.Kind == annotations.KindPeriodic,
 		Every:         dir.Every,
 		Cron:          dir.Cron,

@@ -272,6 +272,13 @@ func options(t taskSpec) jen.Code {
 		if t.CircuitOff {
 			g.Line().Id("CircuitOff").Op(":").True()
 		}
+		if len(t.Tags) > 0 {
+			tags := make([]jen.Code, len(t.Tags))
+			for i, s := range t.Tags {
+				tags[i] = jen.Lit(s)
+			}
+			g.Line().Id("Tags").Op(":").Index().String().Values(tags...)
+		}
 		if g != nil {
 			g.Line()
 		}
@@ -337,7 +344,10 @@ func tagLiteral(tag string) string {
 //	}
 //	var sendEmailOptions = queuemax.TaskOptions{...}
 //	func sendEmailFunc(ctx context.Context, a SendEmailArgs) error { return SendEmail(ctx, a.To) }
-//	type SendEmailTask struct{ queuemax.Task[SendEmailArgs] }
+//	type SendEmailTask struct{ task queuemax.Task[SendEmailArgs] }
+//	func (t SendEmailTask) Name() string
+//	func (t SendEmailTask) Client() *queuemax.Client
+//	func (t SendEmailTask) Stats(ctx context.Context) (queuemax.TaskStats, error)
 //	func (t SendEmailTask) Delay(ctx context.Context, to string) (queuemax.JobID, error)
 //	func (t SendEmailTask) DelayTx(ctx context.Context, tx queuemax.Tx, to string) (queuemax.JobID, error)
 //	func (t SendEmailTask) ScheduleAt(ctx context.Context, at time.Time, to string) (queuemax.JobID, error)
@@ -422,16 +432,35 @@ func task(t taskSpec) []jen.Code {
 		jen.Return(jen.Id(t.Func).Call(call...)),
 	))
 
-	// type SendEmailTask struct{ queuemax.Task[SendEmailArgs] }
+	// type SendEmailTask struct{ task queuemax.Task[SendEmailArgs] }
 	out = append(out, doc(
 		fmt.Sprintf("%s enqueues %s (%s).", n.stub, t.Func, src),
 		"",
 		"Get one bound to a client from [New]. An unbound handle (the zero",
 		"value) returns [queuemax.ErrNotBound] from its enqueue methods, while",
-		"Call still works. Stats, Name and Client come from the embedded",
-		"[queuemax.Task]. A handle is a small value, safe to copy and to use",
-		"concurrently.",
-	).Type().Id(n.stub).Struct(qm("Task").Types(jen.Id(n.args))))
+		"Call still works. A handle is a small value, safe to copy and to use",
+		"concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,",
+		"Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it",
+		"wraps is not exposed, so these are the only ones.",
+	).Type().Id(n.stub).Struct(jen.Id("task").Add(qm("Task").Types(jen.Id(n.args)))))
+
+	// Name, Client, Stats
+	out = append(out, doc(
+		fmt.Sprintf("Name returns the task name stored in each %s job row.", t.Func),
+	).Func().Params(recv.Clone()).Id("Name").Params().String().Block(
+		jen.Return(jen.Id("t").Dot("task").Dot("Name").Call()),
+	))
+	out = append(out, doc(
+		"Client returns the client the handle is bound to, or nil.",
+	).Func().Params(recv.Clone()).Id("Client").Params().Op("*").Add(qm("Client")).Block(
+		jen.Return(jen.Id("t").Dot("task").Dot("Client").Call()),
+	))
+	out = append(out, doc(
+		fmt.Sprintf("Stats returns the counts of %s jobs by status. It returns", t.Func),
+		"[queuemax.ErrNotBound] for an unbound handle.",
+	).Func().Params(recv.Clone()).Id("Stats").Params(ctx).Params(qm("TaskStats"), jen.Error()).Block(
+		jen.Return(jen.Id("t").Dot("task").Dot("Stats").Call(jen.Id("ctx"))),
+	))
 
 	// Delay, DelayTx
 	out = append(out, doc(
@@ -443,7 +472,7 @@ func task(t taskSpec) []jen.Code {
 		"[queuemax.ErrClosed] after [queuemax.Client.Close], or ctx's error if",
 		"ctx ends first. It is safe for concurrent use.",
 	).Func().Params(recv.Clone()).Id("Delay").Params(params()...).Params(jobID.Clone(), jen.Error()).Block(
-		jen.Return(jen.Id("t").Dot("Enqueue").Call(jen.Id("ctx"), argsLit(nil))),
+		jen.Return(jen.Id("t").Dot("task").Dot("Enqueue").Call(jen.Id("ctx"), argsLit(nil))),
 	))
 	out = append(out, doc(
 		fmt.Sprintf("DelayTx enqueues one %s job inside tx, the application's open", t.Func),
@@ -451,7 +480,7 @@ func task(t taskSpec) []jen.Code {
 		"its ID: the job exists if and only if tx commits. On the SQLite store it",
 		"returns [queuemax.ErrTxUnsupported]; see [queuemax.Client.EnqueueTx].",
 	).Func().Params(recv.Clone()).Id("DelayTx").Params(params(txParam())...).Params(jobID.Clone(), jen.Error()).Block(
-		jen.Return(jen.Id("t").Dot("EnqueueTx").Call(jen.Id("ctx"), jen.Id("tx"), argsLit(nil))),
+		jen.Return(jen.Id("t").Dot("task").Dot("EnqueueTx").Call(jen.Id("ctx"), jen.Id("tx"), argsLit(nil))),
 	))
 
 	// ScheduleAt, ScheduleAtTx
@@ -459,14 +488,14 @@ func task(t taskSpec) []jen.Code {
 		fmt.Sprintf("ScheduleAt enqueues one %s job that becomes ready at at, and", t.Func),
 		"returns its ID. The job is durable once ScheduleAt returns nil.",
 	).Func().Params(recv.Clone()).Id("ScheduleAt").Params(params(jen.Id("at").Qual("time", "Time"))...).Params(jobID.Clone(), jen.Error()).Block(
-		jen.Return(jen.Id("t").Dot("EnqueueAt").Call(jen.Id("ctx"), jen.Id("at"), argsLit(nil))),
+		jen.Return(jen.Id("t").Dot("task").Dot("EnqueueAt").Call(jen.Id("ctx"), jen.Id("at"), argsLit(nil))),
 	))
 	out = append(out, doc(
 		fmt.Sprintf("ScheduleAtTx enqueues one %s job inside tx that becomes ready at", t.Func),
 		"at, and returns its ID; the job exists if and only if tx commits (see",
 		"DelayTx).",
 	).Func().Params(recv.Clone()).Id("ScheduleAtTx").Params(params(txParam(), jen.Id("at").Qual("time", "Time"))...).Params(jobID.Clone(), jen.Error()).Block(
-		jen.Return(jen.Id("t").Dot("EnqueueAtTx").Call(jen.Id("ctx"), jen.Id("tx"), jen.Id("at"), argsLit(nil))),
+		jen.Return(jen.Id("t").Dot("task").Dot("EnqueueAtTx").Call(jen.Id("ctx"), jen.Id("tx"), jen.Id("at"), argsLit(nil))),
 	))
 
 	// ScheduleIn, ScheduleInTx
@@ -474,14 +503,14 @@ func task(t taskSpec) []jen.Code {
 		fmt.Sprintf("ScheduleIn enqueues one %s job that becomes ready after d, and", t.Func),
 		"returns its ID. The job is durable once ScheduleIn returns nil.",
 	).Func().Params(recv.Clone()).Id("ScheduleIn").Params(params(jen.Id("d").Qual("time", "Duration"))...).Params(jobID.Clone(), jen.Error()).Block(
-		jen.Return(jen.Id("t").Dot("EnqueueIn").Call(jen.Id("ctx"), jen.Id("d"), argsLit(nil))),
+		jen.Return(jen.Id("t").Dot("task").Dot("EnqueueIn").Call(jen.Id("ctx"), jen.Id("d"), argsLit(nil))),
 	))
 	out = append(out, doc(
 		fmt.Sprintf("ScheduleInTx enqueues one %s job inside tx that becomes ready d", t.Func),
 		"after this call, and returns its ID; the job exists if and only if tx",
 		"commits (see DelayTx).",
 	).Func().Params(recv.Clone()).Id("ScheduleInTx").Params(params(txParam(), jen.Id("d").Qual("time", "Duration"))...).Params(jobID.Clone(), jen.Error()).Block(
-		jen.Return(jen.Id("t").Dot("EnqueueInTx").Call(jen.Id("ctx"), jen.Id("tx"), jen.Id("d"), argsLit(nil))),
+		jen.Return(jen.Id("t").Dot("task").Dot("EnqueueInTx").Call(jen.Id("ctx"), jen.Id("tx"), jen.Id("d"), argsLit(nil))),
 	))
 
 	// Map, MapTx fan out over the first parameter.
@@ -509,14 +538,14 @@ func task(t taskSpec) []jen.Code {
 			"fixed, and returns their IDs in order. The jobs are stored in one",
 			"transaction per shard: if any is invalid, none is stored.",
 		).Func().Params(recv.Clone()).Id("Map").Params(mapParams()...).Params(jen.Index().Add(jobID.Clone()), jen.Error()).Block(
-			mapBody(jen.Id("t").Dot("EnqueueMany").Call(jen.Id("ctx"), jen.Id("args")))...,
+			mapBody(jen.Id("t").Dot("task").Dot("EnqueueMany").Call(jen.Id("ctx"), jen.Id("args")))...,
 		))
 		out = append(out, doc(
 			fmt.Sprintf("MapTx enqueues one %s job per element of %s inside tx, the other", t.Func, first.Local),
 			"parameters fixed, and returns their IDs in order; the jobs exist if and",
 			"only if tx commits (see DelayTx). If any is invalid, none is written.",
 		).Func().Params(recv.Clone()).Id("MapTx").Params(mapParams(txParam())...).Params(jen.Index().Add(jobID.Clone()), jen.Error()).Block(
-			mapBody(jen.Id("t").Dot("EnqueueManyTx").Call(jen.Id("ctx"), jen.Id("tx"), jen.Id("args")))...,
+			mapBody(jen.Id("t").Dot("task").Dot("EnqueueManyTx").Call(jen.Id("ctx"), jen.Id("tx"), jen.Id("args")))...,
 		))
 	}
 
@@ -526,14 +555,14 @@ func task(t taskSpec) []jen.Code {
 		"order. The jobs are stored in one transaction per shard: if any is",
 		"invalid, none is stored.",
 	).Func().Params(recv.Clone()).Id("MapArgs").Params(ctx, jen.Id("args").Index().Id(n.args)).Params(jen.Index().Add(jobID.Clone()), jen.Error()).Block(
-		jen.Return(jen.Id("t").Dot("EnqueueMany").Call(jen.Id("ctx"), jen.Id("args"))),
+		jen.Return(jen.Id("t").Dot("task").Dot("EnqueueMany").Call(jen.Id("ctx"), jen.Id("args"))),
 	))
 	out = append(out, doc(
 		fmt.Sprintf("MapArgsTx enqueues one %s job per payload inside tx and returns", t.Func),
 		"their IDs in order; the jobs exist if and only if tx commits (see",
 		"DelayTx). If any is invalid, none is written.",
 	).Func().Params(recv.Clone()).Id("MapArgsTx").Params(ctx, txParam(), jen.Id("args").Index().Id(n.args)).Params(jen.Index().Add(jobID.Clone()), jen.Error()).Block(
-		jen.Return(jen.Id("t").Dot("EnqueueManyTx").Call(jen.Id("ctx"), jen.Id("tx"), jen.Id("args"))),
+		jen.Return(jen.Id("t").Dot("task").Dot("EnqueueManyTx").Call(jen.Id("ctx"), jen.Id("tx"), jen.Id("args"))),
 	))
 
 	// With
@@ -542,7 +571,7 @@ func task(t taskSpec) []jen.Code {
 		"partition key, run-at) on top of the task's defaults and earlier",
 		"overrides. t itself is unchanged.",
 	).Func().Params(recv.Clone()).Id("With").Params(jen.Id("o").Add(qm("Opts"))).Id(n.stub).Block(
-		jen.Return(jen.Id(n.stub).Values(jen.Id("t").Dot("Task").Dot("With").Call(jen.Id("o")))),
+		jen.Return(jen.Id(n.stub).Values(jen.Id("t").Dot("task").Dot("With").Call(jen.Id("o")))),
 	))
 
 	// Call

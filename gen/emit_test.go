@@ -32,7 +32,7 @@ func TestEmit(t *testing.T) {
 				"type PingArgs struct{}",
 				"var pingOptions = queuemax.TaskOptions{}",
 				"func (t PingTask) Delay(ctx context.Context) (queuemax.JobID, error) {",
-				"return t.Enqueue(ctx, PingArgs{})",
+				"return t.task.Enqueue(ctx, PingArgs{})",
 				"var _ func(context.Context) error = Ping",
 			},
 			wantNot: []string{") Map(", ") Result("},

@@ -51,8 +51,10 @@ func ParseJobID(s string) (JobID, error) {
 // Status is the state of a job row (fila.status).
 type Status string
 
-// Statuses. Completed rows are kept only when the job stored a result;
-// otherwise a completed job is deleted, as in queue-max.
+// Statuses. Completed rows are kept for the client's completed-job
+// retention (Config.CompletedRetention); with retention off, only those
+// that stored a result are kept and the others are deleted at once, as in
+// queue-max.
 const (
 	StatusPending    Status = "pending"
 	StatusScheduled  Status = "scheduled" // waiting for its run-at or retry time
@@ -135,6 +137,12 @@ type Job struct {
 	// Snoozes counts how often the job's handler snoozed it (Snooze):
 	// runs that spent no attempt.
 	Snoozes int
+	// Timeout is the job's own execution timeout (Opts.Timeout), which
+	// overrides its task's; zero if it has none.
+	Timeout time.Duration
+	// Tags are the job's tags (Opts.Tags or the task's defaults); nil if
+	// none.
+	Tags []string
 }
 
 // IsPending reports whether the job waits to run (now or at a later time).

@@ -458,14 +458,14 @@ async function taskNames() {
 async function jobsPage(view, params) {
   const f = {
     status: params.get("status") || "", task: params.get("task") || "",
-    shard: params.get("shard") || "", q: params.get("q") || "",
+    shard: params.get("shard") || "", tag: params.get("tag") || "", q: params.get("q") || "",
   };
   const names = await taskNames();
   if (f.task && !names.includes(f.task)) names.push(f.task);
   const sts = (state.info && state.info.statuses) || CARD_STATUSES;
   const go = () => {
     const p = new URLSearchParams();
-    for (const k of ["status", "task", "shard", "q"]) {
+    for (const k of ["status", "task", "shard", "tag", "q"]) {
       const v = form.elements[k].value.trim();
       if (v) p.set(k, v);
     }
@@ -480,6 +480,7 @@ async function jobsPage(view, params) {
     sel("status", "Status", sts.map((s) => [s, s]), f.status),
     sel("task", "Task", names.map((n) => [n, n || "(no task)"]), f.task),
     sel("shard", "Shard", [...Array(state.info.shards).keys()].map((i) => [i, "#" + i]), f.shard),
+    h("label", {}, "Tag", h("input", { type: "search", name: "tag", id: "filter-tag", value: f.tag, placeholder: "one tag" })),
     h("label", {}, "Text", h("input", { type: "search", name: "q", id: "filter-q", value: f.q, placeholder: "id, payload, error, worker…" })),
     h("button", { type: "submit", class: "btn" }, "Filter"),
     h("a", { href: "#/jobs", class: "btn ghost" }, "Clear"));
@@ -493,7 +494,7 @@ async function jobsPage(view, params) {
       location.hash = "#/jobs/" + j.id;
     } },
     h("td", { class: "mono" }, h("a", { href: "#/jobs/" + j.id }, String(j.id))),
-    h("td", {}, j.task || "(no task)"),
+    h("td", {}, j.task || "(no task)", ...(j.tags || []).map((t) => h("a", { class: "tag", href: "#/jobs?tag=" + encodeURIComponent(t) }, t))),
     h("td", {}, badge(j.status)),
     h("td", { class: "num" }, `${j.attempts} / ${j.max_attempts}`),
     h("td", { class: "num" }, "#" + j.shard),
@@ -505,7 +506,7 @@ async function jobsPage(view, params) {
     }) : "")));
   list.replaceChildren(table(["ID", "Task", "Status", N("Attempts"), N("Shard"), "Created", "Last error", ""], rows, "No jobs match."),
     h("p", { class: "note", id: "job-count" }, `${out.jobs.length} job(s)` + (out.jobs.length === 200 ? " (the newest 200)" : "") +
-      ". Completed jobs are kept only when they return a result."));
+      ". Completed jobs are kept for the queue's completed-job retention (default 1h)."));
 }
 
 // ---------- one job ----------
@@ -521,7 +522,7 @@ async function jobPage(view, id) {
       if (e.status === 404) {
         $("#job-status").replaceChildren(badge("gone", ""));
         body.replaceChildren(h("div", { class: "banner", id: "job-gone" },
-          "No such job is stored. A job that completed without a result is deleted when it completes."));
+          "No such job is stored. Completed jobs are deleted after the completed-job retention (default 1h), or at once when it is off."));
         stopPolling();
         return;
       }
@@ -538,6 +539,8 @@ async function jobPage(view, id) {
           kv("Priority", ["low", "medium", "high"][j.priority] || j.priority),
           kv("Attempts", h("span", { id: "job-attempts" }, `${j.attempts} of ${j.max_attempts}`)),
           kv("Partition key", j.key === undefined ? "" : String(j.key)),
+          kv("Tags", j.tags ? h("span", { id: "job-tags" }, ...j.tags.map((t) => h("a", { class: "tag", href: "#/jobs?tag=" + encodeURIComponent(t) }, t))) : ""),
+          kv("Timeout", j.timeout_ms ? (j.timeout_ms / 1000) + "s (this job's own)" : ""),
           kv("Lease holder", j.worker_id ? h("span", { class: "mono", id: "job-worker" }, j.worker_id) : ""))),
         h("section", { class: "panel" }, h("h2", {}, "Timestamps"), h("dl", { class: "kv" },
           kv("Created", whenFull(j.created_at)), kv("Started", whenFull(j.started_at)),

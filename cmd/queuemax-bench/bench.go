@@ -26,6 +26,9 @@ type options struct {
 	stderr  io.Writer
 	store   string // "sqlite" or "postgres"
 	dsn     string // the PostgreSQL server, for -store postgres
+	// retention is Config.CompletedRetention of every client (0: the
+	// default; queuemax.RetentionOff: delete completed jobs at once).
+	retention time.Duration
 }
 
 // bench runs scenarios and collects their results.
@@ -91,6 +94,10 @@ func (b *bench) run(ctx context.Context, chosen []string) *Report {
 				err = b.pgEnqueue(ctx)
 			case "latency":
 				err = b.latency(ctx)
+			case "procs":
+				err = b.procs(ctx)
+			case "idle":
+				err = b.idle(ctx)
 			}
 		case name == "floor":
 			err = b.floorScenario(ctx)
@@ -106,6 +113,12 @@ func (b *bench) run(ctx context.Context, chosen []string) *Report {
 			err = b.depth(ctx)
 		case name == "latency":
 			err = b.latency(ctx)
+		case name == "enqueue":
+			err = b.enqueueCPU(ctx)
+		case name == "procs":
+			err = b.procs(ctx)
+		case name == "idle":
+			err = b.idle(ctx)
 		}
 		fmt.Fprintf(b.o.stderr, " %.1fs\n", time.Since(began).Seconds())
 		if err != nil {
@@ -251,6 +264,7 @@ func (b *bench) open(ctx context.Context, dir string, shards, workers int, mod f
 			},
 		},
 	}
+	cfg.CompletedRetention = b.o.retention
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -484,6 +498,7 @@ func (b *bench) failure(ctx context.Context) error {
 	tr := newTracker(ids, jobs)
 	tr.failing = func(i int) bool { return i%10 < 3 }
 	var breaker string
+	cpu0 := cpuTime()
 	d, err := h.process(ctx, tr, func() {
 		if s, err := h.c.Stats(ctx); err == nil {
 			breaker = s.CircuitState
@@ -492,6 +507,7 @@ func (b *bench) failure(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	cpu := (cpuTime() - cpu0) / time.Duration(jobs)
 	dead := 0
 	for i := range jobs {
 		if tr.failing(i) {
@@ -509,7 +525,8 @@ func (b *bench) failure(ctx context.Context) error {
 	b.rep.add(label, "completed", float64(jobs-dead), "jobs")
 	b.rep.add(label, "dead-lettered (after 3 attempts)", float64(dead), "jobs")
 	b.rep.add(label, "processing incl. retries", rate(jobs, d), "jobs/s").
-		note("breaker %s at the end, %d state changes (CircuitThreshold %d, per task); retry backoff base 10ms", breaker, transitions.Load(), threshold)
+		note("CPU per job %.1fµs (incl. retries); breaker %s at the end, %d state changes (CircuitThreshold %d, per task); retry backoff base 10ms",
+			us(cpu), breaker, transitions.Load(), threshold)
 	return nil
 }
 
@@ -538,13 +555,17 @@ func (b *bench) scaleScenario(ctx context.Context) error {
 		return err
 	}
 	defer h.c.Close()
+	cpu0 := cpuTime()
 	ids, d1, err := enqueueSingle(ctx, h.c, jobs, 1)
 	if err != nil {
 		return err
 	}
+	cpu1 := (cpuTime() - cpu0) / time.Duration(jobs)
 	checkIDs(b.rep, name, ids)
 	tr := newTracker(ids, jobs)
+	cpu0 = cpuTime()
 	dp, err := h.process(ctx, tr, nil)
+	cpuP := (cpuTime() - cpu0) / time.Duration(jobs)
 	if err != nil {
 		return err
 	}
@@ -562,10 +583,12 @@ func (b *bench) scaleScenario(ctx context.Context) error {
 		return err
 	}
 	defer h2.c.Close()
+	cpu0 = cpuTime()
 	ids, d16, err := enqueueSingle(ctx, h2.c, jobs, 16)
 	if err != nil {
 		return err
 	}
+	cpu16 := (cpuTime() - cpu0) / time.Duration(jobs)
 	checkIDs(b.rep, name+" (16 producers)", ids)
 	checkStore(ctx, b.rep, name+" (16 producers)", h2.c, int64(jobs), 0, 0)
 	h2.c.Close()
@@ -582,10 +605,12 @@ func (b *bench) scaleScenario(ctx context.Context) error {
 		return err
 	}
 	defer h3.c.Close()
+	cpu0 = cpuTime()
 	ids, db, err := enqueueBatched(ctx, h3.c, jobs, 1000)
 	if err != nil {
 		return err
 	}
+	cpuB := (cpuTime() - cpu0) / time.Duration(jobs)
 	checkIDs(b.rep, name+" (batched)", ids)
 	checkStore(ctx, b.rep, name+" (batched)", h3.c, int64(jobs), 0, 0)
 	h3.c.Close()
@@ -595,7 +620,9 @@ func (b *bench) scaleScenario(ctx context.Context) error {
 		return err
 	}
 	tr = newTracker(ids, jobs)
+	cpu0 = cpuTime()
 	dpTuned, err := h3.process(ctx, tr, nil)
+	cpuT := (cpuTime() - cpu0) / time.Duration(jobs)
 	if err != nil {
 		return err
 	}
@@ -605,15 +632,16 @@ func (b *bench) scaleScenario(ctx context.Context) error {
 	cleanup3()
 
 	r := b.rep.add(label, "enqueue, 1 call at a time", rate(jobs, d1), "jobs/s").vsFloor(f.Insert1)
-	r.target("≥ 70% of floor", r.Ratio >= 0.7)
+	r.target("≥ 70% of floor", r.Ratio >= 0.7).note("CPU per job %.1fµs", us(cpu1))
 	r = b.rep.add(label, "enqueue, 16 goroutines × 1 call", rate(jobs, d16), "jobs/s").vsFloor(f.Insert1)
-	r.target("> floor (1 per tx)", r.Ratio > 1)
-	b.rep.add(label, "enqueue, batches of 1,000", rate(jobs, db), "jobs/s").vsFloor(f.InsertBatch)
+	r.target("> floor (1 per tx)", r.Ratio > 1).note("CPU per job %.1fµs", us(cpu16))
+	b.rep.add(label, "enqueue, batches of 1,000", rate(jobs, db), "jobs/s").vsFloor(f.InsertBatch).note("CPU per job %.1fµs", us(cpuB))
 	r = b.rep.add(label, "processing", rate(jobs, dp), "jobs/s").vsFloor(f.Process)
 	r.target("≥ 50% of floor", r.Ratio >= 0.5)
-	r.note("floor with claims of %d: %s jobs/s (%.0f%% of floor)", f.SmallBatch, fmtNum(f.ProcessSmall), 100*f.ProcessSmall/f.Process)
+	r.note("CPU per job %.1fµs (floor %.1fµs); floor with claims of %d: %s jobs/s (%.0f%% of floor)", us(cpuP), us(f.ProcessCPU),
+		f.SmallBatch, fmtNum(f.ProcessSmall), 100*f.ProcessSmall/f.Process)
 	r = b.rep.add(label, "processing"+claimLabel(tunedClaimBatch), rate(jobs, dpTuned), "jobs/s").vsFloor(f.Process)
-	r.target("≥ 50% of floor", r.Ratio >= 0.5)
+	r.target("≥ 50% of floor", r.Ratio >= 0.5).note("CPU per job %.1fµs", us(cpuT))
 	b.rep.add(label, "duplicates / losses", 0, "jobs").note("every job's handler ran exactly once; the store is empty afterwards")
 
 	// Memory.
@@ -666,17 +694,19 @@ func (b *bench) depth(ctx context.Context) error {
 		return err
 	}
 	defer h.c.Close()
-	var shallowTime time.Duration
+	var shallowTime, shallowCPU time.Duration
 	for range rounds {
 		ids, _, err := enqueueBatched(ctx, h.c, shallow, 1000)
 		if err != nil {
 			return err
 		}
 		tr := newTracker(ids, shallow)
+		cpu0 := cpuTime()
 		d, err := h.process(ctx, tr, nil)
 		if err != nil {
 			return err
 		}
+		shallowCPU += cpuTime() - cpu0
 		tr.check(b.rep, name+" (shallow)", once)
 		shallowTime += d
 	}
@@ -700,10 +730,12 @@ func (b *bench) depth(ctx context.Context) error {
 		return err
 	}
 	tr := newTracker(ids, measured)
+	cpu0 := cpuTime()
 	deepTime, err := h2.process(ctx, tr, nil)
 	if err != nil {
 		return err
 	}
+	deepCPU := (cpuTime() - cpu0) / time.Duration(max(tr.done.Load(), 1))
 	// More than measured may have finished while Run drained: every job
 	// ran at most once, and the store still holds exactly the others.
 	ran := 0
@@ -726,11 +758,12 @@ func (b *bench) depth(ctx context.Context) error {
 
 	label := fmt.Sprintf("%s %dw/%ds", name, scaleWorkers, scaleShards)
 	sr := rate(rounds*shallow, shallowTime)
-	b.rep.add(label, fmt.Sprintf("processing, %d queued (%d rounds)", shallow, rounds), sr, "jobs/s")
+	b.rep.add(label, fmt.Sprintf("processing, %d queued (%d rounds)", shallow, rounds), sr, "jobs/s").
+		note("CPU per job %.1fµs", us(shallowCPU/time.Duration(rounds*shallow)))
 	b.rep.add(label, fmt.Sprintf("enqueue %d, batches of 10,000", deep), rate(deep, enq), "jobs/s")
 	r := b.rep.add(label, fmt.Sprintf("processing, %d queued (first %d)", deep, measured), rate(measured, deepTime), "jobs/s")
 	r.Floor, r.Ratio = sr, r.Value/sr
-	r.target("≥ 80% of the shallow rate", r.Ratio >= 0.8)
+	r.target("≥ 80% of the shallow rate", r.Ratio >= 0.8).note("CPU per job %.1fµs (incl. the drain)", us(deepCPU))
 	return nil
 }
 

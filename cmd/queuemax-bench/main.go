@@ -22,8 +22,9 @@
 //		Every scenario uses fresh schemas and drops them afterwards.
 //	-scenarios list
 //		Comma-separated scenarios to run, in this order (default all).
-//		SQLite: floor, burst, contention, failure, scale, depth, latency.
-//		PostgreSQL: floor, processing, enqueue, latency. The floors the
+//		SQLite: floor, burst, contention, failure, scale, depth, latency,
+//		enqueue, procs, idle. PostgreSQL: floor, processing, enqueue,
+//		latency, procs, idle. The floors the
 //		chosen scenarios compare against are always measured.
 //	-json path
 //		Write the results as JSON to path (default bench-results.json;
@@ -71,6 +72,9 @@ import (
 	"runtime/pprof"
 	"slices"
 	"strings"
+	"time"
+
+	"github.com/queuemax/queuemax"
 )
 
 func main() {
@@ -88,7 +92,7 @@ const (
 )
 
 // scenarioNames lists every scenario in the order they run.
-var scenarioNames = []string{"floor", "burst", "contention", "failure", "scale", "depth", "latency"}
+var scenarioNames = []string{"floor", "burst", "contention", "failure", "scale", "depth", "latency", "enqueue", "procs", "idle"}
 
 // defaultDSN is QUEUE_MAX_DSN, else the local test server.
 func defaultDSN() string {
@@ -116,6 +120,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.dir, "dir", "", "parent `directory` of the temporary data directories")
 	fs.StringVar(&cpuprofile, "cpuprofile", "", "write a CPU profile to `path`")
 	fs.BoolVar(&o.verbose, "v", false, "log queuemax at Info level to stderr")
+	retention := fs.String("completed-retention", "", "Config.CompletedRetention of the clients measured: a `duration`, 0 for off (default: queuemax's default)")
 	markdown := fs.Bool("markdown", false, "print the table in Markdown")
 	producer.register(fs)
 	if err := fs.Parse(args); err != nil {
@@ -134,6 +139,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return exitFailed
 		}
 		return exitOK
+	}
+	if *retention != "" {
+		d, err := time.ParseDuration(*retention)
+		if err != nil || d < 0 {
+			fmt.Fprintf(stderr, "queuemax-bench: -completed-retention %q: want a duration or 0\n", *retention)
+			return exitUsage
+		}
+		o.retention = d
+		if d == 0 {
+			o.retention = queuemax.RetentionOff
+		}
 	}
 	if o.scale <= 0 {
 		fmt.Fprintln(stderr, "queuemax-bench: -scale must be positive")

@@ -95,9 +95,11 @@ func TestWithAppName(t *testing.T) {
 
 func TestProcTicks(t *testing.T) {
 	t.Parallel()
-	// Burn some CPU so that the count is positive on any machine.
-	deadline := time.Now().Add(50 * time.Millisecond)
-	for time.Now().Before(deadline) {
+	// Burn CPU until the kernel has charged this process at least 50 ms
+	// (five clock ticks), measured by getrusage, not by the wall clock: on
+	// a loaded machine 50 ms of wall time may be less than one tick of CPU.
+	start := cpuTime()
+	for cpuTime()-start < 50*time.Millisecond {
 	}
 	n, err := procTicks(os.Getpid())
 	if err != nil || n <= 0 {

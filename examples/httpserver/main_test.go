@@ -31,14 +31,14 @@ func TestServe(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	// Attach the collector before the bus subscribes: its event callback
-	// then runs first, so a completion the test awaits is already counted.
+	// Attach the collector before subscribing: its event callback then
+	// runs first, so a completion the test awaits is already counted.
 	metrics, err := metricsHandler(c, col)
 	if err != nil {
 		t.Fatal(err)
 	}
-	bus := queuemax.NewEventBus(c, queuemax.EventBusOptions{})
-	defer bus.Close()
+	completed, unsubscribe := c.Subscribe(queuemax.EventCompleted)
+	defer unsubscribe()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -71,16 +71,22 @@ func TestServe(t *testing.T) {
 
 	// Periodic tasks complete too: wait for the welcome email's job.
 	sendEmail := tasks.New(c).SendEmail.Name()
-	wait := queuemax.Await(bus, func(e queuemax.JobCompleted) bool { return e.Task == sendEmail })
 	status, body := call("POST", "/signup?email=ada@example.com", "")
 	if status != http.StatusAccepted || body["job_id"] == nil {
 		t.Fatalf("POST /signup = %d %v", status, body)
 	}
 	waitCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	done, err := wait(waitCtx)
-	if err != nil {
-		t.Fatal(err)
+	var done *queuemax.Event
+	for done == nil {
+		select {
+		case e := <-completed:
+			if e.Task == sendEmail {
+				done = e
+			}
+		case <-waitCtx.Done():
+			t.Fatalf("no job_completed for %s: %v", sendEmail, waitCtx.Err())
+		}
 	}
 	if float64(done.JobID) != body["job_id"] {
 		t.Errorf("completed job %d, want %v", done.JobID, body["job_id"])

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"sync"
 
 	"github.com/queuemax/queuemax"
 	"github.com/queuemax/queuemax/examples/tasks"
@@ -52,43 +51,36 @@ func (t tally) add(task string, failed bool) {
 // jobs ended. (A completed job without a result is deleted at once, so
 // events, not Stats, tell how many completed.)
 func runUntilFinished(ctx context.Context, c *queuemax.Client, ids ...queuemax.JobID) (tally, error) {
-	var mu sync.Mutex
 	left := map[queuemax.JobID]bool{}
 	for _, id := range ids {
 		left[id] = true
 	}
-	counts := tally{}
-	allDone := make(chan struct{})
-	finished := func(e queuemax.Event) {
-		mu.Lock()
-		defer mu.Unlock()
-		if !left[e.JobID] {
-			return
-		}
-		delete(left, e.JobID)
-		counts.add(e.Task, e.Kind == queuemax.EventFailed)
-		if len(left) == 0 {
-			close(allDone)
-		}
-	}
-	defer c.On(queuemax.EventCompleted, finished)()
-	defer c.On(queuemax.EventFailed, finished)()
+	// Subscribe before Run, with room for every event these jobs can
+	// emit, so that none is missed or dropped.
+	events, unsubscribe := c.SubscribeConfig(&queuemax.SubscribeConfig{ChanSize: 8*len(ids) + 64,
+		Kinds: []queuemax.EventKind{queuemax.EventCompleted, queuemax.EventFailed}})
+	defer unsubscribe()
 
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	ran := make(chan error, 1)
 	go func() { ran <- c.Run(runCtx) }()
-	select {
-	case <-allDone:
-	case err := <-ran:
-		return nil, fmt.Errorf("run returned early: %v", err)
+	counts := tally{}
+	for len(left) > 0 {
+		select {
+		case e := <-events:
+			if left[e.JobID] {
+				delete(left, e.JobID)
+				counts.add(e.Task, e.Kind == queuemax.EventFailed)
+			}
+		case err := <-ran:
+			return nil, fmt.Errorf("run returned early: %v", err)
+		}
 	}
 	stop()
 	if err := <-ran; err != nil {
 		return nil, err
 	}
-	mu.Lock()
-	defer mu.Unlock()
 	return counts, nil
 }
 

@@ -91,11 +91,28 @@ func callWebhookFunc(ctx context.Context, a CallWebhookArgs) error {
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
-// Call still works. Stats, Name and Client come from the embedded
-// [queuemax.Task]. A handle is a small value, safe to copy and to use
-// concurrently.
+// Call still works. A handle is a small value, safe to copy and to use
+// concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
+// Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
+// wraps is not exposed, so these are the only ones.
 type CallWebhookTask struct {
-	queuemax.Task[CallWebhookArgs]
+	task queuemax.Task[CallWebhookArgs]
+}
+
+// Name returns the task name stored in each CallWebhook job row.
+func (t CallWebhookTask) Name() string {
+	return t.task.Name()
+}
+
+// Client returns the client the handle is bound to, or nil.
+func (t CallWebhookTask) Client() *queuemax.Client {
+	return t.task.Client()
+}
+
+// Stats returns the counts of CallWebhook jobs by status. It returns
+// [queuemax.ErrNotBound] for an unbound handle.
+func (t CallWebhookTask) Stats(ctx context.Context) (queuemax.TaskStats, error) {
+	return t.task.Stats(ctx)
 }
 
 // Delay enqueues one CallWebhook job to run as soon as a worker is free and
@@ -106,7 +123,7 @@ type CallWebhookTask struct {
 // [queuemax.ErrClosed] after [queuemax.Client.Close], or ctx's error if
 // ctx ends first. It is safe for concurrent use.
 func (t CallWebhookTask) Delay(ctx context.Context, url string, body map[string]string) (queuemax.JobID, error) {
-	return t.Enqueue(ctx, CallWebhookArgs{URL: url, Body: body})
+	return t.task.Enqueue(ctx, CallWebhookArgs{URL: url, Body: body})
 }
 
 // DelayTx enqueues one CallWebhook job inside tx, the application's open
@@ -114,33 +131,33 @@ func (t CallWebhookTask) Delay(ctx context.Context, url string, body map[string]
 // its ID: the job exists if and only if tx commits. On the SQLite store it
 // returns [queuemax.ErrTxUnsupported]; see [queuemax.Client.EnqueueTx].
 func (t CallWebhookTask) DelayTx(ctx context.Context, tx queuemax.Tx, url string, body map[string]string) (queuemax.JobID, error) {
-	return t.EnqueueTx(ctx, tx, CallWebhookArgs{URL: url, Body: body})
+	return t.task.EnqueueTx(ctx, tx, CallWebhookArgs{URL: url, Body: body})
 }
 
 // ScheduleAt enqueues one CallWebhook job that becomes ready at at, and
 // returns its ID. The job is durable once ScheduleAt returns nil.
 func (t CallWebhookTask) ScheduleAt(ctx context.Context, at time.Time, url string, body map[string]string) (queuemax.JobID, error) {
-	return t.EnqueueAt(ctx, at, CallWebhookArgs{URL: url, Body: body})
+	return t.task.EnqueueAt(ctx, at, CallWebhookArgs{URL: url, Body: body})
 }
 
 // ScheduleAtTx enqueues one CallWebhook job inside tx that becomes ready at
 // at, and returns its ID; the job exists if and only if tx commits (see
 // DelayTx).
 func (t CallWebhookTask) ScheduleAtTx(ctx context.Context, tx queuemax.Tx, at time.Time, url string, body map[string]string) (queuemax.JobID, error) {
-	return t.EnqueueAtTx(ctx, tx, at, CallWebhookArgs{URL: url, Body: body})
+	return t.task.EnqueueAtTx(ctx, tx, at, CallWebhookArgs{URL: url, Body: body})
 }
 
 // ScheduleIn enqueues one CallWebhook job that becomes ready after d, and
 // returns its ID. The job is durable once ScheduleIn returns nil.
 func (t CallWebhookTask) ScheduleIn(ctx context.Context, d time.Duration, url string, body map[string]string) (queuemax.JobID, error) {
-	return t.EnqueueIn(ctx, d, CallWebhookArgs{URL: url, Body: body})
+	return t.task.EnqueueIn(ctx, d, CallWebhookArgs{URL: url, Body: body})
 }
 
 // ScheduleInTx enqueues one CallWebhook job inside tx that becomes ready d
 // after this call, and returns its ID; the job exists if and only if tx
 // commits (see DelayTx).
 func (t CallWebhookTask) ScheduleInTx(ctx context.Context, tx queuemax.Tx, d time.Duration, url string, body map[string]string) (queuemax.JobID, error) {
-	return t.EnqueueInTx(ctx, tx, d, CallWebhookArgs{URL: url, Body: body})
+	return t.task.EnqueueInTx(ctx, tx, d, CallWebhookArgs{URL: url, Body: body})
 }
 
 // Map enqueues one CallWebhook job per element of url, the other parameters
@@ -151,7 +168,7 @@ func (t CallWebhookTask) Map(ctx context.Context, url []string, body map[string]
 	for i, v := range url {
 		args[i] = CallWebhookArgs{URL: v, Body: body}
 	}
-	return t.EnqueueMany(ctx, args)
+	return t.task.EnqueueMany(ctx, args)
 }
 
 // MapTx enqueues one CallWebhook job per element of url inside tx, the other
@@ -162,28 +179,28 @@ func (t CallWebhookTask) MapTx(ctx context.Context, tx queuemax.Tx, url []string
 	for i, v := range url {
 		args[i] = CallWebhookArgs{URL: v, Body: body}
 	}
-	return t.EnqueueManyTx(ctx, tx, args)
+	return t.task.EnqueueManyTx(ctx, tx, args)
 }
 
 // MapArgs enqueues one CallWebhook job per payload and returns their IDs in
 // order. The jobs are stored in one transaction per shard: if any is
 // invalid, none is stored.
 func (t CallWebhookTask) MapArgs(ctx context.Context, args []CallWebhookArgs) ([]queuemax.JobID, error) {
-	return t.EnqueueMany(ctx, args)
+	return t.task.EnqueueMany(ctx, args)
 }
 
 // MapArgsTx enqueues one CallWebhook job per payload inside tx and returns
 // their IDs in order; the jobs exist if and only if tx commits (see
 // DelayTx). If any is invalid, none is written.
 func (t CallWebhookTask) MapArgsTx(ctx context.Context, tx queuemax.Tx, args []CallWebhookArgs) ([]queuemax.JobID, error) {
-	return t.EnqueueManyTx(ctx, tx, args)
+	return t.task.EnqueueManyTx(ctx, tx, args)
 }
 
 // With returns a copy of t whose enqueues apply o (priority, retries,
 // partition key, run-at) on top of the task's defaults and earlier
 // overrides. t itself is unchanged.
 func (t CallWebhookTask) With(o queuemax.Opts) CallWebhookTask {
-	return CallWebhookTask{t.Task.With(o)}
+	return CallWebhookTask{t.task.With(o)}
 }
 
 // Call runs CallWebhook synchronously in this goroutine and returns its error,
@@ -220,11 +237,28 @@ func cleanupOldDataFunc(ctx context.Context, a CleanupOldDataArgs) error {
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
-// Call still works. Stats, Name and Client come from the embedded
-// [queuemax.Task]. A handle is a small value, safe to copy and to use
-// concurrently.
+// Call still works. A handle is a small value, safe to copy and to use
+// concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
+// Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
+// wraps is not exposed, so these are the only ones.
 type CleanupOldDataTask struct {
-	queuemax.Task[CleanupOldDataArgs]
+	task queuemax.Task[CleanupOldDataArgs]
+}
+
+// Name returns the task name stored in each CleanupOldData job row.
+func (t CleanupOldDataTask) Name() string {
+	return t.task.Name()
+}
+
+// Client returns the client the handle is bound to, or nil.
+func (t CleanupOldDataTask) Client() *queuemax.Client {
+	return t.task.Client()
+}
+
+// Stats returns the counts of CleanupOldData jobs by status. It returns
+// [queuemax.ErrNotBound] for an unbound handle.
+func (t CleanupOldDataTask) Stats(ctx context.Context) (queuemax.TaskStats, error) {
+	return t.task.Stats(ctx)
 }
 
 // Delay enqueues one CleanupOldData job to run as soon as a worker is free and
@@ -235,7 +269,7 @@ type CleanupOldDataTask struct {
 // [queuemax.ErrClosed] after [queuemax.Client.Close], or ctx's error if
 // ctx ends first. It is safe for concurrent use.
 func (t CleanupOldDataTask) Delay(ctx context.Context) (queuemax.JobID, error) {
-	return t.Enqueue(ctx, CleanupOldDataArgs{})
+	return t.task.Enqueue(ctx, CleanupOldDataArgs{})
 }
 
 // DelayTx enqueues one CleanupOldData job inside tx, the application's open
@@ -243,54 +277,54 @@ func (t CleanupOldDataTask) Delay(ctx context.Context) (queuemax.JobID, error) {
 // its ID: the job exists if and only if tx commits. On the SQLite store it
 // returns [queuemax.ErrTxUnsupported]; see [queuemax.Client.EnqueueTx].
 func (t CleanupOldDataTask) DelayTx(ctx context.Context, tx queuemax.Tx) (queuemax.JobID, error) {
-	return t.EnqueueTx(ctx, tx, CleanupOldDataArgs{})
+	return t.task.EnqueueTx(ctx, tx, CleanupOldDataArgs{})
 }
 
 // ScheduleAt enqueues one CleanupOldData job that becomes ready at at, and
 // returns its ID. The job is durable once ScheduleAt returns nil.
 func (t CleanupOldDataTask) ScheduleAt(ctx context.Context, at time.Time) (queuemax.JobID, error) {
-	return t.EnqueueAt(ctx, at, CleanupOldDataArgs{})
+	return t.task.EnqueueAt(ctx, at, CleanupOldDataArgs{})
 }
 
 // ScheduleAtTx enqueues one CleanupOldData job inside tx that becomes ready at
 // at, and returns its ID; the job exists if and only if tx commits (see
 // DelayTx).
 func (t CleanupOldDataTask) ScheduleAtTx(ctx context.Context, tx queuemax.Tx, at time.Time) (queuemax.JobID, error) {
-	return t.EnqueueAtTx(ctx, tx, at, CleanupOldDataArgs{})
+	return t.task.EnqueueAtTx(ctx, tx, at, CleanupOldDataArgs{})
 }
 
 // ScheduleIn enqueues one CleanupOldData job that becomes ready after d, and
 // returns its ID. The job is durable once ScheduleIn returns nil.
 func (t CleanupOldDataTask) ScheduleIn(ctx context.Context, d time.Duration) (queuemax.JobID, error) {
-	return t.EnqueueIn(ctx, d, CleanupOldDataArgs{})
+	return t.task.EnqueueIn(ctx, d, CleanupOldDataArgs{})
 }
 
 // ScheduleInTx enqueues one CleanupOldData job inside tx that becomes ready d
 // after this call, and returns its ID; the job exists if and only if tx
 // commits (see DelayTx).
 func (t CleanupOldDataTask) ScheduleInTx(ctx context.Context, tx queuemax.Tx, d time.Duration) (queuemax.JobID, error) {
-	return t.EnqueueInTx(ctx, tx, d, CleanupOldDataArgs{})
+	return t.task.EnqueueInTx(ctx, tx, d, CleanupOldDataArgs{})
 }
 
 // MapArgs enqueues one CleanupOldData job per payload and returns their IDs in
 // order. The jobs are stored in one transaction per shard: if any is
 // invalid, none is stored.
 func (t CleanupOldDataTask) MapArgs(ctx context.Context, args []CleanupOldDataArgs) ([]queuemax.JobID, error) {
-	return t.EnqueueMany(ctx, args)
+	return t.task.EnqueueMany(ctx, args)
 }
 
 // MapArgsTx enqueues one CleanupOldData job per payload inside tx and returns
 // their IDs in order; the jobs exist if and only if tx commits (see
 // DelayTx). If any is invalid, none is written.
 func (t CleanupOldDataTask) MapArgsTx(ctx context.Context, tx queuemax.Tx, args []CleanupOldDataArgs) ([]queuemax.JobID, error) {
-	return t.EnqueueManyTx(ctx, tx, args)
+	return t.task.EnqueueManyTx(ctx, tx, args)
 }
 
 // With returns a copy of t whose enqueues apply o (priority, retries,
 // partition key, run-at) on top of the task's defaults and earlier
 // overrides. t itself is unchanged.
 func (t CleanupOldDataTask) With(o queuemax.Opts) CleanupOldDataTask {
-	return CleanupOldDataTask{t.Task.With(o)}
+	return CleanupOldDataTask{t.task.With(o)}
 }
 
 // Call runs CleanupOldData synchronously in this goroutine and returns its error,
@@ -331,11 +365,28 @@ func generateReportFunc(ctx context.Context, a GenerateReportArgs) (Report, erro
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
-// Call still works. Stats, Name and Client come from the embedded
-// [queuemax.Task]. A handle is a small value, safe to copy and to use
-// concurrently.
+// Call still works. A handle is a small value, safe to copy and to use
+// concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
+// Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
+// wraps is not exposed, so these are the only ones.
 type GenerateReportTask struct {
-	queuemax.Task[GenerateReportArgs]
+	task queuemax.Task[GenerateReportArgs]
+}
+
+// Name returns the task name stored in each GenerateReport job row.
+func (t GenerateReportTask) Name() string {
+	return t.task.Name()
+}
+
+// Client returns the client the handle is bound to, or nil.
+func (t GenerateReportTask) Client() *queuemax.Client {
+	return t.task.Client()
+}
+
+// Stats returns the counts of GenerateReport jobs by status. It returns
+// [queuemax.ErrNotBound] for an unbound handle.
+func (t GenerateReportTask) Stats(ctx context.Context) (queuemax.TaskStats, error) {
+	return t.task.Stats(ctx)
 }
 
 // Delay enqueues one GenerateReport job to run as soon as a worker is free and
@@ -346,7 +397,7 @@ type GenerateReportTask struct {
 // [queuemax.ErrClosed] after [queuemax.Client.Close], or ctx's error if
 // ctx ends first. It is safe for concurrent use.
 func (t GenerateReportTask) Delay(ctx context.Context, userID int64, month string) (queuemax.JobID, error) {
-	return t.Enqueue(ctx, GenerateReportArgs{UserID: userID, Month: month})
+	return t.task.Enqueue(ctx, GenerateReportArgs{UserID: userID, Month: month})
 }
 
 // DelayTx enqueues one GenerateReport job inside tx, the application's open
@@ -354,33 +405,33 @@ func (t GenerateReportTask) Delay(ctx context.Context, userID int64, month strin
 // its ID: the job exists if and only if tx commits. On the SQLite store it
 // returns [queuemax.ErrTxUnsupported]; see [queuemax.Client.EnqueueTx].
 func (t GenerateReportTask) DelayTx(ctx context.Context, tx queuemax.Tx, userID int64, month string) (queuemax.JobID, error) {
-	return t.EnqueueTx(ctx, tx, GenerateReportArgs{UserID: userID, Month: month})
+	return t.task.EnqueueTx(ctx, tx, GenerateReportArgs{UserID: userID, Month: month})
 }
 
 // ScheduleAt enqueues one GenerateReport job that becomes ready at at, and
 // returns its ID. The job is durable once ScheduleAt returns nil.
 func (t GenerateReportTask) ScheduleAt(ctx context.Context, at time.Time, userID int64, month string) (queuemax.JobID, error) {
-	return t.EnqueueAt(ctx, at, GenerateReportArgs{UserID: userID, Month: month})
+	return t.task.EnqueueAt(ctx, at, GenerateReportArgs{UserID: userID, Month: month})
 }
 
 // ScheduleAtTx enqueues one GenerateReport job inside tx that becomes ready at
 // at, and returns its ID; the job exists if and only if tx commits (see
 // DelayTx).
 func (t GenerateReportTask) ScheduleAtTx(ctx context.Context, tx queuemax.Tx, at time.Time, userID int64, month string) (queuemax.JobID, error) {
-	return t.EnqueueAtTx(ctx, tx, at, GenerateReportArgs{UserID: userID, Month: month})
+	return t.task.EnqueueAtTx(ctx, tx, at, GenerateReportArgs{UserID: userID, Month: month})
 }
 
 // ScheduleIn enqueues one GenerateReport job that becomes ready after d, and
 // returns its ID. The job is durable once ScheduleIn returns nil.
 func (t GenerateReportTask) ScheduleIn(ctx context.Context, d time.Duration, userID int64, month string) (queuemax.JobID, error) {
-	return t.EnqueueIn(ctx, d, GenerateReportArgs{UserID: userID, Month: month})
+	return t.task.EnqueueIn(ctx, d, GenerateReportArgs{UserID: userID, Month: month})
 }
 
 // ScheduleInTx enqueues one GenerateReport job inside tx that becomes ready d
 // after this call, and returns its ID; the job exists if and only if tx
 // commits (see DelayTx).
 func (t GenerateReportTask) ScheduleInTx(ctx context.Context, tx queuemax.Tx, d time.Duration, userID int64, month string) (queuemax.JobID, error) {
-	return t.EnqueueInTx(ctx, tx, d, GenerateReportArgs{UserID: userID, Month: month})
+	return t.task.EnqueueInTx(ctx, tx, d, GenerateReportArgs{UserID: userID, Month: month})
 }
 
 // Map enqueues one GenerateReport job per element of userID, the other parameters
@@ -391,7 +442,7 @@ func (t GenerateReportTask) Map(ctx context.Context, userID []int64, month strin
 	for i, v := range userID {
 		args[i] = GenerateReportArgs{UserID: v, Month: month}
 	}
-	return t.EnqueueMany(ctx, args)
+	return t.task.EnqueueMany(ctx, args)
 }
 
 // MapTx enqueues one GenerateReport job per element of userID inside tx, the other
@@ -402,28 +453,28 @@ func (t GenerateReportTask) MapTx(ctx context.Context, tx queuemax.Tx, userID []
 	for i, v := range userID {
 		args[i] = GenerateReportArgs{UserID: v, Month: month}
 	}
-	return t.EnqueueManyTx(ctx, tx, args)
+	return t.task.EnqueueManyTx(ctx, tx, args)
 }
 
 // MapArgs enqueues one GenerateReport job per payload and returns their IDs in
 // order. The jobs are stored in one transaction per shard: if any is
 // invalid, none is stored.
 func (t GenerateReportTask) MapArgs(ctx context.Context, args []GenerateReportArgs) ([]queuemax.JobID, error) {
-	return t.EnqueueMany(ctx, args)
+	return t.task.EnqueueMany(ctx, args)
 }
 
 // MapArgsTx enqueues one GenerateReport job per payload inside tx and returns
 // their IDs in order; the jobs exist if and only if tx commits (see
 // DelayTx). If any is invalid, none is written.
 func (t GenerateReportTask) MapArgsTx(ctx context.Context, tx queuemax.Tx, args []GenerateReportArgs) ([]queuemax.JobID, error) {
-	return t.EnqueueManyTx(ctx, tx, args)
+	return t.task.EnqueueManyTx(ctx, tx, args)
 }
 
 // With returns a copy of t whose enqueues apply o (priority, retries,
 // partition key, run-at) on top of the task's defaults and earlier
 // overrides. t itself is unchanged.
 func (t GenerateReportTask) With(o queuemax.Opts) GenerateReportTask {
-	return GenerateReportTask{t.Task.With(o)}
+	return GenerateReportTask{t.task.With(o)}
 }
 
 // Call runs GenerateReport synchronously in this goroutine and returns its result,
@@ -468,11 +519,28 @@ func pingMonitorFunc(ctx context.Context, a PingMonitorArgs) error {
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
-// Call still works. Stats, Name and Client come from the embedded
-// [queuemax.Task]. A handle is a small value, safe to copy and to use
-// concurrently.
+// Call still works. A handle is a small value, safe to copy and to use
+// concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
+// Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
+// wraps is not exposed, so these are the only ones.
 type PingMonitorTask struct {
-	queuemax.Task[PingMonitorArgs]
+	task queuemax.Task[PingMonitorArgs]
+}
+
+// Name returns the task name stored in each PingMonitor job row.
+func (t PingMonitorTask) Name() string {
+	return t.task.Name()
+}
+
+// Client returns the client the handle is bound to, or nil.
+func (t PingMonitorTask) Client() *queuemax.Client {
+	return t.task.Client()
+}
+
+// Stats returns the counts of PingMonitor jobs by status. It returns
+// [queuemax.ErrNotBound] for an unbound handle.
+func (t PingMonitorTask) Stats(ctx context.Context) (queuemax.TaskStats, error) {
+	return t.task.Stats(ctx)
 }
 
 // Delay enqueues one PingMonitor job to run as soon as a worker is free and
@@ -483,7 +551,7 @@ type PingMonitorTask struct {
 // [queuemax.ErrClosed] after [queuemax.Client.Close], or ctx's error if
 // ctx ends first. It is safe for concurrent use.
 func (t PingMonitorTask) Delay(ctx context.Context) (queuemax.JobID, error) {
-	return t.Enqueue(ctx, PingMonitorArgs{})
+	return t.task.Enqueue(ctx, PingMonitorArgs{})
 }
 
 // DelayTx enqueues one PingMonitor job inside tx, the application's open
@@ -491,54 +559,54 @@ func (t PingMonitorTask) Delay(ctx context.Context) (queuemax.JobID, error) {
 // its ID: the job exists if and only if tx commits. On the SQLite store it
 // returns [queuemax.ErrTxUnsupported]; see [queuemax.Client.EnqueueTx].
 func (t PingMonitorTask) DelayTx(ctx context.Context, tx queuemax.Tx) (queuemax.JobID, error) {
-	return t.EnqueueTx(ctx, tx, PingMonitorArgs{})
+	return t.task.EnqueueTx(ctx, tx, PingMonitorArgs{})
 }
 
 // ScheduleAt enqueues one PingMonitor job that becomes ready at at, and
 // returns its ID. The job is durable once ScheduleAt returns nil.
 func (t PingMonitorTask) ScheduleAt(ctx context.Context, at time.Time) (queuemax.JobID, error) {
-	return t.EnqueueAt(ctx, at, PingMonitorArgs{})
+	return t.task.EnqueueAt(ctx, at, PingMonitorArgs{})
 }
 
 // ScheduleAtTx enqueues one PingMonitor job inside tx that becomes ready at
 // at, and returns its ID; the job exists if and only if tx commits (see
 // DelayTx).
 func (t PingMonitorTask) ScheduleAtTx(ctx context.Context, tx queuemax.Tx, at time.Time) (queuemax.JobID, error) {
-	return t.EnqueueAtTx(ctx, tx, at, PingMonitorArgs{})
+	return t.task.EnqueueAtTx(ctx, tx, at, PingMonitorArgs{})
 }
 
 // ScheduleIn enqueues one PingMonitor job that becomes ready after d, and
 // returns its ID. The job is durable once ScheduleIn returns nil.
 func (t PingMonitorTask) ScheduleIn(ctx context.Context, d time.Duration) (queuemax.JobID, error) {
-	return t.EnqueueIn(ctx, d, PingMonitorArgs{})
+	return t.task.EnqueueIn(ctx, d, PingMonitorArgs{})
 }
 
 // ScheduleInTx enqueues one PingMonitor job inside tx that becomes ready d
 // after this call, and returns its ID; the job exists if and only if tx
 // commits (see DelayTx).
 func (t PingMonitorTask) ScheduleInTx(ctx context.Context, tx queuemax.Tx, d time.Duration) (queuemax.JobID, error) {
-	return t.EnqueueInTx(ctx, tx, d, PingMonitorArgs{})
+	return t.task.EnqueueInTx(ctx, tx, d, PingMonitorArgs{})
 }
 
 // MapArgs enqueues one PingMonitor job per payload and returns their IDs in
 // order. The jobs are stored in one transaction per shard: if any is
 // invalid, none is stored.
 func (t PingMonitorTask) MapArgs(ctx context.Context, args []PingMonitorArgs) ([]queuemax.JobID, error) {
-	return t.EnqueueMany(ctx, args)
+	return t.task.EnqueueMany(ctx, args)
 }
 
 // MapArgsTx enqueues one PingMonitor job per payload inside tx and returns
 // their IDs in order; the jobs exist if and only if tx commits (see
 // DelayTx). If any is invalid, none is written.
 func (t PingMonitorTask) MapArgsTx(ctx context.Context, tx queuemax.Tx, args []PingMonitorArgs) ([]queuemax.JobID, error) {
-	return t.EnqueueManyTx(ctx, tx, args)
+	return t.task.EnqueueManyTx(ctx, tx, args)
 }
 
 // With returns a copy of t whose enqueues apply o (priority, retries,
 // partition key, run-at) on top of the task's defaults and earlier
 // overrides. t itself is unchanged.
 func (t PingMonitorTask) With(o queuemax.Opts) PingMonitorTask {
-	return PingMonitorTask{t.Task.With(o)}
+	return PingMonitorTask{t.task.With(o)}
 }
 
 // Call runs PingMonitor synchronously in this goroutine and returns its error,
@@ -580,11 +648,28 @@ func sendEmailFunc(ctx context.Context, a SendEmailArgs) error {
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
-// Call still works. Stats, Name and Client come from the embedded
-// [queuemax.Task]. A handle is a small value, safe to copy and to use
-// concurrently.
+// Call still works. A handle is a small value, safe to copy and to use
+// concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
+// Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
+// wraps is not exposed, so these are the only ones.
 type SendEmailTask struct {
-	queuemax.Task[SendEmailArgs]
+	task queuemax.Task[SendEmailArgs]
+}
+
+// Name returns the task name stored in each SendEmail job row.
+func (t SendEmailTask) Name() string {
+	return t.task.Name()
+}
+
+// Client returns the client the handle is bound to, or nil.
+func (t SendEmailTask) Client() *queuemax.Client {
+	return t.task.Client()
+}
+
+// Stats returns the counts of SendEmail jobs by status. It returns
+// [queuemax.ErrNotBound] for an unbound handle.
+func (t SendEmailTask) Stats(ctx context.Context) (queuemax.TaskStats, error) {
+	return t.task.Stats(ctx)
 }
 
 // Delay enqueues one SendEmail job to run as soon as a worker is free and
@@ -595,7 +680,7 @@ type SendEmailTask struct {
 // [queuemax.ErrClosed] after [queuemax.Client.Close], or ctx's error if
 // ctx ends first. It is safe for concurrent use.
 func (t SendEmailTask) Delay(ctx context.Context, to string, subject string) (queuemax.JobID, error) {
-	return t.Enqueue(ctx, SendEmailArgs{To: to, Subject: subject})
+	return t.task.Enqueue(ctx, SendEmailArgs{To: to, Subject: subject})
 }
 
 // DelayTx enqueues one SendEmail job inside tx, the application's open
@@ -603,33 +688,33 @@ func (t SendEmailTask) Delay(ctx context.Context, to string, subject string) (qu
 // its ID: the job exists if and only if tx commits. On the SQLite store it
 // returns [queuemax.ErrTxUnsupported]; see [queuemax.Client.EnqueueTx].
 func (t SendEmailTask) DelayTx(ctx context.Context, tx queuemax.Tx, to string, subject string) (queuemax.JobID, error) {
-	return t.EnqueueTx(ctx, tx, SendEmailArgs{To: to, Subject: subject})
+	return t.task.EnqueueTx(ctx, tx, SendEmailArgs{To: to, Subject: subject})
 }
 
 // ScheduleAt enqueues one SendEmail job that becomes ready at at, and
 // returns its ID. The job is durable once ScheduleAt returns nil.
 func (t SendEmailTask) ScheduleAt(ctx context.Context, at time.Time, to string, subject string) (queuemax.JobID, error) {
-	return t.EnqueueAt(ctx, at, SendEmailArgs{To: to, Subject: subject})
+	return t.task.EnqueueAt(ctx, at, SendEmailArgs{To: to, Subject: subject})
 }
 
 // ScheduleAtTx enqueues one SendEmail job inside tx that becomes ready at
 // at, and returns its ID; the job exists if and only if tx commits (see
 // DelayTx).
 func (t SendEmailTask) ScheduleAtTx(ctx context.Context, tx queuemax.Tx, at time.Time, to string, subject string) (queuemax.JobID, error) {
-	return t.EnqueueAtTx(ctx, tx, at, SendEmailArgs{To: to, Subject: subject})
+	return t.task.EnqueueAtTx(ctx, tx, at, SendEmailArgs{To: to, Subject: subject})
 }
 
 // ScheduleIn enqueues one SendEmail job that becomes ready after d, and
 // returns its ID. The job is durable once ScheduleIn returns nil.
 func (t SendEmailTask) ScheduleIn(ctx context.Context, d time.Duration, to string, subject string) (queuemax.JobID, error) {
-	return t.EnqueueIn(ctx, d, SendEmailArgs{To: to, Subject: subject})
+	return t.task.EnqueueIn(ctx, d, SendEmailArgs{To: to, Subject: subject})
 }
 
 // ScheduleInTx enqueues one SendEmail job inside tx that becomes ready d
 // after this call, and returns its ID; the job exists if and only if tx
 // commits (see DelayTx).
 func (t SendEmailTask) ScheduleInTx(ctx context.Context, tx queuemax.Tx, d time.Duration, to string, subject string) (queuemax.JobID, error) {
-	return t.EnqueueInTx(ctx, tx, d, SendEmailArgs{To: to, Subject: subject})
+	return t.task.EnqueueInTx(ctx, tx, d, SendEmailArgs{To: to, Subject: subject})
 }
 
 // Map enqueues one SendEmail job per element of to, the other parameters
@@ -640,7 +725,7 @@ func (t SendEmailTask) Map(ctx context.Context, to []string, subject string) ([]
 	for i, v := range to {
 		args[i] = SendEmailArgs{To: v, Subject: subject}
 	}
-	return t.EnqueueMany(ctx, args)
+	return t.task.EnqueueMany(ctx, args)
 }
 
 // MapTx enqueues one SendEmail job per element of to inside tx, the other
@@ -651,28 +736,28 @@ func (t SendEmailTask) MapTx(ctx context.Context, tx queuemax.Tx, to []string, s
 	for i, v := range to {
 		args[i] = SendEmailArgs{To: v, Subject: subject}
 	}
-	return t.EnqueueManyTx(ctx, tx, args)
+	return t.task.EnqueueManyTx(ctx, tx, args)
 }
 
 // MapArgs enqueues one SendEmail job per payload and returns their IDs in
 // order. The jobs are stored in one transaction per shard: if any is
 // invalid, none is stored.
 func (t SendEmailTask) MapArgs(ctx context.Context, args []SendEmailArgs) ([]queuemax.JobID, error) {
-	return t.EnqueueMany(ctx, args)
+	return t.task.EnqueueMany(ctx, args)
 }
 
 // MapArgsTx enqueues one SendEmail job per payload inside tx and returns
 // their IDs in order; the jobs exist if and only if tx commits (see
 // DelayTx). If any is invalid, none is written.
 func (t SendEmailTask) MapArgsTx(ctx context.Context, tx queuemax.Tx, args []SendEmailArgs) ([]queuemax.JobID, error) {
-	return t.EnqueueManyTx(ctx, tx, args)
+	return t.task.EnqueueManyTx(ctx, tx, args)
 }
 
 // With returns a copy of t whose enqueues apply o (priority, retries,
 // partition key, run-at) on top of the task's defaults and earlier
 // overrides. t itself is unchanged.
 func (t SendEmailTask) With(o queuemax.Opts) SendEmailTask {
-	return SendEmailTask{t.Task.With(o)}
+	return SendEmailTask{t.task.With(o)}
 }
 
 // Call runs SendEmail synchronously in this goroutine and returns its error,

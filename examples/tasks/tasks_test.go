@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -299,5 +300,25 @@ func TestPingMonitor(t *testing.T) {
 	}
 	if err := h.PingMonitor.Call(tasks.WithDeps(t.Context(), tasks.Deps{HTTP: srv.Client(), MonitorURL: srv.URL + "/x\x7f"})); err == nil {
 		t.Error("PingMonitor with a bad URL succeeded")
+	}
+}
+
+// TestHandles_OneVocabulary checks that a generated handle's method set is
+// the generated vocabulary only: the Enqueue* methods of the wrapped
+// queuemax.Task must not show through (go doc lists the same set).
+func TestHandles_OneVocabulary(t *testing.T) {
+	t.Parallel()
+	var got []string
+	rt := reflect.TypeFor[tasks.SendEmailTask]()
+	for i := range rt.NumMethod() {
+		got = append(got, rt.Method(i).Name)
+	}
+	want := []string{"Call", "Client", "Delay", "DelayTx", "Map", "MapArgs", "MapArgsTx", "MapTx", "Name",
+		"ScheduleAt", "ScheduleAtTx", "ScheduleIn", "ScheduleInTx", "Stats", "With"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("SendEmailTask methods mismatch (-want +got):\n%s", diff)
+	}
+	if rt.NumField() != 1 || rt.Field(0).IsExported() {
+		t.Errorf("SendEmailTask exports a field (%v): the wrapped queuemax.Task's methods would be promoted", rt.Field(0))
 	}
 }

@@ -2,9 +2,12 @@
 // a few services with one start/stop discipline, each with a runOnce(ctx,
 // now) that tests call directly.
 //
-//   - the producer claims jobs (breakers and rate limits decided at claim
-//     time), runs them on worker slots and acknowledges them, batched per
-//     claim and shard;
+//   - the producer plans claims (breakers and rate limits decided at claim
+//     time, sizes by the backlog) and queues each claimed batch for the
+//     workers, claiming the next while they finish the last;
+//   - the workers, long-lived, run queued jobs and record failures;
+//   - the acknowledger commits the workers' successes set-based, one
+//     Store.Complete per round, retrying transient errors briefly;
 //   - the heartbeater renews the leases of held jobs and cancels the ones
 //     whose lease was lost;
 //   - the rescuer recovers orphans (jobs of dead workers), after renewing

@@ -33,9 +33,16 @@ type Config struct {
 	// Workers is how many handlers may run at once, ClaimBatch how many
 	// jobs one claim may take (more than Workers prefetches).
 	Workers, ClaimBatch int
-	PollInterval        time.Duration
-	HeartbeatInterval   time.Duration
-	RecoveryInterval    time.Duration
+	// ClaimMax, when above ClaimBatch, lets claims grow toward it while
+	// the backlog is deep and jobs are short: a claim that came back full
+	// and whose previous half-batch the workers ran within growWindow
+	// doubles the next one; a slow half-batch halves it (never below
+	// ClaimBatch). So prefetch stays bounded by time (about two windows of
+	// work held locally), not by count. Zero: claims take ClaimBatch.
+	ClaimMax          int
+	PollInterval      time.Duration
+	HeartbeatInterval time.Duration
+	RecoveryInterval  time.Duration
 	// CleanupInterval is how often maintenance deletes old jobs; zero
 	// means an hour.
 	CleanupInterval time.Duration
@@ -69,10 +76,14 @@ type Config struct {
 	// Cancelled maps the error of a handler whose job was asked to cancel
 	// to the error Fail records it cancelled with. Nil: recorded as is.
 	Cancelled func(err error) error
+	// KeepCompleted keeps completed jobs without a result as completed
+	// rows (CompleteParams.Keep) instead of deleting them, for retention.
+	KeepCompleted bool
 	// Encode encodes a result for storage (nil: none); an error fails the
 	// job through Fail.
 	Encode func(result any) (json.RawMessage, error)
-	// Completed runs after j's success has committed.
+	// Completed runs after j's success has committed, on the
+	// acknowledger's goroutine (one for all jobs: it must be quick).
 	Completed func(ctx context.Context, j *store.Job, result any)
 	// Fail records a failed attempt and reports whether j was
 	// dead-lettered; store.ErrLeaseLost means the claim no longer held.
@@ -127,9 +138,19 @@ type Engine struct {
 	rlWaits map[string]*atomic.Int64
 
 	limit     atomic.Int64  // how many jobs may run at once
-	active    atomic.Int64  // jobs held (running or prefetched) and not yet acknowledged
+	active    atomic.Int64  // jobs held (queued, running or being acknowledged)
+	inflight  atomic.Int64  // jobs queued or running: claimed, handler not returned
 	executing atomic.Int64  // jobs whose handler has not returned yet
-	slotFree  chan struct{} // buffer 1: a freed slot wakes the producer
+	lowWater  atomic.Int64  // the producer claims again once inflight drops below this
+	slotFree  chan struct{} // buffer 1: the queue running low wakes the producer
+
+	// queue holds claimed jobs for the workers; its capacity is the most
+	// jobs a claim may queue (ClaimBatch, or the largest worker limit).
+	queue   chan *runningJob
+	acks    *acker
+	poolMu  sync.Mutex
+	workers atomic.Int64 // worker goroutines, changed under poolMu
+	workWG  sync.WaitGroup
 
 	mu      sync.Mutex
 	running map[store.JobID]*runningJob
@@ -140,7 +161,7 @@ type Engine struct {
 
 	jobCtx     context.Context // parent of job contexts; outlives Run's ctx
 	cancelJobs context.CancelCauseFunc
-	jobWG      sync.WaitGroup
+	jobWG      sync.WaitGroup // one per held job
 	stopMu     sync.Mutex
 	stop       context.CancelFunc // ends claiming
 	stopped    bool
@@ -174,6 +195,12 @@ func New(cfg Config) *Engine {
 		abort:    make(chan struct{}),
 	}
 	e.jobCtx, e.cancelJobs = context.WithCancelCause(context.Background()) // Run replaces it
+	e.acks = newAcker(e)
+	queueCap := max(cfg.ClaimBatch, cfg.ClaimMax, cfg.Workers)
+	if p := cfg.Autoscale; p != nil {
+		queueCap = max(queueCap, p.Max)
+	}
+	e.queue = make(chan *runningJob, queueCap)
 	for name := range cfg.TaskLimiters {
 		e.rlWaits[name] = new(atomic.Int64)
 	}
@@ -219,6 +246,9 @@ func (e *Engine) Run(ctx context.Context) {
 	if e.cfg.Start != nil {
 		e.cfg.Start(ctx)
 	}
+	stopAcks := make(chan struct{})
+	go e.acks.run(stopAcks)
+	e.ensureWorkers()
 	var claiming sync.WaitGroup
 	p := newProducer(e)
 	claiming.Go(func() { p.run(ctx) })
@@ -229,20 +259,39 @@ func (e *Engine) Run(ctx context.Context) {
 	<-ctx.Done()
 	e.state.Store(Stopping)
 	claiming.Wait()
+	close(e.queue) // the producer has released what it queued; workers exit when idle
 	e.log.Info("queuemax draining", "running", e.active.Load(), "drain_timeout", e.cfg.DrainTimeout)
 	drained := make(chan struct{})
 	go func() { e.jobWG.Wait(); close(drained) }()
 	timer := time.NewTimer(e.cfg.DrainTimeout)
+	clean := true
 	select {
 	case <-drained:
 		timer.Stop()
 	case <-timer.C:
 		e.log.Warn("drain timeout: cancelling running jobs", "running", e.active.Load())
-		e.cancelRunning(drained)
+		clean = e.cancelRunning(drained)
 	case <-e.abort:
 		timer.Stop()
 		e.log.Warn("stop deadline: cancelling running jobs", "running", e.active.Load())
-		e.cancelRunning(drained)
+		clean = e.cancelRunning(drained)
+	}
+	close(stopAcks)
+	if clean {
+		<-e.acks.done
+	} else {
+		// A Completed callback may be what hangs: wait for the last
+		// acknowledgements only as long as for the handlers.
+		grace := time.NewTimer(max(e.cfg.ShutdownGrace, time.Second))
+		select {
+		case <-e.acks.done:
+		case <-grace.C:
+			e.log.Error("abandoning the acknowledger: a completion callback does not return")
+		}
+		grace.Stop()
+	}
+	if clean {
+		e.workWG.Wait() // every worker is idle: the closed queue ends it
 	}
 	stopBG()
 	svc.Wait()
@@ -260,17 +309,18 @@ func (e *Engine) backgroundServices() []Service {
 
 // cancelRunning cancels the running jobs' contexts and waits up to
 // ShutdownGrace for their handlers to return; handlers that ignore
-// cancellation are abandoned to their lapsing leases.
-func (e *Engine) cancelRunning(drained <-chan struct{}) {
+// cancellation are abandoned to their lapsing leases (it returns false).
+func (e *Engine) cancelRunning(drained <-chan struct{}) bool {
 	e.cancelJobs(ErrStopping)
 	if e.cfg.ShutdownGrace <= 0 {
 		<-drained
-		return
+		return true
 	}
 	grace := time.NewTimer(e.cfg.ShutdownGrace)
 	defer grace.Stop()
 	select {
 	case <-drained:
+		return true
 	case <-grace.C:
 		e.mu.Lock()
 		ids := make([]int64, 0, len(e.running))
@@ -280,6 +330,7 @@ func (e *Engine) cancelRunning(drained <-chan struct{}) {
 		e.mu.Unlock()
 		e.log.Error("abandoning jobs whose handlers ignore cancellation; their leases lapse after the stuck timeout and they run again",
 			"jobs", ids, "grace", e.cfg.ShutdownGrace)
+		return false
 	}
 }
 
@@ -327,7 +378,7 @@ func (e *Engine) Stats() Stats {
 		State:       e.state.Load().(State),
 		Concurrency: int(e.limit.Load()),
 		Running:     int(e.executing.Load()),
-		Prefetched:  max(0, int(e.active.Load()-e.executing.Load())),
+		Prefetched:  max(0, int(e.inflight.Load()-e.executing.Load())),
 		Processed:   e.processed.Load(),
 		Failed:      e.failed.Load(),
 		Retried:     e.retried.Load(),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -99,7 +100,7 @@ func TestProducer_RunOnce(t *testing.T) {
 	if err != nil || n != 4 {
 		t.Fatalf("RunOnce = %d, %v; want 4 jobs", n, err)
 	}
-	e.jobWG.Wait()
+	settle(e, -1)
 	high := 0
 	for range 4 {
 		if j := <-r.ran; j.Task == "high" {
@@ -167,7 +168,7 @@ func TestProducer_RunOnceLeaseLost(t *testing.T) {
 	if n, _, _ := newProducer(e).RunOnce(t.Context(), r.now); n != 1 {
 		t.Fatalf("claimed %d, want 1", n)
 	}
-	e.jobWG.Wait()
+	settle(e, -1)
 	if s := e.Stats(); s.LeaseLost != 1 || s.Processed != 0 {
 		t.Errorf("lease lost %d, processed %d; want 1, 0", s.LeaseLost, s.Processed)
 	}
@@ -183,10 +184,10 @@ func TestHeartbeater_RunOnce(t *testing.T) {
 		t.Fatal(jobs, err)
 	}
 	e := New(r.cfg)
-	good := e.hold(jobs[0])
+	good := e.hold(jobs[0], nil)
 	stale := *jobs[1]
 	stale.Lease++ // a lease this engine no longer holds
-	bad := e.hold(&stale)
+	bad := e.hold(&stale, nil)
 	h := &heartbeater{e: e}
 	h.RunOnce(t.Context(), r.now) // the round at start does nothing
 	r.now = r.now.Add(time.Hour)
@@ -222,7 +223,7 @@ func TestRescuer_RunOnce(t *testing.T) {
 		return err
 	}
 	e := New(r.cfg)
-	e.hold(mine[0])
+	e.hold(mine[0], nil)
 	r.now = r.now.Add(time.Hour)
 	(&rescuer{e: e}).RunOnce(t.Context(), r.now)
 	if got.Requeued != 1 {
@@ -334,9 +335,25 @@ func TestEngine_RunDrain(t *testing.T) {
 	}
 }
 
-// TestProducer_RunOncePrefetch claims a whole ClaimBatch beyond the free
-// slots; the extra jobs wait, start as slots free (acknowledged in batches
-// too) and a stop returns the ones still waiting to pending unspent.
+// settle runs up to n queued jobs (n < 0: all) on the calling goroutine,
+// as the workers would, then flushes their acknowledgements.
+func settle(e *Engine, n int) {
+	for ; n != 0; n-- {
+		select {
+		case rj := <-e.queue:
+			e.runJob(rj)
+			continue
+		default:
+		}
+		break
+	}
+	e.acks.RunOnce()
+}
+
+// TestProducer_RunOncePrefetch claims a whole ClaimBatch beyond the
+// workers; the extra jobs wait in the queue, and a stop returns the ones
+// still queued to pending unspent. The producer claims again only once
+// the queue runs low.
 func TestProducer_RunOncePrefetch(t *testing.T) {
 	r := newRig(t, 1)
 	r.cfg.Workers, r.cfg.ClaimBatch = 2, 6
@@ -346,19 +363,57 @@ func TestProducer_RunOncePrefetch(t *testing.T) {
 	if n, _, err := p.RunOnce(t.Context(), r.now); err != nil || n != 6 {
 		t.Fatalf("RunOnce = %d, %v; want the whole batch of 6", n, err)
 	}
-	e.jobWG.Wait()
-	if len(p.waiting) != 4 || e.Active() != 4 {
-		t.Fatalf("waiting %d, active %d; want 4 prefetched", len(p.waiting), e.Active())
+	if s := e.Stats(); s.Prefetched != 6 || e.Active() != 6 {
+		t.Fatalf("prefetched %d, active %d; want 6 held", s.Prefetched, e.Active())
 	}
-	if free := p.startWaiting(); free != 0 || len(p.waiting) != 2 {
-		t.Fatalf("startWaiting: free %d, waiting %d; want 0, 2", free, len(p.waiting))
+	if n, _, _ := p.RunOnce(t.Context(), r.now); n != 0 {
+		t.Fatalf("a full queue claimed %d more, want 0", n)
 	}
-	e.jobWG.Wait()
-	p.releaseWaiting()
-	if s := e.Stats(); s.Processed != 4 || e.Active() != 0 {
-		t.Errorf("processed %d, active %d; want 4, 0", s.Processed, e.Active())
+	if _, low := p.sizes(2); low != 4 {
+		t.Errorf("low-water mark %d, want 2×Workers = 4", low)
+	}
+	settle(e, 4)
+	p.releaseQueued()
+	if s := e.Stats(); s.Processed != 4 || e.Active() != 0 || s.Prefetched != 0 {
+		t.Errorf("processed %d, active %d, prefetched %d; want 4, 0, 0", s.Processed, e.Active(), s.Prefetched)
 	}
 	if pending, processing := r.counts(); pending != 4 || processing != 0 {
 		t.Errorf("pending %d, processing %d; want 4 (2 released, 2 never claimed), 0", pending, processing)
+	}
+}
+
+// TestProducer_AdaptClaimSize: with ClaimMax above ClaimBatch, full claims
+// in quick succession double the claim size up to ClaimMax, slow ones
+// halve it, and an empty claim resets it; the low-water mark follows.
+func TestProducer_AdaptClaimSize(t *testing.T) {
+	r := newRig(t, 1)
+	r.cfg.Workers, r.cfg.ClaimBatch, r.cfg.ClaimMax = 2, 8, 50
+	p := newProducer(New(r.cfg))
+	at := time.Now()
+	p.adapt(8, 8, at) // the first full claim only sets the clock
+	var sizes []int
+	for range 4 {
+		at = at.Add(time.Millisecond)
+		capacity, _ := p.sizes(2)
+		p.adapt(capacity, capacity, at)
+		sizes = append(sizes, p.size)
+	}
+	if want := []int{16, 32, 50, 50}; !slices.Equal(sizes, want) {
+		t.Errorf("sizes after fast full claims %v, want %v", sizes, want)
+	}
+	if capacity, low := p.sizes(2); capacity != 50 || low != 25 {
+		t.Errorf("sizes(2) = %d, %d; want 50, 25 (claim again at half)", capacity, low)
+	}
+	p.adapt(50, 50, at.Add(time.Second))
+	if p.size != 25 {
+		t.Errorf("after a slow claim size %d, want 25", p.size)
+	}
+	p.adapt(25, 10, at.Add(time.Second+time.Millisecond))
+	if p.size != 25 {
+		t.Errorf("a partial claim changed the size to %d", p.size)
+	}
+	p.adapt(25, 0, at.Add(2*time.Second))
+	if p.size != 8 {
+		t.Errorf("after an empty claim size %d, want ClaimBatch 8", p.size)
 	}
 }

@@ -3,40 +3,36 @@ package engine
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"sync/atomic"
 
 	"github.com/queuemax/queuemax/runtime/breaker"
 	"github.com/queuemax/queuemax/runtime/store"
 )
 
-// runningJob is a job the engine holds: running, or claimed and waiting
-// for a slot.
+// runningJob is a job the engine holds: queued for a worker, running, or
+// finished and waiting for its acknowledgement to commit.
 type runningJob struct {
 	job    *store.Job
 	ctx    context.Context // the job's context, a child of Engine.jobCtx
 	cancel context.CancelCauseFunc
+	ticket *breaker.Ticket // the breaker probe that guards the job (nil: none)
 	lost   atomic.Bool
-	freed  atomic.Bool // its worker slot was given back
 	// cancelReq is set once a cancel was requested for the job (Heartbeat
 	// reported store.ErrCancelRequested, or CancelLocal).
 	cancelReq atomic.Bool
-	// batch collects the acknowledgements of the jobs started with this
-	// one from the same claim and shard (nil: acknowledged alone); queued
-	// is set, on the job's goroutine, once its ack joined the batch.
-	batch  *ackBatch
-	queued bool
 }
 
 // hold registers a claimed job: from now on heartbeats renew its lease
-// and it counts as active, whether it runs at once or waits for a slot.
-func (e *Engine) hold(j *store.Job) *runningJob {
+// and it counts as active until unhold, whether it runs at once, waits for
+// a worker or waits for its acknowledgement.
+func (e *Engine) hold(j *store.Job, t *breaker.Ticket) *runningJob {
 	jctx, cancel := context.WithCancelCause(e.jobCtx)
-	rj := &runningJob{job: j, ctx: jctx, cancel: cancel}
+	rj := &runningJob{job: j, ctx: jctx, cancel: cancel, ticket: t}
 	e.mu.Lock()
 	e.running[j.ID] = rj
 	e.mu.Unlock()
 	e.active.Add(1)
+	e.jobWG.Add(1)
 	return rj
 }
 
@@ -47,42 +43,80 @@ func (e *Engine) unhold(rj *runningJob) {
 	delete(e.running, rj.job.ID)
 	e.mu.Unlock()
 	e.active.Add(-1)
+	e.jobWG.Done()
 }
 
-// launch runs a held job on its own goroutine, taking a worker slot.
-func (e *Engine) launch(rj *runningJob, t *breaker.Ticket) {
+// ensureWorkers starts workers until there are as many as jobs may run at
+// once. Workers are long-lived: each takes the next queued job, runs it
+// and hands a success to the acknowledger, without a goroutine per job.
+// When the limit drops, the workers above it exit after their job.
+func (e *Engine) ensureWorkers() {
+	limit := e.limit.Load()
+	if e.workers.Load() >= limit {
+		return
+	}
+	e.poolMu.Lock()
+	defer e.poolMu.Unlock()
+	for ; e.workers.Load() < limit; e.workers.Add(1) {
+		e.workWG.Go(e.work)
+	}
+}
+
+// work is one worker's loop: it runs queued jobs until the queue closes
+// or the pool is above the limit.
+func (e *Engine) work() {
+	for {
+		if e.shrink() {
+			return
+		}
+		rj, ok := <-e.queue
+		if !ok {
+			return
+		}
+		e.runJob(rj)
+	}
+}
+
+// shrink retires the calling worker when the pool is larger than the
+// limit.
+func (e *Engine) shrink() bool {
+	if e.workers.Load() <= e.limit.Load() { // confirmed under the lock
+		return false
+	}
+	e.poolMu.Lock()
+	defer e.poolMu.Unlock()
+	if e.workers.Load() <= e.limit.Load() {
+		return false
+	}
+	e.workers.Add(-1)
+	return true
+}
+
+// runJob runs one dequeued job: its handler, then the outcome.
+func (e *Engine) runJob(rj *runningJob) {
 	if rj.lost.Load() {
-		// Taken back while it waited for a slot: another worker owns it.
-		if t != nil {
-			t.Release()
+		// Taken back while it waited for a worker: another worker owns it.
+		if rj.ticket != nil {
+			rj.ticket.Release()
 		}
 		e.lostCnt.Add(1)
-		if rj.batch != nil {
-			rj.batch.leave()
-		}
+		e.dequeued()
 		e.unhold(rj)
 		return
 	}
 	e.executing.Add(1)
-	e.jobWG.Go(func() {
-		defer func() {
-			if rj.batch != nil && !rj.queued {
-				rj.batch.leave()
-			}
-			e.unhold(rj)
-			e.freeSlot(rj)
-		}()
-		e.execute(rj, t)
-	})
+	result, err := e.cfg.Execute(rj.ctx, rj.job)
+	e.executing.Add(-1)
+	e.dequeued()
+	e.outcome(rj, result, err)
 }
 
-// freeSlot gives rj's worker slot back, once, and wakes the producer.
-func (e *Engine) freeSlot(rj *runningJob) {
-	if rj.freed.Swap(true) {
-		return
+// dequeued counts a job that left the queue (ran or was dropped) and wakes
+// the producer once the queue runs low.
+func (e *Engine) dequeued() {
+	if e.inflight.Add(-1) < e.lowWater.Load() {
+		e.signalSlot()
 	}
-	e.executing.Add(-1)
-	e.signalSlot()
 }
 
 // signalSlot wakes the producer without blocking.
@@ -93,12 +127,11 @@ func (e *Engine) signalSlot() {
 	}
 }
 
-// execute runs one job and records its outcome; the breaker (or its probe
-// ticket t) learns the outcome first.
-func (e *Engine) execute(rj *runningJob, t *breaker.Ticket) {
-	ctx, j := rj.ctx, rj.job
-	result, err := e.cfg.Execute(ctx, j)
-	e.freeSlot(rj)
+// outcome records the outcome of an attempt; the breaker (or the job's
+// probe ticket) learns it first. A success goes to the acknowledger, a
+// failure is recorded here.
+func (e *Engine) outcome(rj *runningJob, result any, err error) {
+	t, j := rj.ticket, rj.job
 	if err != nil && rj.cancelReq.Load() && e.cfg.Cancelled != nil {
 		// Asked to cancel: the failure ends the job cancelled, even
 		// while draining; a success stays a success.
@@ -109,6 +142,7 @@ func (e *Engine) execute(rj *runningJob, t *breaker.Ticket) {
 			t.Release()
 		}
 		e.release(rj)
+		e.unhold(rj)
 		return
 	}
 	retryable := err != nil && e.cfg.Retryable(err)
@@ -124,46 +158,46 @@ func (e *Engine) execute(rj *runningJob, t *breaker.Ticket) {
 	case retryable:
 		e.breakerFor(j.Task).Failure()
 	}
-	e.finish(ctx, rj, result, err)
-}
-
-// finish records the outcome of an attempt.
-func (e *Engine) finish(ctx context.Context, rj *runningJob, result any, jobErr error) {
-	j := rj.job
-	// Acknowledgements must reach the store even while draining.
-	ackCtx := context.WithoutCancel(ctx)
 	if rj.lost.Load() {
 		e.lostCnt.Add(1)
-		e.log.WarnContext(ackCtx, "job lease lost while running; result discarded", "task", j.Task, "job_id", int64(j.ID))
+		e.log.WarnContext(rj.ctx, "job lease lost while running; result discarded", "task", j.Task, "job_id", int64(j.ID))
+		e.unhold(rj)
 		return
 	}
-	if jobErr == nil {
-		raw, err := e.cfg.Encode(result)
-		if err != nil {
-			jobErr = err // the job ran; a result that cannot be stored fails it for good
-		} else {
-			err = e.complete(ackCtx, rj, raw)
-			switch {
-			case errors.Is(err, store.ErrLeaseLost):
-				e.lostCnt.Add(1)
-				e.log.WarnContext(ackCtx, "job lease lost; completion rejected", "task", j.Task, "job_id", int64(j.ID))
-			case err != nil:
-				e.log.ErrorContext(ackCtx, "record completion", "task", j.Task, "job_id", int64(j.ID), "err", err)
-			default:
-				e.processed.Add(1)
-				e.log.LogAttrs(ackCtx, slog.LevelDebug, "job completed", slog.String("task", j.Task), slog.Int64("job_id", int64(j.ID)))
-				e.cfg.Completed(ackCtx, j, result)
-			}
+	if err == nil {
+		raw, encErr := e.cfg.Encode(result)
+		if encErr == nil {
+			e.acks.add(ack{rj: rj, raw: raw, result: result})
 			return
 		}
+		err = encErr // the job ran; a result that cannot be stored fails it for good
 	}
-	dead, err := e.cfg.Fail(ackCtx, j, jobErr)
+	e.fail(rj, err)
+	e.unhold(rj)
+}
+
+// fail records a failed attempt, retrying a transient storage error with
+// a short bounded backoff (see ackRetry); a lost lease is final.
+func (e *Engine) fail(rj *runningJob, jobErr error) {
+	j := rj.job
+	// Failures must reach the store even while draining.
+	ctx := context.WithoutCancel(rj.ctx)
+	var (
+		dead bool
+		err  error
+	)
+	for try := 0; ; try++ {
+		dead, err = e.cfg.Fail(ctx, j, jobErr)
+		if !transient(err) || !e.ackBackoff(try) {
+			break
+		}
+	}
 	switch {
 	case errors.Is(err, store.ErrLeaseLost):
 		e.lostCnt.Add(1)
-		e.log.WarnContext(ackCtx, "job lease lost; failure rejected", "task", j.Task, "job_id", int64(j.ID))
+		e.log.WarnContext(ctx, "job lease lost; failure rejected", "task", j.Task, "job_id", int64(j.ID))
 	case err != nil:
-		e.log.ErrorContext(ackCtx, "record failure", "task", j.Task, "job_id", int64(j.ID), "err", err)
+		e.log.ErrorContext(ctx, "record failure; the job is recovered as an orphan", "task", j.Task, "job_id", int64(j.ID), "err", err)
 	case dead:
 		e.failed.Add(1)
 	default:
@@ -171,18 +205,8 @@ func (e *Engine) finish(ctx context.Context, rj *runningJob, result any, jobErr 
 	}
 }
 
-// complete commits j's success: with the acknowledgements of its batch
-// when it has one, alone otherwise.
-func (e *Engine) complete(ctx context.Context, rj *runningJob, raw []byte) error {
-	if rj.batch != nil {
-		rj.queued = true
-		return rj.batch.ack(rj.job, raw)
-	}
-	return e.cfg.Store.Complete(ctx, []store.CompleteParams{{Lease: lease(rj.job), Result: raw, Now: e.cfg.Now()}})[0]
-}
-
 // requestCancel stops a held job a cancel was requested for: its handler's
-// context is cancelled with cause ErrJobCancelled, and execute records the
+// context is cancelled with cause ErrJobCancelled, and outcome records the
 // failure through Config.Cancelled.
 func requestCancel(rj *runningJob) {
 	rj.cancelReq.Store(true)

@@ -11,84 +11,97 @@ import (
 	"github.com/queuemax/queuemax/runtime/store"
 )
 
-// producer claims jobs while worker slots are free and starts them. Claim
-// rounds are planned by the breakers and rate limiters, so a task whose
-// breaker is open or whose bucket is empty costs no claim and holds no slot.
+// producer claims jobs and queues them for the workers. Claim rounds are
+// planned by the breakers and rate limiters (plan), so a task whose breaker
+// is open or whose bucket is empty costs no claim and holds no worker.
+//
+// The producer does not hand jobs to workers one by one: a claim queues
+// its whole batch on Engine.queue, long-lived workers take jobs from it,
+// and the producer wakes only when the queue runs low (fewer jobs queued
+// and running than lowWater), so the next claim overlaps with the end of
+// the batch and with its acknowledgements (see acker).
 type producer struct {
 	e *Engine
 	// sticky is the shard the last claim filled its batch from (-1: none)
 	// and streak how many claims in a row did.
 	sticky, streak int
-	// waiting holds prefetched jobs: when ClaimBatch exceeds the number
-	// of jobs that may run at once (and no rate limiter counts tokens per
-	// started job), a claim takes a whole batch and the jobs that find no
-	// free slot wait here, their leases renewed by heartbeats, and start
-	// as slots free. Jobs still waiting when claiming stops go back to
-	// pending unspent.
-	waiting []held
 	// lastVersion is the shards' data version, read before a round's
 	// claims only when versioned: busy rounds skip the read, and a round
 	// that finds nothing without it reads it and claims once more before
 	// idling, so that no commit slips between the claim and the wait.
 	lastVersion int64
 	versioned   bool
+	// size is the capacity claims fill up to: ClaimBatch, grown toward
+	// ClaimMax by adapt; lastClaim is when the last full claim was made.
+	size      int
+	lastClaim time.Time
+	// quietSince is when claims stopped finding jobs (zero: they find
+	// some); idle backs its polling off by it.
+	quietSince time.Time
 }
 
-func newProducer(e *Engine) *producer { return &producer{e: e, sticky: -1} }
-
-// held is a claimed job waiting for a worker slot, with the breaker probe
-// ticket that guards it.
-type held struct {
-	rj *runningJob
-	t  *breaker.Ticket
+func newProducer(e *Engine) *producer {
+	return &producer{e: e, sticky: -1, size: e.cfg.ClaimBatch}
 }
 
-// gatherWait bounds how long the producer waits for more free slots before
-// a claim while jobs are running. It is far below any real job's run time.
+// growWindow is how quickly the workers must run half a batch for the
+// next claim to double (see Config.ClaimMax).
+const growWindow = 20 * time.Millisecond
+
+// gatherWait bounds how long the producer waits for more free workers
+// before a claim while jobs are running and claims do not prefetch. It is
+// far below any real job's run time.
 const gatherWait = time.Millisecond
 
 func (p *producer) run(ctx context.Context) {
 	e := p.e
 	gather := time.NewTimer(time.Hour)
 	defer gather.Stop()
-	defer p.releaseWaiting()
+	defer p.releaseQueued()
 	for ctx.Err() == nil {
-		free := p.startWaiting()
-		if free <= 0 || len(p.waiting) > 0 {
+		e.ensureWorkers()
+		limit := int(e.limit.Load())
+		capacity, low := p.sizes(limit)
+		e.lowWater.Store(int64(low))
+		inflight := int(e.inflight.Load())
+		if inflight >= low {
 			select {
 			case <-ctx.Done():
 			case <-e.slotFree:
 			}
 			continue
 		}
-		limit := int(e.limit.Load())
-		// While jobs run, wait up to gatherWait for a whole batch of free
-		// slots, so that claims take batches rather than the first freed
-		// slot each (a claim is a write transaction however few jobs it
-		// takes, and the jobs of one batch finish close together).
-		if want := min(limit, e.cfg.ClaimBatch); !p.ahead(limit) && free < want && e.executing.Load() > 0 {
+		// Without prefetch, wait up to gatherWait for a whole batch of
+		// free workers while jobs run, so that claims take batches rather
+		// than the first freed worker each (a claim is a write
+		// transaction however few jobs it takes, and the jobs of one
+		// batch finish close together).
+		if want := min(limit, e.cfg.ClaimBatch); !p.ahead(limit) && capacity-inflight < want && inflight > 0 {
 			gather.Reset(gatherWait)
-			for free < want && free > 0 {
+		gathering:
+			for capacity-int(e.inflight.Load()) < want {
 				select {
 				case <-ctx.Done():
+					break gathering
 				case <-e.slotFree:
-					free = int(e.limit.Load() - e.executing.Load())
-					continue
 				case <-gather.C:
+					break gathering
 				}
-				break
 			}
 			gather.Stop()
-			if free <= 0 || ctx.Err() != nil {
+			if ctx.Err() != nil {
 				continue
 			}
 		}
+		asked := capacity - int(e.inflight.Load())
 		claimed, retryIn, err := p.RunOnce(ctx, e.cfg.Now())
+		p.adapt(asked, claimed, time.Now())
 		switch {
 		case err != nil:
 			return // the rate limiter's wait ended with ctx
 		case claimed > 0:
 			p.versioned = false
+			p.quietSince = time.Time{}
 		case !p.versioned:
 			p.versioned = true // read the version, then claim once more
 		default:
@@ -98,61 +111,97 @@ func (p *producer) run(ctx context.Context) {
 	}
 }
 
-// ahead reports whether claims prefetch beyond the free slots.
+// ahead reports whether claims prefetch beyond the free workers.
 func (p *producer) ahead(limit int) bool {
-	return p.e.cfg.Limiter == nil && len(p.e.cfg.TaskLimiters) == 0 && p.e.cfg.ClaimBatch > limit
+	return p.e.cfg.Limiter == nil && len(p.e.cfg.TaskLimiters) == 0 && max(p.e.cfg.ClaimBatch, p.e.cfg.ClaimMax) > limit
 }
 
-// startWaiting starts prefetched jobs on free slots and returns how many
-// slots are still free.
-func (p *producer) startWaiting() int {
+// sizes returns how many jobs may be held queued or running at once
+// (capacity) and the low-water mark below which the producer claims more.
+// With prefetch, the next claim starts while at least a job per worker
+// (and half the batch) is still queued, so workers do not wait for claims;
+// without it, as soon as a worker is free. This is the claim planning's
+// sizing step; plan decides what the room is claimed from.
+func (p *producer) sizes(limit int) (capacity, low int) {
+	if !p.ahead(limit) {
+		return limit, limit
+	}
+	capacity = max(p.size, limit)
+	return capacity, max(min(capacity, 2*limit), capacity/2)
+}
+
+// adapt grows or shrinks the claim size between ClaimBatch and ClaimMax:
+// a full claim made within growWindow of the previous one (the workers ran
+// half a batch that fast) doubles it, a claim after more than four windows
+// halves it.
+func (p *producer) adapt(asked, claimed int, now time.Time) {
 	e := p.e
-	free := int(e.limit.Load() - e.executing.Load())
-	n := min(free, len(p.waiting))
-	if n <= 0 {
-		return free
+	if e.cfg.ClaimMax <= e.cfg.ClaimBatch || asked <= 0 {
+		return
 	}
-	// The jobs that start together acknowledge together, per shard.
-	jobs := make([]*store.Job, n)
-	for i, h := range p.waiting[:n] {
-		jobs[i] = h.rj.job
-	}
-	batches := ackBatches(e, jobs, n)
-	for i, h := range p.waiting[:n] {
-		h.rj.batch = batches[h.rj.job.Shard]
-		e.launch(h.rj, h.t)
-		p.waiting[i] = held{}
-	}
-	p.waiting = p.waiting[n:]
-	return free - n
-}
-
-// releaseWaiting returns the prefetched jobs that never started to pending.
-func (p *producer) releaseWaiting() {
-	for _, h := range p.waiting {
-		if h.t != nil {
-			h.t.Release()
+	since := now.Sub(p.lastClaim)
+	if claimed < asked {
+		// The backlog is shallower than a claim: the size does not matter.
+		if claimed == 0 {
+			p.size = e.cfg.ClaimBatch
 		}
-		p.e.release(h.rj)
-		p.e.unhold(h.rj)
+		return
 	}
-	p.waiting = nil
+	p.lastClaim = now
+	switch {
+	case since < growWindow:
+		p.size = min(2*p.size, e.cfg.ClaimMax)
+	case since > 4*growWindow:
+		p.size = max(p.size/2, e.cfg.ClaimBatch)
+	}
 }
 
-// RunOnce is one claim round at now for the free slots: it plans the
-// claims, claims and starts the jobs (prefetched ones wait). It returns
-// how many jobs it claimed and, when tasks were left out, how soon one may
-// be claimable again. Its error is the overall rate limiter's wait ending.
+// releaseQueued returns the queued jobs that never started to pending,
+// unspent, in one call.
+func (p *producer) releaseQueued() {
+	e := p.e
+	var rjs []*runningJob
+	for {
+		select {
+		case rj := <-e.queue:
+			rjs = append(rjs, rj)
+			continue
+		default:
+		}
+		break
+	}
+	if len(rjs) == 0 {
+		return
+	}
+	ls := make([]store.Lease, len(rjs))
+	for i, rj := range rjs {
+		ls[i] = lease(rj.job)
+	}
+	for i, err := range e.cfg.Store.Release(context.WithoutCancel(e.jobCtx), ls) {
+		if err != nil && !errors.Is(err, store.ErrLeaseLost) {
+			e.log.Error("return unstarted job to pending", "job_id", int64(rjs[i].job.ID), "err", err)
+		}
+	}
+	for _, rj := range rjs {
+		if rj.ticket != nil {
+			rj.ticket.Release()
+		}
+		e.dequeued()
+		e.unhold(rj)
+	}
+}
+
+// RunOnce is one claim round at now: it plans the claims for the room
+// left below the capacity, claims and queues the jobs for the workers. It
+// returns how many jobs it claimed and, when tasks were left out, how soon
+// one may be claimable again. Its error is the overall rate limiter's wait
+// ending.
 func (p *producer) RunOnce(ctx context.Context, now time.Time) (claimed int, retryIn time.Duration, err error) {
 	e := p.e
-	limit := int(e.limit.Load())
-	free := limit - int(e.executing.Load())
-	if free <= 0 {
+	capacity, _ := p.sizes(int(e.limit.Load()))
+	n := capacity - int(e.inflight.Load())
+	if n <= 0 {
 		return 0, time.Hour, nil
-	}
-	n := min(free, e.cfg.ClaimBatch)
-	if p.ahead(limit) {
-		n = e.cfg.ClaimBatch
 	}
 	if l := e.cfg.Limiter; l != nil {
 		// Tokens are taken per job started, never per poll: one is
@@ -187,16 +236,10 @@ func (p *producer) RunOnce(ctx context.Context, now time.Time) (claimed int, ret
 		if g.probe != nil && len(jobs) == 0 {
 			g.probe.Release() // a probe that finds no job must not wedge the breaker
 		}
-		batches := ackBatches(e, jobs, free)
 		for _, j := range jobs {
-			if free > 0 {
-				rj := e.hold(j)
-				rj.batch = batches[j.Shard]
-				e.launch(rj, g.probe)
-				free--
-			} else {
-				p.waiting = append(p.waiting, held{e.hold(j), g.probe})
-			}
+			rj := e.hold(j, g.probe)
+			e.inflight.Add(1)
+			e.queue <- rj // never blocks: the queue holds the largest capacity
 		}
 		claimed += len(jobs)
 	}
@@ -340,16 +383,26 @@ func (p *producer) idle(ctx context.Context, retryIn time.Duration) {
 	fallback := time.NewTimer(time.Second + rand.N(time.Second))
 	defer fallback.Stop()
 	// Poll every PollInterval at first; after idleBackoffAfter of quiet,
-	// back off to idleMaxPolls times that, so an idle worker costs little
-	// CPU while a busy one still sees other processes' enqueues at once.
-	interval, start := e.cfg.PollInterval, time.Now()
-	poll := time.NewTimer(interval)
+	// back off to idleMaxPolls times that (idleDeepPolls after
+	// idleDeepAfter), so an idle worker costs little CPU while a busy one
+	// still sees other processes' enqueues at once.
+	if p.quietSince.IsZero() {
+		p.quietSince = time.Now()
+	}
+	poll := time.NewTimer(p.pollInterval())
 	defer poll.Stop()
 	// A store that is notified of other processes' commits (PostgreSQL's
-	// LISTEN/NOTIFY) wakes the producer at once; polling stays the fallback.
+	// LISTEN/NOTIFY) wakes the producer at once, and its DataVersion moves
+	// only when it closes Changes (its listener polls for what
+	// notifications miss), so the producer does not poll it.
 	var changes <-chan struct{}
 	if n, ok := st.(store.Notifier); ok {
 		changes = n.Changes()
+		poll.Stop()
+		// A change between the last claim and Changes would be missed.
+		if v, err := st.DataVersion(ctx); err != nil || v != p.lastVersion {
+			return
+		}
 	}
 	for {
 		select {
@@ -370,16 +423,31 @@ func (p *producer) idle(ctx context.Context, retryIn time.Duration) {
 			if err != nil || v != p.lastVersion {
 				return
 			}
-			if time.Since(start) > idleBackoffAfter {
-				interval = min(interval*2, idleMaxPolls*e.cfg.PollInterval)
-			}
-			poll.Reset(interval)
+			poll.Reset(p.pollInterval())
 		}
 	}
 }
 
-// Idle polling back-off: see idle.
+// pollInterval is how long an idle producer waits between data-version
+// checks, by how long no claim has found a job (quietSince, kept across
+// idle waits so that the fallback re-check does not reset the back-off).
+func (p *producer) pollInterval() time.Duration {
+	d := p.e.cfg.PollInterval
+	switch quiet := time.Since(p.quietSince); {
+	case quiet > idleDeepAfter:
+		return idleDeepPolls * d
+	case quiet > idleBackoffAfter:
+		return idleMaxPolls * d
+	}
+	return d
+}
+
+// Idle polling back-off: see idle. After idleDeepAfter of quiet the
+// interval grows to idleDeepPolls×PollInterval, so a long-idle Run costs
+// well under 1% of a core (a poll stats every shard's WAL file).
 const (
 	idleBackoffAfter = 200 * time.Millisecond
 	idleMaxPolls     = 4
+	idleDeepAfter    = 2 * time.Second
+	idleDeepPolls    = 10
 )

@@ -114,6 +114,11 @@ type Store interface {
 	// Cleanup deletes failed, completed and cancelled jobs that finished before cutoff,
 	// and dead-letter rows written before it.
 	Cleanup(ctx context.Context, cutoff time.Time) (CleanupResult, error)
+	// Prune is Cleanup with one cutoff for completed jobs and another for
+	// failed and cancelled ones and dead letters (completed-job retention
+	// is usually shorter than the failed-job one). Cleanup(c) is
+	// Prune(PruneParams{CompletedBefore: c, FinishedBefore: c}).
+	Prune(ctx context.Context, p PruneParams) (CleanupResult, error)
 	// Purge deletes jobs with one of the given statuses (all jobs when
 	// statuses is empty). Processing jobs are only deleted when listed
 	// explicitly.
@@ -261,7 +266,13 @@ type InsertParams struct {
 	// Metadata is an optional JSON object stored with the job (trace
 	// context, user metadata); nil stores none.
 	Metadata json.RawMessage
-	Now      time.Time
+	// Timeout, when positive, bounds each execution of this job instead of
+	// its task's timeout (stored, so any process running it applies it).
+	Timeout time.Duration
+	// Tags are stored with the job and can be filtered on (ListParams.Tag);
+	// already validated by the caller. Nil stores none.
+	Tags []string
+	Now  time.Time
 }
 
 // RequeueParams says how RequeueDead re-creates a job whose queue row is
@@ -297,8 +308,11 @@ type Lease struct {
 // CompleteParams acknowledges one successful execution.
 type CompleteParams struct {
 	Lease
-	Result json.RawMessage // nil: the row is deleted; otherwise kept as completed
-	Now    time.Time
+	Result json.RawMessage // nil: the row is deleted (unless Keep); otherwise kept as completed
+	// Keep keeps the row as completed even without a Result, for
+	// completed-job retention (Prune deletes it later).
+	Keep bool
+	Now  time.Time
 }
 
 // FailParams records one failed execution.
@@ -327,7 +341,19 @@ type ListParams struct {
 	Shard  int // one shard index, or AllShards (-1) for every shard
 	Status Status
 	Task   string
-	Limit  int // 0 means 100
+	// Tag, when set, selects jobs stored with this tag (InsertParams.Tags).
+	Tag   string
+	Limit int // 0 means 100
+}
+
+// PruneParams says what Prune deletes. A zero time deletes nothing of
+// that kind.
+type PruneParams struct {
+	// CompletedBefore: completed jobs that finished before it.
+	CompletedBefore time.Time
+	// FinishedBefore: failed and cancelled jobs that finished before it,
+	// and dead-letter rows written before it.
+	FinishedBefore time.Time
 }
 
 // ShardStats holds one shard's counts.
@@ -346,4 +372,27 @@ type Notifier interface {
 // error when the store follows the callers' clocks instead.
 type Clock interface {
 	Now(ctx context.Context) (time.Time, error)
+}
+
+// EncodeTags returns tags as the JSON array both stores keep in their tags
+// column, or "" for none.
+func EncodeTags(tags []string) string {
+	if len(tags) == 0 {
+		return ""
+	}
+	b, _ := json.Marshal(tags)
+	return string(b)
+}
+
+// DecodeTags reads a tags column written by EncodeTags; nil for "" or a
+// value that is not an array of strings.
+func DecodeTags(s string) []string {
+	if s == "" {
+		return nil
+	}
+	var tags []string
+	if json.Unmarshal([]byte(s), &tags) != nil || len(tags) == 0 {
+		return nil
+	}
+	return tags
 }

@@ -181,9 +181,15 @@ func (s *Store) RequeueDead(ctx context.Context, shard int, dlqID int64, p store
 }
 
 // Cleanup deletes failed, completed and cancelled jobs that finished before
-// cutoff, and dead letters written before it; see store.Store. With the
-// database clock, cutoff is taken as an age relative to the host's clock.
+// cutoff, and dead letters written before it; see store.Store.
 func (s *Store) Cleanup(ctx context.Context, cutoff time.Time) (store.CleanupResult, error) {
+	return s.Prune(ctx, store.PruneParams{CompletedBefore: cutoff, FinishedBefore: cutoff})
+}
+
+// Prune deletes completed jobs, and failed and cancelled ones with dead
+// letters, each before its own cutoff; see store.Store. With the database
+// clock, the cutoffs are taken as ages relative to the host's clock.
+func (s *Store) Prune(ctx context.Context, p store.PruneParams) (store.CleanupResult, error) {
 	if err := s.writable(); err != nil {
 		return store.CleanupResult{}, err
 	}
@@ -192,10 +198,15 @@ func (s *Store) Cleanup(ctx context.Context, cutoff time.Time) (store.CleanupRes
 		return res, store.ErrClosed
 	}
 	now := hostNow()
-	err := s.queryRow(ctx, `WITH j AS (DELETE FROM {s}.jobs WHERE status IN ('failed', 'completed', 'cancelled')
-			AND coalesce(completed_at, created_at) < @now + $2`+us+` RETURNING 1),
-		d AS (DELETE FROM {s}.dead_letters WHERE failed_at < @now + $2`+us+` RETURNING 1)
-		SELECT (SELECT count(*) FROM j), (SELECT count(*) FROM d)`, now, offset(cutoff, now)).Scan(&res.Jobs, &res.DeadLetters)
+	// A zero cutoff deletes nothing of its kind ($3, $5 false).
+	err := s.queryRow(ctx, `WITH c AS (DELETE FROM {s}.jobs WHERE $3 AND status = 'completed'
+			AND completed_at < @now + $2`+us+` RETURNING 1),
+		j AS (DELETE FROM {s}.jobs WHERE $5 AND status IN ('failed', 'cancelled')
+			AND coalesce(completed_at, created_at) < @now + $4`+us+` RETURNING 1),
+		d AS (DELETE FROM {s}.dead_letters WHERE $5 AND failed_at < @now + $4`+us+` RETURNING 1)
+		SELECT (SELECT count(*) FROM c) + (SELECT count(*) FROM j), (SELECT count(*) FROM d)`, now,
+		offset(p.CompletedBefore, now), !p.CompletedBefore.IsZero(),
+		offset(p.FinishedBefore, now), !p.FinishedBefore.IsZero()).Scan(&res.Jobs, &res.DeadLetters)
 	if err != nil {
 		return store.CleanupResult{}, fmt.Errorf("queuemax: cleanup: %w", err)
 	}
@@ -219,7 +230,7 @@ func (s *Store) Purge(ctx context.Context, statuses []store.Status) (int, error)
 
 const jobColumns = `id, shard, partition_key, task, payload, status, priority, attempts, max_attempts, retry_delay,
 	last_error, error_type, error_stack, worker_id, lease, heartbeat, created_at, started_at, completed_at,
-	next_retry_at, result, metadata, cancel_requested, snoozes`
+	next_retry_at, result, metadata, cancel_requested, snoozes, timeout_ms, tags`
 
 func scanJob(r pgx.Row) (*store.Job, error) {
 	var (
@@ -233,9 +244,11 @@ func scanJob(r pgx.Row) (*store.Job, error) {
 		hb, created, started, completed, next    pgtype.Timestamptz
 		payload, result, meta                    []byte
 		snoozes                                  int32
+		tmo                                      pgtype.Int8
+		tags                                     []string
 	)
 	if err := r.Scan(&id, &shard, &key, &task, &payload, &status, &prio, &att, &maxa, &rd, &lastErr, &errType, &errStack,
-		&worker, &lease, &hb, &created, &started, &completed, &next, &result, &meta, &j.CancelRequested, &snoozes); err != nil {
+		&worker, &lease, &hb, &created, &started, &completed, &next, &result, &meta, &j.CancelRequested, &snoozes, &tmo, &tags); err != nil {
 		return nil, err
 	}
 	j.ID = store.NewJobID(int(shard), id)
@@ -258,6 +271,8 @@ func scanJob(r pgx.Row) (*store.Job, error) {
 	j.Result = result
 	j.Metadata = meta
 	j.Snoozes = int(snoozes)
+	j.Timeout = time.Duration(tmo.Int64) * time.Millisecond
+	j.Tags = nilIfEmpty(tags)
 	return &j, nil
 }
 
@@ -290,9 +305,16 @@ func (s *Store) Jobs(ctx context.Context, p store.ListParams) ([]*store.Job, err
 			return nil, err
 		}
 	}
-	rows, err := s.query(ctx, `SELECT `+jobColumns+` FROM {s}.jobs
-		WHERE ($1 < 0 OR shard = $1) AND ($2 = '' OR status = $2) AND ($3 = '' OR task = $3)
-		ORDER BY created_at DESC, id DESC LIMIT $4`, int32(p.Shard), string(p.Status), p.Task, listLimit(p))
+	q := `SELECT ` + jobColumns + ` FROM {s}.jobs
+		WHERE ($1 < 0 OR shard = $1) AND ($2 = '' OR status = $2) AND ($3 = '' OR task = $3)`
+	args := []any{int32(p.Shard), string(p.Status), p.Task, listLimit(p)}
+	if p.Tag != "" {
+		// Written out only when filtering, so that the plan can use the
+		// GIN index jobs_tags.
+		q += ` AND tags @> ARRAY[$5::text]`
+		args = append(args, p.Tag)
+	}
+	rows, err := s.query(ctx, q+` ORDER BY created_at DESC, id DESC LIMIT $4`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("queuemax: list jobs: %w", err)
 	}

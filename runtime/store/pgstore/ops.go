@@ -34,6 +34,15 @@ func toTime(t pgtype.Timestamptz) time.Time {
 	return t.Time.UTC()
 }
 
+// nilIfEmpty returns nil for an empty slice, as Job.Tags reads a job
+// without tags.
+func nilIfEmpty(s []string) []string {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
+}
+
 // retrySeconds converts a backoff base to the retry_delay column's whole
 // seconds, rounding up so that a sub-second base is not stored as zero.
 func retrySeconds(d time.Duration) int32 {
@@ -164,6 +173,8 @@ func insertWith(ctx context.Context, q querier, stmt string, jobs []store.Insert
 		at      = make([]time.Time, n)
 		delay   = make([]int64, n)
 		meta    = make([]pgtype.Text, n)
+		tmo     = make([]pgtype.Int8, n)
+		tags    = make([]pgtype.Text, n)
 	)
 	for i, j := range jobs {
 		shards[i] = int32(j.Shard)
@@ -184,8 +195,12 @@ func insertWith(ctx context.Context, q querier, stmt string, jobs []store.Insert
 			delay[i] = max(offset(j.RunAt, now), 1)
 		}
 		meta[i] = rawText(j.Metadata)
+		if j.Timeout > 0 {
+			tmo[i] = pgtype.Int8{Int64: max(1, j.Timeout.Milliseconds()), Valid: true}
+		}
+		tags[i] = text(store.EncodeTags(j.Tags))
 	}
-	seqs, err := q.ids(ctx, stmt, shards, keys, tasks, payload, prio, maxa, rd, at, delay, meta)
+	seqs, err := q.ids(ctx, stmt, shards, keys, tasks, payload, prio, maxa, rd, at, delay, meta, tmo, tags)
 	if err != nil {
 		return nil, fmt.Errorf("queuemax: insert jobs: %w", err)
 	}
@@ -285,9 +300,11 @@ func scanClaimed(rows pgx.Rows, p store.ClaimParams, lease int64) ([]*store.Job,
 			key                          pgtype.Int8
 			created, hb, next            pgtype.Timestamptz
 			payload, meta                []byte
+			tmo                          pgtype.Int8
+			tags                         []string
 		)
 		if err := rows.Scan(&id, &shardIdx, &task, &payload, &prio, &att, &maxa, &rd, &lastErr, &errType, &key,
-			&created, &hb, &meta, &next, &snz); err != nil {
+			&created, &hb, &meta, &next, &snz, &tmo, &tags); err != nil {
 			return nil, err
 		}
 		if len(block) == 0 {
@@ -316,6 +333,8 @@ func scanClaimed(rows pgx.Rows, p store.ClaimParams, lease int64) ([]*store.Job,
 		j.NextRetryAt = toTime(next)
 		j.Metadata = meta
 		j.Snoozes = int(snz)
+		j.Timeout = time.Duration(tmo.Int64) * time.Millisecond
+		j.Tags = nilIfEmpty(tags)
 		jobs = append(jobs, j)
 	}
 	if err := rows.Err(); err != nil {
@@ -448,15 +467,17 @@ func (s *Store) completeArgs(acks []store.CompleteParams) ([]store.Lease, []any)
 	order := byID(leases)
 	results := make([]pgtype.Text, len(acks))
 	at := make([]time.Time, len(acks))
+	keep := make([]bool, len(acks))
 	for k, i := range order {
 		results[k] = rawText(acks[i].Result)
+		keep[k] = acks[i].Keep
 		at[k] = acks[i].Now
 		if at[k].IsZero() {
 			at[k] = hostNow()
 		}
 	}
 	ids, tokens, workers := leaseArrays(leases, order)
-	return leases, []any{ids, tokens, results, at, counterSlot(), workers}
+	return leases, []any{ids, tokens, results, at, counterSlot(), workers, keep}
 }
 
 // CompleteClaim acknowledges acks and claims the next jobs in one

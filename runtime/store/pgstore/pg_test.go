@@ -56,12 +56,14 @@ func TestMigrationsConcurrent(t *testing.T) {
 		}
 	}
 	st := open(t, pgstore.Options{DSN: dsn, Schema: schema})
-	var versions, newest int
-	if err := st.Pool().QueryRow(t.Context(), `SELECT count(*), max(version) FROM `+pgx.Identifier{schema, "schema_version"}.Sanitize()).Scan(&versions, &newest); err != nil {
+	// Versions may have gaps (branches merged out of order are numbered
+	// ahead), so the check is that no migration was applied twice.
+	var versions, distinct int
+	if err := st.Pool().QueryRow(t.Context(), `SELECT count(*), count(DISTINCT version) FROM `+pgx.Identifier{schema, "schema_version"}.Sanitize()).Scan(&versions, &distinct); err != nil {
 		t.Fatal(err)
 	}
-	if versions != newest {
-		t.Errorf("schema_version rows = %d for versions up to %d, want one per migration", versions, newest)
+	if versions != distinct {
+		t.Errorf("schema_version rows = %d for %d versions, want one per migration", versions, distinct)
 	}
 	if jobs, _ := st.Jobs(t.Context(), store.ListParams{Shard: store.AllShards}); len(jobs) != n {
 		t.Errorf("jobs = %d, want %d", len(jobs), n)

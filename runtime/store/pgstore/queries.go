@@ -39,7 +39,8 @@ const us = ` * interval '1 microsecond'`
 // claimColumns are the columns a claim returns: what the engine needs to run
 // the job, not the whole row.
 const claimColumns = `j.id, j.shard, j.task, j.payload, j.priority, j.attempts, j.max_attempts, j.retry_delay,
-	j.last_error, j.error_type, j.partition_key, j.created_at, j.heartbeat, j.metadata, j.next_retry_at, j.snoozes`
+	j.last_error, j.error_type, j.partition_key, j.created_at, j.heartbeat, j.metadata, j.next_retry_at, j.snoozes,
+	j.timeout_ms, j.tags`
 
 // claimSQL claims a batch in one statement: the first ready jobs by
 // priority then id, and scheduled jobs that have come due (claimed
@@ -78,11 +79,13 @@ const (
 	// (so the returned ids ascend in that order). A job whose run-at
 	// offset is positive is stored as scheduled.
 	sqlInsert = `INSERT INTO {s}.jobs (shard, partition_key, task, payload, status, priority, max_attempts, retry_delay,
-			created_at, next_retry_at, metadata)
+			created_at, next_retry_at, metadata, timeout_ms, tags)
 		SELECT u.shard, u.pkey, u.task, u.payload::json, CASE WHEN u.delay > 0 THEN 'scheduled' ELSE 'pending' END,
-			u.prio, u.maxa, u.rd, @rownow, CASE WHEN u.delay > 0 THEN @rownow + u.delay` + us + ` END, u.meta::json
+			u.prio, u.maxa, u.rd, @rownow, CASE WHEN u.delay > 0 THEN @rownow + u.delay` + us + ` END, u.meta::json,
+			u.tmo, CASE WHEN u.tags IS NOT NULL THEN ARRAY(SELECT json_array_elements_text(u.tags::json)) END
 		FROM unnest($1::integer[], $2::bigint[], $3::text[], $4::text[], $5::smallint[], $6::integer[], $7::integer[],
-			$8::timestamptz[], $9::bigint[], $10::text[]) WITH ORDINALITY AS u(shard, pkey, task, payload, prio, maxa, rd, at, delay, meta, ord)
+			$8::timestamptz[], $9::bigint[], $10::text[], $11::bigint[], $12::text[])
+			WITH ORDINALITY AS u(shard, pkey, task, payload, prio, maxa, rd, at, delay, meta, tmo, tags, ord)
 		ORDER BY u.ord
 		RETURNING id`
 
@@ -92,16 +95,16 @@ const (
 	// jobs, in whatever order, never deadlock.
 	//
 	// sqlComplete acknowledges a batch in one statement: rows without a
-	// result are deleted, rows with one kept as completed, and the
+	// result are deleted (unless kept, $7), rows with one kept as completed, and the
 	// counters bumped; it returns the (id, lease) pairs that held.
-	sqlComplete = `WITH a AS (SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::timestamptz[], $6::text[]) AS u(id, lease, result, at, worker)),
+	sqlComplete = `WITH a AS (SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::timestamptz[], $6::text[], $7::boolean[]) AS u(id, lease, result, at, worker, keep)),
 	lk AS (SELECT array_agg(id) AS ids FROM (SELECT id FROM {s}.jobs WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE) l),
 	d AS (DELETE FROM {s}.jobs j USING a u
-		WHERE (SELECT ids FROM lk) IS NOT NULL AND j.id = u.id AND j.lease = u.lease AND @owner AND j.status = 'processing' AND u.result IS NULL
+		WHERE (SELECT ids FROM lk) IS NOT NULL AND j.id = u.id AND j.lease = u.lease AND @owner AND j.status = 'processing' AND u.result IS NULL AND NOT u.keep
 		RETURNING j.id, j.shard, u.lease),
 	k AS (UPDATE {s}.jobs j SET status = 'completed', result = u.result::json, completed_at = @rownow, worker_id = NULL,
 			heartbeat = NULL, lease = NULL, last_error = NULL, error_type = NULL, error_stack = NULL
-		FROM a u WHERE (SELECT ids FROM lk) IS NOT NULL AND j.id = u.id AND j.lease = u.lease AND @owner AND j.status = 'processing' AND u.result IS NOT NULL
+		FROM a u WHERE (SELECT ids FROM lk) IS NOT NULL AND j.id = u.id AND j.lease = u.lease AND @owner AND j.status = 'processing' AND (u.result IS NOT NULL OR u.keep)
 		RETURNING j.id, j.shard, u.lease),
 	done AS (SELECT * FROM d UNION ALL SELECT * FROM k),
 	c AS (INSERT INTO {s}.counters AS c (shard, slot, processed)

@@ -25,7 +25,7 @@ package pgstore
 // this wakes idle workers of every process.
 
 // schemaVersion is the newest migration this binary knows.
-const schemaVersion = 2
+const schemaVersion = 4
 
 type migration struct {
 	version int
@@ -140,6 +140,18 @@ var migrations = []migration{
 			`ALTER TABLE {s}.jobs ADD COLUMN IF NOT EXISTS cancel_requested boolean NOT NULL DEFAULT false`,
 			// How often the job snoozed (ran again without spending an attempt).
 			`ALTER TABLE {s}.jobs ADD COLUMN IF NOT EXISTS snoozes integer NOT NULL DEFAULT 0`,
+		},
+	},
+	{
+		version: 4,
+		name:    "per-job timeouts and tags",
+		stmts: []string{
+			// A job's own execution timeout, overriding its task's.
+			`ALTER TABLE {s}.jobs ADD COLUMN IF NOT EXISTS timeout_ms bigint`,
+			`ALTER TABLE {s}.jobs ADD COLUMN IF NOT EXISTS tags text[]`,
+			// The tag filter (tags @> ARRAY[tag]) reads this index; jobs
+			// without tags are not in it, so they cost nothing to insert.
+			`CREATE INDEX IF NOT EXISTS jobs_tags ON {s}.jobs USING gin (tags) WHERE tags IS NOT NULL`,
 		},
 	},
 }

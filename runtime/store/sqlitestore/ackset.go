@@ -76,8 +76,8 @@ func holds(rows map[int64]*fenceRow, l store.Lease) (*fenceRow, bool) {
 }
 
 // completeSet acknowledges several jobs of one shard: rows without a
-// result are deleted by one statement, rows kept with a result updated by
-// another.
+// result are deleted by one statement; rows kept as completed (with a
+// result, or with Keep) are updated by another.
 func completeSet(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shardDB,
 	acks []store.CompleteParams, idxs []int, errs []error) error {
 	leases := make([]store.Lease, len(idxs))
@@ -89,7 +89,7 @@ func completeSet(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shard
 		return err
 	}
 	del := make([]int64, 0, len(idxs))
-	var keep failRows
+	var keep failRows // [id, result (hex, or null), completed_at]
 	for k, i := range idxs {
 		a := acks[i]
 		r, ok := holds(rows, a.Lease)
@@ -98,11 +98,12 @@ func completeSet(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shard
 			continue
 		}
 		r.gone = true
-		if a.Result == nil {
+		switch {
+		case a.Result == nil && !a.Keep:
 			del = append(del, a.ID.Seq())
-		} else {
+		default:
 			keep.open()
-			keep.int(a.ID.Seq()).hex(string(a.Result)).time(a.Now).close()
+			keep.int(a.ID.Seq()).hexOrNull(string(a.Result)).time(a.Now).close()
 		}
 		counts.processed++
 	}

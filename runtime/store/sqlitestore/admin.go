@@ -182,10 +182,46 @@ func (s *Store) RequeueDead(ctx context.Context, shard int, dlqID int64, p store
 // queue-max files compare correctly, and it deletes failed jobs by when
 // they failed, not when they were created.
 func (s *Store) Cleanup(ctx context.Context, cutoff time.Time) (store.CleanupResult, error) {
+	return s.Prune(ctx, store.PruneParams{CompletedBefore: cutoff, FinishedBefore: cutoff})
+}
+
+// Prune deletes completed jobs, and failed and cancelled ones with dead
+// letters, each before its own cutoff; see store.Store.
+func (s *Store) Prune(ctx context.Context, p store.PruneParams) (store.CleanupResult, error) {
 	var res store.CleanupResult
-	cut := store.FormatTime(cutoff)
+	if !p.CompletedBefore.IsZero() {
+		list, err := s.shardList(store.AllShards)
+		if err != nil {
+			return res, err
+		}
+		cut := store.FormatTime(p.CompletedBefore)
+		for _, sh := range list {
+			// Retention can keep many completed rows: they go in batches,
+			// each its own short write transaction, so that claims and
+			// acknowledgements are not held up behind one long delete.
+			for {
+				var n int
+				err := sh.commit.do(ctx, func(ctx context.Context, tx *sql.Tx, _ *groupCounts) error {
+					var err error
+					n, err = affected(tx.ExecContext(ctx, sqlPruneCompleted, cut, pruneBatch))
+					return err
+				})
+				if err != nil {
+					return res, fmt.Errorf("shard %d: %w", sh.idx, err)
+				}
+				res.Jobs += n
+				if n < pruneBatch {
+					break
+				}
+			}
+		}
+	}
+	if p.FinishedBefore.IsZero() {
+		return res, nil
+	}
+	cut := store.FormatTime(p.FinishedBefore)
 	_, err := s.eachShard(ctx, store.AllShards, func(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shardDB) (int, error) {
-		n, err := affected(tx.ExecContext(ctx, `DELETE FROM fila WHERE status IN ('failed', 'completed', 'cancelled')
+		n, err := affected(tx.ExecContext(ctx, `DELETE FROM fila WHERE status IN ('failed', 'cancelled')
 			AND julianday(coalesce(completed_at, created_at)) < julianday(?)`, cut))
 		if err != nil {
 			return 0, err
@@ -200,6 +236,16 @@ func (s *Store) Cleanup(ctx context.Context, cutoff time.Time) (store.CleanupRes
 	})
 	return res, err
 }
+
+// pruneBatch is how many completed rows one transaction of Prune deletes.
+const pruneBatch = 2000
+
+// sqlPruneCompleted deletes up to ?2 completed rows finished before ?1.
+// Every completed row is ours, with completed_at in TimeLayout, so it is
+// compared as text and idx_qm_finished serves it (the repeated status term
+// is what lets SQLite use that partial index).
+const sqlPruneCompleted = `DELETE FROM fila WHERE id IN (SELECT id FROM fila
+	WHERE status IN ('failed', 'completed') AND status = 'completed' AND completed_at < ?1 LIMIT ?2)`
 
 // Purge deletes jobs by status; see store.Store.
 func (s *Store) Purge(ctx context.Context, statuses []store.Status) (int, error) {
@@ -257,6 +303,14 @@ func (s *Store) Jobs(ctx context.Context, p store.ListParams) ([]*store.Job, err
 		if p.Task != "" {
 			q += ` AND ` + sh.taskCol + ` = ?`
 			args = append(args, p.Task)
+		}
+		if p.Tag != "" {
+			if !sh.hasTags {
+				continue // a file from before tags: no job has one
+			}
+			// The primary key of qm_job_tags, not a scan of fila.
+			q += ` AND id IN (SELECT job_id FROM qm_job_tags WHERE tag = ?)`
+			args = append(args, p.Tag)
 		}
 		q += ` ORDER BY id DESC LIMIT ?`
 		args = append(args, limit)

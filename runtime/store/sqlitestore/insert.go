@@ -19,7 +19,7 @@ var insertColumns = []struct {
 }{
 	{"pagina_id", false}, {"payload", true}, {"status", true}, {"priority", false}, {"tentativas", false},
 	{"max_tentativas", false}, {"retry_delay", false}, {"task", true}, {"created_at", true},
-	{"next_retry_at", true}, {"shard_id", false}, {"metadata", true},
+	{"next_retry_at", true}, {"shard_id", false}, {"metadata", true}, {"timeout_ms", false}, {"tags", true},
 }
 
 // insertRow writes j's column values (insertColumns' order) to w.
@@ -44,6 +44,12 @@ func insertRow(w rowWriter, sh *shardDB, j store.InsertParams) {
 	w.textOrNull(next)
 	w.int(int64(sh.idx))
 	w.textOrNull(string(j.Metadata))
+	if ms, ok := nullTimeout(j.Timeout).(int64); ok {
+		w.int(ms)
+	} else {
+		w.null()
+	}
+	w.textOrNull(store.EncodeTags(j.Tags))
 }
 
 // rowWriter receives one row's values.

@@ -78,6 +78,7 @@ type shardDB struct {
 	// (not migrated) lacks our columns, which read as NULL.
 	cols, dlqCols string
 	taskCol       string // "task", or "NULL" in such a file
+	hasTags       bool   // the file has the tags column and qm_job_tags
 	dlqTaskCol    string
 }
 
@@ -124,6 +125,7 @@ func (sh *shardDB) readColumns(ctx context.Context) error {
 	if !fila["task"] {
 		sh.taskCol = "NULL"
 	}
+	sh.hasTags = fila["tags"]
 	if !dlq["task"] {
 		sh.dlqTaskCol = "NULL"
 	}

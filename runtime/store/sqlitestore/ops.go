@@ -25,10 +25,11 @@ func scanJob(r scanner, sh int) (*store.Job, error) {
 		payload, status                                                    string
 		lastErr, errType, errStack, worker, hb, created, started, finished sql.NullString
 		next, task, result, meta                                           sql.NullString
-		cancelReq, snoozes                                                 sql.NullInt64
+		cancelReq, snoozes, timeoutMS                                      sql.NullInt64
+		tags                                                               sql.NullString
 	)
 	if err := r.Scan(&id, &key, &payload, &status, &prio, &attempts, &maxAttempts, &retryDelay,
-		&lastErr, &errType, &errStack, &worker, &hb, &created, &started, &finished, &next, &task, &lease, &result, &meta, &cancelReq, &snoozes); err != nil {
+		&lastErr, &errType, &errStack, &worker, &hb, &created, &started, &finished, &next, &task, &lease, &result, &meta, &cancelReq, &snoozes, &timeoutMS, &tags); err != nil {
 		return nil, err
 	}
 	j.ID = store.NewJobID(sh, id)
@@ -58,6 +59,8 @@ func scanJob(r scanner, sh int) (*store.Job, error) {
 	j.Metadata = metadataOf(meta)
 	j.CancelRequested = cancelReq.Int64 != 0
 	j.Snoozes = int(snoozes.Int64)
+	j.Timeout = time.Duration(timeoutMS.Int64) * time.Millisecond
+	j.Tags = store.DecodeTags(tags.String)
 	return &j, nil
 }
 
@@ -249,12 +252,12 @@ type claimScan struct {
 func (c *claimScan) scan(r *sql.Rows, left int) (*store.Job, error) {
 	var (
 		id, prio, attempts, maxAttempts, retryDelay, snoozes int64
-		key                                                  sql.NullInt64
+		key, timeoutMS                                       sql.NullInt64
 		payload, created                                     string
-		lastErr, errType, next, task, meta                   sql.NullString
+		lastErr, errType, next, task, meta, tags             sql.NullString
 	)
 	if err := r.Scan(&id, &key, &payload, &prio, &attempts, &maxAttempts, &retryDelay,
-		&lastErr, &errType, &created, &next, &task, &meta, &snoozes); err != nil {
+		&lastErr, &errType, &created, &next, &task, &meta, &snoozes, &timeoutMS, &tags); err != nil {
 		return nil, err
 	}
 	if len(c.block) == 0 {
@@ -283,6 +286,8 @@ func (c *claimScan) scan(r *sql.Rows, left int) (*store.Job, error) {
 	j.Task = task.String
 	j.Metadata = metadataOf(meta)
 	j.Snoozes = int(snoozes)
+	j.Timeout = time.Duration(timeoutMS.Int64) * time.Millisecond
+	j.Tags = store.DecodeTags(tags.String)
 	return j, nil
 }
 
@@ -404,11 +409,11 @@ func (s *Store) Complete(ctx context.Context, acks []store.CompleteParams) []err
 	return perShardSet(ctx, s, acks, func(a store.CompleteParams) store.JobID { return a.ID },
 		func(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shardDB, a store.CompleteParams) error {
 			var err error
-			if a.Result == nil {
+			if a.Result == nil && !a.Keep {
 				err = leaseLost(counts.stmt(ctx, tx, sh.stmts.completeDelete).ExecContext(ctx, a.ID.Seq(), a.Token, a.WorkerID, a.WorkerID))
 			} else {
 				err = leaseLost(counts.stmt(ctx, tx, sh.stmts.completeKeep).ExecContext(ctx,
-					string(a.Result), store.FormatTime(a.Now), a.ID.Seq(), a.Token, a.WorkerID, a.WorkerID))
+					nullString(string(a.Result)), store.FormatTime(a.Now), a.ID.Seq(), a.Token, a.WorkerID, a.WorkerID))
 			}
 			if err != nil {
 				return err
@@ -528,6 +533,14 @@ func (s *Store) Release(ctx context.Context, leases []store.Lease) []error {
 // seconds, rounding up so that a sub-second base is not stored as zero.
 func retrySeconds(d time.Duration) int64 {
 	return int64((d + time.Second - 1) / time.Second)
+}
+
+// nullTimeout is the timeout_ms column of a job timeout: NULL for none.
+func nullTimeout(d time.Duration) any {
+	if d <= 0 {
+		return nil
+	}
+	return max(1, d.Milliseconds())
 }
 
 func boolInt(b bool) int {

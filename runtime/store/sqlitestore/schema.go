@@ -2,7 +2,7 @@ package sqlitestore
 
 // schemaVersion is the version written to shard_metadata.version once every
 // migration has run. Versions 1 and 2 are queue-max's; 3 and later are ours.
-const schemaVersion = 7
+const schemaVersion = 9
 
 // baseSchema creates queue-max's tables exactly as queue-max 0.2.0 does
 // (same names, columns, types, defaults and CHECK), so that files written by
@@ -172,6 +172,37 @@ var migrations = []migration{
 		addColumns: [][3]string{
 			{"fila", "cancel_requested", "INTEGER NOT NULL DEFAULT 0"},
 			{"fila", "snoozes", "INTEGER NOT NULL DEFAULT 0"},
+		},
+	},
+	{
+		version: 9,
+		name:    "per-job timeouts and tags",
+		// timeout_ms overrides the task's timeout for one job; tags is the
+		// job's tags as a JSON array of strings.
+		addColumns: [][3]string{
+			{"fila", "timeout_ms", "INTEGER"},
+			{"fila", "tags", "TEXT"},
+		},
+		stmts: []string{
+			// One row per (tag, job): the tag filter of a listing reads
+			// this primary key instead of scanning fila. The triggers keep
+			// it in step with fila whoever writes (queue-max included);
+			// rows without tags pay only the WHEN test.
+			`CREATE TABLE IF NOT EXISTS qm_job_tags (
+				tag TEXT NOT NULL,
+				job_id INTEGER NOT NULL,
+				PRIMARY KEY (tag, job_id)
+			) WITHOUT ROWID`,
+			`CREATE TRIGGER IF NOT EXISTS qm_job_tags_insert AFTER INSERT ON fila
+				WHEN NEW.tags IS NOT NULL
+				BEGIN
+					INSERT OR IGNORE INTO qm_job_tags (tag, job_id) SELECT value, NEW.id FROM json_each(NEW.tags);
+				END`,
+			`CREATE TRIGGER IF NOT EXISTS qm_job_tags_delete AFTER DELETE ON fila
+				WHEN OLD.tags IS NOT NULL
+				BEGIN
+					DELETE FROM qm_job_tags WHERE job_id = OLD.id AND tag IN (SELECT value FROM json_each(OLD.tags));
+				END`,
 		},
 	},
 }

@@ -12,13 +12,13 @@ import (
 // jobColumns is the column list scanJob reads, in order.
 const jobColumns = `id, pagina_id, payload, status, priority, tentativas, max_tentativas, retry_delay,
 	last_error, error_type, error_stack, worker_id, heartbeat, created_at, started_at, completed_at,
-	next_retry_at, task, lease, result, metadata, cancel_requested, snoozes`
+	next_retry_at, task, lease, result, metadata, cancel_requested, snoozes, timeout_ms, tags`
 
 // claimColumns is the column list a claim returns, in the order
 // scanClaimed reads it: what a run needs, not the whole row (the columns a
 // claim sets are known without reading them back).
 const claimColumns = `id, pagina_id, payload, priority, tentativas, max_tentativas, retry_delay,
-	last_error, error_type, created_at, next_retry_at, task, metadata, snoozes`
+	last_error, error_type, created_at, next_retry_at, task, metadata, snoozes, timeout_ms, tags`
 
 const (
 	// sqlPromote makes scheduled jobs whose time has come ready; it reads
@@ -85,8 +85,9 @@ const (
 	failEndRows = `WITH u AS (SELECT e.key AS k, e.value ->> 0 AS id, e.value ->> 1 AS status,
 		CAST(unhex(e.value ->> 2) AS TEXT) AS err, CAST(unhex(e.value ->> 3) AS TEXT) AS etype,
 		CAST(unhex(e.value ->> 4) AS TEXT) AS stack, e.value ->> 5 AS at FROM json_each(?1) e) `
-	// sqlCompleteKeepSet is sqlCompleteKeep for a batch: rows of [id,
-	// result (hex), completed_at].
+	// sqlCompleteKeepSet is sqlCompleteKeep for a batch, also for jobs
+	// kept without a result (CompleteParams.Keep): rows of [id, result
+	// (hex, or null), completed_at].
 	sqlCompleteKeepSet = `WITH u AS (SELECT e.value ->> 0 AS id, CAST(unhex(e.value ->> 1) AS TEXT) AS result, e.value ->> 2 AS at
 			FROM json_each(?1) e)
 		UPDATE fila SET status = 'completed', result = u.result, completed_at = u.at, worker_id = NULL,

@@ -722,6 +722,14 @@ func Run(t *testing.T, open Opener) {
 		t.Parallel()
 		testSnooze(t, setup(t, 1).st)
 	})
+	t.Run("Retention", func(t *testing.T) {
+		t.Parallel()
+		testRetention(t, setup(t, 2).st)
+	})
+	t.Run("Options", func(t *testing.T) {
+		t.Parallel()
+		testOptions(t, setup(t, 2).st)
+	})
 	t.Run("JobCounts", func(t *testing.T) {
 		t.Parallel()
 		testJobCounts(t, setup(t, 2).st)

@@ -67,11 +67,28 @@ func resizeFunc(ctx context.Context, a ResizeArgs) error {
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
-// Call still works. Stats, Name and Client come from the embedded
-// [queuemax.Task]. A handle is a small value, safe to copy and to use
-// concurrently.
+// Call still works. A handle is a small value, safe to copy and to use
+// concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
+// Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
+// wraps is not exposed, so these are the only ones.
 type ResizeTask struct {
-	queuemax.Task[ResizeArgs]
+	task queuemax.Task[ResizeArgs]
+}
+
+// Name returns the task name stored in each Resize job row.
+func (t ResizeTask) Name() string {
+	return t.task.Name()
+}
+
+// Client returns the client the handle is bound to, or nil.
+func (t ResizeTask) Client() *queuemax.Client {
+	return t.task.Client()
+}
+
+// Stats returns the counts of Resize jobs by status. It returns
+// [queuemax.ErrNotBound] for an unbound handle.
+func (t ResizeTask) Stats(ctx context.Context) (queuemax.TaskStats, error) {
+	return t.task.Stats(ctx)
 }
 
 // Delay enqueues one Resize job to run as soon as a worker is free and
@@ -82,7 +99,7 @@ type ResizeTask struct {
 // [queuemax.ErrClosed] after [queuemax.Client.Close], or ctx's error if
 // ctx ends first. It is safe for concurrent use.
 func (t ResizeTask) Delay(ctx context.Context, imageURL string, userID int64, sizes []int, meta map[string]string, deadline time.Time, crop *Rect) (queuemax.JobID, error) {
-	return t.Enqueue(ctx, ResizeArgs{ImageURL: imageURL, UserID: userID, Sizes: sizes, Meta: meta, Deadline: deadline, Crop: crop})
+	return t.task.Enqueue(ctx, ResizeArgs{ImageURL: imageURL, UserID: userID, Sizes: sizes, Meta: meta, Deadline: deadline, Crop: crop})
 }
 
 // DelayTx enqueues one Resize job inside tx, the application's open
@@ -90,33 +107,33 @@ func (t ResizeTask) Delay(ctx context.Context, imageURL string, userID int64, si
 // its ID: the job exists if and only if tx commits. On the SQLite store it
 // returns [queuemax.ErrTxUnsupported]; see [queuemax.Client.EnqueueTx].
 func (t ResizeTask) DelayTx(ctx context.Context, tx queuemax.Tx, imageURL string, userID int64, sizes []int, meta map[string]string, deadline time.Time, crop *Rect) (queuemax.JobID, error) {
-	return t.EnqueueTx(ctx, tx, ResizeArgs{ImageURL: imageURL, UserID: userID, Sizes: sizes, Meta: meta, Deadline: deadline, Crop: crop})
+	return t.task.EnqueueTx(ctx, tx, ResizeArgs{ImageURL: imageURL, UserID: userID, Sizes: sizes, Meta: meta, Deadline: deadline, Crop: crop})
 }
 
 // ScheduleAt enqueues one Resize job that becomes ready at at, and
 // returns its ID. The job is durable once ScheduleAt returns nil.
 func (t ResizeTask) ScheduleAt(ctx context.Context, at time.Time, imageURL string, userID int64, sizes []int, meta map[string]string, deadline time.Time, crop *Rect) (queuemax.JobID, error) {
-	return t.EnqueueAt(ctx, at, ResizeArgs{ImageURL: imageURL, UserID: userID, Sizes: sizes, Meta: meta, Deadline: deadline, Crop: crop})
+	return t.task.EnqueueAt(ctx, at, ResizeArgs{ImageURL: imageURL, UserID: userID, Sizes: sizes, Meta: meta, Deadline: deadline, Crop: crop})
 }
 
 // ScheduleAtTx enqueues one Resize job inside tx that becomes ready at
 // at, and returns its ID; the job exists if and only if tx commits (see
 // DelayTx).
 func (t ResizeTask) ScheduleAtTx(ctx context.Context, tx queuemax.Tx, at time.Time, imageURL string, userID int64, sizes []int, meta map[string]string, deadline time.Time, crop *Rect) (queuemax.JobID, error) {
-	return t.EnqueueAtTx(ctx, tx, at, ResizeArgs{ImageURL: imageURL, UserID: userID, Sizes: sizes, Meta: meta, Deadline: deadline, Crop: crop})
+	return t.task.EnqueueAtTx(ctx, tx, at, ResizeArgs{ImageURL: imageURL, UserID: userID, Sizes: sizes, Meta: meta, Deadline: deadline, Crop: crop})
 }
 
 // ScheduleIn enqueues one Resize job that becomes ready after d, and
 // returns its ID. The job is durable once ScheduleIn returns nil.
 func (t ResizeTask) ScheduleIn(ctx context.Context, d time.Duration, imageURL string, userID int64, sizes []int, meta map[string]string, deadline time.Time, crop *Rect) (queuemax.JobID, error) {
-	return t.EnqueueIn(ctx, d, ResizeArgs{ImageURL: imageURL, UserID: userID, Sizes: sizes, Meta: meta, Deadline: deadline, Crop: crop})
+	return t.task.EnqueueIn(ctx, d, ResizeArgs{ImageURL: imageURL, UserID: userID, Sizes: sizes, Meta: meta, Deadline: deadline, Crop: crop})
 }
 
 // ScheduleInTx enqueues one Resize job inside tx that becomes ready d
 // after this call, and returns its ID; the job exists if and only if tx
 // commits (see DelayTx).
 func (t ResizeTask) ScheduleInTx(ctx context.Context, tx queuemax.Tx, d time.Duration, imageURL string, userID int64, sizes []int, meta map[string]string, deadline time.Time, crop *Rect) (queuemax.JobID, error) {
-	return t.EnqueueInTx(ctx, tx, d, ResizeArgs{ImageURL: imageURL, UserID: userID, Sizes: sizes, Meta: meta, Deadline: deadline, Crop: crop})
+	return t.task.EnqueueInTx(ctx, tx, d, ResizeArgs{ImageURL: imageURL, UserID: userID, Sizes: sizes, Meta: meta, Deadline: deadline, Crop: crop})
 }
 
 // Map enqueues one Resize job per element of imageURL, the other parameters
@@ -127,7 +144,7 @@ func (t ResizeTask) Map(ctx context.Context, imageURL []string, userID int64, si
 	for i, v := range imageURL {
 		args[i] = ResizeArgs{ImageURL: v, UserID: userID, Sizes: sizes, Meta: meta, Deadline: deadline, Crop: crop}
 	}
-	return t.EnqueueMany(ctx, args)
+	return t.task.EnqueueMany(ctx, args)
 }
 
 // MapTx enqueues one Resize job per element of imageURL inside tx, the other
@@ -138,28 +155,28 @@ func (t ResizeTask) MapTx(ctx context.Context, tx queuemax.Tx, imageURL []string
 	for i, v := range imageURL {
 		args[i] = ResizeArgs{ImageURL: v, UserID: userID, Sizes: sizes, Meta: meta, Deadline: deadline, Crop: crop}
 	}
-	return t.EnqueueManyTx(ctx, tx, args)
+	return t.task.EnqueueManyTx(ctx, tx, args)
 }
 
 // MapArgs enqueues one Resize job per payload and returns their IDs in
 // order. The jobs are stored in one transaction per shard: if any is
 // invalid, none is stored.
 func (t ResizeTask) MapArgs(ctx context.Context, args []ResizeArgs) ([]queuemax.JobID, error) {
-	return t.EnqueueMany(ctx, args)
+	return t.task.EnqueueMany(ctx, args)
 }
 
 // MapArgsTx enqueues one Resize job per payload inside tx and returns
 // their IDs in order; the jobs exist if and only if tx commits (see
 // DelayTx). If any is invalid, none is written.
 func (t ResizeTask) MapArgsTx(ctx context.Context, tx queuemax.Tx, args []ResizeArgs) ([]queuemax.JobID, error) {
-	return t.EnqueueManyTx(ctx, tx, args)
+	return t.task.EnqueueManyTx(ctx, tx, args)
 }
 
 // With returns a copy of t whose enqueues apply o (priority, retries,
 // partition key, run-at) on top of the task's defaults and earlier
 // overrides. t itself is unchanged.
 func (t ResizeTask) With(o queuemax.Opts) ResizeTask {
-	return ResizeTask{t.Task.With(o)}
+	return ResizeTask{t.task.With(o)}
 }
 
 // Call runs Resize synchronously in this goroutine and returns its error,
@@ -201,11 +218,28 @@ func sendEmailFunc(ctx context.Context, a SendEmailArgs) error {
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
-// Call still works. Stats, Name and Client come from the embedded
-// [queuemax.Task]. A handle is a small value, safe to copy and to use
-// concurrently.
+// Call still works. A handle is a small value, safe to copy and to use
+// concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
+// Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
+// wraps is not exposed, so these are the only ones.
 type SendEmailTask struct {
-	queuemax.Task[SendEmailArgs]
+	task queuemax.Task[SendEmailArgs]
+}
+
+// Name returns the task name stored in each SendEmail job row.
+func (t SendEmailTask) Name() string {
+	return t.task.Name()
+}
+
+// Client returns the client the handle is bound to, or nil.
+func (t SendEmailTask) Client() *queuemax.Client {
+	return t.task.Client()
+}
+
+// Stats returns the counts of SendEmail jobs by status. It returns
+// [queuemax.ErrNotBound] for an unbound handle.
+func (t SendEmailTask) Stats(ctx context.Context) (queuemax.TaskStats, error) {
+	return t.task.Stats(ctx)
 }
 
 // Delay enqueues one SendEmail job to run as soon as a worker is free and
@@ -216,7 +250,7 @@ type SendEmailTask struct {
 // [queuemax.ErrClosed] after [queuemax.Client.Close], or ctx's error if
 // ctx ends first. It is safe for concurrent use.
 func (t SendEmailTask) Delay(ctx context.Context, to string, subject string) (queuemax.JobID, error) {
-	return t.Enqueue(ctx, SendEmailArgs{To: to, Subject: subject})
+	return t.task.Enqueue(ctx, SendEmailArgs{To: to, Subject: subject})
 }
 
 // DelayTx enqueues one SendEmail job inside tx, the application's open
@@ -224,33 +258,33 @@ func (t SendEmailTask) Delay(ctx context.Context, to string, subject string) (qu
 // its ID: the job exists if and only if tx commits. On the SQLite store it
 // returns [queuemax.ErrTxUnsupported]; see [queuemax.Client.EnqueueTx].
 func (t SendEmailTask) DelayTx(ctx context.Context, tx queuemax.Tx, to string, subject string) (queuemax.JobID, error) {
-	return t.EnqueueTx(ctx, tx, SendEmailArgs{To: to, Subject: subject})
+	return t.task.EnqueueTx(ctx, tx, SendEmailArgs{To: to, Subject: subject})
 }
 
 // ScheduleAt enqueues one SendEmail job that becomes ready at at, and
 // returns its ID. The job is durable once ScheduleAt returns nil.
 func (t SendEmailTask) ScheduleAt(ctx context.Context, at time.Time, to string, subject string) (queuemax.JobID, error) {
-	return t.EnqueueAt(ctx, at, SendEmailArgs{To: to, Subject: subject})
+	return t.task.EnqueueAt(ctx, at, SendEmailArgs{To: to, Subject: subject})
 }
 
 // ScheduleAtTx enqueues one SendEmail job inside tx that becomes ready at
 // at, and returns its ID; the job exists if and only if tx commits (see
 // DelayTx).
 func (t SendEmailTask) ScheduleAtTx(ctx context.Context, tx queuemax.Tx, at time.Time, to string, subject string) (queuemax.JobID, error) {
-	return t.EnqueueAtTx(ctx, tx, at, SendEmailArgs{To: to, Subject: subject})
+	return t.task.EnqueueAtTx(ctx, tx, at, SendEmailArgs{To: to, Subject: subject})
 }
 
 // ScheduleIn enqueues one SendEmail job that becomes ready after d, and
 // returns its ID. The job is durable once ScheduleIn returns nil.
 func (t SendEmailTask) ScheduleIn(ctx context.Context, d time.Duration, to string, subject string) (queuemax.JobID, error) {
-	return t.EnqueueIn(ctx, d, SendEmailArgs{To: to, Subject: subject})
+	return t.task.EnqueueIn(ctx, d, SendEmailArgs{To: to, Subject: subject})
 }
 
 // ScheduleInTx enqueues one SendEmail job inside tx that becomes ready d
 // after this call, and returns its ID; the job exists if and only if tx
 // commits (see DelayTx).
 func (t SendEmailTask) ScheduleInTx(ctx context.Context, tx queuemax.Tx, d time.Duration, to string, subject string) (queuemax.JobID, error) {
-	return t.EnqueueInTx(ctx, tx, d, SendEmailArgs{To: to, Subject: subject})
+	return t.task.EnqueueInTx(ctx, tx, d, SendEmailArgs{To: to, Subject: subject})
 }
 
 // Map enqueues one SendEmail job per element of to, the other parameters
@@ -261,7 +295,7 @@ func (t SendEmailTask) Map(ctx context.Context, to []string, subject string) ([]
 	for i, v := range to {
 		args[i] = SendEmailArgs{To: v, Subject: subject}
 	}
-	return t.EnqueueMany(ctx, args)
+	return t.task.EnqueueMany(ctx, args)
 }
 
 // MapTx enqueues one SendEmail job per element of to inside tx, the other
@@ -272,28 +306,28 @@ func (t SendEmailTask) MapTx(ctx context.Context, tx queuemax.Tx, to []string, s
 	for i, v := range to {
 		args[i] = SendEmailArgs{To: v, Subject: subject}
 	}
-	return t.EnqueueManyTx(ctx, tx, args)
+	return t.task.EnqueueManyTx(ctx, tx, args)
 }
 
 // MapArgs enqueues one SendEmail job per payload and returns their IDs in
 // order. The jobs are stored in one transaction per shard: if any is
 // invalid, none is stored.
 func (t SendEmailTask) MapArgs(ctx context.Context, args []SendEmailArgs) ([]queuemax.JobID, error) {
-	return t.EnqueueMany(ctx, args)
+	return t.task.EnqueueMany(ctx, args)
 }
 
 // MapArgsTx enqueues one SendEmail job per payload inside tx and returns
 // their IDs in order; the jobs exist if and only if tx commits (see
 // DelayTx). If any is invalid, none is written.
 func (t SendEmailTask) MapArgsTx(ctx context.Context, tx queuemax.Tx, args []SendEmailArgs) ([]queuemax.JobID, error) {
-	return t.EnqueueManyTx(ctx, tx, args)
+	return t.task.EnqueueManyTx(ctx, tx, args)
 }
 
 // With returns a copy of t whose enqueues apply o (priority, retries,
 // partition key, run-at) on top of the task's defaults and earlier
 // overrides. t itself is unchanged.
 func (t SendEmailTask) With(o queuemax.Opts) SendEmailTask {
-	return SendEmailTask{t.Task.With(o)}
+	return SendEmailTask{t.task.With(o)}
 }
 
 // Call runs SendEmail synchronously in this goroutine and returns its error,

@@ -58,11 +58,28 @@ func notifyFunc(ctx context.Context, a NotifyArgs) error {
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
-// Call still works. Stats, Name and Client come from the embedded
-// [queuemax.Task]. A handle is a small value, safe to copy and to use
-// concurrently.
+// Call still works. A handle is a small value, safe to copy and to use
+// concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
+// Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
+// wraps is not exposed, so these are the only ones.
 type NotifyTask struct {
-	queuemax.Task[NotifyArgs]
+	task queuemax.Task[NotifyArgs]
+}
+
+// Name returns the task name stored in each Notify job row.
+func (t NotifyTask) Name() string {
+	return t.task.Name()
+}
+
+// Client returns the client the handle is bound to, or nil.
+func (t NotifyTask) Client() *queuemax.Client {
+	return t.task.Client()
+}
+
+// Stats returns the counts of Notify jobs by status. It returns
+// [queuemax.ErrNotBound] for an unbound handle.
+func (t NotifyTask) Stats(ctx context.Context) (queuemax.TaskStats, error) {
+	return t.task.Stats(ctx)
 }
 
 // Delay enqueues one Notify job to run as soon as a worker is free and
@@ -73,7 +90,7 @@ type NotifyTask struct {
 // [queuemax.ErrClosed] after [queuemax.Client.Close], or ctx's error if
 // ctx ends first. It is safe for concurrent use.
 func (t NotifyTask) Delay(ctx context.Context, user string) (queuemax.JobID, error) {
-	return t.Enqueue(ctx, NotifyArgs{User: user})
+	return t.task.Enqueue(ctx, NotifyArgs{User: user})
 }
 
 // DelayTx enqueues one Notify job inside tx, the application's open
@@ -81,33 +98,33 @@ func (t NotifyTask) Delay(ctx context.Context, user string) (queuemax.JobID, err
 // its ID: the job exists if and only if tx commits. On the SQLite store it
 // returns [queuemax.ErrTxUnsupported]; see [queuemax.Client.EnqueueTx].
 func (t NotifyTask) DelayTx(ctx context.Context, tx queuemax.Tx, user string) (queuemax.JobID, error) {
-	return t.EnqueueTx(ctx, tx, NotifyArgs{User: user})
+	return t.task.EnqueueTx(ctx, tx, NotifyArgs{User: user})
 }
 
 // ScheduleAt enqueues one Notify job that becomes ready at at, and
 // returns its ID. The job is durable once ScheduleAt returns nil.
 func (t NotifyTask) ScheduleAt(ctx context.Context, at time.Time, user string) (queuemax.JobID, error) {
-	return t.EnqueueAt(ctx, at, NotifyArgs{User: user})
+	return t.task.EnqueueAt(ctx, at, NotifyArgs{User: user})
 }
 
 // ScheduleAtTx enqueues one Notify job inside tx that becomes ready at
 // at, and returns its ID; the job exists if and only if tx commits (see
 // DelayTx).
 func (t NotifyTask) ScheduleAtTx(ctx context.Context, tx queuemax.Tx, at time.Time, user string) (queuemax.JobID, error) {
-	return t.EnqueueAtTx(ctx, tx, at, NotifyArgs{User: user})
+	return t.task.EnqueueAtTx(ctx, tx, at, NotifyArgs{User: user})
 }
 
 // ScheduleIn enqueues one Notify job that becomes ready after d, and
 // returns its ID. The job is durable once ScheduleIn returns nil.
 func (t NotifyTask) ScheduleIn(ctx context.Context, d time.Duration, user string) (queuemax.JobID, error) {
-	return t.EnqueueIn(ctx, d, NotifyArgs{User: user})
+	return t.task.EnqueueIn(ctx, d, NotifyArgs{User: user})
 }
 
 // ScheduleInTx enqueues one Notify job inside tx that becomes ready d
 // after this call, and returns its ID; the job exists if and only if tx
 // commits (see DelayTx).
 func (t NotifyTask) ScheduleInTx(ctx context.Context, tx queuemax.Tx, d time.Duration, user string) (queuemax.JobID, error) {
-	return t.EnqueueInTx(ctx, tx, d, NotifyArgs{User: user})
+	return t.task.EnqueueInTx(ctx, tx, d, NotifyArgs{User: user})
 }
 
 // Map enqueues one Notify job per element of user, the other parameters
@@ -118,7 +135,7 @@ func (t NotifyTask) Map(ctx context.Context, user []string) ([]queuemax.JobID, e
 	for i, v := range user {
 		args[i] = NotifyArgs{User: v}
 	}
-	return t.EnqueueMany(ctx, args)
+	return t.task.EnqueueMany(ctx, args)
 }
 
 // MapTx enqueues one Notify job per element of user inside tx, the other
@@ -129,28 +146,28 @@ func (t NotifyTask) MapTx(ctx context.Context, tx queuemax.Tx, user []string) ([
 	for i, v := range user {
 		args[i] = NotifyArgs{User: v}
 	}
-	return t.EnqueueManyTx(ctx, tx, args)
+	return t.task.EnqueueManyTx(ctx, tx, args)
 }
 
 // MapArgs enqueues one Notify job per payload and returns their IDs in
 // order. The jobs are stored in one transaction per shard: if any is
 // invalid, none is stored.
 func (t NotifyTask) MapArgs(ctx context.Context, args []NotifyArgs) ([]queuemax.JobID, error) {
-	return t.EnqueueMany(ctx, args)
+	return t.task.EnqueueMany(ctx, args)
 }
 
 // MapArgsTx enqueues one Notify job per payload inside tx and returns
 // their IDs in order; the jobs exist if and only if tx commits (see
 // DelayTx). If any is invalid, none is written.
 func (t NotifyTask) MapArgsTx(ctx context.Context, tx queuemax.Tx, args []NotifyArgs) ([]queuemax.JobID, error) {
-	return t.EnqueueManyTx(ctx, tx, args)
+	return t.task.EnqueueManyTx(ctx, tx, args)
 }
 
 // With returns a copy of t whose enqueues apply o (priority, retries,
 // partition key, run-at) on top of the task's defaults and earlier
 // overrides. t itself is unchanged.
 func (t NotifyTask) With(o queuemax.Opts) NotifyTask {
-	return NotifyTask{t.Task.With(o)}
+	return NotifyTask{t.task.With(o)}
 }
 
 // Call runs Notify synchronously in this goroutine and returns its error,

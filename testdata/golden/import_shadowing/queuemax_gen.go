@@ -62,11 +62,28 @@ func tickFunc(ctx context.Context, a TickArgs) error {
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
-// Call still works. Stats, Name and Client come from the embedded
-// [queuemax.Task]. A handle is a small value, safe to copy and to use
-// concurrently.
+// Call still works. A handle is a small value, safe to copy and to use
+// concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
+// Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
+// wraps is not exposed, so these are the only ones.
 type TickTask struct {
-	queuemax.Task[TickArgs]
+	task queuemax.Task[TickArgs]
+}
+
+// Name returns the task name stored in each Tick job row.
+func (t TickTask) Name() string {
+	return t.task.Name()
+}
+
+// Client returns the client the handle is bound to, or nil.
+func (t TickTask) Client() *queuemax.Client {
+	return t.task.Client()
+}
+
+// Stats returns the counts of Tick jobs by status. It returns
+// [queuemax.ErrNotBound] for an unbound handle.
+func (t TickTask) Stats(ctx context.Context) (queuemax.TaskStats, error) {
+	return t.task.Stats(ctx)
 }
 
 // Delay enqueues one Tick job to run as soon as a worker is free and
@@ -77,7 +94,7 @@ type TickTask struct {
 // [queuemax.ErrClosed] after [queuemax.Client.Close], or ctx's error if
 // ctx ends first. It is safe for concurrent use.
 func (t TickTask) Delay(ctx context.Context) (queuemax.JobID, error) {
-	return t.Enqueue(ctx, TickArgs{})
+	return t.task.Enqueue(ctx, TickArgs{})
 }
 
 // DelayTx enqueues one Tick job inside tx, the application's open
@@ -85,54 +102,54 @@ func (t TickTask) Delay(ctx context.Context) (queuemax.JobID, error) {
 // its ID: the job exists if and only if tx commits. On the SQLite store it
 // returns [queuemax.ErrTxUnsupported]; see [queuemax.Client.EnqueueTx].
 func (t TickTask) DelayTx(ctx context.Context, tx queuemax.Tx) (queuemax.JobID, error) {
-	return t.EnqueueTx(ctx, tx, TickArgs{})
+	return t.task.EnqueueTx(ctx, tx, TickArgs{})
 }
 
 // ScheduleAt enqueues one Tick job that becomes ready at at, and
 // returns its ID. The job is durable once ScheduleAt returns nil.
 func (t TickTask) ScheduleAt(ctx context.Context, at timepkg.Time) (queuemax.JobID, error) {
-	return t.EnqueueAt(ctx, at, TickArgs{})
+	return t.task.EnqueueAt(ctx, at, TickArgs{})
 }
 
 // ScheduleAtTx enqueues one Tick job inside tx that becomes ready at
 // at, and returns its ID; the job exists if and only if tx commits (see
 // DelayTx).
 func (t TickTask) ScheduleAtTx(ctx context.Context, tx queuemax.Tx, at timepkg.Time) (queuemax.JobID, error) {
-	return t.EnqueueAtTx(ctx, tx, at, TickArgs{})
+	return t.task.EnqueueAtTx(ctx, tx, at, TickArgs{})
 }
 
 // ScheduleIn enqueues one Tick job that becomes ready after d, and
 // returns its ID. The job is durable once ScheduleIn returns nil.
 func (t TickTask) ScheduleIn(ctx context.Context, d timepkg.Duration) (queuemax.JobID, error) {
-	return t.EnqueueIn(ctx, d, TickArgs{})
+	return t.task.EnqueueIn(ctx, d, TickArgs{})
 }
 
 // ScheduleInTx enqueues one Tick job inside tx that becomes ready d
 // after this call, and returns its ID; the job exists if and only if tx
 // commits (see DelayTx).
 func (t TickTask) ScheduleInTx(ctx context.Context, tx queuemax.Tx, d timepkg.Duration) (queuemax.JobID, error) {
-	return t.EnqueueInTx(ctx, tx, d, TickArgs{})
+	return t.task.EnqueueInTx(ctx, tx, d, TickArgs{})
 }
 
 // MapArgs enqueues one Tick job per payload and returns their IDs in
 // order. The jobs are stored in one transaction per shard: if any is
 // invalid, none is stored.
 func (t TickTask) MapArgs(ctx context.Context, args []TickArgs) ([]queuemax.JobID, error) {
-	return t.EnqueueMany(ctx, args)
+	return t.task.EnqueueMany(ctx, args)
 }
 
 // MapArgsTx enqueues one Tick job per payload inside tx and returns
 // their IDs in order; the jobs exist if and only if tx commits (see
 // DelayTx). If any is invalid, none is written.
 func (t TickTask) MapArgsTx(ctx context.Context, tx queuemax.Tx, args []TickArgs) ([]queuemax.JobID, error) {
-	return t.EnqueueManyTx(ctx, tx, args)
+	return t.task.EnqueueManyTx(ctx, tx, args)
 }
 
 // With returns a copy of t whose enqueues apply o (priority, retries,
 // partition key, run-at) on top of the task's defaults and earlier
 // overrides. t itself is unchanged.
 func (t TickTask) With(o queuemax.Opts) TickTask {
-	return TickTask{t.Task.With(o)}
+	return TickTask{t.task.With(o)}
 }
 
 // Call runs Tick synchronously in this goroutine and returns its error,
@@ -173,11 +190,28 @@ func waitFunc(ctx context.Context, a WaitArgs) error {
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
-// Call still works. Stats, Name and Client come from the embedded
-// [queuemax.Task]. A handle is a small value, safe to copy and to use
-// concurrently.
+// Call still works. A handle is a small value, safe to copy and to use
+// concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
+// Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
+// wraps is not exposed, so these are the only ones.
 type WaitTask struct {
-	queuemax.Task[WaitArgs]
+	task queuemax.Task[WaitArgs]
+}
+
+// Name returns the task name stored in each Wait job row.
+func (t WaitTask) Name() string {
+	return t.task.Name()
+}
+
+// Client returns the client the handle is bound to, or nil.
+func (t WaitTask) Client() *queuemax.Client {
+	return t.task.Client()
+}
+
+// Stats returns the counts of Wait jobs by status. It returns
+// [queuemax.ErrNotBound] for an unbound handle.
+func (t WaitTask) Stats(ctx context.Context) (queuemax.TaskStats, error) {
+	return t.task.Stats(ctx)
 }
 
 // Delay enqueues one Wait job to run as soon as a worker is free and
@@ -188,7 +222,7 @@ type WaitTask struct {
 // [queuemax.ErrClosed] after [queuemax.Client.Close], or ctx's error if
 // ctx ends first. It is safe for concurrent use.
 func (t WaitTask) Delay(ctx context.Context, until timepkg.Time) (queuemax.JobID, error) {
-	return t.Enqueue(ctx, WaitArgs{Until: until})
+	return t.task.Enqueue(ctx, WaitArgs{Until: until})
 }
 
 // DelayTx enqueues one Wait job inside tx, the application's open
@@ -196,33 +230,33 @@ func (t WaitTask) Delay(ctx context.Context, until timepkg.Time) (queuemax.JobID
 // its ID: the job exists if and only if tx commits. On the SQLite store it
 // returns [queuemax.ErrTxUnsupported]; see [queuemax.Client.EnqueueTx].
 func (t WaitTask) DelayTx(ctx context.Context, tx queuemax.Tx, until timepkg.Time) (queuemax.JobID, error) {
-	return t.EnqueueTx(ctx, tx, WaitArgs{Until: until})
+	return t.task.EnqueueTx(ctx, tx, WaitArgs{Until: until})
 }
 
 // ScheduleAt enqueues one Wait job that becomes ready at at, and
 // returns its ID. The job is durable once ScheduleAt returns nil.
 func (t WaitTask) ScheduleAt(ctx context.Context, at timepkg.Time, until timepkg.Time) (queuemax.JobID, error) {
-	return t.EnqueueAt(ctx, at, WaitArgs{Until: until})
+	return t.task.EnqueueAt(ctx, at, WaitArgs{Until: until})
 }
 
 // ScheduleAtTx enqueues one Wait job inside tx that becomes ready at
 // at, and returns its ID; the job exists if and only if tx commits (see
 // DelayTx).
 func (t WaitTask) ScheduleAtTx(ctx context.Context, tx queuemax.Tx, at timepkg.Time, until timepkg.Time) (queuemax.JobID, error) {
-	return t.EnqueueAtTx(ctx, tx, at, WaitArgs{Until: until})
+	return t.task.EnqueueAtTx(ctx, tx, at, WaitArgs{Until: until})
 }
 
 // ScheduleIn enqueues one Wait job that becomes ready after d, and
 // returns its ID. The job is durable once ScheduleIn returns nil.
 func (t WaitTask) ScheduleIn(ctx context.Context, d timepkg.Duration, until timepkg.Time) (queuemax.JobID, error) {
-	return t.EnqueueIn(ctx, d, WaitArgs{Until: until})
+	return t.task.EnqueueIn(ctx, d, WaitArgs{Until: until})
 }
 
 // ScheduleInTx enqueues one Wait job inside tx that becomes ready d
 // after this call, and returns its ID; the job exists if and only if tx
 // commits (see DelayTx).
 func (t WaitTask) ScheduleInTx(ctx context.Context, tx queuemax.Tx, d timepkg.Duration, until timepkg.Time) (queuemax.JobID, error) {
-	return t.EnqueueInTx(ctx, tx, d, WaitArgs{Until: until})
+	return t.task.EnqueueInTx(ctx, tx, d, WaitArgs{Until: until})
 }
 
 // Map enqueues one Wait job per element of until, the other parameters
@@ -233,7 +267,7 @@ func (t WaitTask) Map(ctx context.Context, until []timepkg.Time) ([]queuemax.Job
 	for i, v := range until {
 		args[i] = WaitArgs{Until: v}
 	}
-	return t.EnqueueMany(ctx, args)
+	return t.task.EnqueueMany(ctx, args)
 }
 
 // MapTx enqueues one Wait job per element of until inside tx, the other
@@ -244,28 +278,28 @@ func (t WaitTask) MapTx(ctx context.Context, tx queuemax.Tx, until []timepkg.Tim
 	for i, v := range until {
 		args[i] = WaitArgs{Until: v}
 	}
-	return t.EnqueueManyTx(ctx, tx, args)
+	return t.task.EnqueueManyTx(ctx, tx, args)
 }
 
 // MapArgs enqueues one Wait job per payload and returns their IDs in
 // order. The jobs are stored in one transaction per shard: if any is
 // invalid, none is stored.
 func (t WaitTask) MapArgs(ctx context.Context, args []WaitArgs) ([]queuemax.JobID, error) {
-	return t.EnqueueMany(ctx, args)
+	return t.task.EnqueueMany(ctx, args)
 }
 
 // MapArgsTx enqueues one Wait job per payload inside tx and returns
 // their IDs in order; the jobs exist if and only if tx commits (see
 // DelayTx). If any is invalid, none is written.
 func (t WaitTask) MapArgsTx(ctx context.Context, tx queuemax.Tx, args []WaitArgs) ([]queuemax.JobID, error) {
-	return t.EnqueueManyTx(ctx, tx, args)
+	return t.task.EnqueueManyTx(ctx, tx, args)
 }
 
 // With returns a copy of t whose enqueues apply o (priority, retries,
 // partition key, run-at) on top of the task's defaults and earlier
 // overrides. t itself is unchanged.
 func (t WaitTask) With(o queuemax.Opts) WaitTask {
-	return WaitTask{t.Task.With(o)}
+	return WaitTask{t.task.With(o)}
 }
 
 // Call runs Wait synchronously in this goroutine and returns its error,

@@ -53,11 +53,28 @@ func pingFunc(ctx context.Context, a PingArgs) error {
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
-// Call still works. Stats, Name and Client come from the embedded
-// [queuemax.Task]. A handle is a small value, safe to copy and to use
-// concurrently.
+// Call still works. A handle is a small value, safe to copy and to use
+// concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
+// Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
+// wraps is not exposed, so these are the only ones.
 type PingTask struct {
-	queuemax.Task[PingArgs]
+	task queuemax.Task[PingArgs]
+}
+
+// Name returns the task name stored in each Ping job row.
+func (t PingTask) Name() string {
+	return t.task.Name()
+}
+
+// Client returns the client the handle is bound to, or nil.
+func (t PingTask) Client() *queuemax.Client {
+	return t.task.Client()
+}
+
+// Stats returns the counts of Ping jobs by status. It returns
+// [queuemax.ErrNotBound] for an unbound handle.
+func (t PingTask) Stats(ctx context.Context) (queuemax.TaskStats, error) {
+	return t.task.Stats(ctx)
 }
 
 // Delay enqueues one Ping job to run as soon as a worker is free and
@@ -68,7 +85,7 @@ type PingTask struct {
 // [queuemax.ErrClosed] after [queuemax.Client.Close], or ctx's error if
 // ctx ends first. It is safe for concurrent use.
 func (t PingTask) Delay(ctx context.Context) (queuemax.JobID, error) {
-	return t.Enqueue(ctx, PingArgs{})
+	return t.task.Enqueue(ctx, PingArgs{})
 }
 
 // DelayTx enqueues one Ping job inside tx, the application's open
@@ -76,54 +93,54 @@ func (t PingTask) Delay(ctx context.Context) (queuemax.JobID, error) {
 // its ID: the job exists if and only if tx commits. On the SQLite store it
 // returns [queuemax.ErrTxUnsupported]; see [queuemax.Client.EnqueueTx].
 func (t PingTask) DelayTx(ctx context.Context, tx queuemax.Tx) (queuemax.JobID, error) {
-	return t.EnqueueTx(ctx, tx, PingArgs{})
+	return t.task.EnqueueTx(ctx, tx, PingArgs{})
 }
 
 // ScheduleAt enqueues one Ping job that becomes ready at at, and
 // returns its ID. The job is durable once ScheduleAt returns nil.
 func (t PingTask) ScheduleAt(ctx context.Context, at time.Time) (queuemax.JobID, error) {
-	return t.EnqueueAt(ctx, at, PingArgs{})
+	return t.task.EnqueueAt(ctx, at, PingArgs{})
 }
 
 // ScheduleAtTx enqueues one Ping job inside tx that becomes ready at
 // at, and returns its ID; the job exists if and only if tx commits (see
 // DelayTx).
 func (t PingTask) ScheduleAtTx(ctx context.Context, tx queuemax.Tx, at time.Time) (queuemax.JobID, error) {
-	return t.EnqueueAtTx(ctx, tx, at, PingArgs{})
+	return t.task.EnqueueAtTx(ctx, tx, at, PingArgs{})
 }
 
 // ScheduleIn enqueues one Ping job that becomes ready after d, and
 // returns its ID. The job is durable once ScheduleIn returns nil.
 func (t PingTask) ScheduleIn(ctx context.Context, d time.Duration) (queuemax.JobID, error) {
-	return t.EnqueueIn(ctx, d, PingArgs{})
+	return t.task.EnqueueIn(ctx, d, PingArgs{})
 }
 
 // ScheduleInTx enqueues one Ping job inside tx that becomes ready d
 // after this call, and returns its ID; the job exists if and only if tx
 // commits (see DelayTx).
 func (t PingTask) ScheduleInTx(ctx context.Context, tx queuemax.Tx, d time.Duration) (queuemax.JobID, error) {
-	return t.EnqueueInTx(ctx, tx, d, PingArgs{})
+	return t.task.EnqueueInTx(ctx, tx, d, PingArgs{})
 }
 
 // MapArgs enqueues one Ping job per payload and returns their IDs in
 // order. The jobs are stored in one transaction per shard: if any is
 // invalid, none is stored.
 func (t PingTask) MapArgs(ctx context.Context, args []PingArgs) ([]queuemax.JobID, error) {
-	return t.EnqueueMany(ctx, args)
+	return t.task.EnqueueMany(ctx, args)
 }
 
 // MapArgsTx enqueues one Ping job per payload inside tx and returns
 // their IDs in order; the jobs exist if and only if tx commits (see
 // DelayTx). If any is invalid, none is written.
 func (t PingTask) MapArgsTx(ctx context.Context, tx queuemax.Tx, args []PingArgs) ([]queuemax.JobID, error) {
-	return t.EnqueueManyTx(ctx, tx, args)
+	return t.task.EnqueueManyTx(ctx, tx, args)
 }
 
 // With returns a copy of t whose enqueues apply o (priority, retries,
 // partition key, run-at) on top of the task's defaults and earlier
 // overrides. t itself is unchanged.
 func (t PingTask) With(o queuemax.Opts) PingTask {
-	return PingTask{t.Task.With(o)}
+	return PingTask{t.task.With(o)}
 }
 
 // Call runs Ping synchronously in this goroutine and returns its error,

@@ -65,11 +65,28 @@ func blankFunc(ctx context.Context, a BlankArgs) error {
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
-// Call still works. Stats, Name and Client come from the embedded
-// [queuemax.Task]. A handle is a small value, safe to copy and to use
-// concurrently.
+// Call still works. A handle is a small value, safe to copy and to use
+// concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
+// Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
+// wraps is not exposed, so these are the only ones.
 type BlankTask struct {
-	queuemax.Task[BlankArgs]
+	task queuemax.Task[BlankArgs]
+}
+
+// Name returns the task name stored in each Blank job row.
+func (t BlankTask) Name() string {
+	return t.task.Name()
+}
+
+// Client returns the client the handle is bound to, or nil.
+func (t BlankTask) Client() *queuemax.Client {
+	return t.task.Client()
+}
+
+// Stats returns the counts of Blank jobs by status. It returns
+// [queuemax.ErrNotBound] for an unbound handle.
+func (t BlankTask) Stats(ctx context.Context) (queuemax.TaskStats, error) {
+	return t.task.Stats(ctx)
 }
 
 // Delay enqueues one Blank job to run as soon as a worker is free and
@@ -80,7 +97,7 @@ type BlankTask struct {
 // [queuemax.ErrClosed] after [queuemax.Client.Close], or ctx's error if
 // ctx ends first. It is safe for concurrent use.
 func (t BlankTask) Delay(ctx context.Context, HTTPServer string, page_size int) (queuemax.JobID, error) {
-	return t.Enqueue(ctx, BlankArgs{HTTPServer: HTTPServer, PageSize: page_size})
+	return t.task.Enqueue(ctx, BlankArgs{HTTPServer: HTTPServer, PageSize: page_size})
 }
 
 // DelayTx enqueues one Blank job inside tx, the application's open
@@ -88,33 +105,33 @@ func (t BlankTask) Delay(ctx context.Context, HTTPServer string, page_size int) 
 // its ID: the job exists if and only if tx commits. On the SQLite store it
 // returns [queuemax.ErrTxUnsupported]; see [queuemax.Client.EnqueueTx].
 func (t BlankTask) DelayTx(ctx context.Context, tx queuemax.Tx, HTTPServer string, page_size int) (queuemax.JobID, error) {
-	return t.EnqueueTx(ctx, tx, BlankArgs{HTTPServer: HTTPServer, PageSize: page_size})
+	return t.task.EnqueueTx(ctx, tx, BlankArgs{HTTPServer: HTTPServer, PageSize: page_size})
 }
 
 // ScheduleAt enqueues one Blank job that becomes ready at at, and
 // returns its ID. The job is durable once ScheduleAt returns nil.
 func (t BlankTask) ScheduleAt(ctx context.Context, at time.Time, HTTPServer string, page_size int) (queuemax.JobID, error) {
-	return t.EnqueueAt(ctx, at, BlankArgs{HTTPServer: HTTPServer, PageSize: page_size})
+	return t.task.EnqueueAt(ctx, at, BlankArgs{HTTPServer: HTTPServer, PageSize: page_size})
 }
 
 // ScheduleAtTx enqueues one Blank job inside tx that becomes ready at
 // at, and returns its ID; the job exists if and only if tx commits (see
 // DelayTx).
 func (t BlankTask) ScheduleAtTx(ctx context.Context, tx queuemax.Tx, at time.Time, HTTPServer string, page_size int) (queuemax.JobID, error) {
-	return t.EnqueueAtTx(ctx, tx, at, BlankArgs{HTTPServer: HTTPServer, PageSize: page_size})
+	return t.task.EnqueueAtTx(ctx, tx, at, BlankArgs{HTTPServer: HTTPServer, PageSize: page_size})
 }
 
 // ScheduleIn enqueues one Blank job that becomes ready after d, and
 // returns its ID. The job is durable once ScheduleIn returns nil.
 func (t BlankTask) ScheduleIn(ctx context.Context, d time.Duration, HTTPServer string, page_size int) (queuemax.JobID, error) {
-	return t.EnqueueIn(ctx, d, BlankArgs{HTTPServer: HTTPServer, PageSize: page_size})
+	return t.task.EnqueueIn(ctx, d, BlankArgs{HTTPServer: HTTPServer, PageSize: page_size})
 }
 
 // ScheduleInTx enqueues one Blank job inside tx that becomes ready d
 // after this call, and returns its ID; the job exists if and only if tx
 // commits (see DelayTx).
 func (t BlankTask) ScheduleInTx(ctx context.Context, tx queuemax.Tx, d time.Duration, HTTPServer string, page_size int) (queuemax.JobID, error) {
-	return t.EnqueueInTx(ctx, tx, d, BlankArgs{HTTPServer: HTTPServer, PageSize: page_size})
+	return t.task.EnqueueInTx(ctx, tx, d, BlankArgs{HTTPServer: HTTPServer, PageSize: page_size})
 }
 
 // Map enqueues one Blank job per element of HTTPServer, the other parameters
@@ -125,7 +142,7 @@ func (t BlankTask) Map(ctx context.Context, HTTPServer []string, page_size int) 
 	for i, v := range HTTPServer {
 		args[i] = BlankArgs{HTTPServer: v, PageSize: page_size}
 	}
-	return t.EnqueueMany(ctx, args)
+	return t.task.EnqueueMany(ctx, args)
 }
 
 // MapTx enqueues one Blank job per element of HTTPServer inside tx, the other
@@ -136,28 +153,28 @@ func (t BlankTask) MapTx(ctx context.Context, tx queuemax.Tx, HTTPServer []strin
 	for i, v := range HTTPServer {
 		args[i] = BlankArgs{HTTPServer: v, PageSize: page_size}
 	}
-	return t.EnqueueManyTx(ctx, tx, args)
+	return t.task.EnqueueManyTx(ctx, tx, args)
 }
 
 // MapArgs enqueues one Blank job per payload and returns their IDs in
 // order. The jobs are stored in one transaction per shard: if any is
 // invalid, none is stored.
 func (t BlankTask) MapArgs(ctx context.Context, args []BlankArgs) ([]queuemax.JobID, error) {
-	return t.EnqueueMany(ctx, args)
+	return t.task.EnqueueMany(ctx, args)
 }
 
 // MapArgsTx enqueues one Blank job per payload inside tx and returns
 // their IDs in order; the jobs exist if and only if tx commits (see
 // DelayTx). If any is invalid, none is written.
 func (t BlankTask) MapArgsTx(ctx context.Context, tx queuemax.Tx, args []BlankArgs) ([]queuemax.JobID, error) {
-	return t.EnqueueManyTx(ctx, tx, args)
+	return t.task.EnqueueManyTx(ctx, tx, args)
 }
 
 // With returns a copy of t whose enqueues apply o (priority, retries,
 // partition key, run-at) on top of the task's defaults and earlier
 // overrides. t itself is unchanged.
 func (t BlankTask) With(o queuemax.Opts) BlankTask {
-	return BlankTask{t.Task.With(o)}
+	return BlankTask{t.task.With(o)}
 }
 
 // Call runs Blank synchronously in this goroutine and returns its error,
@@ -199,11 +216,28 @@ func rawFunc(ctx context.Context, a RawArgs) error {
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
-// Call still works. Stats, Name and Client come from the embedded
-// [queuemax.Task]. A handle is a small value, safe to copy and to use
-// concurrently.
+// Call still works. A handle is a small value, safe to copy and to use
+// concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
+// Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
+// wraps is not exposed, so these are the only ones.
 type RawTask struct {
-	queuemax.Task[RawArgs]
+	task queuemax.Task[RawArgs]
+}
+
+// Name returns the task name stored in each Raw job row.
+func (t RawTask) Name() string {
+	return t.task.Name()
+}
+
+// Client returns the client the handle is bound to, or nil.
+func (t RawTask) Client() *queuemax.Client {
+	return t.task.Client()
+}
+
+// Stats returns the counts of Raw jobs by status. It returns
+// [queuemax.ErrNotBound] for an unbound handle.
+func (t RawTask) Stats(ctx context.Context) (queuemax.TaskStats, error) {
+	return t.task.Stats(ctx)
 }
 
 // Delay enqueues one Raw job to run as soon as a worker is free and
@@ -217,7 +251,7 @@ func (t RawTask) Delay(ctx context.Context, raw json.RawMessage, pair [2]int, op
 	Verbose bool `json:"verbose,omitempty"`
 	Level   int
 }) (queuemax.JobID, error) {
-	return t.Enqueue(ctx, RawArgs{Raw: raw, Pair: pair, Opts: opts})
+	return t.task.Enqueue(ctx, RawArgs{Raw: raw, Pair: pair, Opts: opts})
 }
 
 // DelayTx enqueues one Raw job inside tx, the application's open
@@ -228,7 +262,7 @@ func (t RawTask) DelayTx(ctx context.Context, tx queuemax.Tx, raw json.RawMessag
 	Verbose bool `json:"verbose,omitempty"`
 	Level   int
 }) (queuemax.JobID, error) {
-	return t.EnqueueTx(ctx, tx, RawArgs{Raw: raw, Pair: pair, Opts: opts})
+	return t.task.EnqueueTx(ctx, tx, RawArgs{Raw: raw, Pair: pair, Opts: opts})
 }
 
 // ScheduleAt enqueues one Raw job that becomes ready at at, and
@@ -237,7 +271,7 @@ func (t RawTask) ScheduleAt(ctx context.Context, at time.Time, raw json.RawMessa
 	Verbose bool `json:"verbose,omitempty"`
 	Level   int
 }) (queuemax.JobID, error) {
-	return t.EnqueueAt(ctx, at, RawArgs{Raw: raw, Pair: pair, Opts: opts})
+	return t.task.EnqueueAt(ctx, at, RawArgs{Raw: raw, Pair: pair, Opts: opts})
 }
 
 // ScheduleAtTx enqueues one Raw job inside tx that becomes ready at
@@ -247,7 +281,7 @@ func (t RawTask) ScheduleAtTx(ctx context.Context, tx queuemax.Tx, at time.Time,
 	Verbose bool `json:"verbose,omitempty"`
 	Level   int
 }) (queuemax.JobID, error) {
-	return t.EnqueueAtTx(ctx, tx, at, RawArgs{Raw: raw, Pair: pair, Opts: opts})
+	return t.task.EnqueueAtTx(ctx, tx, at, RawArgs{Raw: raw, Pair: pair, Opts: opts})
 }
 
 // ScheduleIn enqueues one Raw job that becomes ready after d, and
@@ -256,7 +290,7 @@ func (t RawTask) ScheduleIn(ctx context.Context, d time.Duration, raw json.RawMe
 	Verbose bool `json:"verbose,omitempty"`
 	Level   int
 }) (queuemax.JobID, error) {
-	return t.EnqueueIn(ctx, d, RawArgs{Raw: raw, Pair: pair, Opts: opts})
+	return t.task.EnqueueIn(ctx, d, RawArgs{Raw: raw, Pair: pair, Opts: opts})
 }
 
 // ScheduleInTx enqueues one Raw job inside tx that becomes ready d
@@ -266,7 +300,7 @@ func (t RawTask) ScheduleInTx(ctx context.Context, tx queuemax.Tx, d time.Durati
 	Verbose bool `json:"verbose,omitempty"`
 	Level   int
 }) (queuemax.JobID, error) {
-	return t.EnqueueInTx(ctx, tx, d, RawArgs{Raw: raw, Pair: pair, Opts: opts})
+	return t.task.EnqueueInTx(ctx, tx, d, RawArgs{Raw: raw, Pair: pair, Opts: opts})
 }
 
 // Map enqueues one Raw job per element of raw, the other parameters
@@ -280,7 +314,7 @@ func (t RawTask) Map(ctx context.Context, raw []json.RawMessage, pair [2]int, op
 	for i, v := range raw {
 		args[i] = RawArgs{Raw: v, Pair: pair, Opts: opts}
 	}
-	return t.EnqueueMany(ctx, args)
+	return t.task.EnqueueMany(ctx, args)
 }
 
 // MapTx enqueues one Raw job per element of raw inside tx, the other
@@ -294,28 +328,28 @@ func (t RawTask) MapTx(ctx context.Context, tx queuemax.Tx, raw []json.RawMessag
 	for i, v := range raw {
 		args[i] = RawArgs{Raw: v, Pair: pair, Opts: opts}
 	}
-	return t.EnqueueManyTx(ctx, tx, args)
+	return t.task.EnqueueManyTx(ctx, tx, args)
 }
 
 // MapArgs enqueues one Raw job per payload and returns their IDs in
 // order. The jobs are stored in one transaction per shard: if any is
 // invalid, none is stored.
 func (t RawTask) MapArgs(ctx context.Context, args []RawArgs) ([]queuemax.JobID, error) {
-	return t.EnqueueMany(ctx, args)
+	return t.task.EnqueueMany(ctx, args)
 }
 
 // MapArgsTx enqueues one Raw job per payload inside tx and returns
 // their IDs in order; the jobs exist if and only if tx commits (see
 // DelayTx). If any is invalid, none is written.
 func (t RawTask) MapArgsTx(ctx context.Context, tx queuemax.Tx, args []RawArgs) ([]queuemax.JobID, error) {
-	return t.EnqueueManyTx(ctx, tx, args)
+	return t.task.EnqueueManyTx(ctx, tx, args)
 }
 
 // With returns a copy of t whose enqueues apply o (priority, retries,
 // partition key, run-at) on top of the task's defaults and earlier
 // overrides. t itself is unchanged.
 func (t RawTask) With(o queuemax.Opts) RawTask {
-	return RawTask{t.Task.With(o)}
+	return RawTask{t.task.With(o)}
 }
 
 // Call runs Raw synchronously in this goroutine and returns its error,
@@ -364,11 +398,28 @@ func scheduleFunc(ctx context.Context, a ScheduleArgs) error {
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
-// Call still works. Stats, Name and Client come from the embedded
-// [queuemax.Task]. A handle is a small value, safe to copy and to use
-// concurrently.
+// Call still works. A handle is a small value, safe to copy and to use
+// concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
+// Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
+// wraps is not exposed, so these are the only ones.
 type ScheduleTask struct {
-	queuemax.Task[ScheduleArgs]
+	task queuemax.Task[ScheduleArgs]
+}
+
+// Name returns the task name stored in each Schedule job row.
+func (t ScheduleTask) Name() string {
+	return t.task.Name()
+}
+
+// Client returns the client the handle is bound to, or nil.
+func (t ScheduleTask) Client() *queuemax.Client {
+	return t.task.Client()
+}
+
+// Stats returns the counts of Schedule jobs by status. It returns
+// [queuemax.ErrNotBound] for an unbound handle.
+func (t ScheduleTask) Stats(ctx context.Context) (queuemax.TaskStats, error) {
+	return t.task.Stats(ctx)
 }
 
 // Delay enqueues one Schedule job to run as soon as a worker is free and
@@ -379,7 +430,7 @@ type ScheduleTask struct {
 // [queuemax.ErrClosed] after [queuemax.Client.Close], or ctx's error if
 // ctx ends first. It is safe for concurrent use.
 func (t ScheduleTask) Delay(ctx context.Context, ctx_ string, at_ time.Time, d_ time.Duration, args_ []string, t_ int, queuemax_ bool, tx_ string) (queuemax.JobID, error) {
-	return t.Enqueue(ctx, ScheduleArgs{Ctx: ctx_, At: at_, D: d_, Args: args_, T: t_, Queuemax: queuemax_, Tx: tx_})
+	return t.task.Enqueue(ctx, ScheduleArgs{Ctx: ctx_, At: at_, D: d_, Args: args_, T: t_, Queuemax: queuemax_, Tx: tx_})
 }
 
 // DelayTx enqueues one Schedule job inside tx, the application's open
@@ -387,33 +438,33 @@ func (t ScheduleTask) Delay(ctx context.Context, ctx_ string, at_ time.Time, d_ 
 // its ID: the job exists if and only if tx commits. On the SQLite store it
 // returns [queuemax.ErrTxUnsupported]; see [queuemax.Client.EnqueueTx].
 func (t ScheduleTask) DelayTx(ctx context.Context, tx queuemax.Tx, ctx_ string, at_ time.Time, d_ time.Duration, args_ []string, t_ int, queuemax_ bool, tx_ string) (queuemax.JobID, error) {
-	return t.EnqueueTx(ctx, tx, ScheduleArgs{Ctx: ctx_, At: at_, D: d_, Args: args_, T: t_, Queuemax: queuemax_, Tx: tx_})
+	return t.task.EnqueueTx(ctx, tx, ScheduleArgs{Ctx: ctx_, At: at_, D: d_, Args: args_, T: t_, Queuemax: queuemax_, Tx: tx_})
 }
 
 // ScheduleAt enqueues one Schedule job that becomes ready at at, and
 // returns its ID. The job is durable once ScheduleAt returns nil.
 func (t ScheduleTask) ScheduleAt(ctx context.Context, at time.Time, ctx_ string, at_ time.Time, d_ time.Duration, args_ []string, t_ int, queuemax_ bool, tx_ string) (queuemax.JobID, error) {
-	return t.EnqueueAt(ctx, at, ScheduleArgs{Ctx: ctx_, At: at_, D: d_, Args: args_, T: t_, Queuemax: queuemax_, Tx: tx_})
+	return t.task.EnqueueAt(ctx, at, ScheduleArgs{Ctx: ctx_, At: at_, D: d_, Args: args_, T: t_, Queuemax: queuemax_, Tx: tx_})
 }
 
 // ScheduleAtTx enqueues one Schedule job inside tx that becomes ready at
 // at, and returns its ID; the job exists if and only if tx commits (see
 // DelayTx).
 func (t ScheduleTask) ScheduleAtTx(ctx context.Context, tx queuemax.Tx, at time.Time, ctx_ string, at_ time.Time, d_ time.Duration, args_ []string, t_ int, queuemax_ bool, tx_ string) (queuemax.JobID, error) {
-	return t.EnqueueAtTx(ctx, tx, at, ScheduleArgs{Ctx: ctx_, At: at_, D: d_, Args: args_, T: t_, Queuemax: queuemax_, Tx: tx_})
+	return t.task.EnqueueAtTx(ctx, tx, at, ScheduleArgs{Ctx: ctx_, At: at_, D: d_, Args: args_, T: t_, Queuemax: queuemax_, Tx: tx_})
 }
 
 // ScheduleIn enqueues one Schedule job that becomes ready after d, and
 // returns its ID. The job is durable once ScheduleIn returns nil.
 func (t ScheduleTask) ScheduleIn(ctx context.Context, d time.Duration, ctx_ string, at_ time.Time, d_ time.Duration, args_ []string, t_ int, queuemax_ bool, tx_ string) (queuemax.JobID, error) {
-	return t.EnqueueIn(ctx, d, ScheduleArgs{Ctx: ctx_, At: at_, D: d_, Args: args_, T: t_, Queuemax: queuemax_, Tx: tx_})
+	return t.task.EnqueueIn(ctx, d, ScheduleArgs{Ctx: ctx_, At: at_, D: d_, Args: args_, T: t_, Queuemax: queuemax_, Tx: tx_})
 }
 
 // ScheduleInTx enqueues one Schedule job inside tx that becomes ready d
 // after this call, and returns its ID; the job exists if and only if tx
 // commits (see DelayTx).
 func (t ScheduleTask) ScheduleInTx(ctx context.Context, tx queuemax.Tx, d time.Duration, ctx_ string, at_ time.Time, d_ time.Duration, args_ []string, t_ int, queuemax_ bool, tx_ string) (queuemax.JobID, error) {
-	return t.EnqueueInTx(ctx, tx, d, ScheduleArgs{Ctx: ctx_, At: at_, D: d_, Args: args_, T: t_, Queuemax: queuemax_, Tx: tx_})
+	return t.task.EnqueueInTx(ctx, tx, d, ScheduleArgs{Ctx: ctx_, At: at_, D: d_, Args: args_, T: t_, Queuemax: queuemax_, Tx: tx_})
 }
 
 // Map enqueues one Schedule job per element of ctx_, the other parameters
@@ -424,7 +475,7 @@ func (t ScheduleTask) Map(ctx context.Context, ctx_ []string, at_ time.Time, d_ 
 	for i, v := range ctx_ {
 		args[i] = ScheduleArgs{Ctx: v, At: at_, D: d_, Args: args_, T: t_, Queuemax: queuemax_, Tx: tx_}
 	}
-	return t.EnqueueMany(ctx, args)
+	return t.task.EnqueueMany(ctx, args)
 }
 
 // MapTx enqueues one Schedule job per element of ctx_ inside tx, the other
@@ -435,28 +486,28 @@ func (t ScheduleTask) MapTx(ctx context.Context, tx queuemax.Tx, ctx_ []string, 
 	for i, v := range ctx_ {
 		args[i] = ScheduleArgs{Ctx: v, At: at_, D: d_, Args: args_, T: t_, Queuemax: queuemax_, Tx: tx_}
 	}
-	return t.EnqueueManyTx(ctx, tx, args)
+	return t.task.EnqueueManyTx(ctx, tx, args)
 }
 
 // MapArgs enqueues one Schedule job per payload and returns their IDs in
 // order. The jobs are stored in one transaction per shard: if any is
 // invalid, none is stored.
 func (t ScheduleTask) MapArgs(ctx context.Context, args []ScheduleArgs) ([]queuemax.JobID, error) {
-	return t.EnqueueMany(ctx, args)
+	return t.task.EnqueueMany(ctx, args)
 }
 
 // MapArgsTx enqueues one Schedule job per payload inside tx and returns
 // their IDs in order; the jobs exist if and only if tx commits (see
 // DelayTx). If any is invalid, none is written.
 func (t ScheduleTask) MapArgsTx(ctx context.Context, tx queuemax.Tx, args []ScheduleArgs) ([]queuemax.JobID, error) {
-	return t.EnqueueManyTx(ctx, tx, args)
+	return t.task.EnqueueManyTx(ctx, tx, args)
 }
 
 // With returns a copy of t whose enqueues apply o (priority, retries,
 // partition key, run-at) on top of the task's defaults and earlier
 // overrides. t itself is unchanged.
 func (t ScheduleTask) With(o queuemax.Opts) ScheduleTask {
-	return ScheduleTask{t.Task.With(o)}
+	return ScheduleTask{t.task.With(o)}
 }
 
 // Call runs Schedule synchronously in this goroutine and returns its error,

@@ -70,11 +70,28 @@ func hourlyFunc(ctx context.Context, a HourlyArgs) error {
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
-// Call still works. Stats, Name and Client come from the embedded
-// [queuemax.Task]. A handle is a small value, safe to copy and to use
-// concurrently.
+// Call still works. A handle is a small value, safe to copy and to use
+// concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
+// Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
+// wraps is not exposed, so these are the only ones.
 type HourlyTask struct {
-	queuemax.Task[HourlyArgs]
+	task queuemax.Task[HourlyArgs]
+}
+
+// Name returns the task name stored in each Hourly job row.
+func (t HourlyTask) Name() string {
+	return t.task.Name()
+}
+
+// Client returns the client the handle is bound to, or nil.
+func (t HourlyTask) Client() *queuemax.Client {
+	return t.task.Client()
+}
+
+// Stats returns the counts of Hourly jobs by status. It returns
+// [queuemax.ErrNotBound] for an unbound handle.
+func (t HourlyTask) Stats(ctx context.Context) (queuemax.TaskStats, error) {
+	return t.task.Stats(ctx)
 }
 
 // Delay enqueues one Hourly job to run as soon as a worker is free and
@@ -85,7 +102,7 @@ type HourlyTask struct {
 // [queuemax.ErrClosed] after [queuemax.Client.Close], or ctx's error if
 // ctx ends first. It is safe for concurrent use.
 func (t HourlyTask) Delay(ctx context.Context) (queuemax.JobID, error) {
-	return t.Enqueue(ctx, HourlyArgs{})
+	return t.task.Enqueue(ctx, HourlyArgs{})
 }
 
 // DelayTx enqueues one Hourly job inside tx, the application's open
@@ -93,54 +110,54 @@ func (t HourlyTask) Delay(ctx context.Context) (queuemax.JobID, error) {
 // its ID: the job exists if and only if tx commits. On the SQLite store it
 // returns [queuemax.ErrTxUnsupported]; see [queuemax.Client.EnqueueTx].
 func (t HourlyTask) DelayTx(ctx context.Context, tx queuemax.Tx) (queuemax.JobID, error) {
-	return t.EnqueueTx(ctx, tx, HourlyArgs{})
+	return t.task.EnqueueTx(ctx, tx, HourlyArgs{})
 }
 
 // ScheduleAt enqueues one Hourly job that becomes ready at at, and
 // returns its ID. The job is durable once ScheduleAt returns nil.
 func (t HourlyTask) ScheduleAt(ctx context.Context, at time.Time) (queuemax.JobID, error) {
-	return t.EnqueueAt(ctx, at, HourlyArgs{})
+	return t.task.EnqueueAt(ctx, at, HourlyArgs{})
 }
 
 // ScheduleAtTx enqueues one Hourly job inside tx that becomes ready at
 // at, and returns its ID; the job exists if and only if tx commits (see
 // DelayTx).
 func (t HourlyTask) ScheduleAtTx(ctx context.Context, tx queuemax.Tx, at time.Time) (queuemax.JobID, error) {
-	return t.EnqueueAtTx(ctx, tx, at, HourlyArgs{})
+	return t.task.EnqueueAtTx(ctx, tx, at, HourlyArgs{})
 }
 
 // ScheduleIn enqueues one Hourly job that becomes ready after d, and
 // returns its ID. The job is durable once ScheduleIn returns nil.
 func (t HourlyTask) ScheduleIn(ctx context.Context, d time.Duration) (queuemax.JobID, error) {
-	return t.EnqueueIn(ctx, d, HourlyArgs{})
+	return t.task.EnqueueIn(ctx, d, HourlyArgs{})
 }
 
 // ScheduleInTx enqueues one Hourly job inside tx that becomes ready d
 // after this call, and returns its ID; the job exists if and only if tx
 // commits (see DelayTx).
 func (t HourlyTask) ScheduleInTx(ctx context.Context, tx queuemax.Tx, d time.Duration) (queuemax.JobID, error) {
-	return t.EnqueueInTx(ctx, tx, d, HourlyArgs{})
+	return t.task.EnqueueInTx(ctx, tx, d, HourlyArgs{})
 }
 
 // MapArgs enqueues one Hourly job per payload and returns their IDs in
 // order. The jobs are stored in one transaction per shard: if any is
 // invalid, none is stored.
 func (t HourlyTask) MapArgs(ctx context.Context, args []HourlyArgs) ([]queuemax.JobID, error) {
-	return t.EnqueueMany(ctx, args)
+	return t.task.EnqueueMany(ctx, args)
 }
 
 // MapArgsTx enqueues one Hourly job per payload inside tx and returns
 // their IDs in order; the jobs exist if and only if tx commits (see
 // DelayTx). If any is invalid, none is written.
 func (t HourlyTask) MapArgsTx(ctx context.Context, tx queuemax.Tx, args []HourlyArgs) ([]queuemax.JobID, error) {
-	return t.EnqueueManyTx(ctx, tx, args)
+	return t.task.EnqueueManyTx(ctx, tx, args)
 }
 
 // With returns a copy of t whose enqueues apply o (priority, retries,
 // partition key, run-at) on top of the task's defaults and earlier
 // overrides. t itself is unchanged.
 func (t HourlyTask) With(o queuemax.Opts) HourlyTask {
-	return HourlyTask{t.Task.With(o)}
+	return HourlyTask{t.task.With(o)}
 }
 
 // Call runs Hourly synchronously in this goroutine and returns its error,
@@ -177,11 +194,28 @@ func nightlyFunc(ctx context.Context, a NightlyArgs) error {
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
-// Call still works. Stats, Name and Client come from the embedded
-// [queuemax.Task]. A handle is a small value, safe to copy and to use
-// concurrently.
+// Call still works. A handle is a small value, safe to copy and to use
+// concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
+// Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
+// wraps is not exposed, so these are the only ones.
 type NightlyTask struct {
-	queuemax.Task[NightlyArgs]
+	task queuemax.Task[NightlyArgs]
+}
+
+// Name returns the task name stored in each Nightly job row.
+func (t NightlyTask) Name() string {
+	return t.task.Name()
+}
+
+// Client returns the client the handle is bound to, or nil.
+func (t NightlyTask) Client() *queuemax.Client {
+	return t.task.Client()
+}
+
+// Stats returns the counts of Nightly jobs by status. It returns
+// [queuemax.ErrNotBound] for an unbound handle.
+func (t NightlyTask) Stats(ctx context.Context) (queuemax.TaskStats, error) {
+	return t.task.Stats(ctx)
 }
 
 // Delay enqueues one Nightly job to run as soon as a worker is free and
@@ -192,7 +226,7 @@ type NightlyTask struct {
 // [queuemax.ErrClosed] after [queuemax.Client.Close], or ctx's error if
 // ctx ends first. It is safe for concurrent use.
 func (t NightlyTask) Delay(ctx context.Context) (queuemax.JobID, error) {
-	return t.Enqueue(ctx, NightlyArgs{})
+	return t.task.Enqueue(ctx, NightlyArgs{})
 }
 
 // DelayTx enqueues one Nightly job inside tx, the application's open
@@ -200,54 +234,54 @@ func (t NightlyTask) Delay(ctx context.Context) (queuemax.JobID, error) {
 // its ID: the job exists if and only if tx commits. On the SQLite store it
 // returns [queuemax.ErrTxUnsupported]; see [queuemax.Client.EnqueueTx].
 func (t NightlyTask) DelayTx(ctx context.Context, tx queuemax.Tx) (queuemax.JobID, error) {
-	return t.EnqueueTx(ctx, tx, NightlyArgs{})
+	return t.task.EnqueueTx(ctx, tx, NightlyArgs{})
 }
 
 // ScheduleAt enqueues one Nightly job that becomes ready at at, and
 // returns its ID. The job is durable once ScheduleAt returns nil.
 func (t NightlyTask) ScheduleAt(ctx context.Context, at time.Time) (queuemax.JobID, error) {
-	return t.EnqueueAt(ctx, at, NightlyArgs{})
+	return t.task.EnqueueAt(ctx, at, NightlyArgs{})
 }
 
 // ScheduleAtTx enqueues one Nightly job inside tx that becomes ready at
 // at, and returns its ID; the job exists if and only if tx commits (see
 // DelayTx).
 func (t NightlyTask) ScheduleAtTx(ctx context.Context, tx queuemax.Tx, at time.Time) (queuemax.JobID, error) {
-	return t.EnqueueAtTx(ctx, tx, at, NightlyArgs{})
+	return t.task.EnqueueAtTx(ctx, tx, at, NightlyArgs{})
 }
 
 // ScheduleIn enqueues one Nightly job that becomes ready after d, and
 // returns its ID. The job is durable once ScheduleIn returns nil.
 func (t NightlyTask) ScheduleIn(ctx context.Context, d time.Duration) (queuemax.JobID, error) {
-	return t.EnqueueIn(ctx, d, NightlyArgs{})
+	return t.task.EnqueueIn(ctx, d, NightlyArgs{})
 }
 
 // ScheduleInTx enqueues one Nightly job inside tx that becomes ready d
 // after this call, and returns its ID; the job exists if and only if tx
 // commits (see DelayTx).
 func (t NightlyTask) ScheduleInTx(ctx context.Context, tx queuemax.Tx, d time.Duration) (queuemax.JobID, error) {
-	return t.EnqueueInTx(ctx, tx, d, NightlyArgs{})
+	return t.task.EnqueueInTx(ctx, tx, d, NightlyArgs{})
 }
 
 // MapArgs enqueues one Nightly job per payload and returns their IDs in
 // order. The jobs are stored in one transaction per shard: if any is
 // invalid, none is stored.
 func (t NightlyTask) MapArgs(ctx context.Context, args []NightlyArgs) ([]queuemax.JobID, error) {
-	return t.EnqueueMany(ctx, args)
+	return t.task.EnqueueMany(ctx, args)
 }
 
 // MapArgsTx enqueues one Nightly job per payload inside tx and returns
 // their IDs in order; the jobs exist if and only if tx commits (see
 // DelayTx). If any is invalid, none is written.
 func (t NightlyTask) MapArgsTx(ctx context.Context, tx queuemax.Tx, args []NightlyArgs) ([]queuemax.JobID, error) {
-	return t.EnqueueManyTx(ctx, tx, args)
+	return t.task.EnqueueManyTx(ctx, tx, args)
 }
 
 // With returns a copy of t whose enqueues apply o (priority, retries,
 // partition key, run-at) on top of the task's defaults and earlier
 // overrides. t itself is unchanged.
 func (t NightlyTask) With(o queuemax.Opts) NightlyTask {
-	return NightlyTask{t.Task.With(o)}
+	return NightlyTask{t.task.With(o)}
 }
 
 // Call runs Nightly synchronously in this goroutine and returns its error,
@@ -282,11 +316,28 @@ func parisMorningFunc(ctx context.Context, a ParisMorningArgs) error {
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
-// Call still works. Stats, Name and Client come from the embedded
-// [queuemax.Task]. A handle is a small value, safe to copy and to use
-// concurrently.
+// Call still works. A handle is a small value, safe to copy and to use
+// concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
+// Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
+// wraps is not exposed, so these are the only ones.
 type ParisMorningTask struct {
-	queuemax.Task[ParisMorningArgs]
+	task queuemax.Task[ParisMorningArgs]
+}
+
+// Name returns the task name stored in each ParisMorning job row.
+func (t ParisMorningTask) Name() string {
+	return t.task.Name()
+}
+
+// Client returns the client the handle is bound to, or nil.
+func (t ParisMorningTask) Client() *queuemax.Client {
+	return t.task.Client()
+}
+
+// Stats returns the counts of ParisMorning jobs by status. It returns
+// [queuemax.ErrNotBound] for an unbound handle.
+func (t ParisMorningTask) Stats(ctx context.Context) (queuemax.TaskStats, error) {
+	return t.task.Stats(ctx)
 }
 
 // Delay enqueues one ParisMorning job to run as soon as a worker is free and
@@ -297,7 +348,7 @@ type ParisMorningTask struct {
 // [queuemax.ErrClosed] after [queuemax.Client.Close], or ctx's error if
 // ctx ends first. It is safe for concurrent use.
 func (t ParisMorningTask) Delay(ctx context.Context) (queuemax.JobID, error) {
-	return t.Enqueue(ctx, ParisMorningArgs{})
+	return t.task.Enqueue(ctx, ParisMorningArgs{})
 }
 
 // DelayTx enqueues one ParisMorning job inside tx, the application's open
@@ -305,54 +356,54 @@ func (t ParisMorningTask) Delay(ctx context.Context) (queuemax.JobID, error) {
 // its ID: the job exists if and only if tx commits. On the SQLite store it
 // returns [queuemax.ErrTxUnsupported]; see [queuemax.Client.EnqueueTx].
 func (t ParisMorningTask) DelayTx(ctx context.Context, tx queuemax.Tx) (queuemax.JobID, error) {
-	return t.EnqueueTx(ctx, tx, ParisMorningArgs{})
+	return t.task.EnqueueTx(ctx, tx, ParisMorningArgs{})
 }
 
 // ScheduleAt enqueues one ParisMorning job that becomes ready at at, and
 // returns its ID. The job is durable once ScheduleAt returns nil.
 func (t ParisMorningTask) ScheduleAt(ctx context.Context, at time.Time) (queuemax.JobID, error) {
-	return t.EnqueueAt(ctx, at, ParisMorningArgs{})
+	return t.task.EnqueueAt(ctx, at, ParisMorningArgs{})
 }
 
 // ScheduleAtTx enqueues one ParisMorning job inside tx that becomes ready at
 // at, and returns its ID; the job exists if and only if tx commits (see
 // DelayTx).
 func (t ParisMorningTask) ScheduleAtTx(ctx context.Context, tx queuemax.Tx, at time.Time) (queuemax.JobID, error) {
-	return t.EnqueueAtTx(ctx, tx, at, ParisMorningArgs{})
+	return t.task.EnqueueAtTx(ctx, tx, at, ParisMorningArgs{})
 }
 
 // ScheduleIn enqueues one ParisMorning job that becomes ready after d, and
 // returns its ID. The job is durable once ScheduleIn returns nil.
 func (t ParisMorningTask) ScheduleIn(ctx context.Context, d time.Duration) (queuemax.JobID, error) {
-	return t.EnqueueIn(ctx, d, ParisMorningArgs{})
+	return t.task.EnqueueIn(ctx, d, ParisMorningArgs{})
 }
 
 // ScheduleInTx enqueues one ParisMorning job inside tx that becomes ready d
 // after this call, and returns its ID; the job exists if and only if tx
 // commits (see DelayTx).
 func (t ParisMorningTask) ScheduleInTx(ctx context.Context, tx queuemax.Tx, d time.Duration) (queuemax.JobID, error) {
-	return t.EnqueueInTx(ctx, tx, d, ParisMorningArgs{})
+	return t.task.EnqueueInTx(ctx, tx, d, ParisMorningArgs{})
 }
 
 // MapArgs enqueues one ParisMorning job per payload and returns their IDs in
 // order. The jobs are stored in one transaction per shard: if any is
 // invalid, none is stored.
 func (t ParisMorningTask) MapArgs(ctx context.Context, args []ParisMorningArgs) ([]queuemax.JobID, error) {
-	return t.EnqueueMany(ctx, args)
+	return t.task.EnqueueMany(ctx, args)
 }
 
 // MapArgsTx enqueues one ParisMorning job per payload inside tx and returns
 // their IDs in order; the jobs exist if and only if tx commits (see
 // DelayTx). If any is invalid, none is written.
 func (t ParisMorningTask) MapArgsTx(ctx context.Context, tx queuemax.Tx, args []ParisMorningArgs) ([]queuemax.JobID, error) {
-	return t.EnqueueManyTx(ctx, tx, args)
+	return t.task.EnqueueManyTx(ctx, tx, args)
 }
 
 // With returns a copy of t whose enqueues apply o (priority, retries,
 // partition key, run-at) on top of the task's defaults and earlier
 // overrides. t itself is unchanged.
 func (t ParisMorningTask) With(o queuemax.Opts) ParisMorningTask {
-	return ParisMorningTask{t.Task.With(o)}
+	return ParisMorningTask{t.task.With(o)}
 }
 
 // Call runs ParisMorning synchronously in this goroutine and returns its error,

@@ -67,11 +67,28 @@ func cleanupOldDataFunc(ctx context.Context, a CleanupOldDataArgs) error {
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
-// Call still works. Stats, Name and Client come from the embedded
-// [queuemax.Task]. A handle is a small value, safe to copy and to use
-// concurrently.
+// Call still works. A handle is a small value, safe to copy and to use
+// concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
+// Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
+// wraps is not exposed, so these are the only ones.
 type CleanupOldDataTask struct {
-	queuemax.Task[CleanupOldDataArgs]
+	task queuemax.Task[CleanupOldDataArgs]
+}
+
+// Name returns the task name stored in each CleanupOldData job row.
+func (t CleanupOldDataTask) Name() string {
+	return t.task.Name()
+}
+
+// Client returns the client the handle is bound to, or nil.
+func (t CleanupOldDataTask) Client() *queuemax.Client {
+	return t.task.Client()
+}
+
+// Stats returns the counts of CleanupOldData jobs by status. It returns
+// [queuemax.ErrNotBound] for an unbound handle.
+func (t CleanupOldDataTask) Stats(ctx context.Context) (queuemax.TaskStats, error) {
+	return t.task.Stats(ctx)
 }
 
 // Delay enqueues one CleanupOldData job to run as soon as a worker is free and
@@ -82,7 +99,7 @@ type CleanupOldDataTask struct {
 // [queuemax.ErrClosed] after [queuemax.Client.Close], or ctx's error if
 // ctx ends first. It is safe for concurrent use.
 func (t CleanupOldDataTask) Delay(ctx context.Context) (queuemax.JobID, error) {
-	return t.Enqueue(ctx, CleanupOldDataArgs{})
+	return t.task.Enqueue(ctx, CleanupOldDataArgs{})
 }
 
 // DelayTx enqueues one CleanupOldData job inside tx, the application's open
@@ -90,54 +107,54 @@ func (t CleanupOldDataTask) Delay(ctx context.Context) (queuemax.JobID, error) {
 // its ID: the job exists if and only if tx commits. On the SQLite store it
 // returns [queuemax.ErrTxUnsupported]; see [queuemax.Client.EnqueueTx].
 func (t CleanupOldDataTask) DelayTx(ctx context.Context, tx queuemax.Tx) (queuemax.JobID, error) {
-	return t.EnqueueTx(ctx, tx, CleanupOldDataArgs{})
+	return t.task.EnqueueTx(ctx, tx, CleanupOldDataArgs{})
 }
 
 // ScheduleAt enqueues one CleanupOldData job that becomes ready at at, and
 // returns its ID. The job is durable once ScheduleAt returns nil.
 func (t CleanupOldDataTask) ScheduleAt(ctx context.Context, at time.Time) (queuemax.JobID, error) {
-	return t.EnqueueAt(ctx, at, CleanupOldDataArgs{})
+	return t.task.EnqueueAt(ctx, at, CleanupOldDataArgs{})
 }
 
 // ScheduleAtTx enqueues one CleanupOldData job inside tx that becomes ready at
 // at, and returns its ID; the job exists if and only if tx commits (see
 // DelayTx).
 func (t CleanupOldDataTask) ScheduleAtTx(ctx context.Context, tx queuemax.Tx, at time.Time) (queuemax.JobID, error) {
-	return t.EnqueueAtTx(ctx, tx, at, CleanupOldDataArgs{})
+	return t.task.EnqueueAtTx(ctx, tx, at, CleanupOldDataArgs{})
 }
 
 // ScheduleIn enqueues one CleanupOldData job that becomes ready after d, and
 // returns its ID. The job is durable once ScheduleIn returns nil.
 func (t CleanupOldDataTask) ScheduleIn(ctx context.Context, d time.Duration) (queuemax.JobID, error) {
-	return t.EnqueueIn(ctx, d, CleanupOldDataArgs{})
+	return t.task.EnqueueIn(ctx, d, CleanupOldDataArgs{})
 }
 
 // ScheduleInTx enqueues one CleanupOldData job inside tx that becomes ready d
 // after this call, and returns its ID; the job exists if and only if tx
 // commits (see DelayTx).
 func (t CleanupOldDataTask) ScheduleInTx(ctx context.Context, tx queuemax.Tx, d time.Duration) (queuemax.JobID, error) {
-	return t.EnqueueInTx(ctx, tx, d, CleanupOldDataArgs{})
+	return t.task.EnqueueInTx(ctx, tx, d, CleanupOldDataArgs{})
 }
 
 // MapArgs enqueues one CleanupOldData job per payload and returns their IDs in
 // order. The jobs are stored in one transaction per shard: if any is
 // invalid, none is stored.
 func (t CleanupOldDataTask) MapArgs(ctx context.Context, args []CleanupOldDataArgs) ([]queuemax.JobID, error) {
-	return t.EnqueueMany(ctx, args)
+	return t.task.EnqueueMany(ctx, args)
 }
 
 // MapArgsTx enqueues one CleanupOldData job per payload inside tx and returns
 // their IDs in order; the jobs exist if and only if tx commits (see
 // DelayTx). If any is invalid, none is written.
 func (t CleanupOldDataTask) MapArgsTx(ctx context.Context, tx queuemax.Tx, args []CleanupOldDataArgs) ([]queuemax.JobID, error) {
-	return t.EnqueueManyTx(ctx, tx, args)
+	return t.task.EnqueueManyTx(ctx, tx, args)
 }
 
 // With returns a copy of t whose enqueues apply o (priority, retries,
 // partition key, run-at) on top of the task's defaults and earlier
 // overrides. t itself is unchanged.
 func (t CleanupOldDataTask) With(o queuemax.Opts) CleanupOldDataTask {
-	return CleanupOldDataTask{t.Task.With(o)}
+	return CleanupOldDataTask{t.task.With(o)}
 }
 
 // Call runs CleanupOldData synchronously in this goroutine and returns its error,
@@ -174,11 +191,28 @@ func heartbeatFunc(ctx context.Context, a HeartbeatArgs) (string, error) {
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
-// Call still works. Stats, Name and Client come from the embedded
-// [queuemax.Task]. A handle is a small value, safe to copy and to use
-// concurrently.
+// Call still works. A handle is a small value, safe to copy and to use
+// concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
+// Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
+// wraps is not exposed, so these are the only ones.
 type HeartbeatTask struct {
-	queuemax.Task[HeartbeatArgs]
+	task queuemax.Task[HeartbeatArgs]
+}
+
+// Name returns the task name stored in each Heartbeat job row.
+func (t HeartbeatTask) Name() string {
+	return t.task.Name()
+}
+
+// Client returns the client the handle is bound to, or nil.
+func (t HeartbeatTask) Client() *queuemax.Client {
+	return t.task.Client()
+}
+
+// Stats returns the counts of Heartbeat jobs by status. It returns
+// [queuemax.ErrNotBound] for an unbound handle.
+func (t HeartbeatTask) Stats(ctx context.Context) (queuemax.TaskStats, error) {
+	return t.task.Stats(ctx)
 }
 
 // Delay enqueues one Heartbeat job to run as soon as a worker is free and
@@ -189,7 +223,7 @@ type HeartbeatTask struct {
 // [queuemax.ErrClosed] after [queuemax.Client.Close], or ctx's error if
 // ctx ends first. It is safe for concurrent use.
 func (t HeartbeatTask) Delay(ctx context.Context) (queuemax.JobID, error) {
-	return t.Enqueue(ctx, HeartbeatArgs{})
+	return t.task.Enqueue(ctx, HeartbeatArgs{})
 }
 
 // DelayTx enqueues one Heartbeat job inside tx, the application's open
@@ -197,54 +231,54 @@ func (t HeartbeatTask) Delay(ctx context.Context) (queuemax.JobID, error) {
 // its ID: the job exists if and only if tx commits. On the SQLite store it
 // returns [queuemax.ErrTxUnsupported]; see [queuemax.Client.EnqueueTx].
 func (t HeartbeatTask) DelayTx(ctx context.Context, tx queuemax.Tx) (queuemax.JobID, error) {
-	return t.EnqueueTx(ctx, tx, HeartbeatArgs{})
+	return t.task.EnqueueTx(ctx, tx, HeartbeatArgs{})
 }
 
 // ScheduleAt enqueues one Heartbeat job that becomes ready at at, and
 // returns its ID. The job is durable once ScheduleAt returns nil.
 func (t HeartbeatTask) ScheduleAt(ctx context.Context, at time.Time) (queuemax.JobID, error) {
-	return t.EnqueueAt(ctx, at, HeartbeatArgs{})
+	return t.task.EnqueueAt(ctx, at, HeartbeatArgs{})
 }
 
 // ScheduleAtTx enqueues one Heartbeat job inside tx that becomes ready at
 // at, and returns its ID; the job exists if and only if tx commits (see
 // DelayTx).
 func (t HeartbeatTask) ScheduleAtTx(ctx context.Context, tx queuemax.Tx, at time.Time) (queuemax.JobID, error) {
-	return t.EnqueueAtTx(ctx, tx, at, HeartbeatArgs{})
+	return t.task.EnqueueAtTx(ctx, tx, at, HeartbeatArgs{})
 }
 
 // ScheduleIn enqueues one Heartbeat job that becomes ready after d, and
 // returns its ID. The job is durable once ScheduleIn returns nil.
 func (t HeartbeatTask) ScheduleIn(ctx context.Context, d time.Duration) (queuemax.JobID, error) {
-	return t.EnqueueIn(ctx, d, HeartbeatArgs{})
+	return t.task.EnqueueIn(ctx, d, HeartbeatArgs{})
 }
 
 // ScheduleInTx enqueues one Heartbeat job inside tx that becomes ready d
 // after this call, and returns its ID; the job exists if and only if tx
 // commits (see DelayTx).
 func (t HeartbeatTask) ScheduleInTx(ctx context.Context, tx queuemax.Tx, d time.Duration) (queuemax.JobID, error) {
-	return t.EnqueueInTx(ctx, tx, d, HeartbeatArgs{})
+	return t.task.EnqueueInTx(ctx, tx, d, HeartbeatArgs{})
 }
 
 // MapArgs enqueues one Heartbeat job per payload and returns their IDs in
 // order. The jobs are stored in one transaction per shard: if any is
 // invalid, none is stored.
 func (t HeartbeatTask) MapArgs(ctx context.Context, args []HeartbeatArgs) ([]queuemax.JobID, error) {
-	return t.EnqueueMany(ctx, args)
+	return t.task.EnqueueMany(ctx, args)
 }
 
 // MapArgsTx enqueues one Heartbeat job per payload inside tx and returns
 // their IDs in order; the jobs exist if and only if tx commits (see
 // DelayTx). If any is invalid, none is written.
 func (t HeartbeatTask) MapArgsTx(ctx context.Context, tx queuemax.Tx, args []HeartbeatArgs) ([]queuemax.JobID, error) {
-	return t.EnqueueManyTx(ctx, tx, args)
+	return t.task.EnqueueManyTx(ctx, tx, args)
 }
 
 // With returns a copy of t whose enqueues apply o (priority, retries,
 // partition key, run-at) on top of the task's defaults and earlier
 // overrides. t itself is unchanged.
 func (t HeartbeatTask) With(o queuemax.Opts) HeartbeatTask {
-	return HeartbeatTask{t.Task.With(o)}
+	return HeartbeatTask{t.task.With(o)}
 }
 
 // Call runs Heartbeat synchronously in this goroutine and returns its result,
@@ -288,11 +322,28 @@ func notifyFunc(ctx context.Context, a NotifyArgs) error {
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
-// Call still works. Stats, Name and Client come from the embedded
-// [queuemax.Task]. A handle is a small value, safe to copy and to use
-// concurrently.
+// Call still works. A handle is a small value, safe to copy and to use
+// concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
+// Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
+// wraps is not exposed, so these are the only ones.
 type NotifyTask struct {
-	queuemax.Task[NotifyArgs]
+	task queuemax.Task[NotifyArgs]
+}
+
+// Name returns the task name stored in each Notify job row.
+func (t NotifyTask) Name() string {
+	return t.task.Name()
+}
+
+// Client returns the client the handle is bound to, or nil.
+func (t NotifyTask) Client() *queuemax.Client {
+	return t.task.Client()
+}
+
+// Stats returns the counts of Notify jobs by status. It returns
+// [queuemax.ErrNotBound] for an unbound handle.
+func (t NotifyTask) Stats(ctx context.Context) (queuemax.TaskStats, error) {
+	return t.task.Stats(ctx)
 }
 
 // Delay enqueues one Notify job to run as soon as a worker is free and
@@ -303,7 +354,7 @@ type NotifyTask struct {
 // [queuemax.ErrClosed] after [queuemax.Client.Close], or ctx's error if
 // ctx ends first. It is safe for concurrent use.
 func (t NotifyTask) Delay(ctx context.Context, message string) (queuemax.JobID, error) {
-	return t.Enqueue(ctx, NotifyArgs{Message: message})
+	return t.task.Enqueue(ctx, NotifyArgs{Message: message})
 }
 
 // DelayTx enqueues one Notify job inside tx, the application's open
@@ -311,33 +362,33 @@ func (t NotifyTask) Delay(ctx context.Context, message string) (queuemax.JobID, 
 // its ID: the job exists if and only if tx commits. On the SQLite store it
 // returns [queuemax.ErrTxUnsupported]; see [queuemax.Client.EnqueueTx].
 func (t NotifyTask) DelayTx(ctx context.Context, tx queuemax.Tx, message string) (queuemax.JobID, error) {
-	return t.EnqueueTx(ctx, tx, NotifyArgs{Message: message})
+	return t.task.EnqueueTx(ctx, tx, NotifyArgs{Message: message})
 }
 
 // ScheduleAt enqueues one Notify job that becomes ready at at, and
 // returns its ID. The job is durable once ScheduleAt returns nil.
 func (t NotifyTask) ScheduleAt(ctx context.Context, at time.Time, message string) (queuemax.JobID, error) {
-	return t.EnqueueAt(ctx, at, NotifyArgs{Message: message})
+	return t.task.EnqueueAt(ctx, at, NotifyArgs{Message: message})
 }
 
 // ScheduleAtTx enqueues one Notify job inside tx that becomes ready at
 // at, and returns its ID; the job exists if and only if tx commits (see
 // DelayTx).
 func (t NotifyTask) ScheduleAtTx(ctx context.Context, tx queuemax.Tx, at time.Time, message string) (queuemax.JobID, error) {
-	return t.EnqueueAtTx(ctx, tx, at, NotifyArgs{Message: message})
+	return t.task.EnqueueAtTx(ctx, tx, at, NotifyArgs{Message: message})
 }
 
 // ScheduleIn enqueues one Notify job that becomes ready after d, and
 // returns its ID. The job is durable once ScheduleIn returns nil.
 func (t NotifyTask) ScheduleIn(ctx context.Context, d time.Duration, message string) (queuemax.JobID, error) {
-	return t.EnqueueIn(ctx, d, NotifyArgs{Message: message})
+	return t.task.EnqueueIn(ctx, d, NotifyArgs{Message: message})
 }
 
 // ScheduleInTx enqueues one Notify job inside tx that becomes ready d
 // after this call, and returns its ID; the job exists if and only if tx
 // commits (see DelayTx).
 func (t NotifyTask) ScheduleInTx(ctx context.Context, tx queuemax.Tx, d time.Duration, message string) (queuemax.JobID, error) {
-	return t.EnqueueInTx(ctx, tx, d, NotifyArgs{Message: message})
+	return t.task.EnqueueInTx(ctx, tx, d, NotifyArgs{Message: message})
 }
 
 // Map enqueues one Notify job per element of message, the other parameters
@@ -348,7 +399,7 @@ func (t NotifyTask) Map(ctx context.Context, message []string) ([]queuemax.JobID
 	for i, v := range message {
 		args[i] = NotifyArgs{Message: v}
 	}
-	return t.EnqueueMany(ctx, args)
+	return t.task.EnqueueMany(ctx, args)
 }
 
 // MapTx enqueues one Notify job per element of message inside tx, the other
@@ -359,28 +410,28 @@ func (t NotifyTask) MapTx(ctx context.Context, tx queuemax.Tx, message []string)
 	for i, v := range message {
 		args[i] = NotifyArgs{Message: v}
 	}
-	return t.EnqueueManyTx(ctx, tx, args)
+	return t.task.EnqueueManyTx(ctx, tx, args)
 }
 
 // MapArgs enqueues one Notify job per payload and returns their IDs in
 // order. The jobs are stored in one transaction per shard: if any is
 // invalid, none is stored.
 func (t NotifyTask) MapArgs(ctx context.Context, args []NotifyArgs) ([]queuemax.JobID, error) {
-	return t.EnqueueMany(ctx, args)
+	return t.task.EnqueueMany(ctx, args)
 }
 
 // MapArgsTx enqueues one Notify job per payload inside tx and returns
 // their IDs in order; the jobs exist if and only if tx commits (see
 // DelayTx). If any is invalid, none is written.
 func (t NotifyTask) MapArgsTx(ctx context.Context, tx queuemax.Tx, args []NotifyArgs) ([]queuemax.JobID, error) {
-	return t.EnqueueManyTx(ctx, tx, args)
+	return t.task.EnqueueManyTx(ctx, tx, args)
 }
 
 // With returns a copy of t whose enqueues apply o (priority, retries,
 // partition key, run-at) on top of the task's defaults and earlier
 // overrides. t itself is unchanged.
 func (t NotifyTask) With(o queuemax.Opts) NotifyTask {
-	return NotifyTask{t.Task.With(o)}
+	return NotifyTask{t.task.With(o)}
 }
 
 // Call runs Notify synchronously in this goroutine and returns its error,

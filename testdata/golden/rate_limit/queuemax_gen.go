@@ -72,11 +72,28 @@ func archiveFunc(ctx context.Context, a ArchiveArgs) error {
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
-// Call still works. Stats, Name and Client come from the embedded
-// [queuemax.Task]. A handle is a small value, safe to copy and to use
-// concurrently.
+// Call still works. A handle is a small value, safe to copy and to use
+// concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
+// Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
+// wraps is not exposed, so these are the only ones.
 type ArchiveTask struct {
-	queuemax.Task[ArchiveArgs]
+	task queuemax.Task[ArchiveArgs]
+}
+
+// Name returns the task name stored in each Archive job row.
+func (t ArchiveTask) Name() string {
+	return t.task.Name()
+}
+
+// Client returns the client the handle is bound to, or nil.
+func (t ArchiveTask) Client() *queuemax.Client {
+	return t.task.Client()
+}
+
+// Stats returns the counts of Archive jobs by status. It returns
+// [queuemax.ErrNotBound] for an unbound handle.
+func (t ArchiveTask) Stats(ctx context.Context) (queuemax.TaskStats, error) {
+	return t.task.Stats(ctx)
 }
 
 // Delay enqueues one Archive job to run as soon as a worker is free and
@@ -87,7 +104,7 @@ type ArchiveTask struct {
 // [queuemax.ErrClosed] after [queuemax.Client.Close], or ctx's error if
 // ctx ends first. It is safe for concurrent use.
 func (t ArchiveTask) Delay(ctx context.Context, id_ int) (queuemax.JobID, error) {
-	return t.Enqueue(ctx, ArchiveArgs{ID: id_})
+	return t.task.Enqueue(ctx, ArchiveArgs{ID: id_})
 }
 
 // DelayTx enqueues one Archive job inside tx, the application's open
@@ -95,33 +112,33 @@ func (t ArchiveTask) Delay(ctx context.Context, id_ int) (queuemax.JobID, error)
 // its ID: the job exists if and only if tx commits. On the SQLite store it
 // returns [queuemax.ErrTxUnsupported]; see [queuemax.Client.EnqueueTx].
 func (t ArchiveTask) DelayTx(ctx context.Context, tx queuemax.Tx, id_ int) (queuemax.JobID, error) {
-	return t.EnqueueTx(ctx, tx, ArchiveArgs{ID: id_})
+	return t.task.EnqueueTx(ctx, tx, ArchiveArgs{ID: id_})
 }
 
 // ScheduleAt enqueues one Archive job that becomes ready at at, and
 // returns its ID. The job is durable once ScheduleAt returns nil.
 func (t ArchiveTask) ScheduleAt(ctx context.Context, at time.Time, id_ int) (queuemax.JobID, error) {
-	return t.EnqueueAt(ctx, at, ArchiveArgs{ID: id_})
+	return t.task.EnqueueAt(ctx, at, ArchiveArgs{ID: id_})
 }
 
 // ScheduleAtTx enqueues one Archive job inside tx that becomes ready at
 // at, and returns its ID; the job exists if and only if tx commits (see
 // DelayTx).
 func (t ArchiveTask) ScheduleAtTx(ctx context.Context, tx queuemax.Tx, at time.Time, id_ int) (queuemax.JobID, error) {
-	return t.EnqueueAtTx(ctx, tx, at, ArchiveArgs{ID: id_})
+	return t.task.EnqueueAtTx(ctx, tx, at, ArchiveArgs{ID: id_})
 }
 
 // ScheduleIn enqueues one Archive job that becomes ready after d, and
 // returns its ID. The job is durable once ScheduleIn returns nil.
 func (t ArchiveTask) ScheduleIn(ctx context.Context, d time.Duration, id_ int) (queuemax.JobID, error) {
-	return t.EnqueueIn(ctx, d, ArchiveArgs{ID: id_})
+	return t.task.EnqueueIn(ctx, d, ArchiveArgs{ID: id_})
 }
 
 // ScheduleInTx enqueues one Archive job inside tx that becomes ready d
 // after this call, and returns its ID; the job exists if and only if tx
 // commits (see DelayTx).
 func (t ArchiveTask) ScheduleInTx(ctx context.Context, tx queuemax.Tx, d time.Duration, id_ int) (queuemax.JobID, error) {
-	return t.EnqueueInTx(ctx, tx, d, ArchiveArgs{ID: id_})
+	return t.task.EnqueueInTx(ctx, tx, d, ArchiveArgs{ID: id_})
 }
 
 // Map enqueues one Archive job per element of id_, the other parameters
@@ -132,7 +149,7 @@ func (t ArchiveTask) Map(ctx context.Context, id_ []int) ([]queuemax.JobID, erro
 	for i, v := range id_ {
 		args[i] = ArchiveArgs{ID: v}
 	}
-	return t.EnqueueMany(ctx, args)
+	return t.task.EnqueueMany(ctx, args)
 }
 
 // MapTx enqueues one Archive job per element of id_ inside tx, the other
@@ -143,28 +160,28 @@ func (t ArchiveTask) MapTx(ctx context.Context, tx queuemax.Tx, id_ []int) ([]qu
 	for i, v := range id_ {
 		args[i] = ArchiveArgs{ID: v}
 	}
-	return t.EnqueueManyTx(ctx, tx, args)
+	return t.task.EnqueueManyTx(ctx, tx, args)
 }
 
 // MapArgs enqueues one Archive job per payload and returns their IDs in
 // order. The jobs are stored in one transaction per shard: if any is
 // invalid, none is stored.
 func (t ArchiveTask) MapArgs(ctx context.Context, args []ArchiveArgs) ([]queuemax.JobID, error) {
-	return t.EnqueueMany(ctx, args)
+	return t.task.EnqueueMany(ctx, args)
 }
 
 // MapArgsTx enqueues one Archive job per payload inside tx and returns
 // their IDs in order; the jobs exist if and only if tx commits (see
 // DelayTx). If any is invalid, none is written.
 func (t ArchiveTask) MapArgsTx(ctx context.Context, tx queuemax.Tx, args []ArchiveArgs) ([]queuemax.JobID, error) {
-	return t.EnqueueManyTx(ctx, tx, args)
+	return t.task.EnqueueManyTx(ctx, tx, args)
 }
 
 // With returns a copy of t whose enqueues apply o (priority, retries,
 // partition key, run-at) on top of the task's defaults and earlier
 // overrides. t itself is unchanged.
 func (t ArchiveTask) With(o queuemax.Opts) ArchiveTask {
-	return ArchiveTask{t.Task.With(o)}
+	return ArchiveTask{t.task.With(o)}
 }
 
 // Call runs Archive synchronously in this goroutine and returns its error,
@@ -206,11 +223,28 @@ func callAPIFunc(ctx context.Context, a CallAPIArgs) error {
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
-// Call still works. Stats, Name and Client come from the embedded
-// [queuemax.Task]. A handle is a small value, safe to copy and to use
-// concurrently.
+// Call still works. A handle is a small value, safe to copy and to use
+// concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
+// Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
+// wraps is not exposed, so these are the only ones.
 type CallAPITask struct {
-	queuemax.Task[CallAPIArgs]
+	task queuemax.Task[CallAPIArgs]
+}
+
+// Name returns the task name stored in each CallAPI job row.
+func (t CallAPITask) Name() string {
+	return t.task.Name()
+}
+
+// Client returns the client the handle is bound to, or nil.
+func (t CallAPITask) Client() *queuemax.Client {
+	return t.task.Client()
+}
+
+// Stats returns the counts of CallAPI jobs by status. It returns
+// [queuemax.ErrNotBound] for an unbound handle.
+func (t CallAPITask) Stats(ctx context.Context) (queuemax.TaskStats, error) {
+	return t.task.Stats(ctx)
 }
 
 // Delay enqueues one CallAPI job to run as soon as a worker is free and
@@ -221,7 +255,7 @@ type CallAPITask struct {
 // [queuemax.ErrClosed] after [queuemax.Client.Close], or ctx's error if
 // ctx ends first. It is safe for concurrent use.
 func (t CallAPITask) Delay(ctx context.Context, endpoint string) (queuemax.JobID, error) {
-	return t.Enqueue(ctx, CallAPIArgs{Endpoint: endpoint})
+	return t.task.Enqueue(ctx, CallAPIArgs{Endpoint: endpoint})
 }
 
 // DelayTx enqueues one CallAPI job inside tx, the application's open
@@ -229,33 +263,33 @@ func (t CallAPITask) Delay(ctx context.Context, endpoint string) (queuemax.JobID
 // its ID: the job exists if and only if tx commits. On the SQLite store it
 // returns [queuemax.ErrTxUnsupported]; see [queuemax.Client.EnqueueTx].
 func (t CallAPITask) DelayTx(ctx context.Context, tx queuemax.Tx, endpoint string) (queuemax.JobID, error) {
-	return t.EnqueueTx(ctx, tx, CallAPIArgs{Endpoint: endpoint})
+	return t.task.EnqueueTx(ctx, tx, CallAPIArgs{Endpoint: endpoint})
 }
 
 // ScheduleAt enqueues one CallAPI job that becomes ready at at, and
 // returns its ID. The job is durable once ScheduleAt returns nil.
 func (t CallAPITask) ScheduleAt(ctx context.Context, at time.Time, endpoint string) (queuemax.JobID, error) {
-	return t.EnqueueAt(ctx, at, CallAPIArgs{Endpoint: endpoint})
+	return t.task.EnqueueAt(ctx, at, CallAPIArgs{Endpoint: endpoint})
 }
 
 // ScheduleAtTx enqueues one CallAPI job inside tx that becomes ready at
 // at, and returns its ID; the job exists if and only if tx commits (see
 // DelayTx).
 func (t CallAPITask) ScheduleAtTx(ctx context.Context, tx queuemax.Tx, at time.Time, endpoint string) (queuemax.JobID, error) {
-	return t.EnqueueAtTx(ctx, tx, at, CallAPIArgs{Endpoint: endpoint})
+	return t.task.EnqueueAtTx(ctx, tx, at, CallAPIArgs{Endpoint: endpoint})
 }
 
 // ScheduleIn enqueues one CallAPI job that becomes ready after d, and
 // returns its ID. The job is durable once ScheduleIn returns nil.
 func (t CallAPITask) ScheduleIn(ctx context.Context, d time.Duration, endpoint string) (queuemax.JobID, error) {
-	return t.EnqueueIn(ctx, d, CallAPIArgs{Endpoint: endpoint})
+	return t.task.EnqueueIn(ctx, d, CallAPIArgs{Endpoint: endpoint})
 }
 
 // ScheduleInTx enqueues one CallAPI job inside tx that becomes ready d
 // after this call, and returns its ID; the job exists if and only if tx
 // commits (see DelayTx).
 func (t CallAPITask) ScheduleInTx(ctx context.Context, tx queuemax.Tx, d time.Duration, endpoint string) (queuemax.JobID, error) {
-	return t.EnqueueInTx(ctx, tx, d, CallAPIArgs{Endpoint: endpoint})
+	return t.task.EnqueueInTx(ctx, tx, d, CallAPIArgs{Endpoint: endpoint})
 }
 
 // Map enqueues one CallAPI job per element of endpoint, the other parameters
@@ -266,7 +300,7 @@ func (t CallAPITask) Map(ctx context.Context, endpoint []string) ([]queuemax.Job
 	for i, v := range endpoint {
 		args[i] = CallAPIArgs{Endpoint: v}
 	}
-	return t.EnqueueMany(ctx, args)
+	return t.task.EnqueueMany(ctx, args)
 }
 
 // MapTx enqueues one CallAPI job per element of endpoint inside tx, the other
@@ -277,28 +311,28 @@ func (t CallAPITask) MapTx(ctx context.Context, tx queuemax.Tx, endpoint []strin
 	for i, v := range endpoint {
 		args[i] = CallAPIArgs{Endpoint: v}
 	}
-	return t.EnqueueManyTx(ctx, tx, args)
+	return t.task.EnqueueManyTx(ctx, tx, args)
 }
 
 // MapArgs enqueues one CallAPI job per payload and returns their IDs in
 // order. The jobs are stored in one transaction per shard: if any is
 // invalid, none is stored.
 func (t CallAPITask) MapArgs(ctx context.Context, args []CallAPIArgs) ([]queuemax.JobID, error) {
-	return t.EnqueueMany(ctx, args)
+	return t.task.EnqueueMany(ctx, args)
 }
 
 // MapArgsTx enqueues one CallAPI job per payload inside tx and returns
 // their IDs in order; the jobs exist if and only if tx commits (see
 // DelayTx). If any is invalid, none is written.
 func (t CallAPITask) MapArgsTx(ctx context.Context, tx queuemax.Tx, args []CallAPIArgs) ([]queuemax.JobID, error) {
-	return t.EnqueueManyTx(ctx, tx, args)
+	return t.task.EnqueueManyTx(ctx, tx, args)
 }
 
 // With returns a copy of t whose enqueues apply o (priority, retries,
 // partition key, run-at) on top of the task's defaults and earlier
 // overrides. t itself is unchanged.
 func (t CallAPITask) With(o queuemax.Opts) CallAPITask {
-	return CallAPITask{t.Task.With(o)}
+	return CallAPITask{t.task.With(o)}
 }
 
 // Call runs CallAPI synchronously in this goroutine and returns its error,
@@ -340,11 +374,28 @@ func exportFunc(ctx context.Context, a ExportArgs) error {
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
-// Call still works. Stats, Name and Client come from the embedded
-// [queuemax.Task]. A handle is a small value, safe to copy and to use
-// concurrently.
+// Call still works. A handle is a small value, safe to copy and to use
+// concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
+// Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
+// wraps is not exposed, so these are the only ones.
 type ExportTask struct {
-	queuemax.Task[ExportArgs]
+	task queuemax.Task[ExportArgs]
+}
+
+// Name returns the task name stored in each Export job row.
+func (t ExportTask) Name() string {
+	return t.task.Name()
+}
+
+// Client returns the client the handle is bound to, or nil.
+func (t ExportTask) Client() *queuemax.Client {
+	return t.task.Client()
+}
+
+// Stats returns the counts of Export jobs by status. It returns
+// [queuemax.ErrNotBound] for an unbound handle.
+func (t ExportTask) Stats(ctx context.Context) (queuemax.TaskStats, error) {
+	return t.task.Stats(ctx)
 }
 
 // Delay enqueues one Export job to run as soon as a worker is free and
@@ -355,7 +406,7 @@ type ExportTask struct {
 // [queuemax.ErrClosed] after [queuemax.Client.Close], or ctx's error if
 // ctx ends first. It is safe for concurrent use.
 func (t ExportTask) Delay(ctx context.Context, format string) (queuemax.JobID, error) {
-	return t.Enqueue(ctx, ExportArgs{Format: format})
+	return t.task.Enqueue(ctx, ExportArgs{Format: format})
 }
 
 // DelayTx enqueues one Export job inside tx, the application's open
@@ -363,33 +414,33 @@ func (t ExportTask) Delay(ctx context.Context, format string) (queuemax.JobID, e
 // its ID: the job exists if and only if tx commits. On the SQLite store it
 // returns [queuemax.ErrTxUnsupported]; see [queuemax.Client.EnqueueTx].
 func (t ExportTask) DelayTx(ctx context.Context, tx queuemax.Tx, format string) (queuemax.JobID, error) {
-	return t.EnqueueTx(ctx, tx, ExportArgs{Format: format})
+	return t.task.EnqueueTx(ctx, tx, ExportArgs{Format: format})
 }
 
 // ScheduleAt enqueues one Export job that becomes ready at at, and
 // returns its ID. The job is durable once ScheduleAt returns nil.
 func (t ExportTask) ScheduleAt(ctx context.Context, at time.Time, format string) (queuemax.JobID, error) {
-	return t.EnqueueAt(ctx, at, ExportArgs{Format: format})
+	return t.task.EnqueueAt(ctx, at, ExportArgs{Format: format})
 }
 
 // ScheduleAtTx enqueues one Export job inside tx that becomes ready at
 // at, and returns its ID; the job exists if and only if tx commits (see
 // DelayTx).
 func (t ExportTask) ScheduleAtTx(ctx context.Context, tx queuemax.Tx, at time.Time, format string) (queuemax.JobID, error) {
-	return t.EnqueueAtTx(ctx, tx, at, ExportArgs{Format: format})
+	return t.task.EnqueueAtTx(ctx, tx, at, ExportArgs{Format: format})
 }
 
 // ScheduleIn enqueues one Export job that becomes ready after d, and
 // returns its ID. The job is durable once ScheduleIn returns nil.
 func (t ExportTask) ScheduleIn(ctx context.Context, d time.Duration, format string) (queuemax.JobID, error) {
-	return t.EnqueueIn(ctx, d, ExportArgs{Format: format})
+	return t.task.EnqueueIn(ctx, d, ExportArgs{Format: format})
 }
 
 // ScheduleInTx enqueues one Export job inside tx that becomes ready d
 // after this call, and returns its ID; the job exists if and only if tx
 // commits (see DelayTx).
 func (t ExportTask) ScheduleInTx(ctx context.Context, tx queuemax.Tx, d time.Duration, format string) (queuemax.JobID, error) {
-	return t.EnqueueInTx(ctx, tx, d, ExportArgs{Format: format})
+	return t.task.EnqueueInTx(ctx, tx, d, ExportArgs{Format: format})
 }
 
 // Map enqueues one Export job per element of format, the other parameters
@@ -400,7 +451,7 @@ func (t ExportTask) Map(ctx context.Context, format []string) ([]queuemax.JobID,
 	for i, v := range format {
 		args[i] = ExportArgs{Format: v}
 	}
-	return t.EnqueueMany(ctx, args)
+	return t.task.EnqueueMany(ctx, args)
 }
 
 // MapTx enqueues one Export job per element of format inside tx, the other
@@ -411,28 +462,28 @@ func (t ExportTask) MapTx(ctx context.Context, tx queuemax.Tx, format []string) 
 	for i, v := range format {
 		args[i] = ExportArgs{Format: v}
 	}
-	return t.EnqueueManyTx(ctx, tx, args)
+	return t.task.EnqueueManyTx(ctx, tx, args)
 }
 
 // MapArgs enqueues one Export job per payload and returns their IDs in
 // order. The jobs are stored in one transaction per shard: if any is
 // invalid, none is stored.
 func (t ExportTask) MapArgs(ctx context.Context, args []ExportArgs) ([]queuemax.JobID, error) {
-	return t.EnqueueMany(ctx, args)
+	return t.task.EnqueueMany(ctx, args)
 }
 
 // MapArgsTx enqueues one Export job per payload inside tx and returns
 // their IDs in order; the jobs exist if and only if tx commits (see
 // DelayTx). If any is invalid, none is written.
 func (t ExportTask) MapArgsTx(ctx context.Context, tx queuemax.Tx, args []ExportArgs) ([]queuemax.JobID, error) {
-	return t.EnqueueManyTx(ctx, tx, args)
+	return t.task.EnqueueManyTx(ctx, tx, args)
 }
 
 // With returns a copy of t whose enqueues apply o (priority, retries,
 // partition key, run-at) on top of the task's defaults and earlier
 // overrides. t itself is unchanged.
 func (t ExportTask) With(o queuemax.Opts) ExportTask {
-	return ExportTask{t.Task.With(o)}
+	return ExportTask{t.task.With(o)}
 }
 
 // Call runs Export synchronously in this goroutine and returns its error,
@@ -475,11 +526,28 @@ func syncAccountFunc(ctx context.Context, a SyncAccountArgs) error {
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
-// Call still works. Stats, Name and Client come from the embedded
-// [queuemax.Task]. A handle is a small value, safe to copy and to use
-// concurrently.
+// Call still works. A handle is a small value, safe to copy and to use
+// concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
+// Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
+// wraps is not exposed, so these are the only ones.
 type SyncAccountTask struct {
-	queuemax.Task[SyncAccountArgs]
+	task queuemax.Task[SyncAccountArgs]
+}
+
+// Name returns the task name stored in each SyncAccount job row.
+func (t SyncAccountTask) Name() string {
+	return t.task.Name()
+}
+
+// Client returns the client the handle is bound to, or nil.
+func (t SyncAccountTask) Client() *queuemax.Client {
+	return t.task.Client()
+}
+
+// Stats returns the counts of SyncAccount jobs by status. It returns
+// [queuemax.ErrNotBound] for an unbound handle.
+func (t SyncAccountTask) Stats(ctx context.Context) (queuemax.TaskStats, error) {
+	return t.task.Stats(ctx)
 }
 
 // Delay enqueues one SyncAccount job to run as soon as a worker is free and
@@ -490,7 +558,7 @@ type SyncAccountTask struct {
 // [queuemax.ErrClosed] after [queuemax.Client.Close], or ctx's error if
 // ctx ends first. It is safe for concurrent use.
 func (t SyncAccountTask) Delay(ctx context.Context, accountID string) (queuemax.JobID, error) {
-	return t.Enqueue(ctx, SyncAccountArgs{AccountID: accountID})
+	return t.task.Enqueue(ctx, SyncAccountArgs{AccountID: accountID})
 }
 
 // DelayTx enqueues one SyncAccount job inside tx, the application's open
@@ -498,33 +566,33 @@ func (t SyncAccountTask) Delay(ctx context.Context, accountID string) (queuemax.
 // its ID: the job exists if and only if tx commits. On the SQLite store it
 // returns [queuemax.ErrTxUnsupported]; see [queuemax.Client.EnqueueTx].
 func (t SyncAccountTask) DelayTx(ctx context.Context, tx queuemax.Tx, accountID string) (queuemax.JobID, error) {
-	return t.EnqueueTx(ctx, tx, SyncAccountArgs{AccountID: accountID})
+	return t.task.EnqueueTx(ctx, tx, SyncAccountArgs{AccountID: accountID})
 }
 
 // ScheduleAt enqueues one SyncAccount job that becomes ready at at, and
 // returns its ID. The job is durable once ScheduleAt returns nil.
 func (t SyncAccountTask) ScheduleAt(ctx context.Context, at time.Time, accountID string) (queuemax.JobID, error) {
-	return t.EnqueueAt(ctx, at, SyncAccountArgs{AccountID: accountID})
+	return t.task.EnqueueAt(ctx, at, SyncAccountArgs{AccountID: accountID})
 }
 
 // ScheduleAtTx enqueues one SyncAccount job inside tx that becomes ready at
 // at, and returns its ID; the job exists if and only if tx commits (see
 // DelayTx).
 func (t SyncAccountTask) ScheduleAtTx(ctx context.Context, tx queuemax.Tx, at time.Time, accountID string) (queuemax.JobID, error) {
-	return t.EnqueueAtTx(ctx, tx, at, SyncAccountArgs{AccountID: accountID})
+	return t.task.EnqueueAtTx(ctx, tx, at, SyncAccountArgs{AccountID: accountID})
 }
 
 // ScheduleIn enqueues one SyncAccount job that becomes ready after d, and
 // returns its ID. The job is durable once ScheduleIn returns nil.
 func (t SyncAccountTask) ScheduleIn(ctx context.Context, d time.Duration, accountID string) (queuemax.JobID, error) {
-	return t.EnqueueIn(ctx, d, SyncAccountArgs{AccountID: accountID})
+	return t.task.EnqueueIn(ctx, d, SyncAccountArgs{AccountID: accountID})
 }
 
 // ScheduleInTx enqueues one SyncAccount job inside tx that becomes ready d
 // after this call, and returns its ID; the job exists if and only if tx
 // commits (see DelayTx).
 func (t SyncAccountTask) ScheduleInTx(ctx context.Context, tx queuemax.Tx, d time.Duration, accountID string) (queuemax.JobID, error) {
-	return t.EnqueueInTx(ctx, tx, d, SyncAccountArgs{AccountID: accountID})
+	return t.task.EnqueueInTx(ctx, tx, d, SyncAccountArgs{AccountID: accountID})
 }
 
 // Map enqueues one SyncAccount job per element of accountID, the other parameters
@@ -535,7 +603,7 @@ func (t SyncAccountTask) Map(ctx context.Context, accountID []string) ([]queuema
 	for i, v := range accountID {
 		args[i] = SyncAccountArgs{AccountID: v}
 	}
-	return t.EnqueueMany(ctx, args)
+	return t.task.EnqueueMany(ctx, args)
 }
 
 // MapTx enqueues one SyncAccount job per element of accountID inside tx, the other
@@ -546,28 +614,28 @@ func (t SyncAccountTask) MapTx(ctx context.Context, tx queuemax.Tx, accountID []
 	for i, v := range accountID {
 		args[i] = SyncAccountArgs{AccountID: v}
 	}
-	return t.EnqueueManyTx(ctx, tx, args)
+	return t.task.EnqueueManyTx(ctx, tx, args)
 }
 
 // MapArgs enqueues one SyncAccount job per payload and returns their IDs in
 // order. The jobs are stored in one transaction per shard: if any is
 // invalid, none is stored.
 func (t SyncAccountTask) MapArgs(ctx context.Context, args []SyncAccountArgs) ([]queuemax.JobID, error) {
-	return t.EnqueueMany(ctx, args)
+	return t.task.EnqueueMany(ctx, args)
 }
 
 // MapArgsTx enqueues one SyncAccount job per payload inside tx and returns
 // their IDs in order; the jobs exist if and only if tx commits (see
 // DelayTx). If any is invalid, none is written.
 func (t SyncAccountTask) MapArgsTx(ctx context.Context, tx queuemax.Tx, args []SyncAccountArgs) ([]queuemax.JobID, error) {
-	return t.EnqueueManyTx(ctx, tx, args)
+	return t.task.EnqueueManyTx(ctx, tx, args)
 }
 
 // With returns a copy of t whose enqueues apply o (priority, retries,
 // partition key, run-at) on top of the task's defaults and earlier
 // overrides. t itself is unchanged.
 func (t SyncAccountTask) With(o queuemax.Opts) SyncAccountTask {
-	return SyncAccountTask{t.Task.With(o)}
+	return SyncAccountTask{t.task.With(o)}
 }
 
 // Call runs SyncAccount synchronously in this goroutine and returns its error,

@@ -63,11 +63,28 @@ func countFunc(ctx context.Context, a CountArgs) (int, error) {
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
-// Call still works. Stats, Name and Client come from the embedded
-// [queuemax.Task]. A handle is a small value, safe to copy and to use
-// concurrently.
+// Call still works. A handle is a small value, safe to copy and to use
+// concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
+// Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
+// wraps is not exposed, so these are the only ones.
 type CountTask struct {
-	queuemax.Task[CountArgs]
+	task queuemax.Task[CountArgs]
+}
+
+// Name returns the task name stored in each Count job row.
+func (t CountTask) Name() string {
+	return t.task.Name()
+}
+
+// Client returns the client the handle is bound to, or nil.
+func (t CountTask) Client() *queuemax.Client {
+	return t.task.Client()
+}
+
+// Stats returns the counts of Count jobs by status. It returns
+// [queuemax.ErrNotBound] for an unbound handle.
+func (t CountTask) Stats(ctx context.Context) (queuemax.TaskStats, error) {
+	return t.task.Stats(ctx)
 }
 
 // Delay enqueues one Count job to run as soon as a worker is free and
@@ -78,7 +95,7 @@ type CountTask struct {
 // [queuemax.ErrClosed] after [queuemax.Client.Close], or ctx's error if
 // ctx ends first. It is safe for concurrent use.
 func (t CountTask) Delay(ctx context.Context) (queuemax.JobID, error) {
-	return t.Enqueue(ctx, CountArgs{})
+	return t.task.Enqueue(ctx, CountArgs{})
 }
 
 // DelayTx enqueues one Count job inside tx, the application's open
@@ -86,54 +103,54 @@ func (t CountTask) Delay(ctx context.Context) (queuemax.JobID, error) {
 // its ID: the job exists if and only if tx commits. On the SQLite store it
 // returns [queuemax.ErrTxUnsupported]; see [queuemax.Client.EnqueueTx].
 func (t CountTask) DelayTx(ctx context.Context, tx queuemax.Tx) (queuemax.JobID, error) {
-	return t.EnqueueTx(ctx, tx, CountArgs{})
+	return t.task.EnqueueTx(ctx, tx, CountArgs{})
 }
 
 // ScheduleAt enqueues one Count job that becomes ready at at, and
 // returns its ID. The job is durable once ScheduleAt returns nil.
 func (t CountTask) ScheduleAt(ctx context.Context, at time.Time) (queuemax.JobID, error) {
-	return t.EnqueueAt(ctx, at, CountArgs{})
+	return t.task.EnqueueAt(ctx, at, CountArgs{})
 }
 
 // ScheduleAtTx enqueues one Count job inside tx that becomes ready at
 // at, and returns its ID; the job exists if and only if tx commits (see
 // DelayTx).
 func (t CountTask) ScheduleAtTx(ctx context.Context, tx queuemax.Tx, at time.Time) (queuemax.JobID, error) {
-	return t.EnqueueAtTx(ctx, tx, at, CountArgs{})
+	return t.task.EnqueueAtTx(ctx, tx, at, CountArgs{})
 }
 
 // ScheduleIn enqueues one Count job that becomes ready after d, and
 // returns its ID. The job is durable once ScheduleIn returns nil.
 func (t CountTask) ScheduleIn(ctx context.Context, d time.Duration) (queuemax.JobID, error) {
-	return t.EnqueueIn(ctx, d, CountArgs{})
+	return t.task.EnqueueIn(ctx, d, CountArgs{})
 }
 
 // ScheduleInTx enqueues one Count job inside tx that becomes ready d
 // after this call, and returns its ID; the job exists if and only if tx
 // commits (see DelayTx).
 func (t CountTask) ScheduleInTx(ctx context.Context, tx queuemax.Tx, d time.Duration) (queuemax.JobID, error) {
-	return t.EnqueueInTx(ctx, tx, d, CountArgs{})
+	return t.task.EnqueueInTx(ctx, tx, d, CountArgs{})
 }
 
 // MapArgs enqueues one Count job per payload and returns their IDs in
 // order. The jobs are stored in one transaction per shard: if any is
 // invalid, none is stored.
 func (t CountTask) MapArgs(ctx context.Context, args []CountArgs) ([]queuemax.JobID, error) {
-	return t.EnqueueMany(ctx, args)
+	return t.task.EnqueueMany(ctx, args)
 }
 
 // MapArgsTx enqueues one Count job per payload inside tx and returns
 // their IDs in order; the jobs exist if and only if tx commits (see
 // DelayTx). If any is invalid, none is written.
 func (t CountTask) MapArgsTx(ctx context.Context, tx queuemax.Tx, args []CountArgs) ([]queuemax.JobID, error) {
-	return t.EnqueueManyTx(ctx, tx, args)
+	return t.task.EnqueueManyTx(ctx, tx, args)
 }
 
 // With returns a copy of t whose enqueues apply o (priority, retries,
 // partition key, run-at) on top of the task's defaults and earlier
 // overrides. t itself is unchanged.
 func (t CountTask) With(o queuemax.Opts) CountTask {
-	return CountTask{t.Task.With(o)}
+	return CountTask{t.task.With(o)}
 }
 
 // Call runs Count synchronously in this goroutine and returns its result,
@@ -180,11 +197,28 @@ func generateReportFunc(ctx context.Context, a GenerateReportArgs) (Report, erro
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
-// Call still works. Stats, Name and Client come from the embedded
-// [queuemax.Task]. A handle is a small value, safe to copy and to use
-// concurrently.
+// Call still works. A handle is a small value, safe to copy and to use
+// concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
+// Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
+// wraps is not exposed, so these are the only ones.
 type GenerateReportTask struct {
-	queuemax.Task[GenerateReportArgs]
+	task queuemax.Task[GenerateReportArgs]
+}
+
+// Name returns the task name stored in each GenerateReport job row.
+func (t GenerateReportTask) Name() string {
+	return t.task.Name()
+}
+
+// Client returns the client the handle is bound to, or nil.
+func (t GenerateReportTask) Client() *queuemax.Client {
+	return t.task.Client()
+}
+
+// Stats returns the counts of GenerateReport jobs by status. It returns
+// [queuemax.ErrNotBound] for an unbound handle.
+func (t GenerateReportTask) Stats(ctx context.Context) (queuemax.TaskStats, error) {
+	return t.task.Stats(ctx)
 }
 
 // Delay enqueues one GenerateReport job to run as soon as a worker is free and
@@ -195,7 +229,7 @@ type GenerateReportTask struct {
 // [queuemax.ErrClosed] after [queuemax.Client.Close], or ctx's error if
 // ctx ends first. It is safe for concurrent use.
 func (t GenerateReportTask) Delay(ctx context.Context, userID int64, month string) (queuemax.JobID, error) {
-	return t.Enqueue(ctx, GenerateReportArgs{UserID: userID, Month: month})
+	return t.task.Enqueue(ctx, GenerateReportArgs{UserID: userID, Month: month})
 }
 
 // DelayTx enqueues one GenerateReport job inside tx, the application's open
@@ -203,33 +237,33 @@ func (t GenerateReportTask) Delay(ctx context.Context, userID int64, month strin
 // its ID: the job exists if and only if tx commits. On the SQLite store it
 // returns [queuemax.ErrTxUnsupported]; see [queuemax.Client.EnqueueTx].
 func (t GenerateReportTask) DelayTx(ctx context.Context, tx queuemax.Tx, userID int64, month string) (queuemax.JobID, error) {
-	return t.EnqueueTx(ctx, tx, GenerateReportArgs{UserID: userID, Month: month})
+	return t.task.EnqueueTx(ctx, tx, GenerateReportArgs{UserID: userID, Month: month})
 }
 
 // ScheduleAt enqueues one GenerateReport job that becomes ready at at, and
 // returns its ID. The job is durable once ScheduleAt returns nil.
 func (t GenerateReportTask) ScheduleAt(ctx context.Context, at time.Time, userID int64, month string) (queuemax.JobID, error) {
-	return t.EnqueueAt(ctx, at, GenerateReportArgs{UserID: userID, Month: month})
+	return t.task.EnqueueAt(ctx, at, GenerateReportArgs{UserID: userID, Month: month})
 }
 
 // ScheduleAtTx enqueues one GenerateReport job inside tx that becomes ready at
 // at, and returns its ID; the job exists if and only if tx commits (see
 // DelayTx).
 func (t GenerateReportTask) ScheduleAtTx(ctx context.Context, tx queuemax.Tx, at time.Time, userID int64, month string) (queuemax.JobID, error) {
-	return t.EnqueueAtTx(ctx, tx, at, GenerateReportArgs{UserID: userID, Month: month})
+	return t.task.EnqueueAtTx(ctx, tx, at, GenerateReportArgs{UserID: userID, Month: month})
 }
 
 // ScheduleIn enqueues one GenerateReport job that becomes ready after d, and
 // returns its ID. The job is durable once ScheduleIn returns nil.
 func (t GenerateReportTask) ScheduleIn(ctx context.Context, d time.Duration, userID int64, month string) (queuemax.JobID, error) {
-	return t.EnqueueIn(ctx, d, GenerateReportArgs{UserID: userID, Month: month})
+	return t.task.EnqueueIn(ctx, d, GenerateReportArgs{UserID: userID, Month: month})
 }
 
 // ScheduleInTx enqueues one GenerateReport job inside tx that becomes ready d
 // after this call, and returns its ID; the job exists if and only if tx
 // commits (see DelayTx).
 func (t GenerateReportTask) ScheduleInTx(ctx context.Context, tx queuemax.Tx, d time.Duration, userID int64, month string) (queuemax.JobID, error) {
-	return t.EnqueueInTx(ctx, tx, d, GenerateReportArgs{UserID: userID, Month: month})
+	return t.task.EnqueueInTx(ctx, tx, d, GenerateReportArgs{UserID: userID, Month: month})
 }
 
 // Map enqueues one GenerateReport job per element of userID, the other parameters
@@ -240,7 +274,7 @@ func (t GenerateReportTask) Map(ctx context.Context, userID []int64, month strin
 	for i, v := range userID {
 		args[i] = GenerateReportArgs{UserID: v, Month: month}
 	}
-	return t.EnqueueMany(ctx, args)
+	return t.task.EnqueueMany(ctx, args)
 }
 
 // MapTx enqueues one GenerateReport job per element of userID inside tx, the other
@@ -251,28 +285,28 @@ func (t GenerateReportTask) MapTx(ctx context.Context, tx queuemax.Tx, userID []
 	for i, v := range userID {
 		args[i] = GenerateReportArgs{UserID: v, Month: month}
 	}
-	return t.EnqueueManyTx(ctx, tx, args)
+	return t.task.EnqueueManyTx(ctx, tx, args)
 }
 
 // MapArgs enqueues one GenerateReport job per payload and returns their IDs in
 // order. The jobs are stored in one transaction per shard: if any is
 // invalid, none is stored.
 func (t GenerateReportTask) MapArgs(ctx context.Context, args []GenerateReportArgs) ([]queuemax.JobID, error) {
-	return t.EnqueueMany(ctx, args)
+	return t.task.EnqueueMany(ctx, args)
 }
 
 // MapArgsTx enqueues one GenerateReport job per payload inside tx and returns
 // their IDs in order; the jobs exist if and only if tx commits (see
 // DelayTx). If any is invalid, none is written.
 func (t GenerateReportTask) MapArgsTx(ctx context.Context, tx queuemax.Tx, args []GenerateReportArgs) ([]queuemax.JobID, error) {
-	return t.EnqueueManyTx(ctx, tx, args)
+	return t.task.EnqueueManyTx(ctx, tx, args)
 }
 
 // With returns a copy of t whose enqueues apply o (priority, retries,
 // partition key, run-at) on top of the task's defaults and earlier
 // overrides. t itself is unchanged.
 func (t GenerateReportTask) With(o queuemax.Opts) GenerateReportTask {
-	return GenerateReportTask{t.Task.With(o)}
+	return GenerateReportTask{t.task.With(o)}
 }
 
 // Call runs GenerateReport synchronously in this goroutine and returns its result,
@@ -316,11 +350,28 @@ func lookupFunc(ctx context.Context, a LookupArgs) (*Report, error) {
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
-// Call still works. Stats, Name and Client come from the embedded
-// [queuemax.Task]. A handle is a small value, safe to copy and to use
-// concurrently.
+// Call still works. A handle is a small value, safe to copy and to use
+// concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
+// Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
+// wraps is not exposed, so these are the only ones.
 type LookupTask struct {
-	queuemax.Task[LookupArgs]
+	task queuemax.Task[LookupArgs]
+}
+
+// Name returns the task name stored in each Lookup job row.
+func (t LookupTask) Name() string {
+	return t.task.Name()
+}
+
+// Client returns the client the handle is bound to, or nil.
+func (t LookupTask) Client() *queuemax.Client {
+	return t.task.Client()
+}
+
+// Stats returns the counts of Lookup jobs by status. It returns
+// [queuemax.ErrNotBound] for an unbound handle.
+func (t LookupTask) Stats(ctx context.Context) (queuemax.TaskStats, error) {
+	return t.task.Stats(ctx)
 }
 
 // Delay enqueues one Lookup job to run as soon as a worker is free and
@@ -331,7 +382,7 @@ type LookupTask struct {
 // [queuemax.ErrClosed] after [queuemax.Client.Close], or ctx's error if
 // ctx ends first. It is safe for concurrent use.
 func (t LookupTask) Delay(ctx context.Context, keys []string) (queuemax.JobID, error) {
-	return t.Enqueue(ctx, LookupArgs{Keys: keys})
+	return t.task.Enqueue(ctx, LookupArgs{Keys: keys})
 }
 
 // DelayTx enqueues one Lookup job inside tx, the application's open
@@ -339,33 +390,33 @@ func (t LookupTask) Delay(ctx context.Context, keys []string) (queuemax.JobID, e
 // its ID: the job exists if and only if tx commits. On the SQLite store it
 // returns [queuemax.ErrTxUnsupported]; see [queuemax.Client.EnqueueTx].
 func (t LookupTask) DelayTx(ctx context.Context, tx queuemax.Tx, keys []string) (queuemax.JobID, error) {
-	return t.EnqueueTx(ctx, tx, LookupArgs{Keys: keys})
+	return t.task.EnqueueTx(ctx, tx, LookupArgs{Keys: keys})
 }
 
 // ScheduleAt enqueues one Lookup job that becomes ready at at, and
 // returns its ID. The job is durable once ScheduleAt returns nil.
 func (t LookupTask) ScheduleAt(ctx context.Context, at time.Time, keys []string) (queuemax.JobID, error) {
-	return t.EnqueueAt(ctx, at, LookupArgs{Keys: keys})
+	return t.task.EnqueueAt(ctx, at, LookupArgs{Keys: keys})
 }
 
 // ScheduleAtTx enqueues one Lookup job inside tx that becomes ready at
 // at, and returns its ID; the job exists if and only if tx commits (see
 // DelayTx).
 func (t LookupTask) ScheduleAtTx(ctx context.Context, tx queuemax.Tx, at time.Time, keys []string) (queuemax.JobID, error) {
-	return t.EnqueueAtTx(ctx, tx, at, LookupArgs{Keys: keys})
+	return t.task.EnqueueAtTx(ctx, tx, at, LookupArgs{Keys: keys})
 }
 
 // ScheduleIn enqueues one Lookup job that becomes ready after d, and
 // returns its ID. The job is durable once ScheduleIn returns nil.
 func (t LookupTask) ScheduleIn(ctx context.Context, d time.Duration, keys []string) (queuemax.JobID, error) {
-	return t.EnqueueIn(ctx, d, LookupArgs{Keys: keys})
+	return t.task.EnqueueIn(ctx, d, LookupArgs{Keys: keys})
 }
 
 // ScheduleInTx enqueues one Lookup job inside tx that becomes ready d
 // after this call, and returns its ID; the job exists if and only if tx
 // commits (see DelayTx).
 func (t LookupTask) ScheduleInTx(ctx context.Context, tx queuemax.Tx, d time.Duration, keys []string) (queuemax.JobID, error) {
-	return t.EnqueueInTx(ctx, tx, d, LookupArgs{Keys: keys})
+	return t.task.EnqueueInTx(ctx, tx, d, LookupArgs{Keys: keys})
 }
 
 // Map enqueues one Lookup job per element of keys, the other parameters
@@ -376,7 +427,7 @@ func (t LookupTask) Map(ctx context.Context, keys [][]string) ([]queuemax.JobID,
 	for i, v := range keys {
 		args[i] = LookupArgs{Keys: v}
 	}
-	return t.EnqueueMany(ctx, args)
+	return t.task.EnqueueMany(ctx, args)
 }
 
 // MapTx enqueues one Lookup job per element of keys inside tx, the other
@@ -387,28 +438,28 @@ func (t LookupTask) MapTx(ctx context.Context, tx queuemax.Tx, keys [][]string) 
 	for i, v := range keys {
 		args[i] = LookupArgs{Keys: v}
 	}
-	return t.EnqueueManyTx(ctx, tx, args)
+	return t.task.EnqueueManyTx(ctx, tx, args)
 }
 
 // MapArgs enqueues one Lookup job per payload and returns their IDs in
 // order. The jobs are stored in one transaction per shard: if any is
 // invalid, none is stored.
 func (t LookupTask) MapArgs(ctx context.Context, args []LookupArgs) ([]queuemax.JobID, error) {
-	return t.EnqueueMany(ctx, args)
+	return t.task.EnqueueMany(ctx, args)
 }
 
 // MapArgsTx enqueues one Lookup job per payload inside tx and returns
 // their IDs in order; the jobs exist if and only if tx commits (see
 // DelayTx). If any is invalid, none is written.
 func (t LookupTask) MapArgsTx(ctx context.Context, tx queuemax.Tx, args []LookupArgs) ([]queuemax.JobID, error) {
-	return t.EnqueueManyTx(ctx, tx, args)
+	return t.task.EnqueueManyTx(ctx, tx, args)
 }
 
 // With returns a copy of t whose enqueues apply o (priority, retries,
 // partition key, run-at) on top of the task's defaults and earlier
 // overrides. t itself is unchanged.
 func (t LookupTask) With(o queuemax.Opts) LookupTask {
-	return LookupTask{t.Task.With(o)}
+	return LookupTask{t.task.With(o)}
 }
 
 // Call runs Lookup synchronously in this goroutine and returns its result,

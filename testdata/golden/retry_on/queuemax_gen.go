@@ -70,11 +70,28 @@ func fetchFunc(ctx context.Context, a FetchArgs) error {
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
-// Call still works. Stats, Name and Client come from the embedded
-// [queuemax.Task]. A handle is a small value, safe to copy and to use
-// concurrently.
+// Call still works. A handle is a small value, safe to copy and to use
+// concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
+// Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
+// wraps is not exposed, so these are the only ones.
 type FetchTask struct {
-	queuemax.Task[FetchArgs]
+	task queuemax.Task[FetchArgs]
+}
+
+// Name returns the task name stored in each Fetch job row.
+func (t FetchTask) Name() string {
+	return t.task.Name()
+}
+
+// Client returns the client the handle is bound to, or nil.
+func (t FetchTask) Client() *queuemax.Client {
+	return t.task.Client()
+}
+
+// Stats returns the counts of Fetch jobs by status. It returns
+// [queuemax.ErrNotBound] for an unbound handle.
+func (t FetchTask) Stats(ctx context.Context) (queuemax.TaskStats, error) {
+	return t.task.Stats(ctx)
 }
 
 // Delay enqueues one Fetch job to run as soon as a worker is free and
@@ -85,7 +102,7 @@ type FetchTask struct {
 // [queuemax.ErrClosed] after [queuemax.Client.Close], or ctx's error if
 // ctx ends first. It is safe for concurrent use.
 func (t FetchTask) Delay(ctx context.Context, url string) (queuemax.JobID, error) {
-	return t.Enqueue(ctx, FetchArgs{URL: url})
+	return t.task.Enqueue(ctx, FetchArgs{URL: url})
 }
 
 // DelayTx enqueues one Fetch job inside tx, the application's open
@@ -93,33 +110,33 @@ func (t FetchTask) Delay(ctx context.Context, url string) (queuemax.JobID, error
 // its ID: the job exists if and only if tx commits. On the SQLite store it
 // returns [queuemax.ErrTxUnsupported]; see [queuemax.Client.EnqueueTx].
 func (t FetchTask) DelayTx(ctx context.Context, tx queuemax.Tx, url string) (queuemax.JobID, error) {
-	return t.EnqueueTx(ctx, tx, FetchArgs{URL: url})
+	return t.task.EnqueueTx(ctx, tx, FetchArgs{URL: url})
 }
 
 // ScheduleAt enqueues one Fetch job that becomes ready at at, and
 // returns its ID. The job is durable once ScheduleAt returns nil.
 func (t FetchTask) ScheduleAt(ctx context.Context, at time.Time, url string) (queuemax.JobID, error) {
-	return t.EnqueueAt(ctx, at, FetchArgs{URL: url})
+	return t.task.EnqueueAt(ctx, at, FetchArgs{URL: url})
 }
 
 // ScheduleAtTx enqueues one Fetch job inside tx that becomes ready at
 // at, and returns its ID; the job exists if and only if tx commits (see
 // DelayTx).
 func (t FetchTask) ScheduleAtTx(ctx context.Context, tx queuemax.Tx, at time.Time, url string) (queuemax.JobID, error) {
-	return t.EnqueueAtTx(ctx, tx, at, FetchArgs{URL: url})
+	return t.task.EnqueueAtTx(ctx, tx, at, FetchArgs{URL: url})
 }
 
 // ScheduleIn enqueues one Fetch job that becomes ready after d, and
 // returns its ID. The job is durable once ScheduleIn returns nil.
 func (t FetchTask) ScheduleIn(ctx context.Context, d time.Duration, url string) (queuemax.JobID, error) {
-	return t.EnqueueIn(ctx, d, FetchArgs{URL: url})
+	return t.task.EnqueueIn(ctx, d, FetchArgs{URL: url})
 }
 
 // ScheduleInTx enqueues one Fetch job inside tx that becomes ready d
 // after this call, and returns its ID; the job exists if and only if tx
 // commits (see DelayTx).
 func (t FetchTask) ScheduleInTx(ctx context.Context, tx queuemax.Tx, d time.Duration, url string) (queuemax.JobID, error) {
-	return t.EnqueueInTx(ctx, tx, d, FetchArgs{URL: url})
+	return t.task.EnqueueInTx(ctx, tx, d, FetchArgs{URL: url})
 }
 
 // Map enqueues one Fetch job per element of url, the other parameters
@@ -130,7 +147,7 @@ func (t FetchTask) Map(ctx context.Context, url []string) ([]queuemax.JobID, err
 	for i, v := range url {
 		args[i] = FetchArgs{URL: v}
 	}
-	return t.EnqueueMany(ctx, args)
+	return t.task.EnqueueMany(ctx, args)
 }
 
 // MapTx enqueues one Fetch job per element of url inside tx, the other
@@ -141,28 +158,28 @@ func (t FetchTask) MapTx(ctx context.Context, tx queuemax.Tx, url []string) ([]q
 	for i, v := range url {
 		args[i] = FetchArgs{URL: v}
 	}
-	return t.EnqueueManyTx(ctx, tx, args)
+	return t.task.EnqueueManyTx(ctx, tx, args)
 }
 
 // MapArgs enqueues one Fetch job per payload and returns their IDs in
 // order. The jobs are stored in one transaction per shard: if any is
 // invalid, none is stored.
 func (t FetchTask) MapArgs(ctx context.Context, args []FetchArgs) ([]queuemax.JobID, error) {
-	return t.EnqueueMany(ctx, args)
+	return t.task.EnqueueMany(ctx, args)
 }
 
 // MapArgsTx enqueues one Fetch job per payload inside tx and returns
 // their IDs in order; the jobs exist if and only if tx commits (see
 // DelayTx). If any is invalid, none is written.
 func (t FetchTask) MapArgsTx(ctx context.Context, tx queuemax.Tx, args []FetchArgs) ([]queuemax.JobID, error) {
-	return t.EnqueueManyTx(ctx, tx, args)
+	return t.task.EnqueueManyTx(ctx, tx, args)
 }
 
 // With returns a copy of t whose enqueues apply o (priority, retries,
 // partition key, run-at) on top of the task's defaults and earlier
 // overrides. t itself is unchanged.
 func (t FetchTask) With(o queuemax.Opts) FetchTask {
-	return FetchTask{t.Task.With(o)}
+	return FetchTask{t.task.With(o)}
 }
 
 // Call runs Fetch synchronously in this goroutine and returns its error,
@@ -206,11 +223,28 @@ func storeFunc(ctx context.Context, a StoreArgs) error {
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
-// Call still works. Stats, Name and Client come from the embedded
-// [queuemax.Task]. A handle is a small value, safe to copy and to use
-// concurrently.
+// Call still works. A handle is a small value, safe to copy and to use
+// concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
+// Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
+// wraps is not exposed, so these are the only ones.
 type StoreTask struct {
-	queuemax.Task[StoreArgs]
+	task queuemax.Task[StoreArgs]
+}
+
+// Name returns the task name stored in each Store job row.
+func (t StoreTask) Name() string {
+	return t.task.Name()
+}
+
+// Client returns the client the handle is bound to, or nil.
+func (t StoreTask) Client() *queuemax.Client {
+	return t.task.Client()
+}
+
+// Stats returns the counts of Store jobs by status. It returns
+// [queuemax.ErrNotBound] for an unbound handle.
+func (t StoreTask) Stats(ctx context.Context) (queuemax.TaskStats, error) {
+	return t.task.Stats(ctx)
 }
 
 // Delay enqueues one Store job to run as soon as a worker is free and
@@ -221,7 +255,7 @@ type StoreTask struct {
 // [queuemax.ErrClosed] after [queuemax.Client.Close], or ctx's error if
 // ctx ends first. It is safe for concurrent use.
 func (t StoreTask) Delay(ctx context.Context, key string) (queuemax.JobID, error) {
-	return t.Enqueue(ctx, StoreArgs{Key: key})
+	return t.task.Enqueue(ctx, StoreArgs{Key: key})
 }
 
 // DelayTx enqueues one Store job inside tx, the application's open
@@ -229,33 +263,33 @@ func (t StoreTask) Delay(ctx context.Context, key string) (queuemax.JobID, error
 // its ID: the job exists if and only if tx commits. On the SQLite store it
 // returns [queuemax.ErrTxUnsupported]; see [queuemax.Client.EnqueueTx].
 func (t StoreTask) DelayTx(ctx context.Context, tx queuemax.Tx, key string) (queuemax.JobID, error) {
-	return t.EnqueueTx(ctx, tx, StoreArgs{Key: key})
+	return t.task.EnqueueTx(ctx, tx, StoreArgs{Key: key})
 }
 
 // ScheduleAt enqueues one Store job that becomes ready at at, and
 // returns its ID. The job is durable once ScheduleAt returns nil.
 func (t StoreTask) ScheduleAt(ctx context.Context, at time.Time, key string) (queuemax.JobID, error) {
-	return t.EnqueueAt(ctx, at, StoreArgs{Key: key})
+	return t.task.EnqueueAt(ctx, at, StoreArgs{Key: key})
 }
 
 // ScheduleAtTx enqueues one Store job inside tx that becomes ready at
 // at, and returns its ID; the job exists if and only if tx commits (see
 // DelayTx).
 func (t StoreTask) ScheduleAtTx(ctx context.Context, tx queuemax.Tx, at time.Time, key string) (queuemax.JobID, error) {
-	return t.EnqueueAtTx(ctx, tx, at, StoreArgs{Key: key})
+	return t.task.EnqueueAtTx(ctx, tx, at, StoreArgs{Key: key})
 }
 
 // ScheduleIn enqueues one Store job that becomes ready after d, and
 // returns its ID. The job is durable once ScheduleIn returns nil.
 func (t StoreTask) ScheduleIn(ctx context.Context, d time.Duration, key string) (queuemax.JobID, error) {
-	return t.EnqueueIn(ctx, d, StoreArgs{Key: key})
+	return t.task.EnqueueIn(ctx, d, StoreArgs{Key: key})
 }
 
 // ScheduleInTx enqueues one Store job inside tx that becomes ready d
 // after this call, and returns its ID; the job exists if and only if tx
 // commits (see DelayTx).
 func (t StoreTask) ScheduleInTx(ctx context.Context, tx queuemax.Tx, d time.Duration, key string) (queuemax.JobID, error) {
-	return t.EnqueueInTx(ctx, tx, d, StoreArgs{Key: key})
+	return t.task.EnqueueInTx(ctx, tx, d, StoreArgs{Key: key})
 }
 
 // Map enqueues one Store job per element of key, the other parameters
@@ -266,7 +300,7 @@ func (t StoreTask) Map(ctx context.Context, key []string) ([]queuemax.JobID, err
 	for i, v := range key {
 		args[i] = StoreArgs{Key: v}
 	}
-	return t.EnqueueMany(ctx, args)
+	return t.task.EnqueueMany(ctx, args)
 }
 
 // MapTx enqueues one Store job per element of key inside tx, the other
@@ -277,28 +311,28 @@ func (t StoreTask) MapTx(ctx context.Context, tx queuemax.Tx, key []string) ([]q
 	for i, v := range key {
 		args[i] = StoreArgs{Key: v}
 	}
-	return t.EnqueueManyTx(ctx, tx, args)
+	return t.task.EnqueueManyTx(ctx, tx, args)
 }
 
 // MapArgs enqueues one Store job per payload and returns their IDs in
 // order. The jobs are stored in one transaction per shard: if any is
 // invalid, none is stored.
 func (t StoreTask) MapArgs(ctx context.Context, args []StoreArgs) ([]queuemax.JobID, error) {
-	return t.EnqueueMany(ctx, args)
+	return t.task.EnqueueMany(ctx, args)
 }
 
 // MapArgsTx enqueues one Store job per payload inside tx and returns
 // their IDs in order; the jobs exist if and only if tx commits (see
 // DelayTx). If any is invalid, none is written.
 func (t StoreTask) MapArgsTx(ctx context.Context, tx queuemax.Tx, args []StoreArgs) ([]queuemax.JobID, error) {
-	return t.EnqueueManyTx(ctx, tx, args)
+	return t.task.EnqueueManyTx(ctx, tx, args)
 }
 
 // With returns a copy of t whose enqueues apply o (priority, retries,
 // partition key, run-at) on top of the task's defaults and earlier
 // overrides. t itself is unchanged.
 func (t StoreTask) With(o queuemax.Opts) StoreTask {
-	return StoreTask{t.Task.With(o)}
+	return StoreTask{t.task.With(o)}
 }
 
 // Call runs Store synchronously in this goroutine and returns its error,

@@ -53,11 +53,28 @@ func realFunc(ctx context.Context, a RealArgs) error {
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
-// Call still works. Stats, Name and Client come from the embedded
-// [queuemax.Task]. A handle is a small value, safe to copy and to use
-// concurrently.
+// Call still works. A handle is a small value, safe to copy and to use
+// concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
+// Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
+// wraps is not exposed, so these are the only ones.
 type RealTask struct {
-	queuemax.Task[RealArgs]
+	task queuemax.Task[RealArgs]
+}
+
+// Name returns the task name stored in each Real job row.
+func (t RealTask) Name() string {
+	return t.task.Name()
+}
+
+// Client returns the client the handle is bound to, or nil.
+func (t RealTask) Client() *queuemax.Client {
+	return t.task.Client()
+}
+
+// Stats returns the counts of Real jobs by status. It returns
+// [queuemax.ErrNotBound] for an unbound handle.
+func (t RealTask) Stats(ctx context.Context) (queuemax.TaskStats, error) {
+	return t.task.Stats(ctx)
 }
 
 // Delay enqueues one Real job to run as soon as a worker is free and
@@ -68,7 +85,7 @@ type RealTask struct {
 // [queuemax.ErrClosed] after [queuemax.Client.Close], or ctx's error if
 // ctx ends first. It is safe for concurrent use.
 func (t RealTask) Delay(ctx context.Context) (queuemax.JobID, error) {
-	return t.Enqueue(ctx, RealArgs{})
+	return t.task.Enqueue(ctx, RealArgs{})
 }
 
 // DelayTx enqueues one Real job inside tx, the application's open
@@ -76,54 +93,54 @@ func (t RealTask) Delay(ctx context.Context) (queuemax.JobID, error) {
 // its ID: the job exists if and only if tx commits. On the SQLite store it
 // returns [queuemax.ErrTxUnsupported]; see [queuemax.Client.EnqueueTx].
 func (t RealTask) DelayTx(ctx context.Context, tx queuemax.Tx) (queuemax.JobID, error) {
-	return t.EnqueueTx(ctx, tx, RealArgs{})
+	return t.task.EnqueueTx(ctx, tx, RealArgs{})
 }
 
 // ScheduleAt enqueues one Real job that becomes ready at at, and
 // returns its ID. The job is durable once ScheduleAt returns nil.
 func (t RealTask) ScheduleAt(ctx context.Context, at time.Time) (queuemax.JobID, error) {
-	return t.EnqueueAt(ctx, at, RealArgs{})
+	return t.task.EnqueueAt(ctx, at, RealArgs{})
 }
 
 // ScheduleAtTx enqueues one Real job inside tx that becomes ready at
 // at, and returns its ID; the job exists if and only if tx commits (see
 // DelayTx).
 func (t RealTask) ScheduleAtTx(ctx context.Context, tx queuemax.Tx, at time.Time) (queuemax.JobID, error) {
-	return t.EnqueueAtTx(ctx, tx, at, RealArgs{})
+	return t.task.EnqueueAtTx(ctx, tx, at, RealArgs{})
 }
 
 // ScheduleIn enqueues one Real job that becomes ready after d, and
 // returns its ID. The job is durable once ScheduleIn returns nil.
 func (t RealTask) ScheduleIn(ctx context.Context, d time.Duration) (queuemax.JobID, error) {
-	return t.EnqueueIn(ctx, d, RealArgs{})
+	return t.task.EnqueueIn(ctx, d, RealArgs{})
 }
 
 // ScheduleInTx enqueues one Real job inside tx that becomes ready d
 // after this call, and returns its ID; the job exists if and only if tx
 // commits (see DelayTx).
 func (t RealTask) ScheduleInTx(ctx context.Context, tx queuemax.Tx, d time.Duration) (queuemax.JobID, error) {
-	return t.EnqueueInTx(ctx, tx, d, RealArgs{})
+	return t.task.EnqueueInTx(ctx, tx, d, RealArgs{})
 }
 
 // MapArgs enqueues one Real job per payload and returns their IDs in
 // order. The jobs are stored in one transaction per shard: if any is
 // invalid, none is stored.
 func (t RealTask) MapArgs(ctx context.Context, args []RealArgs) ([]queuemax.JobID, error) {
-	return t.EnqueueMany(ctx, args)
+	return t.task.EnqueueMany(ctx, args)
 }
 
 // MapArgsTx enqueues one Real job per payload inside tx and returns
 // their IDs in order; the jobs exist if and only if tx commits (see
 // DelayTx). If any is invalid, none is written.
 func (t RealTask) MapArgsTx(ctx context.Context, tx queuemax.Tx, args []RealArgs) ([]queuemax.JobID, error) {
-	return t.EnqueueManyTx(ctx, tx, args)
+	return t.task.EnqueueManyTx(ctx, tx, args)
 }
 
 // With returns a copy of t whose enqueues apply o (priority, retries,
 // partition key, run-at) on top of the task's defaults and earlier
 // overrides. t itself is unchanged.
 func (t RealTask) With(o queuemax.Opts) RealTask {
-	return RealTask{t.Task.With(o)}
+	return RealTask{t.task.With(o)}
 }
 
 // Call runs Real synchronously in this goroutine and returns its error,

@@ -59,11 +59,28 @@ func sendEmailFunc(ctx context.Context, a SendEmailArgs) error {
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
-// Call still works. Stats, Name and Client come from the embedded
-// [queuemax.Task]. A handle is a small value, safe to copy and to use
-// concurrently.
+// Call still works. A handle is a small value, safe to copy and to use
+// concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
+// Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
+// wraps is not exposed, so these are the only ones.
 type SendEmailTask struct {
-	queuemax.Task[SendEmailArgs]
+	task queuemax.Task[SendEmailArgs]
+}
+
+// Name returns the task name stored in each SendEmail job row.
+func (t SendEmailTask) Name() string {
+	return t.task.Name()
+}
+
+// Client returns the client the handle is bound to, or nil.
+func (t SendEmailTask) Client() *queuemax.Client {
+	return t.task.Client()
+}
+
+// Stats returns the counts of SendEmail jobs by status. It returns
+// [queuemax.ErrNotBound] for an unbound handle.
+func (t SendEmailTask) Stats(ctx context.Context) (queuemax.TaskStats, error) {
+	return t.task.Stats(ctx)
 }
 
 // Delay enqueues one SendEmail job to run as soon as a worker is free and
@@ -74,7 +91,7 @@ type SendEmailTask struct {
 // [queuemax.ErrClosed] after [queuemax.Client.Close], or ctx's error if
 // ctx ends first. It is safe for concurrent use.
 func (t SendEmailTask) Delay(ctx context.Context, to string, subject string, body string) (queuemax.JobID, error) {
-	return t.Enqueue(ctx, SendEmailArgs{To: to, Subject: subject, Body: body})
+	return t.task.Enqueue(ctx, SendEmailArgs{To: to, Subject: subject, Body: body})
 }
 
 // DelayTx enqueues one SendEmail job inside tx, the application's open
@@ -82,33 +99,33 @@ func (t SendEmailTask) Delay(ctx context.Context, to string, subject string, bod
 // its ID: the job exists if and only if tx commits. On the SQLite store it
 // returns [queuemax.ErrTxUnsupported]; see [queuemax.Client.EnqueueTx].
 func (t SendEmailTask) DelayTx(ctx context.Context, tx queuemax.Tx, to string, subject string, body string) (queuemax.JobID, error) {
-	return t.EnqueueTx(ctx, tx, SendEmailArgs{To: to, Subject: subject, Body: body})
+	return t.task.EnqueueTx(ctx, tx, SendEmailArgs{To: to, Subject: subject, Body: body})
 }
 
 // ScheduleAt enqueues one SendEmail job that becomes ready at at, and
 // returns its ID. The job is durable once ScheduleAt returns nil.
 func (t SendEmailTask) ScheduleAt(ctx context.Context, at time.Time, to string, subject string, body string) (queuemax.JobID, error) {
-	return t.EnqueueAt(ctx, at, SendEmailArgs{To: to, Subject: subject, Body: body})
+	return t.task.EnqueueAt(ctx, at, SendEmailArgs{To: to, Subject: subject, Body: body})
 }
 
 // ScheduleAtTx enqueues one SendEmail job inside tx that becomes ready at
 // at, and returns its ID; the job exists if and only if tx commits (see
 // DelayTx).
 func (t SendEmailTask) ScheduleAtTx(ctx context.Context, tx queuemax.Tx, at time.Time, to string, subject string, body string) (queuemax.JobID, error) {
-	return t.EnqueueAtTx(ctx, tx, at, SendEmailArgs{To: to, Subject: subject, Body: body})
+	return t.task.EnqueueAtTx(ctx, tx, at, SendEmailArgs{To: to, Subject: subject, Body: body})
 }
 
 // ScheduleIn enqueues one SendEmail job that becomes ready after d, and
 // returns its ID. The job is durable once ScheduleIn returns nil.
 func (t SendEmailTask) ScheduleIn(ctx context.Context, d time.Duration, to string, subject string, body string) (queuemax.JobID, error) {
-	return t.EnqueueIn(ctx, d, SendEmailArgs{To: to, Subject: subject, Body: body})
+	return t.task.EnqueueIn(ctx, d, SendEmailArgs{To: to, Subject: subject, Body: body})
 }
 
 // ScheduleInTx enqueues one SendEmail job inside tx that becomes ready d
 // after this call, and returns its ID; the job exists if and only if tx
 // commits (see DelayTx).
 func (t SendEmailTask) ScheduleInTx(ctx context.Context, tx queuemax.Tx, d time.Duration, to string, subject string, body string) (queuemax.JobID, error) {
-	return t.EnqueueInTx(ctx, tx, d, SendEmailArgs{To: to, Subject: subject, Body: body})
+	return t.task.EnqueueInTx(ctx, tx, d, SendEmailArgs{To: to, Subject: subject, Body: body})
 }
 
 // Map enqueues one SendEmail job per element of to, the other parameters
@@ -119,7 +136,7 @@ func (t SendEmailTask) Map(ctx context.Context, to []string, subject string, bod
 	for i, v := range to {
 		args[i] = SendEmailArgs{To: v, Subject: subject, Body: body}
 	}
-	return t.EnqueueMany(ctx, args)
+	return t.task.EnqueueMany(ctx, args)
 }
 
 // MapTx enqueues one SendEmail job per element of to inside tx, the other
@@ -130,28 +147,28 @@ func (t SendEmailTask) MapTx(ctx context.Context, tx queuemax.Tx, to []string, s
 	for i, v := range to {
 		args[i] = SendEmailArgs{To: v, Subject: subject, Body: body}
 	}
-	return t.EnqueueManyTx(ctx, tx, args)
+	return t.task.EnqueueManyTx(ctx, tx, args)
 }
 
 // MapArgs enqueues one SendEmail job per payload and returns their IDs in
 // order. The jobs are stored in one transaction per shard: if any is
 // invalid, none is stored.
 func (t SendEmailTask) MapArgs(ctx context.Context, args []SendEmailArgs) ([]queuemax.JobID, error) {
-	return t.EnqueueMany(ctx, args)
+	return t.task.EnqueueMany(ctx, args)
 }
 
 // MapArgsTx enqueues one SendEmail job per payload inside tx and returns
 // their IDs in order; the jobs exist if and only if tx commits (see
 // DelayTx). If any is invalid, none is written.
 func (t SendEmailTask) MapArgsTx(ctx context.Context, tx queuemax.Tx, args []SendEmailArgs) ([]queuemax.JobID, error) {
-	return t.EnqueueManyTx(ctx, tx, args)
+	return t.task.EnqueueManyTx(ctx, tx, args)
 }
 
 // With returns a copy of t whose enqueues apply o (priority, retries,
 // partition key, run-at) on top of the task's defaults and earlier
 // overrides. t itself is unchanged.
 func (t SendEmailTask) With(o queuemax.Opts) SendEmailTask {
-	return SendEmailTask{t.Task.With(o)}
+	return SendEmailTask{t.task.With(o)}
 }
 
 // Call runs SendEmail synchronously in this goroutine and returns its error,

@@ -1,0 +1,88 @@
+package queuemax
+
+import (
+	"context"
+	"reflect"
+	"slices"
+	"time"
+
+	"github.com/queuemax/queuemax/runtime/store"
+)
+
+// WorkResult is what became of one execution run by Client.Work.
+type WorkResult struct {
+	// Outcome is OutcomeCompleted, OutcomeRetry, OutcomeSnoozed,
+	// OutcomeCancelled or OutcomeDeadLettered, as recorded (a snooze past
+	// Config.MaxSnoozes is OutcomeDeadLettered here).
+	Outcome string
+	// Result is the handler's result when it completed, else nil.
+	Result any
+	// Err is the handler's error (wrapped as the queue recorded it: a
+	// timeout, a panic), nil when it completed.
+	Err error
+	// RetryAt is when the job runs again after OutcomeRetry or
+	// OutcomeSnoozed; zero otherwise.
+	RetryAt time.Time
+}
+
+// Work runs the handler of job, which the caller claimed with Claim, in
+// this goroutine as Run's workers do (Hooks.OnStart, the work middleware,
+// the task's timeout and inline retries, a panic turned into an error),
+// then records the outcome as they do (completion, retry, snooze,
+// cancellation or dead letter, with its event and hooks) and returns it.
+// The rate limits and circuit breakers that Run applies when it claims do
+// not apply. Work returns an error, recording nothing more, only when the
+// outcome could not be stored: ErrLeaseLost if the claim no longer holds.
+//
+// Work is the synchronous entry point for tests (package queuemaxtest
+// builds Drain and WorkOne on it) and for callers that claim jobs
+// themselves.
+func (c *Client) Work(ctx context.Context, job *Job) (WorkResult, error) {
+	result, jobErr := c.execute(ctx, job)
+	if jobErr == nil {
+		raw, err := encodeResult(result)
+		if err == nil {
+			err = c.st.Complete(ctx, []store.CompleteParams{{Lease: lease(job), Result: raw, Now: c.now()}})[0]
+			if err != nil {
+				return WorkResult{}, err
+			}
+			c.completed(ctx, job, result)
+			c.notify()
+			return WorkResult{Outcome: OutcomeCompleted, Result: result}, nil
+		}
+		jobErr = err // the job ran; a result that cannot be stored fails it for good
+	}
+	out := c.failOutcome(job, jobErr)
+	if err := c.recordFailure(ctx, job, jobErr, out); err != nil {
+		return WorkResult{}, err
+	}
+	res := WorkResult{Err: jobErr, RetryAt: out.RetryAt}
+	switch {
+	case out.Snoozed:
+		res.Outcome = OutcomeSnoozed
+	case out.Cancelled:
+		res.Outcome = OutcomeCancelled
+	case out.Dead:
+		res.Outcome, res.RetryAt = OutcomeDeadLettered, time.Time{}
+	default:
+		res.Outcome = OutcomeRetry
+	}
+	return res, nil
+}
+
+// TaskNames returns, sorted, the names of c's tasks whose payload type is
+// A: the handlers built by Define[A] or DefineResult[A, R], which is what
+// generated code uses. A hand-written Handler has no payload type and is
+// never listed. Test helpers (package queuemaxtest) use it to find the
+// jobs of a typed task.
+func TaskNames[A any](c *Client) []string {
+	want := reflect.TypeFor[A]()
+	var out []string
+	for name, h := range c.handlers {
+		if h.args == want {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
