@@ -217,6 +217,18 @@ type TxInserter interface {
 	InsertTx(ctx context.Context, tx any, jobs []InsertParams) ([]JobID, error)
 }
 
+// CompleteClaimer is implemented by stores that can acknowledge a batch
+// and claim the next one in one transaction, cheaper than Complete then
+// Claim (PostgreSQL: one round trip and one commit instead of two). A
+// producer that acknowledges and claims in a loop uses it when present.
+type CompleteClaimer interface {
+	// CompleteClaim is Complete(acks) then Claim(p) in one transaction:
+	// the per-item errors as Complete returns them, then the claimed jobs
+	// and the claim's error. A storage error fails both: every item gets
+	// it, no job is claimed, and nothing was changed.
+	CompleteClaim(ctx context.Context, acks []CompleteParams, p ClaimParams) ([]error, []*Job, error)
+}
+
 // PeriodicParams registers one periodic task.
 type PeriodicParams struct {
 	Task     string

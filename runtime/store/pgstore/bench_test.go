@@ -1,12 +1,17 @@
 package pgstore_test
 
 import (
+	"context"
 	"encoding/json"
+	"os"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/queuemax/queuemax/runtime/store"
 	"github.com/queuemax/queuemax/runtime/store/pgstore"
 	"github.com/queuemax/queuemax/runtime/store/storetest"
@@ -89,6 +94,9 @@ func claimLoop(b *testing.B, st store.Store, max int, ack func(jobs []*store.Job
 	ctx := b.Context()
 	b.ResetTimer()
 	defer reportCPU(b, cpuTime())
+	if ps, ok := st.(*pgstore.Store); ok {
+		defer reportServerCPU(b, ps.Pool(), poolCPU(ctx, ps.Pool()))
+	}
 	for done := 0; done < b.N; {
 		jobs, err := st.Claim(ctx, store.ClaimParams{WorkerID: "w", Max: max, Now: time.Now()})
 		if err != nil || len(jobs) == 0 {
@@ -116,6 +124,40 @@ func BenchmarkClaimComplete(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkCompleteClaim drains no-op jobs with CompleteClaim: each call
+// acknowledges the previous batch of 100 and claims the next, in one
+// round trip and one commit.
+func BenchmarkCompleteClaim(b *testing.B) {
+	st := open(b, pgstore.Options{})
+	ctx := b.Context()
+	fill(b, st, b.N)
+	b.ResetTimer()
+	defer reportCPU(b, cpuTime())
+	defer reportServerCPU(b, st.Pool(), poolCPU(ctx, st.Pool()))
+	acks := make([]store.CompleteParams, 0, 100)
+	for done := 0; done < b.N; {
+		errs, jobs, err := st.CompleteClaim(ctx, acks, store.ClaimParams{WorkerID: "w", Max: 100, Now: time.Now()})
+		if err != nil || len(jobs) == 0 {
+			b.Fatalf("CompleteClaim = %d, %v", len(jobs), err)
+		}
+		for _, err := range errs {
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		acks = acks[:0]
+		for _, j := range jobs {
+			acks = append(acks, store.CompleteParams{Lease: store.Lease{ID: j.ID, Token: j.Lease, WorkerID: "w"}, Now: time.Now()})
+		}
+		done += len(jobs)
+	}
+	for _, err := range st.Complete(ctx, acks) {
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
 }
 
 // BenchmarkClaimCompleteOne claims 100 and acknowledges each job in its
@@ -221,6 +263,10 @@ func BenchmarkFloor(b *testing.B) {
 	ids := make([]int64, 0, 100)
 	b.ResetTimer()
 	defer reportCPU(b, cpuTime())
+	pid := conn.PgConn().PID()
+	defer func(start time.Duration) {
+		b.ReportMetric(float64(backendCPU(pid)-start)/float64(b.N), "srv-cpu-ns/job")
+	}(backendCPU(pid))
 	for done := 0; done < b.N; {
 		rows, err := conn.Query(ctx, claim, done)
 		if err != nil {
@@ -260,4 +306,43 @@ func reportCPU(b *testing.B, start time.Duration) {
 
 func BenchmarkClaimQueues(b *testing.B) {
 	storetest.BenchmarkClaimQueues(b, func(b *testing.B) store.Store { return open(b, pgstore.Options{}) })
+}
+
+// backendCPU returns the CPU time (user and system) PostgreSQL's backend
+// process pid has used, read from /proc (the server runs on this host);
+// zero if it cannot be read.
+func backendCPU(pid uint32) time.Duration {
+	b, err := os.ReadFile("/proc/" + strconv.FormatUint(uint64(pid), 10) + "/stat")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * 10 * time.Millisecond // USER_HZ is 100 on Linux
+}
+
+// poolCPU sums backendCPU over the pool's idle connections, by backend.
+func poolCPU(ctx context.Context, pool *pgxpool.Pool) map[uint32]time.Duration {
+	m := make(map[uint32]time.Duration)
+	for _, c := range pool.AcquireAllIdle(ctx) {
+		pid := c.Conn().PgConn().PID()
+		m[pid] = backendCPU(pid)
+		c.Release()
+	}
+	return m
+}
+
+// reportServerCPU reports the CPU the pool's backends used since start,
+// per b.N, as srv-cpu-ns/job (10 ms resolution). Call it deferred, after
+// setup: defer reportServerCPU(b, pool, poolCPU(ctx, pool)).
+func reportServerCPU(b *testing.B, pool *pgxpool.Pool, start map[uint32]time.Duration) {
+	var used time.Duration
+	for pid, cpu := range poolCPU(context.Background(), pool) {
+		used += cpu - start[pid]
+	}
+	b.ReportMetric(float64(used)/float64(b.N), "srv-cpu-ns/job")
 }

@@ -16,6 +16,8 @@ import (
 
 type insertItem = store.InsertParams
 
+var _ store.CompleteClaimer = (*Store)(nil)
+
 func text(s string) pgtype.Text { return pgtype.Text{String: s, Valid: s != ""} }
 
 func rawText(b []byte) pgtype.Text {
@@ -265,6 +267,16 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) ([]*store.Job, e
 }
 
 func (s *Store) claimShard(ctx context.Context, p store.ClaimParams, lease int64, shard, want int) ([]*store.Job, error) {
+	q, args := s.claimQuery(p, lease, shard, want)
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	return scanClaimed(rows, p, lease)
+}
+
+// claimQuery returns the claim statement for p and its arguments.
+func (s *Store) claimQuery(p store.ClaimParams, lease int64, shard, want int) (string, []any) {
 	now := p.Now
 	if now.IsZero() {
 		now = hostNow()
@@ -279,20 +291,20 @@ func (s *Store) claimShard(ctx context.Context, p store.ClaimParams, lease int64
 		sh = 1
 		args = append(args, int32(shard))
 	}
-	q := s.q.claim[t][sh]
 	if len(p.Queues) > 0 {
-		q = s.q.claimQueues[t][sh]
-		args = appendQueueArgs(args, p.Queues)
+		return s.q.claimQueues[t][sh], appendQueueArgs(args, p.Queues)
 	}
-	rows, err := s.pool.Query(ctx, q, args...)
-	if err != nil {
-		return nil, err
-	}
+	return s.q.claim[t][sh], args
+}
+
+// scanClaimed reads a claim's rows (claimColumns) and closes them. The
+// jobs are allocated in one block.
+func scanClaimed(rows pgx.Rows, p store.ClaimParams, lease int64) ([]*store.Job, error) {
 	defer rows.Close()
 	var jobs []*store.Job
+	var block []store.Job
 	for rows.Next() {
 		var (
-			j                            store.Job
 			id                           int64
 			shardIdx, att, maxa, rd, snz int32
 			prio                         int16
@@ -308,6 +320,11 @@ func (s *Store) claimShard(ctx context.Context, p store.ClaimParams, lease int64
 			&created, &hb, &meta, &next, &snz, &tmo, &tags, &queue); err != nil {
 			return nil, err
 		}
+		if len(block) == 0 {
+			block = make([]store.Job, min(max(p.Max-len(jobs), 1), 64))
+		}
+		j := &block[0]
+		block = block[1:]
 		j.ID = store.NewJobID(int(shardIdx), id)
 		j.Shard = int(shardIdx)
 		j.Task = task.String
@@ -332,7 +349,7 @@ func (s *Store) claimShard(ctx context.Context, p store.ClaimParams, lease int64
 		j.Queue = store.QueueOf(queue.String)
 		j.Timeout = time.Duration(tmo.Int64) * time.Millisecond
 		j.Tags = nilIfEmpty(tags)
-		jobs = append(jobs, &j)
+		jobs = append(jobs, j)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
@@ -342,7 +359,7 @@ func (s *Store) claimShard(ctx context.Context, p store.ClaimParams, lease int64
 		if a.Priority != b.Priority {
 			return int(b.Priority - a.Priority)
 		}
-		return int(a.ID.Seq() - b.ID.Seq())
+		return cmp.Compare(a.ID.Seq(), b.ID.Seq())
 	})
 	return jobs, nil
 }
@@ -446,6 +463,17 @@ func (s *Store) Complete(ctx context.Context, acks []store.CompleteParams) []err
 }
 
 func (s *Store) completeBatch(ctx context.Context, acks []store.CompleteParams) ([]bool, error) {
+	leases, args := s.completeArgs(acks)
+	rows, err := s.pool.Query(ctx, s.q.complete, args...)
+	if err != nil {
+		return nil, fmt.Errorf("queuemax: complete jobs: %w", err)
+	}
+	return matched(rows, leases)
+}
+
+// completeArgs returns the leases of acks and the complete statement's
+// arguments.
+func (s *Store) completeArgs(acks []store.CompleteParams) ([]store.Lease, []any) {
 	leases := make([]store.Lease, len(acks))
 	for i, a := range acks {
 		leases[i] = a.Lease
@@ -463,14 +491,64 @@ func (s *Store) completeBatch(ctx context.Context, acks []store.CompleteParams) 
 		}
 	}
 	ids, tokens, workers := leaseArrays(leases, order)
-	rows, err := s.pool.Query(ctx, s.q.complete, ids, tokens, results, at, counterSlot(), workers, keep)
-	if err != nil {
-		return nil, fmt.Errorf("queuemax: complete jobs: %w", err)
-	}
-	return matched(rows, leases)
+	return leases, []any{ids, tokens, results, at, counterSlot(), workers, keep}
 }
 
-// Fail records failed executions in one statement; see store.Store.
+// CompleteClaim acknowledges acks and claims the next jobs in one
+// transaction, sent as one pipelined batch: one round trip and one commit
+// where Complete then Claim take two of each; see store.CompleteClaimer.
+// With several logical shards it is Complete then Claim.
+func (s *Store) CompleteClaim(ctx context.Context, acks []store.CompleteParams, p store.ClaimParams) ([]error, []*store.Job, error) {
+	if err := s.writable(); err != nil {
+		return errorsOf(len(acks), err), nil, err
+	}
+	if len(acks) == 0 || s.shards != 1 || p.Max <= 0 {
+		var errs []error
+		if len(acks) > 0 {
+			errs = s.Complete(ctx, acks)
+		}
+		jobs, err := s.Claim(ctx, p)
+		return errs, jobs, err
+	}
+	leases, args := s.completeArgs(acks)
+	lease := rand.Int64N(1<<62) + 1
+	cq, cargs := s.claimQuery(p, lease, -1, p.Max)
+	b := &pgx.Batch{}
+	b.Queue(s.q.complete, args...)
+	b.Queue(cq, cargs...)
+	br := s.pool.SendBatch(ctx, b)
+	fail := func(err error) ([]error, []*store.Job, error) {
+		br.Close()
+		err = fmt.Errorf("queuemax: complete and claim: %w", err)
+		return errorsOf(len(acks), err), nil, err
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return fail(err)
+	}
+	ok, err := matched(rows, leases)
+	if err != nil {
+		return fail(err)
+	}
+	rows, err = br.Query()
+	if err != nil {
+		return fail(err)
+	}
+	jobs, err := scanClaimed(rows, p, lease)
+	if err != nil {
+		return fail(err)
+	}
+	// The batch's one transaction commits at its end: only then do the
+	// results hold.
+	if err := br.Close(); err != nil {
+		err = fmt.Errorf("queuemax: complete and claim: %w", err)
+		return errorsOf(len(acks), err), nil, err
+	}
+	return itemErrors(len(acks), ok, nil), jobs, nil
+}
+
+// Fail records failed executions in one statement; see store.Store. A
+// single failure joins a group commit with concurrent ones.
 func (s *Store) Fail(ctx context.Context, fails []store.FailParams) []error {
 	if err := s.writable(); err != nil {
 		return errorsOf(len(fails), err)
@@ -478,6 +556,20 @@ func (s *Store) Fail(ctx context.Context, fails []store.FailParams) []error {
 	if len(fails) == 0 {
 		return nil
 	}
+	var ok []bool
+	var err error
+	if len(fails) == 1 {
+		ok, err = s.failures.do(ctx, fails)
+	} else {
+		ok, err = s.failBatch(ctx, fails)
+	}
+	if err == nil && slices.Contains(ok, true) {
+		s.wake(ctx)
+	}
+	return itemErrors(len(fails), ok, err)
+}
+
+func (s *Store) failBatch(ctx context.Context, fails []store.FailParams) ([]bool, error) {
 	n := len(fails)
 	var (
 		leases = make([]store.Lease, n)
@@ -510,13 +602,9 @@ func (s *Store) Fail(ctx context.Context, fails []store.FailParams) []error {
 	ids, tokens, workers := leaseArrays(leases, order)
 	rows, err := s.pool.Query(ctx, s.q.fail, ids, tokens, dead, delay, msg, etype, stack, at, counterSlot(), workers, cancel, snooze)
 	if err != nil {
-		return itemErrors(n, nil, fmt.Errorf("queuemax: fail jobs: %w", err))
+		return nil, fmt.Errorf("queuemax: fail jobs: %w", err)
 	}
-	ok, err := matched(rows, leases)
-	if err == nil && slices.Contains(ok, true) {
-		s.wake(ctx)
-	}
-	return itemErrors(n, ok, err)
+	return matched(rows, leases)
 }
 
 // Heartbeat renews heartbeats in one statement; see store.Store.

@@ -86,6 +86,7 @@ type Store struct {
 
 	inserts   *batcher[insertItem, store.JobID]
 	completes *batcher[store.CompleteParams, bool]
+	failures  *batcher[store.FailParams, bool]
 
 	lis *listener
 }
@@ -137,6 +138,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	s.q = buildQueries(pgx.Identifier{o.Schema}.Sanitize(), o.HostClock)
 	s.inserts = newBatcher(s.insertBatch)
 	s.completes = newBatcher(s.completeBatch)
+	s.failures = newBatcher(s.failBatch)
 	s.lis = startListener(s, cfg.ConnConfig, o.Schema+".jobs", o.PollInterval)
 	return s, nil
 }

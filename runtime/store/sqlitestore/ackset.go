@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/hex"
-	"fmt"
 	"strconv"
 	"time"
 
@@ -77,9 +76,8 @@ func holds(rows map[int64]*fenceRow, l store.Lease) (*fenceRow, bool) {
 }
 
 // completeSet acknowledges several jobs of one shard: rows without a
-// result are deleted by one statement (or, with Keep, marked completed by
-// one statement); rows kept with a result are updated one by one (each its
-// own result text).
+// result are deleted by one statement; rows kept as completed (with a
+// result, or with Keep) are updated by another.
 func completeSet(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shardDB,
 	acks []store.CompleteParams, idxs []int, errs []error) error {
 	leases := make([]store.Lease, len(idxs))
@@ -91,7 +89,7 @@ func completeSet(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shard
 		return err
 	}
 	del := make([]int64, 0, len(idxs))
-	var keep []byte // JSON [[id, at], ...] of kept rows without a result
+	var keep failRows // [id, result (hex, or null), completed_at]
 	for k, i := range idxs {
 		a := acks[i]
 		r, ok := holds(rows, a.Lease)
@@ -101,37 +99,22 @@ func completeSet(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shard
 		}
 		r.gone = true
 		switch {
-		case a.Result == nil && a.Keep:
-			if keep == nil {
-				keep = append(make([]byte, 0, 2+len(idxs)*40), '[')
-			} else {
-				keep = append(keep, ',')
-			}
-			keep = append(strconv.AppendInt(append(keep, '['), a.ID.Seq(), 10), ",\""...)
-			keep = append(append(keep, store.FormatTime(a.Now)...), "\"]"...)
-		case a.Result == nil:
+		case a.Result == nil && !a.Keep:
 			del = append(del, a.ID.Seq())
 		default:
-			n, err := affected(counts.stmt(ctx, tx, sh.stmts.completeKeep).ExecContext(ctx,
-				string(a.Result), store.FormatTime(a.Now), a.ID.Seq(), a.Token, a.WorkerID, a.WorkerID))
-			if err != nil {
-				return err
-			}
-			if n != 1 {
-				// The fence held within this transaction: never expected.
-				return fmt.Errorf("complete job %d: %d rows updated after the fence held", a.ID, n)
-			}
+			keep.open()
+			keep.int(a.ID.Seq()).hexOrNull(string(a.Result)).time(a.Now).close()
 		}
 		counts.processed++
-	}
-	if keep != nil {
-		if _, err := counts.stmt(ctx, tx, sh.stmts.keepIDs).ExecContext(ctx, string(append(keep, ']'))); err != nil {
-			return err
-		}
 	}
 	if len(del) > 0 {
 		if _, err := counts.stmt(ctx, tx, sh.stmts.deleteIDs).ExecContext(ctx,
 			idList(len(del), func(k int) int64 { return del[k] })); err != nil {
+			return err
+		}
+	}
+	if len(keep.b) > 0 {
+		if _, err := counts.stmt(ctx, tx, sh.stmts.completeKeepSet).ExecContext(ctx, keep.String()); err != nil {
 			return err
 		}
 	}
@@ -170,7 +153,8 @@ func heartbeatSet(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shar
 	return nil
 }
 
-// failRows builds the JSON parameter of the set-based failure statements:
+// failRows builds the JSON parameter of the set-based failure (and kept
+// completion) statements:
 // an array of arrays, texts hex-encoded (unhex in SQL gives back the exact
 // bytes, valid UTF-8 or not) and times in TimeLayout.
 type failRows struct{ b []byte }

@@ -120,21 +120,18 @@ func (s *Store) insertBatch(ctx context.Context, jobs []store.InsertParams, bySh
 		wg.Go(func() {
 			sh := s.shards[shIdx]
 			err := sh.commit.do(ctx, func(ctx context.Context, tx *sql.Tx, counts *groupCounts) error {
-				st := counts.stmt(ctx, tx, sh.stmts.insert)
+				if err := insertJobs(ctx, tx, counts, sh, jobs, idxs, ids); err != nil {
+					return err
+				}
 				first, last := int64(0), int64(0)
 				for _, i := range idxs {
-					id, err := insertAny(ctx, tx, counts, st, sh, jobs[i])
-					if err != nil {
-						return err
-					}
-					ids[i] = id
 					if u := jobs[i].Unique; u != nil && u.Duplicate {
 						continue // another job's row: not ours to stage
 					}
 					if first == 0 {
-						first = id.Seq()
+						first = ids[i].Seq()
 					}
-					last = id.Seq()
+					last = ids[i].Seq()
 				}
 				if first == 0 {
 					return nil // every job was a duplicate

@@ -99,15 +99,7 @@ func (s *Store) Insert(ctx context.Context, jobs []store.InsertParams) ([]store.
 	}
 	insert := func(sh *shardDB, idxs []int) error {
 		return sh.commit.do(ctx, func(ctx context.Context, tx *sql.Tx, counts *groupCounts) error {
-			st := counts.stmt(ctx, tx, sh.stmts.insert)
-			for _, i := range idxs {
-				id, err := insertAny(ctx, tx, counts, st, sh, jobs[i])
-				if err != nil {
-					return err
-				}
-				ids[i] = id
-			}
-			return nil
+			return insertJobs(ctx, tx, counts, sh, jobs, idxs, ids)
 		})
 	}
 	if len(byShard) == 1 {
@@ -553,59 +545,21 @@ func retrySeconds(d time.Duration) int64 {
 	return int64((d + time.Second - 1) / time.Second)
 }
 
-// insertJob writes one job row with st, the shard's insert statement bound
-// to the current transaction. A job whose RunAt is after Now is stored as
-// scheduled.
-func insertJob(ctx context.Context, st *sql.Stmt, sh *shardDB, j store.InsertParams) (store.JobID, error) {
-	status := store.StatusPending
-	var next any
-	if j.RunAt.After(j.Now) {
-		status = store.StatusScheduled
-		next = store.FormatTime(j.RunAt)
-	}
-	var key any
-	if j.PartitionKey != nil {
-		key = *j.PartitionKey
-	}
-	res, err := st.ExecContext(ctx, key, string(j.Payload), string(status), int(j.Priority), j.MaxAttempts,
-		retrySeconds(j.RetryDelay), nullString(j.Task), store.FormatTime(j.Now), next, sh.idx, nullString(string(j.Metadata)),
-		nullTimeout(j.Timeout), nullString(store.EncodeTags(j.Tags)), store.QueueOf(j.Queue))
-	if err != nil {
-		return 0, fmt.Errorf("shard %d: insert job: %w", sh.idx, err)
-	}
-	seq, err := res.LastInsertId()
-	if err != nil {
-		return 0, err
-	}
-	return store.NewJobID(sh.idx, seq), nil
-}
-
-// insertAny writes one job with st, or, for a unique job, with the
+// insertAny writes one job with the shard's insert, or, for a unique job, with the
 // shard's unique insert: a duplicate writes nothing, returns the holder's
 // ID and sets j.Unique.Duplicate. The unique index decides inside the
 // shard's write transaction, so concurrent inserts (any process) agree.
-// Its arguments are insertJob's plus the key and statuses: keep the two
-// (and sqlInsert, sqlInsertUnique) in step.
-func insertAny(ctx context.Context, tx *sql.Tx, counts *groupCounts, st *sql.Stmt, sh *shardDB, j store.InsertParams) (store.JobID, error) {
+// Its arguments are insertRow's plus the key and statuses.
+func insertAny(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shardDB, j store.InsertParams) (store.JobID, error) {
 	u := j.Unique
 	if u == nil {
-		return insertJob(ctx, st, sh, j)
+		return insertJob(ctx, counts.stmt(ctx, tx, sh.stmts.insert), sh, j)
 	}
 	u.Duplicate = false
-	status := store.StatusPending
-	var next any
-	if j.RunAt.After(j.Now) {
-		status = store.StatusScheduled
-		next = store.FormatTime(j.RunAt)
-	}
-	var key any
-	if j.PartitionKey != nil {
-		key = *j.PartitionKey
-	}
-	res, err := counts.stmt(ctx, tx, sh.stmts.insertUnique).ExecContext(ctx, key, string(j.Payload), string(status),
-		int(j.Priority), j.MaxAttempts, retrySeconds(j.RetryDelay), nullString(j.Task), store.FormatTime(j.Now), next,
-		sh.idx, nullString(string(j.Metadata)), nullTimeout(j.Timeout), nullString(store.EncodeTags(j.Tags)),
-		store.QueueOf(j.Queue), u.Key, uniqueStates(u.States))
+	args := make(argRow, 0, len(insertColumns)+2)
+	insertRow(&args, sh, j)
+	args = append(args, u.Key, uniqueStates(u.States))
+	res, err := counts.stmt(ctx, tx, sh.stmts.insertUnique).ExecContext(ctx, args...)
 	if err != nil {
 		return 0, fmt.Errorf("shard %d: insert unique job: %w", sh.idx, err)
 	}

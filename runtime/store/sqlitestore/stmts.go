@@ -21,13 +21,6 @@ const claimColumns = `id, pagina_id, payload, priority, tentativas, max_tentativ
 	last_error, error_type, created_at, next_retry_at, task, metadata, snoozes, timeout_ms, tags, queue`
 
 const (
-	sqlInsert = `INSERT INTO fila (pagina_id, payload, status, priority, tentativas, max_tentativas, retry_delay,
-		task, created_at, next_retry_at, shard_id, metadata, timeout_ms, tags, queue) VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	// sqlInsertUnique is sqlInsert for a unique job: it inserts nothing
-	// when idx_qm_unique already holds the key for a counted status.
-	sqlInsertUnique = `INSERT INTO fila (pagina_id, payload, status, priority, tentativas, max_tentativas, retry_delay,
-		task, created_at, next_retry_at, shard_id, metadata, timeout_ms, tags, queue, unique_key, unique_states)
-		VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`
 	// sqlUniqueHolder finds the job holding a key, through idx_qm_unique
 	// (same predicate).
 	sqlUniqueHolder = `SELECT id FROM fila WHERE unique_key = ?
@@ -86,13 +79,7 @@ const (
 	// row ids.
 	sqlFence = `SELECT id, lease, worker_id, cancel_requested FROM fila
 		WHERE id IN (SELECT value FROM json_each(?1)) AND status = 'processing'`
-	sqlDeleteIDs = `DELETE FROM fila WHERE id IN (SELECT value FROM json_each(?1))`
-	// sqlKeepIDs ends jobs completed without a result but kept for
-	// retention (CompleteParams.Keep); ?1 is a JSON array of [id, at].
-	sqlKeepIDs = `WITH u AS (SELECT e.value ->> 0 AS id, e.value ->> 1 AS at FROM json_each(?1) e)
-		UPDATE fila SET status = 'completed', result = NULL, completed_at = u.at, worker_id = NULL,
-		heartbeat = NULL, lease = NULL, last_error = NULL, error_type = NULL, error_stack = NULL
-		FROM u WHERE fila.id = u.id`
+	sqlDeleteIDs    = `DELETE FROM fila WHERE id IN (SELECT value FROM json_each(?1))`
 	sqlHeartbeatIDs = `UPDATE fila SET heartbeat = ?2 WHERE id IN (SELECT value FROM json_each(?1))`
 	// Failures of a batch: ?1 is a JSON array with one array per job
 	// whose lease held, unpacked by the CTEs below (texts are hex, so that
@@ -103,6 +90,14 @@ const (
 	failEndRows = `WITH u AS (SELECT e.key AS k, e.value ->> 0 AS id, e.value ->> 1 AS status,
 		CAST(unhex(e.value ->> 2) AS TEXT) AS err, CAST(unhex(e.value ->> 3) AS TEXT) AS etype,
 		CAST(unhex(e.value ->> 4) AS TEXT) AS stack, e.value ->> 5 AS at FROM json_each(?1) e) `
+	// sqlCompleteKeepSet is sqlCompleteKeep for a batch, also for jobs
+	// kept without a result (CompleteParams.Keep): rows of [id, result
+	// (hex, or null), completed_at].
+	sqlCompleteKeepSet = `WITH u AS (SELECT e.value ->> 0 AS id, CAST(unhex(e.value ->> 1) AS TEXT) AS result, e.value ->> 2 AS at
+			FROM json_each(?1) e)
+		UPDATE fila SET status = 'completed', result = u.result, completed_at = u.at, worker_id = NULL,
+			heartbeat = NULL, lease = NULL, last_error = NULL, error_type = NULL, error_stack = NULL
+		FROM u WHERE fila.id = u.id`
 	// sqlFailRetrySet is sqlFailRetry for a batch.
 	sqlFailRetrySet = failRetryRows + `UPDATE fila SET status = CASE WHEN cancel_requested = 1 THEN 'cancelled' ELSE u.status END,
 		next_retry_at = CASE WHEN cancel_requested = 1 THEN NULL ELSE u.next END,
@@ -145,9 +140,12 @@ type stmts struct {
 	insert, promote, claim, completeDelete, completeKeep,
 	failRetry, failDead, failCancel, insertDLQ, heartbeat, release,
 	countProcessed, countFailed,
-	fence, deleteIDs, keepIDs, heartbeatIDs, failRetrySet, failDLQSet, failEndSet *sql.Stmt
+	fence, deleteIDs, completeKeepSet, heartbeatIDs, failRetrySet, failDLQSet, failEndSet *sql.Stmt
 	// insertUnique and uniqueHolder serve unique jobs only.
 	insertUnique, uniqueHolder *sql.Stmt
+
+	// insertRows are the multi-row inserts, one per insertChunks size.
+	insertRows []*sql.Stmt
 
 	// hasReady is the probe, prepared on the reader pool (database/sql
 	// prepares it once per reader connection).
@@ -215,7 +213,7 @@ func (s *stmts) prepare(ctx context.Context, db *sql.DB) error {
 		{&s.failRetry, sqlFailRetry}, {&s.failDead, sqlFailDead}, {&s.insertDLQ, sqlInsertDLQ},
 		{&s.heartbeat, sqlHeartbeat}, {&s.release, sqlRelease}, {&s.failCancel, sqlFailCancel},
 		{&s.countProcessed, sqlCountProcessed}, {&s.countFailed, sqlCountFailed},
-		{&s.fence, sqlFence}, {&s.deleteIDs, sqlDeleteIDs}, {&s.keepIDs, sqlKeepIDs}, {&s.heartbeatIDs, sqlHeartbeatIDs},
+		{&s.fence, sqlFence}, {&s.deleteIDs, sqlDeleteIDs}, {&s.completeKeepSet, sqlCompleteKeepSet}, {&s.heartbeatIDs, sqlHeartbeatIDs},
 		{&s.failRetrySet, sqlFailRetrySet}, {&s.failDLQSet, sqlFailDLQSet}, {&s.failEndSet, sqlFailEndSet},
 		{&s.insertUnique, sqlInsertUnique}, {&s.uniqueHolder, sqlUniqueHolder},
 	} {
@@ -224,6 +222,13 @@ func (s *stmts) prepare(ctx context.Context, db *sql.DB) error {
 			return err
 		}
 		*p.dst = st
+	}
+	for _, n := range insertChunks {
+		st, err := db.PrepareContext(ctx, insertRowsSQL(n))
+		if err != nil {
+			return err
+		}
+		s.insertRows = append(s.insertRows, st)
 	}
 	return nil
 }
@@ -240,11 +245,11 @@ func (s *stmts) prepareReader(ctx context.Context, r *sql.DB) error {
 
 func (s *stmts) close() error {
 	var errs []error
-	all := []*sql.Stmt{s.insert, s.promote, s.claim, s.completeDelete, s.completeKeep,
+	all := append([]*sql.Stmt{s.insert, s.promote, s.claim, s.completeDelete, s.completeKeep,
 		s.failRetry, s.failDead, s.failCancel, s.insertDLQ, s.heartbeat, s.release, s.hasReady,
-		s.countProcessed, s.countFailed, s.fence, s.deleteIDs, s.keepIDs, s.heartbeatIDs,
+		s.countProcessed, s.countFailed, s.fence, s.deleteIDs, s.completeKeepSet, s.heartbeatIDs,
 		s.failRetrySet, s.failDLQSet, s.failEndSet,
-		s.insertUnique, s.uniqueHolder}
+		s.insertUnique, s.uniqueHolder}, s.insertRows...)
 	s.mu.Lock()
 	for _, st := range s.claimTasks {
 		all = append(all, st)

@@ -3,6 +3,7 @@ package storetest
 import (
 	"encoding/json"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -161,5 +162,119 @@ func testBatchAckFences(t *testing.T, st store.Store) {
 	}
 	if processed != 4 || failed != 1 {
 		t.Errorf("counters: %d processed, %d failed; want 4 and 1", processed, failed)
+	}
+}
+
+// testCompleteClaim checks store.CompleteClaimer: the acknowledgements'
+// per-item results are Complete's, and the claim that follows takes the
+// next jobs in priority then FIFO order, never one just acknowledged.
+func testCompleteClaim(t *testing.T, st store.Store) {
+	cc, ok := st.(store.CompleteClaimer)
+	if !ok {
+		t.Skip("the store does not implement store.CompleteClaimer")
+	}
+	ctx := t.Context()
+	prios := []store.Priority{store.PriorityLow, store.PriorityHigh, store.PriorityMedium, store.PriorityHigh, store.PriorityLow, store.PriorityMedium}
+	params := make([]store.InsertParams, len(prios))
+	for i, p := range prios {
+		params[i] = store.InsertParams{Payload: json.RawMessage(`{}`), Priority: p, MaxAttempts: 3, Now: t0}
+	}
+	ids, err := st.Insert(ctx, params)
+	if err != nil {
+		t.Fatalf("Insert: %v", err)
+	}
+	jobs, err := st.Claim(ctx, store.ClaimParams{WorkerID: "w1", Max: 2, Now: t0})
+	if err != nil || len(jobs) != 2 || jobs[0].ID != ids[1] || jobs[1].ID != ids[3] {
+		t.Fatalf("Claim = %v, %v; want the two high-priority jobs", jobs, err)
+	}
+	acks := []store.CompleteParams{
+		{Lease: store.Lease{ID: jobs[0].ID, Token: jobs[0].Lease, WorkerID: "w1"}, Now: t0},
+		{Lease: store.Lease{ID: jobs[1].ID, Token: jobs[1].Lease + 1, WorkerID: "w1"}, Now: t0},
+		{Lease: store.Lease{ID: jobs[0].ID, Token: jobs[0].Lease, WorkerID: "w1"}, Now: t0},
+	}
+	errs, next, err := cc.CompleteClaim(ctx, acks, store.ClaimParams{WorkerID: "w1", Max: 3, Now: t0})
+	if err != nil {
+		t.Fatalf("CompleteClaim: %v", err)
+	}
+	if diff := cmp.Diff([]error{nil, store.ErrLeaseLost, store.ErrLeaseLost}, errs, cmpErrors); diff != "" {
+		t.Errorf("CompleteClaim errors (-want +got):\n%s", diff)
+	}
+	var got []store.JobID
+	for _, j := range next {
+		got = append(got, j.ID)
+		if j.Status != store.StatusProcessing || j.WorkerID != "w1" || j.Lease == 0 {
+			t.Errorf("claimed job %+v", j)
+		}
+	}
+	if diff := cmp.Diff([]store.JobID{ids[2], ids[5], ids[0]}, got); diff != "" {
+		t.Errorf("CompleteClaim claimed (-want +got):\n%s", diff)
+	}
+	if _, err := st.Job(ctx, ids[1]); !errors.Is(err, store.ErrJobNotFound) {
+		t.Errorf("acknowledged job: Job error = %v, want ErrJobNotFound", err)
+	}
+	if j, err := st.Job(ctx, ids[3]); err != nil || j.Status != store.StatusProcessing {
+		t.Errorf("job with the stale ack = %+v, %v; want still processing", j, err)
+	}
+}
+
+// testConcurrentSingleFails checks single-item Fail calls from many
+// goroutines (which a store may group into shared statements): each gets
+// its own result, a stale lease fails alone, dead ones are dead-lettered
+// and counted once each.
+func testConcurrentSingleFails(t *testing.T, st store.Store) {
+	ctx := t.Context()
+	const n = 48
+	params := make([]store.InsertParams, n)
+	for i := range params {
+		params[i] = store.InsertParams{Payload: json.RawMessage(`{}`), MaxAttempts: 3, Now: t0}
+	}
+	if _, err := st.Insert(ctx, params); err != nil {
+		t.Fatalf("Insert: %v", err)
+	}
+	jobs, err := st.Claim(ctx, store.ClaimParams{WorkerID: "w1", Max: n, Now: t0})
+	if err != nil || len(jobs) != n {
+		t.Fatalf("Claim = %d jobs, %v; want %d", len(jobs), err, n)
+	}
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i, j := range jobs {
+		wg.Go(func() {
+			f := store.FailParams{Lease: store.Lease{ID: j.ID, Token: j.Lease, WorkerID: "w1"}, Error: "e", ErrorType: "E",
+				RetryAt: t0.Add(time.Minute), Now: t0}
+			switch i % 4 {
+			case 0:
+				f.Token++
+			case 1:
+				f.Dead = true
+			}
+			errs[i] = st.Fail(ctx, []store.FailParams{f})[0]
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		var want error
+		if i%4 == 0 {
+			want = store.ErrLeaseLost
+		}
+		if !errors.Is(err, want) || (want == nil && err != nil) {
+			t.Errorf("Fail(job %d) = %v, want %v", jobs[i].ID, err, want)
+		}
+	}
+	ss, err := st.Stats(ctx)
+	if err != nil {
+		t.Fatalf("Stats: %v", err)
+	}
+	var sum store.ShardStats
+	for _, s := range ss {
+		sum.Processing += s.Processing
+		sum.Scheduled += s.Scheduled
+		sum.Failed += s.Failed
+		sum.TotalFailed += s.TotalFailed
+	}
+	if sum.Processing != n/4 || sum.Scheduled != n/2 || sum.Failed != n/4 || sum.TotalFailed != n/4 {
+		t.Errorf("after fails: %+v; want %d processing, %d scheduled, %d failed and counted", sum, n/4, n/2, n/4)
+	}
+	if dls, err := st.DeadLetters(ctx, store.ListParams{Shard: store.AllShards, Limit: 1000}); err != nil || len(dls) != n/4 {
+		t.Errorf("dead letters = %d, %v; want %d", len(dls), err, n/4)
 	}
 }

@@ -771,6 +771,16 @@ func Run(t *testing.T, open Opener) {
 		testBatchAckFences(t, setup(t, 2).st)
 	})
 
+	t.Run("ConcurrentSingleFails", func(t *testing.T) {
+		t.Parallel()
+		testConcurrentSingleFails(t, setup(t, 1).st)
+	})
+
+	t.Run("CompleteClaim", func(t *testing.T) {
+		t.Parallel()
+		testCompleteClaim(t, setup(t, 1).st)
+	})
+
 	t.Run("BatchAllOrNothing", func(t *testing.T) {
 		t.Parallel()
 		testBatchAllOrNothing(t, setup(t, 3).st)

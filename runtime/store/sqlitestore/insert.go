@@ -1,0 +1,181 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+
+	"github.com/queuemax/queuemax/runtime/store"
+)
+
+// insertColumns are the fila columns an insert writes, in the order
+// insertRow produces their values. The single-row statement (sqlInsert)
+// and the set statement for batches (sqlInsertSet) are both built from
+// this list: a new column is one entry here and one value in insertRow.
+var insertColumns = []struct {
+	name string
+	text bool // a TEXT value (or NULL); otherwise an INTEGER (or NULL)
+}{
+	{"pagina_id", false}, {"payload", true}, {"status", true}, {"priority", false}, {"tentativas", false},
+	{"max_tentativas", false}, {"retry_delay", false}, {"task", true}, {"created_at", true},
+	{"next_retry_at", true}, {"shard_id", false}, {"metadata", true}, {"timeout_ms", false}, {"tags", true},
+	{"queue", true},
+}
+
+// insertRow writes j's column values (insertColumns' order) to w.
+func insertRow(w rowWriter, sh *shardDB, j store.InsertParams) {
+	if j.PartitionKey != nil {
+		w.int(*j.PartitionKey)
+	} else {
+		w.null()
+	}
+	w.text(string(j.Payload))
+	status, next := store.StatusPending, ""
+	if j.RunAt.After(j.Now) {
+		status, next = store.StatusScheduled, store.FormatTime(j.RunAt)
+	}
+	w.text(string(status))
+	w.int(int64(j.Priority))
+	w.int(0)
+	w.int(int64(j.MaxAttempts))
+	w.int(retrySeconds(j.RetryDelay))
+	w.textOrNull(j.Task)
+	w.text(store.FormatTime(j.Now))
+	w.textOrNull(next)
+	w.int(int64(sh.idx))
+	w.textOrNull(string(j.Metadata))
+	if ms, ok := nullTimeout(j.Timeout).(int64); ok {
+		w.int(ms)
+	} else {
+		w.null()
+	}
+	w.textOrNull(store.EncodeTags(j.Tags))
+	w.text(store.QueueOf(j.Queue))
+}
+
+// rowWriter receives one row's values.
+type rowWriter interface {
+	null()
+	int(int64)
+	text(string)
+	textOrNull(string) // NULL when empty
+}
+
+// argRow collects a row as statement arguments.
+type argRow []any
+
+func (r *argRow) null()         { *r = append(*r, nil) }
+func (r *argRow) int(v int64)   { *r = append(*r, v) }
+func (r *argRow) text(s string) { *r = append(*r, s) }
+func (r *argRow) textOrNull(s string) {
+	if s == "" {
+		r.null()
+	} else {
+		r.text(s)
+	}
+}
+
+var (
+	insertNames = func() string {
+		names := make([]string, len(insertColumns))
+		for i, c := range insertColumns {
+			names[i] = c.name
+		}
+		return strings.Join(names, ", ")
+	}()
+	sqlInsert = insertRowsSQL(1)
+	// sqlInsertUnique is sqlInsert for a unique job (insertColumns, then
+	// the key and statuses): it inserts nothing when idx_qm_unique already
+	// holds the key for a counted status.
+	sqlInsertUnique = `INSERT INTO fila (` + insertNames + `, unique_key, unique_states) VALUES (` +
+		strings.TrimSuffix(strings.Repeat("?, ", len(insertColumns)+2), ", ") + `) ON CONFLICT DO NOTHING`
+)
+
+// insertChunks are the row counts of the multi-row insert statements
+// prepared per shard (stmts.insertRows, same order): a batch is written
+// 64 rows per statement, the rest in the binary decomposition of its
+// size, so n jobs take at most n/64+6 statements, none parsed per call.
+var insertChunks = []int{64, 32, 16, 8, 4, 2}
+
+// insertRowsSQL returns the INSERT of n rows of bound values.
+func insertRowsSQL(n int) string {
+	row := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(insertColumns)), ", ") + ")"
+	return `INSERT INTO fila (` + insertNames + `) VALUES ` + strings.TrimSuffix(strings.Repeat(row+", ", n), ", ")
+}
+
+// insertJob writes one job row with st, the shard's insert statement bound
+// to the current transaction. A job whose RunAt is after Now is stored as
+// scheduled.
+func insertJob(ctx context.Context, st *sql.Stmt, sh *shardDB, j store.InsertParams) (store.JobID, error) {
+	args := make(argRow, 0, len(insertColumns))
+	insertRow(&args, sh, j)
+	res, err := st.ExecContext(ctx, args...)
+	if err != nil {
+		return 0, fmt.Errorf("shard %d: insert job: %w", sh.idx, err)
+	}
+	seq, err := res.LastInsertId()
+	if err != nil {
+		return 0, err
+	}
+	return store.NewJobID(sh.idx, seq), nil
+}
+
+// insertJobs writes jobs[i] for each i of idxs into sh, in order, and sets
+// ids[i], with multi-row statements for batches.
+func insertJobs(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shardDB,
+	jobs []store.InsertParams, idxs []int, ids []store.JobID) error {
+	var args argRow
+	for len(idxs) > 0 {
+		// A run of plain jobs is written in chunks of insertChunks rows;
+		// a unique job is its own statement (insertAny).
+		var st *sql.Stmt
+		n := 0
+		for _, i := range idxs {
+			if jobs[i].Unique != nil || n == insertChunks[0] {
+				break
+			}
+			n++
+		}
+		for c, size := range insertChunks {
+			if n >= size {
+				st, n = sh.stmts.insertRows[c], size
+				break
+			}
+		}
+		if st == nil {
+			n = 1
+		}
+		if n == 1 {
+			id, err := insertAny(ctx, tx, counts, sh, jobs[idxs[0]])
+			if err != nil {
+				return err
+			}
+			ids[idxs[0]] = id
+			idxs = idxs[1:]
+			continue
+		}
+		if args == nil {
+			args = make(argRow, 0, n*len(insertColumns))
+		}
+		args = args[:0]
+		for _, i := range idxs[:n] {
+			insertRow(&args, sh, jobs[i])
+		}
+		res, err := counts.stmt(ctx, tx, st).ExecContext(ctx, args...)
+		if err != nil {
+			return fmt.Errorf("shard %d: insert jobs: %w", sh.idx, err)
+		}
+		last, err := res.LastInsertId()
+		if err != nil {
+			return err
+		}
+		// One statement under the write lock: AUTOINCREMENT gives its
+		// rows consecutive ids, in VALUES order.
+		for k, i := range idxs[:n] {
+			ids[i] = store.NewJobID(sh.idx, last-int64(n-1-k))
+		}
+		idxs = idxs[n:]
+	}
+	return nil
+}
