@@ -84,6 +84,9 @@ type RequireOpts struct {
 	Priority *queuemax.Priority
 	// PartitionKey, when not nil, must equal the job's partition key.
 	PartitionKey *int64
+	// Queue, when not empty, must equal the job's queue ("default" for a
+	// job enqueued without one).
+	Queue string
 	// Tags, when not empty, must all be among the job's tags.
 	Tags []string
 	// Match, when not nil, must return true for the job (use it for
@@ -173,6 +176,7 @@ func find[A any](tb testing.TB, c *queuemax.Client, fn string, opts *RequireOpts
 		if (want != nil && !reflect.DeepEqual(*want, a)) ||
 			(opts.Priority != nil && j.Priority != *opts.Priority) ||
 			(opts.PartitionKey != nil && (j.PartitionKey == nil || *j.PartitionKey != *opts.PartitionKey)) ||
+			(opts.Queue != "" && j.Queue != opts.Queue) ||
 			slices.ContainsFunc(opts.Tags, func(tag string) bool { return !slices.Contains(j.Tags, tag) }) ||
 			(opts.Match != nil && !opts.Match(j)) {
 			continue
@@ -234,6 +238,9 @@ func describeOpts(o *RequireOpts) string {
 	}
 	if o.PartitionKey != nil {
 		parts = append(parts, fmt.Sprintf("partition key %d", *o.PartitionKey))
+	}
+	if o.Queue != "" {
+		parts = append(parts, fmt.Sprintf("queue %q", o.Queue))
 	}
 	if len(o.Tags) > 0 {
 		parts = append(parts, fmt.Sprintf("tags %q", o.Tags))

@@ -228,6 +228,15 @@ func TestRequireEnqueued(t *testing.T) {
 			queuemaxtest.RequireEnqueued[emailArgs](tb, b.c, &queuemaxtest.RequireOpts{Tags: []string{"vip", "us"}})
 		}, `tags ["vip" "us"]`, "no waiting job")
 	})
+	t.Run("MatchesTheQueue", func(t *testing.T) {
+		t.Parallel()
+		fails(t, func(tb testing.TB) {
+			queuemaxtest.RequireEnqueued[emailArgs](tb, b.c, &queuemaxtest.RequireOpts{Queue: "emails"})
+		}, `queue "emails"`, "no waiting job")
+		fails(t, func(tb testing.TB) {
+			queuemaxtest.RequireEnqueued[emailArgs](tb, b.c, &queuemaxtest.RequireOpts{Queue: queuemax.DefaultQueue})
+		}, `3 waiting jobs of t.Send match queue "default", want exactly one`)
+	})
 	t.Run("FailsWhenSeveralMatch", func(t *testing.T) {
 		t.Parallel()
 		fails(t, func(tb testing.TB) { queuemaxtest.RequireEnqueued[emailArgs](tb, b.c, nil) },
