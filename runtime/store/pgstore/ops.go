@@ -86,7 +86,41 @@ func (s *Store) Insert(ctx context.Context, jobs []store.InsertParams) ([]store.
 }
 
 func (s *Store) insertBatch(ctx context.Context, jobs []store.InsertParams) ([]store.JobID, error) {
+	if len(jobs) == 1 {
+		return insertOne(ctx, poolQuerier{s}, s.q.insertOne, jobs[0])
+	}
 	return insertWith(ctx, poolQuerier{s}, s.q.insert, jobs)
+}
+
+// insertOne is insertWith for one job, with sqlInsertOne's scalar
+// parameters (the same values in the same order).
+func insertOne(ctx context.Context, q querier, stmt string, j store.InsertParams) ([]store.JobID, error) {
+	var key pgtype.Int8
+	if j.PartitionKey != nil {
+		key = pgtype.Int8{Int64: *j.PartitionKey, Valid: true}
+	}
+	now := j.Now
+	if now.IsZero() {
+		now = hostNow()
+	}
+	var delay int64
+	if j.RunAt.After(now) {
+		delay = max(offset(j.RunAt, now), 1)
+	}
+	var tmo pgtype.Int8
+	if j.Timeout > 0 {
+		tmo = pgtype.Int8{Int64: max(1, j.Timeout.Milliseconds()), Valid: true}
+	}
+	seqs, err := q.ids(ctx, stmt, int32(j.Shard), key, text(j.Task), string(j.Payload), int16(j.Priority),
+		int32(j.MaxAttempts), retrySeconds(j.RetryDelay), now, delay, rawText(j.Metadata), tmo,
+		text(store.EncodeTags(j.Tags)), store.QueueOf(j.Queue))
+	if err != nil {
+		return nil, fmt.Errorf("queuemax: insert job: %w", err)
+	}
+	if len(seqs) != 1 {
+		return nil, fmt.Errorf("queuemax: insert job: %d rows written for 1 job", len(seqs))
+	}
+	return []store.JobID{store.NewJobID(j.Shard, seqs[0])}, nil
 }
 
 // InsertTx stores jobs inside the caller's transaction, so that they exist

@@ -9,7 +9,7 @@ import (
 // schema and clock mode. pgx prepares and caches each on first use per
 // connection, so later calls cost one round trip.
 type queries struct {
-	insert, complete, fail, heartbeat, release string
+	insert, insertOne, complete, fail, heartbeat, release string
 	// insertUnique inserts one unique job (unique.go).
 	insertUnique string
 	// claim is indexed by [filtered by tasks][filtered by shard], and
@@ -96,6 +96,19 @@ const (
 		ORDER BY u.ord
 		RETURNING id`
 
+	// sqlInsertOne is sqlInsert for one job, with scalar parameters in the
+	// same order: a group of one (a lone enqueue) skips encoding and
+	// unnesting thirteen one-element arrays. Keep the two in step.
+	sqlInsertOne = `INSERT INTO {s}.jobs (shard, partition_key, task, payload, status, priority, max_attempts, retry_delay,
+			created_at, next_retry_at, metadata, timeout_ms, tags, queue)
+		SELECT u.shard, u.pkey, u.task, u.payload::json, CASE WHEN u.delay > 0 THEN 'scheduled' ELSE 'pending' END,
+			u.prio, u.maxa, u.rd, @rownow, CASE WHEN u.delay > 0 THEN @rownow + u.delay` + us + ` END, u.meta::json,
+			u.tmo, CASE WHEN u.tags IS NOT NULL THEN ARRAY(SELECT json_array_elements_text(u.tags::json)) END, u.queue
+		FROM (SELECT $1::integer AS shard, $2::bigint AS pkey, $3::text AS task, $4::text AS payload, $5::smallint AS prio,
+			$6::integer AS maxa, $7::integer AS rd, $8::timestamptz AS at, $9::bigint AS delay, $10::text AS meta,
+			$11::bigint AS tmo, $12::text AS tags, $13::text AS queue) AS u
+		RETURNING id`
+
 	// Every batch statement first locks its rows in id order (a one-time
 	// InitPlan over SELECT ... ORDER BY id FOR UPDATE, evaluated before
 	// the statement touches any row), so that two batches over the same
@@ -167,6 +180,7 @@ const (
 func buildQueries(schema string, host bool) queries {
 	q := queries{
 		insert:    expand(sqlInsert, schema, host),
+		insertOne: expand(sqlInsertOne, schema, host),
 		complete:  expand(sqlComplete, schema, host),
 		fail:      expand(sqlFail, schema, host),
 		heartbeat: expand(sqlHeartbeat, schema, host),
