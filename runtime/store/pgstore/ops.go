@@ -95,6 +95,20 @@ func (s *Store) insertBatch(ctx context.Context, jobs []store.InsertParams) ([]s
 // insertOne is insertWith for one job, with sqlInsertOne's scalar
 // parameters (the same values in the same order).
 func insertOne(ctx context.Context, q querier, stmt string, j store.InsertParams) ([]store.JobID, error) {
+	seqs, err := q.ids(ctx, stmt, rowArgs(j)...)
+	if err != nil {
+		return nil, fmt.Errorf("queuemax: insert job: %w", err)
+	}
+	if len(seqs) != 1 {
+		return nil, fmt.Errorf("queuemax: insert job: %d rows written for 1 job", len(seqs))
+	}
+	return []store.JobID{store.NewJobID(j.Shard, seqs[0])}, nil
+}
+
+// rowArgs returns one job's values as the scalar parameters $1–$13 of
+// sqlInsertOne and sqlInsertUnique (the columns of sqlInsert's arrays, in
+// the same order).
+func rowArgs(j store.InsertParams, extra ...any) []any {
 	var key pgtype.Int8
 	if j.PartitionKey != nil {
 		key = pgtype.Int8{Int64: *j.PartitionKey, Valid: true}
@@ -111,16 +125,9 @@ func insertOne(ctx context.Context, q querier, stmt string, j store.InsertParams
 	if j.Timeout > 0 {
 		tmo = pgtype.Int8{Int64: max(1, j.Timeout.Milliseconds()), Valid: true}
 	}
-	seqs, err := q.ids(ctx, stmt, int32(j.Shard), key, text(j.Task), string(j.Payload), int16(j.Priority),
+	return append([]any{int32(j.Shard), key, text(j.Task), string(j.Payload), int16(j.Priority),
 		int32(j.MaxAttempts), retrySeconds(j.RetryDelay), now, delay, rawText(j.Metadata), tmo,
-		text(store.EncodeTags(j.Tags)), store.QueueOf(j.Queue))
-	if err != nil {
-		return nil, fmt.Errorf("queuemax: insert job: %w", err)
-	}
-	if len(seqs) != 1 {
-		return nil, fmt.Errorf("queuemax: insert job: %d rows written for 1 job", len(seqs))
-	}
-	return []store.JobID{store.NewJobID(j.Shard, seqs[0])}, nil
+		text(store.EncodeTags(j.Tags)), store.QueueOf(j.Queue)}, extra...)
 }
 
 // InsertTx stores jobs inside the caller's transaction, so that they exist

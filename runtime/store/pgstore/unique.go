@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/queuemax/queuemax/runtime/store"
 )
 
@@ -14,11 +13,11 @@ import (
 // index under concurrent inserts of any process). It returns the new id,
 // or the holder's id negated; no row when the holder committed after the
 // statement's snapshot was taken, so that it cannot be read yet (the
-// caller runs it again). $1 is the caller's Now. Its columns are
-// sqlInsert's plus the key and statuses: keep the two in step.
-const sqlInsertUnique = `WITH u AS (SELECT $2::integer AS shard, $3::bigint AS pkey, $4::text AS task, $5::text AS payload,
-		$6::smallint AS prio, $7::integer AS maxa, $8::integer AS rd, $1::timestamptz AS at, $9::bigint AS delay,
-		$10::text AS meta, $11::text AS ukey, $12::text[] AS ustates, $13::bigint AS tmo, $14::text AS tags, $15::text AS queue),
+// caller runs it again). $1–$13 are sqlInsertOne's (rowArgs), $14 the
+// key and $15 the counted statuses: keep the two in step.
+const sqlInsertUnique = `WITH u AS (SELECT $1::integer AS shard, $2::bigint AS pkey, $3::text AS task, $4::text AS payload,
+		$5::smallint AS prio, $6::integer AS maxa, $7::integer AS rd, $8::timestamptz AS at, $9::bigint AS delay,
+		$10::text AS meta, $11::bigint AS tmo, $12::text AS tags, $13::text AS queue, $14::text AS ukey, $15::text[] AS ustates),
 	ins AS (INSERT INTO {s}.jobs (shard, partition_key, task, payload, status, priority, max_attempts, retry_delay,
 			created_at, next_retry_at, metadata, timeout_ms, tags, queue, unique_key, unique_states)
 		SELECT u.shard, u.pkey, u.task, u.payload::json, CASE WHEN u.delay > 0 THEN 'scheduled' ELSE 'pending' END,
@@ -30,7 +29,7 @@ const sqlInsertUnique = `WITH u AS (SELECT $2::integer AS shard, $3::bigint AS p
 		RETURNING id)
 	SELECT id FROM ins
 	UNION ALL
-	SELECT -j.id FROM {s}.jobs j WHERE j.unique_key = $11 AND j.unique_key IS NOT NULL AND j.status = ANY (j.unique_states)
+	SELECT -j.id FROM {s}.jobs j WHERE j.unique_key = $14 AND j.unique_key IS NOT NULL AND j.status = ANY (j.unique_states)
 		AND NOT EXISTS (SELECT 1 FROM ins)`
 
 // uniqueTries bounds how often insertUniqueOne runs its statement while
@@ -128,30 +127,13 @@ func (s *Store) insertMixed(ctx context.Context, q querier, jobs []store.InsertP
 func insertUniqueOne(ctx context.Context, q querier, stmt string, j store.InsertParams) (store.JobID, error) {
 	u := j.Unique
 	u.Duplicate = false
-	var key pgtype.Int8
-	if j.PartitionKey != nil {
-		key = pgtype.Int8{Int64: *j.PartitionKey, Valid: true}
-	}
-	now := j.Now
-	if now.IsZero() {
-		now = hostNow()
-	}
-	var delay int64
-	if j.RunAt.After(now) {
-		delay = max(offset(j.RunAt, now), 1)
-	}
-	var tmo pgtype.Int8
-	if j.Timeout > 0 {
-		tmo = pgtype.Int8{Int64: max(1, j.Timeout.Milliseconds()), Valid: true}
-	}
 	states := make([]string, len(u.States))
 	for i, st := range u.States {
 		states[i] = string(st)
 	}
+	args := rowArgs(j, u.Key, states)
 	for range uniqueTries {
-		got, err := q.ids(ctx, stmt, now, int32(j.Shard), key, text(j.Task), string(j.Payload), int16(j.Priority),
-			int32(j.MaxAttempts), retrySeconds(j.RetryDelay), delay, rawText(j.Metadata), u.Key, states,
-			tmo, text(store.EncodeTags(j.Tags)), store.QueueOf(j.Queue))
+		got, err := q.ids(ctx, stmt, args...)
 		if err != nil {
 			return 0, fmt.Errorf("queuemax: insert unique job: %w", err)
 		}
