@@ -384,6 +384,15 @@ type ListParams struct {
 	Limit int // 0 means 100
 }
 
+// MaxRows returns how many rows a listing returns at most: Limit, or 100
+// when Limit is not positive.
+func (p ListParams) MaxRows() int {
+	if p.Limit <= 0 {
+		return 100
+	}
+	return p.Limit
+}
+
 // PruneParams says what Prune deletes. A zero time deletes nothing of
 // that kind.
 type PruneParams struct {

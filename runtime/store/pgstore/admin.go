@@ -311,13 +311,6 @@ func (s *Store) Job(ctx context.Context, id store.JobID) (*store.Job, error) {
 	return j, err
 }
 
-func listLimit(p store.ListParams) int {
-	if p.Limit <= 0 {
-		return 100
-	}
-	return p.Limit
-}
-
 // Jobs lists jobs, newest first; see store.Store.
 func (s *Store) Jobs(ctx context.Context, p store.ListParams) ([]*store.Job, error) {
 	if s.closed.Load() {
@@ -330,7 +323,7 @@ func (s *Store) Jobs(ctx context.Context, p store.ListParams) ([]*store.Job, err
 	}
 	q := `SELECT ` + jobColumns + ` FROM {s}.jobs
 		WHERE ($1 < 0 OR shard = $1) AND ($2 = '' OR status = $2) AND ($3 = '' OR task = $3)`
-	args := []any{int32(p.Shard), string(p.Status), p.Task, listLimit(p)}
+	args := []any{int32(p.Shard), string(p.Status), p.Task, p.MaxRows()}
 	if p.Tag != "" {
 		// Written out only when filtering, so that the plan can use the
 		// GIN index jobs_tags.
@@ -365,7 +358,7 @@ func (s *Store) DeadLetters(ctx context.Context, p store.ListParams) ([]*store.D
 	}
 	rows, err := s.query(ctx, `SELECT id, shard, original_job_id, task, payload, error, error_type, attempts, failed_at
 		FROM {s}.dead_letters WHERE ($1 < 0 OR shard = $1) AND ($2 = '' OR task = $2)
-		ORDER BY failed_at DESC, id DESC LIMIT $3`, int32(p.Shard), p.Task, listLimit(p))
+		ORDER BY failed_at DESC, id DESC LIMIT $3`, int32(p.Shard), p.Task, p.MaxRows())
 	if err != nil {
 		return nil, fmt.Errorf("queuemax: list dead letters: %w", err)
 	}

@@ -282,13 +282,6 @@ func (s *Store) Job(ctx context.Context, id store.JobID) (*store.Job, error) {
 	return j, err
 }
 
-func listLimit(p store.ListParams) int {
-	if p.Limit <= 0 {
-		return 100
-	}
-	return p.Limit
-}
-
 // Jobs lists jobs, newest first across shards; see store.Store. The limit
 // applies to the merged result, not per shard.
 func (s *Store) Jobs(ctx context.Context, p store.ListParams) ([]*store.Job, error) {
@@ -296,7 +289,7 @@ func (s *Store) Jobs(ctx context.Context, p store.ListParams) ([]*store.Job, err
 	if err != nil {
 		return nil, err
 	}
-	limit := listLimit(p)
+	limit := p.MaxRows()
 	var out []*store.Job
 	for _, sh := range list {
 		q := `SELECT ` + sh.cols + ` FROM fila WHERE 1 = 1`
@@ -355,7 +348,7 @@ func (s *Store) DeadLetters(ctx context.Context, p store.ListParams) ([]*store.D
 	if err != nil {
 		return nil, err
 	}
-	limit := listLimit(p)
+	limit := p.MaxRows()
 	var out []*store.DeadLetter
 	for _, sh := range list {
 		q := `SELECT ` + sh.dlqCols + ` FROM dead_letter_queue`
