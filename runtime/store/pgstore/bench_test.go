@@ -2,11 +2,9 @@ package pgstore_test
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -18,7 +16,8 @@ import (
 )
 
 // The drain benchmarks count one b.N per job, so ns/op and allocs/op read
-// as ns/job and allocs/job (client side; the server's CPU is not counted).
+// as ns/job and allocs/job on the client; the drains also report the
+// server backends' CPU as srv-cpu-ns/job.
 // Run them with
 //
 //	go test -run '^$' -bench . -benchmem ./runtime/store/pgstore
@@ -27,100 +26,37 @@ import (
 // (claim batches of 100 with SKIP LOCKED; DELETE by id = ANY), for a
 // same-run ratio.
 
-func benchJob(now time.Time) store.InsertParams {
-	return store.InsertParams{Task: "t", Payload: json.RawMessage(`{"n":1}`), MaxAttempts: 3, Now: now}
+// bench binds the shared hot-path benchmarks to the store, with the
+// server's CPU reported for the drains.
+var bench = storetest.Bench{
+	Open: func(b *testing.B) store.Store { return open(b, pgstore.Options{}) },
+	Server: func(b *testing.B, st store.Store) func() {
+		pool := st.(*pgstore.Store).Pool()
+		start := poolCPU(b.Context(), pool)
+		return func() { reportServerCPU(b, pool, start) }
+	},
 }
 
-// fill inserts n ready jobs in batches of 1000.
-func fill(b *testing.B, st store.Store, n int) {
-	b.Helper()
-	batch := make([]store.InsertParams, 1000)
-	for i := range batch {
-		batch[i] = benchJob(time.Now())
-	}
-	for done := 0; done < n; done += len(batch) {
-		if _, err := st.Insert(b.Context(), batch[:min(len(batch), n-done)]); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-func BenchmarkInsertOne(b *testing.B) {
-	st := open(b, pgstore.Options{})
-	ctx := b.Context()
-	defer reportCPU(b, cpuTime())
-	for b.Loop() {
-		if _, err := st.Insert(ctx, []store.InsertParams{benchJob(time.Now())}); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
+func BenchmarkInsertOne(b *testing.B)         { bench.InsertOne(b) }
+func BenchmarkInsertBatch(b *testing.B)       { bench.InsertBatch(b) }
+func BenchmarkClaimComplete(b *testing.B)     { bench.ClaimComplete(b) }
+func BenchmarkClaimCompleteOne(b *testing.B)  { bench.ClaimCompleteOne(b) }
+func BenchmarkClaimCompleteKeep(b *testing.B) { bench.ClaimCompleteKeep(b) }
+func BenchmarkClaimFailRetry(b *testing.B)    { bench.ClaimFailRetry(b) }
+func BenchmarkClaimFailDead(b *testing.B)     { bench.ClaimFailDead(b) }
+func BenchmarkHeartbeat(b *testing.B)         { bench.Heartbeat(b) }
+func BenchmarkClaimEmpty(b *testing.B)        { bench.ClaimEmpty(b) }
 
 func BenchmarkInsertOneParallel(b *testing.B) {
 	st := open(b, pgstore.Options{MaxConns: 16})
 	ctx := b.Context()
 	b.SetParallelism(16)
-	defer reportCPU(b, cpuTime())
+	defer storetest.ReportCPU(b, storetest.CPUTime())
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if _, err := st.Insert(ctx, []store.InsertParams{benchJob(time.Now())}); err != nil {
+			if _, err := st.Insert(ctx, []store.InsertParams{storetest.Job(time.Now())}); err != nil {
 				b.Error(err)
 				return
-			}
-		}
-	})
-}
-
-// BenchmarkInsertBatch enqueues 1000 jobs per call.
-func BenchmarkInsertBatch(b *testing.B) {
-	st := open(b, pgstore.Options{})
-	ctx := b.Context()
-	batch := make([]store.InsertParams, 1000)
-	for i := range batch {
-		batch[i] = benchJob(time.Now())
-	}
-	defer reportCPU(b, cpuTime())
-	for done := 0; done < b.N; done += len(batch) {
-		if _, err := st.Insert(ctx, batch[:min(len(batch), b.N-done)]); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-// claimLoop drains b.N jobs, claiming up to max at a time and handing each
-// claim to ack.
-func claimLoop(b *testing.B, st store.Store, max int, ack func(jobs []*store.Job)) {
-	fill(b, st, b.N)
-	ctx := b.Context()
-	b.ResetTimer()
-	defer reportCPU(b, cpuTime())
-	if ps, ok := st.(*pgstore.Store); ok {
-		defer reportServerCPU(b, ps.Pool(), poolCPU(ctx, ps.Pool()))
-	}
-	for done := 0; done < b.N; {
-		jobs, err := st.Claim(ctx, store.ClaimParams{WorkerID: "w", Max: max, Now: time.Now()})
-		if err != nil || len(jobs) == 0 {
-			b.Fatalf("Claim = %d, %v", len(jobs), err)
-		}
-		ack(jobs)
-		done += len(jobs)
-	}
-}
-
-// BenchmarkClaimComplete drains no-op jobs: claim 100, acknowledge them in
-// one call.
-func BenchmarkClaimComplete(b *testing.B) {
-	st := open(b, pgstore.Options{})
-	ctx := b.Context()
-	acks := make([]store.CompleteParams, 0, 100)
-	claimLoop(b, st, 100, func(jobs []*store.Job) {
-		acks = acks[:0]
-		for _, j := range jobs {
-			acks = append(acks, store.CompleteParams{Lease: store.Lease{ID: j.ID, Token: j.Lease, WorkerID: "w"}, Now: time.Now()})
-		}
-		for _, err := range st.Complete(ctx, acks) {
-			if err != nil {
-				b.Fatal(err)
 			}
 		}
 	})
@@ -132,9 +68,9 @@ func BenchmarkClaimComplete(b *testing.B) {
 func BenchmarkCompleteClaim(b *testing.B) {
 	st := open(b, pgstore.Options{})
 	ctx := b.Context()
-	fill(b, st, b.N)
+	storetest.Fill(b, st, b.N)
 	b.ResetTimer()
-	defer reportCPU(b, cpuTime())
+	defer storetest.ReportCPU(b, storetest.CPUTime())
 	defer reportServerCPU(b, st.Pool(), poolCPU(ctx, st.Pool()))
 	acks := make([]store.CompleteParams, 0, 100)
 	for done := 0; done < b.N; {
@@ -155,77 +91,6 @@ func BenchmarkCompleteClaim(b *testing.B) {
 	}
 	for _, err := range st.Complete(ctx, acks) {
 		if err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-// BenchmarkClaimCompleteOne claims 100 and acknowledges each job in its
-// own call.
-func BenchmarkClaimCompleteOne(b *testing.B) {
-	st := open(b, pgstore.Options{})
-	ctx := b.Context()
-	claimLoop(b, st, 100, func(jobs []*store.Job) {
-		for _, j := range jobs {
-			err := st.Complete(ctx, []store.CompleteParams{{Lease: store.Lease{ID: j.ID, Token: j.Lease, WorkerID: "w"}, Now: time.Now()}})[0]
-			if err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-}
-
-// BenchmarkClaimFailDead claims 100 and dead-letters them in one call.
-func BenchmarkClaimFailDead(b *testing.B) {
-	st := open(b, pgstore.Options{})
-	ctx := b.Context()
-	fails := make([]store.FailParams, 0, 100)
-	claimLoop(b, st, 100, func(jobs []*store.Job) {
-		fails = fails[:0]
-		now := time.Now()
-		for _, j := range jobs {
-			fails = append(fails, store.FailParams{Lease: store.Lease{ID: j.ID, Token: j.Lease, WorkerID: "w"},
-				Error: "boom", ErrorType: "error", Dead: true, Now: now})
-		}
-		for _, err := range st.Fail(ctx, fails) {
-			if err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-}
-
-// BenchmarkHeartbeat renews 100 leases per call.
-func BenchmarkHeartbeat(b *testing.B) {
-	st := open(b, pgstore.Options{})
-	ctx := b.Context()
-	fill(b, st, 100)
-	jobs, err := st.Claim(ctx, store.ClaimParams{WorkerID: "w", Max: 100, Now: time.Now()})
-	if err != nil || len(jobs) != 100 {
-		b.Fatalf("Claim = %d, %v", len(jobs), err)
-	}
-	leases := make([]store.Lease, len(jobs))
-	for i, j := range jobs {
-		leases[i] = store.Lease{ID: j.ID, Token: j.Lease, WorkerID: "w"}
-	}
-	b.ResetTimer()
-	defer reportCPU(b, cpuTime())
-	for done := 0; done < b.N; done += len(leases) {
-		for _, err := range st.Heartbeat(ctx, leases, time.Now()) {
-			if err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
-}
-
-// BenchmarkClaimEmpty is a claim on an idle queue (the idle poll).
-func BenchmarkClaimEmpty(b *testing.B) {
-	st := open(b, pgstore.Options{})
-	ctx := b.Context()
-	defer reportCPU(b, cpuTime())
-	for b.Loop() {
-		if _, err := st.Claim(ctx, store.ClaimParams{WorkerID: "w", Max: 100, Now: time.Now()}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -262,7 +127,7 @@ func BenchmarkFloor(b *testing.B) {
 	del := `DELETE FROM ` + tbl + ` WHERE id = ANY($1) AND lease = $2`
 	ids := make([]int64, 0, 100)
 	b.ResetTimer()
-	defer reportCPU(b, cpuTime())
+	defer storetest.ReportCPU(b, storetest.CPUTime())
 	pid := conn.PgConn().PID()
 	defer func(start time.Duration) {
 		b.ReportMetric(float64(backendCPU(pid)-start)/float64(b.N), "srv-cpu-ns/job")
@@ -288,20 +153,6 @@ func BenchmarkFloor(b *testing.B) {
 		}
 		done += len(ids)
 	}
-}
-
-// cpuTime returns the CPU time (user and system) the process has used.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// reportCPU reports the process CPU used since start per b.N as
-// cpu-ns/job: on a shared machine it is less disturbed than wall time.
-// Call it deferred, after setup: defer reportCPU(b, cpuTime()).
-func reportCPU(b *testing.B, start time.Duration) {
-	b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/job")
 }
 
 func BenchmarkClaimQueues(b *testing.B) {
