@@ -45,14 +45,12 @@ const claimColumns = `j.id, j.shard, j.task, j.payload, j.priority, j.attempts, 
 	j.last_error, j.error_type, j.partition_key, j.created_at, j.heartbeat, j.metadata, j.next_retry_at, j.snoozes,
 	j.timeout_ms, j.tags, j.queue`
 
-// claimSQL claims a batch in one statement: the first ready jobs by
-// priority then id, and scheduled jobs that have come due (claimed
-// directly, with no separate promotion), both skipping rows other claimers
-// hold. $1 now, $2 limit, $3 worker, $4 lease, then the task names and the
-// shard when filtered.
-func claimSQL(tasks, shard bool) string {
-	filter := ""
-	n := 4
+// claimFilter returns the WHERE conditions every claim statement adds to
+// its candidate rows (the task names and shard when filtered, as
+// parameters $5 and on; never a paused queue) and the number of the last
+// parameter it uses.
+func claimFilter(tasks, shard bool) (filter string, n int) {
+	n = 4
 	if tasks {
 		n++
 		// "" names jobs stored without a task (NULL, or '' from queue-max).
@@ -62,7 +60,16 @@ func claimSQL(tasks, shard bool) string {
 		n++
 		filter += fmt.Sprintf(" AND shard = $%d::integer", n)
 	}
-	filter += sqlNotPaused
+	return filter + sqlNotPaused, n
+}
+
+// claimSQL claims a batch in one statement: the first ready jobs by
+// priority then id, and scheduled jobs that have come due (claimed
+// directly, with no separate promotion), both skipping rows other claimers
+// hold. $1 now, $2 limit, $3 worker, $4 lease, then the task names and the
+// shard when filtered.
+func claimSQL(tasks, shard bool) string {
+	filter, _ := claimFilter(tasks, shard)
 	// The ids are gathered into an array so that even a generic plan
 	// (LIMIT unknown) updates them by primary key, not by a hash join
 	// over the whole table.

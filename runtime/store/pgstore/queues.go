@@ -19,17 +19,7 @@ const sqlNotPaused = ` AND queue NOT IN (SELECT name FROM {s}.queues WHERE pause
 // window keeps the queue's cap of them; the union is cut to $2 by priority
 // then id.
 func claimQueuesSQL(tasks, shard bool) string {
-	filter := ""
-	n := 4
-	if tasks {
-		n++
-		filter += fmt.Sprintf(" AND coalesce(task, '') = ANY($%d::text[])", n)
-	}
-	if shard {
-		n++
-		filter += fmt.Sprintf(" AND shard = $%d::integer", n)
-	}
-	filter += sqlNotPaused
+	filter, n := claimFilter(tasks, shard)
 	return claimSet + `
 	WHERE j.id = ANY(ARRAY(SELECT id FROM (
 		SELECT c.id, c.priority, q.cap, row_number() OVER (PARTITION BY q.ord ORDER BY c.priority DESC, c.id) AS rn
