@@ -418,18 +418,7 @@ func (s *Store) stats(ctx context.Context, out []store.ShardStats) error {
 		var n int64
 		_, err := pgx.ForEachRow(rows, []any{&sh, &status, &n}, func() error {
 			st := get(sh)
-			switch store.Status(status) {
-			case store.StatusPending:
-				st.Pending = n
-			case store.StatusScheduled:
-				st.Scheduled = n
-			case store.StatusProcessing:
-				st.Processing = n
-			case store.StatusFailed:
-				st.Failed = n
-			case store.StatusCompleted:
-				st.Completed = n
-			}
+			store.SetCount(st, store.Status(status), n)
 			return nil
 		})
 		return err

@@ -424,18 +424,7 @@ func shardStats(ctx context.Context, sh *shardDB, st *store.ShardStats, now time
 		if err := rows.Scan(&status, &n); err != nil {
 			return err
 		}
-		switch store.Status(status) {
-		case store.StatusPending:
-			st.Pending = n
-		case store.StatusScheduled:
-			st.Scheduled = n
-		case store.StatusProcessing:
-			st.Processing = n
-		case store.StatusFailed:
-			st.Failed = n
-		case store.StatusCompleted:
-			st.Completed = n
-		}
+		store.SetCount(st, store.Status(status), n)
 	}
 	if err := rows.Err(); err != nil {
 		return err
