@@ -262,6 +262,23 @@ func (c *Client) enqueueResult(ctx context.Context, task string, def *TaskOption
 	return EnqueueResult{ID: ids[0], Duplicate: isDuplicate(&ps[0])}, nil
 }
 
+// prepareMany prepares every job of a batch; an invalid one is an error
+// naming its index (ErrClosed as it is).
+func (c *Client) prepareMany(jobs []EnqueueParams) ([]store.InsertParams, error) {
+	ps := make([]store.InsertParams, len(jobs))
+	for i, e := range jobs {
+		p, err := c.prepare(e)
+		if err != nil {
+			if errors.Is(err, ErrClosed) {
+				return nil, err
+			}
+			return nil, fmt.Errorf("job %d: %w", i, err)
+		}
+		ps[i] = p
+	}
+	return ps, nil
+}
+
 // prepare validates one job and resolves its defaults and shard.
 func (c *Client) prepare(e EnqueueParams) (store.InsertParams, error) {
 	if c.closed.Load() {
@@ -386,16 +403,9 @@ func (c *Client) afterInsert(ctx context.Context, ps []store.InsertParams, ids [
 // a killed producer left staged are removed by the next Open or orphan
 // recovery.
 func (c *Client) EnqueueMany(ctx context.Context, jobs []EnqueueParams) ([]JobID, error) {
-	ps := make([]store.InsertParams, len(jobs))
-	for i, e := range jobs {
-		p, err := c.prepare(e)
-		if err != nil {
-			if errors.Is(err, ErrClosed) {
-				return nil, err
-			}
-			return nil, fmt.Errorf("job %d: %w", i, err)
-		}
-		ps[i] = p
+	ps, err := c.prepareMany(jobs)
+	if err != nil {
+		return nil, err
 	}
 	return c.insertPrepared(ctx, ps)
 }

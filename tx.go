@@ -2,7 +2,6 @@ package queuemax
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"reflect"
 
@@ -69,16 +68,18 @@ func (c *Client) enqueueTx(ctx context.Context, tx Tx, jobs []EnqueueParams, man
 	if isNil(tx) {
 		return nil, fmt.Errorf("%w: the transaction is nil (%T)", ErrInvalidTx, tx)
 	}
-	ps := make([]store.InsertParams, len(jobs))
-	for i, e := range jobs {
-		p, err := c.prepare(e)
-		if err != nil {
-			if many && !errors.Is(err, ErrClosed) {
-				return nil, fmt.Errorf("job %d: %w", i, err)
-			}
+	var ps []store.InsertParams
+	if many {
+		var err error
+		if ps, err = c.prepareMany(jobs); err != nil {
 			return nil, err
 		}
-		ps[i] = p
+	} else {
+		p, err := c.prepare(jobs[0])
+		if err != nil {
+			return nil, err
+		}
+		ps = []store.InsertParams{p}
 	}
 	if len(ps) == 0 {
 		return nil, nil

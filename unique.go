@@ -196,16 +196,9 @@ func canonicalJSON(raw json.RawMessage) ([]byte, error) {
 // duplicate inside the batch (two jobs with one key) stores the first and
 // reports the second as its duplicate.
 func (c *Client) EnqueueManyResults(ctx context.Context, jobs []EnqueueParams) ([]EnqueueResult, error) {
-	ps := make([]store.InsertParams, len(jobs))
-	for i, e := range jobs {
-		p, err := c.prepare(e)
-		if err != nil {
-			if errors.Is(err, ErrClosed) {
-				return nil, err
-			}
-			return nil, fmt.Errorf("job %d: %w", i, err)
-		}
-		ps[i] = p
+	ps, err := c.prepareMany(jobs)
+	if err != nil {
+		return nil, err
 	}
 	ids, err := c.insertPrepared(ctx, ps)
 	if err != nil {
