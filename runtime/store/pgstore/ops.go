@@ -309,7 +309,7 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) ([]*store.Job, e
 
 func (s *Store) claimShard(ctx context.Context, p store.ClaimParams, lease int64, shard, want int) ([]*store.Job, error) {
 	q, args := s.claimQuery(p, lease, shard, want)
-	rows, err := s.pool.Query(ctx, q, args...)
+	rows, err := s.claims.Query(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -557,7 +557,7 @@ func (s *Store) CompleteClaim(ctx context.Context, acks []store.CompleteParams, 
 	b := &pgx.Batch{}
 	b.Queue(s.q.complete, args...)
 	b.Queue(cq, cargs...)
-	br := s.pool.SendBatch(ctx, b)
+	br := s.claims.SendBatch(ctx, b)
 	fail := func(err error) ([]error, []*store.Job, error) {
 		br.Close()
 		err = fmt.Errorf("queuemax: complete and claim: %w", err)
