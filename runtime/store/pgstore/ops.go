@@ -85,11 +85,24 @@ func (s *Store) Insert(ctx context.Context, jobs []store.InsertParams) ([]store.
 	return ids, err
 }
 
-func (s *Store) insertBatch(ctx context.Context, jobs []store.InsertParams) ([]store.JobID, error) {
-	if len(jobs) == 1 {
-		return insertOne(ctx, poolQuerier{s}, s.q.insertOne, jobs[0])
+// insertBatch writes jobs in one statement on the pool, notifying other
+// processes or not as s.notifies decides.
+func (s *Store) insertBatch(ctx context.Context, jobs []store.InsertParams) (ids []store.JobID, err error) {
+	one, many := s.q.insertOne, s.q.insert
+	loud := s.notifies.loud(time.Now())
+	if !loud {
+		one, many = s.q.insertOneQuiet, s.q.insertQuiet
 	}
-	return insertWith(ctx, poolQuerier{s}, s.q.insert, jobs)
+	if len(jobs) == 1 {
+		ids, err = insertOne(ctx, poolQuerier{s}, one, jobs[0])
+	} else {
+		ids, err = insertWith(ctx, poolQuerier{s}, many, jobs)
+	}
+	if !loud {
+		// Even after an error: the statement may have committed.
+		s.notifies.quietDone()
+	}
+	return ids, err
 }
 
 // insertOne is insertWith for one job, with sqlInsertOne's scalar

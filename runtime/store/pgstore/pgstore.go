@@ -87,6 +87,7 @@ type Store struct {
 	q      queries
 	closed atomic.Bool
 
+	notifies  *notifyGate // which of the store's own inserts notify
 	inserts   *batcher[insertItem, store.JobID]
 	completes *batcher[store.CompleteParams, bool]
 	failures  *batcher[store.FailParams, bool]
@@ -145,6 +146,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		return nil, err
 	}
 	s.q = buildQueries(pgx.Identifier{o.Schema}.Sanitize(), o.HostClock)
+	s.notifies = newNotifyGate(func() { s.notify(context.Background()) })
 	s.inserts = newBatcher(s.insertBatch)
 	s.completes = newBatcher(s.completeBatch)
 	s.failures = newBatcher(s.failBatch)
@@ -194,6 +196,9 @@ func (s *Store) Shards() int { return s.shards }
 func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return store.ErrClosed
+	}
+	if s.notifies.close() {
+		s.notify(context.Background())
 	}
 	s.lis.stop()
 	s.pool.Close()

@@ -10,6 +10,9 @@ import (
 // connection, so later calls cost one round trip.
 type queries struct {
 	insert, insertOne, complete, fail, heartbeat, release string
+	// insertQuiet and insertOneQuiet are insert and insertOne without
+	// the notification (see notify.go).
+	insertQuiet, insertOneQuiet string
 	// insertUnique inserts one unique job (unique.go).
 	insertUnique string
 	// claim is indexed by [filtered by tasks][filtered by shard], and
@@ -88,6 +91,11 @@ func claimSQL(tasks, shard bool) string {
 const claimSet = `UPDATE {s}.jobs j SET status = 'processing', worker_id = $3, heartbeat = @now, started_at = @now,
 		attempts = j.attempts + 1, lease = $4, completed_at = NULL, cancel_requested = false`
 
+// sqlQuiet, joined to the rows an insert statement writes, sets
+// queuemax.quiet for the statement's transaction before its
+// statement-level trigger runs, so that the trigger does not notify.
+const sqlQuiet = `, (SELECT set_config('queuemax.quiet', 'on', true)) AS quiet`
+
 const (
 	// sqlInsert writes a batch of jobs in one statement, in input order
 	// (so the returned ids ascend in that order). A job whose run-at
@@ -99,7 +107,7 @@ const (
 			u.tmo, CASE WHEN u.tags IS NOT NULL THEN ARRAY(SELECT json_array_elements_text(u.tags::json)) END, u.queue
 		FROM unnest($1::integer[], $2::bigint[], $3::text[], $4::text[], $5::smallint[], $6::integer[], $7::integer[],
 			$8::timestamptz[], $9::bigint[], $10::text[], $11::bigint[], $12::text[], $13::text[])
-			WITH ORDINALITY AS u(shard, pkey, task, payload, prio, maxa, rd, at, delay, meta, tmo, tags, queue, ord)
+			WITH ORDINALITY AS u(shard, pkey, task, payload, prio, maxa, rd, at, delay, meta, tmo, tags, queue, ord){quiet}
 		ORDER BY u.ord
 		RETURNING id`
 
@@ -113,7 +121,7 @@ const (
 			u.tmo, CASE WHEN u.tags IS NOT NULL THEN ARRAY(SELECT json_array_elements_text(u.tags::json)) END, u.queue
 		FROM (SELECT $1::integer AS shard, $2::bigint AS pkey, $3::text AS task, $4::text AS payload, $5::smallint AS prio,
 			$6::integer AS maxa, $7::integer AS rd, $8::timestamptz AS at, $9::bigint AS delay, $10::text AS meta,
-			$11::bigint AS tmo, $12::text AS tags, $13::text AS queue) AS u
+			$11::bigint AS tmo, $12::text AS tags, $13::text AS queue) AS u{quiet}
 		RETURNING id`
 
 	// Every batch statement first locks its rows in id order (a one-time
@@ -191,13 +199,16 @@ const (
 )
 
 func buildQueries(schema string, host bool) queries {
+	loud, quiet := strings.NewReplacer("{quiet}", ""), strings.NewReplacer("{quiet}", sqlQuiet)
 	q := queries{
-		insert:    expand(sqlInsert, schema, host),
-		insertOne: expand(sqlInsertOne, schema, host),
-		complete:  expand(sqlComplete, schema, host),
-		fail:      expand(sqlFail, schema, host),
-		heartbeat: expand(sqlHeartbeat, schema, host),
-		release:   expand(sqlRelease, schema, host),
+		insert:         loud.Replace(expand(sqlInsert, schema, host)),
+		insertOne:      loud.Replace(expand(sqlInsertOne, schema, host)),
+		insertQuiet:    quiet.Replace(expand(sqlInsert, schema, host)),
+		insertOneQuiet: quiet.Replace(expand(sqlInsertOne, schema, host)),
+		complete:       expand(sqlComplete, schema, host),
+		fail:           expand(sqlFail, schema, host),
+		heartbeat:      expand(sqlHeartbeat, schema, host),
+		release:        expand(sqlRelease, schema, host),
 	}
 	q.insertUnique = expand(sqlInsertUnique, schema, host) // unique jobs only; see unique.go
 	for t := range 2 {

@@ -23,10 +23,13 @@ package pgstore
 // Inserts into jobs notify the channel "<schema>.jobs" once per statement
 // (a statement-level trigger), and so does a job set back to pending (a
 // row trigger; PostgreSQL folds equal notifications of one transaction):
-// this wakes idle workers of every process.
+// this wakes idle workers of every process. A statement that sets
+// queuemax.quiet on for its transaction skips the notification: the
+// store's own inserts do when another one notified less than
+// notifyWindow ago (see notify.go).
 
 // schemaVersion is the newest migration this binary knows.
-const schemaVersion = 5
+const schemaVersion = 6
 
 type migration struct {
 	version int
@@ -183,6 +186,25 @@ var migrations = []migration{
 				paused_at timestamptz,
 				updated_at timestamptz NOT NULL
 			)`,
+		},
+	},
+	{
+		version: 6,
+		name:    "inserts that need not notify",
+		stmts: []string{
+			// A NOTIFY takes a database-wide lock from before its commit
+			// until after it, so that notifying commits line up: every
+			// insert notifying serialised concurrent inserts' commits and
+			// woke every listener for each. The store's inserts now set
+			// queuemax.quiet when one of its inserts notified less than
+			// notifyWindow ago, and notify once more at the window's end.
+			`CREATE OR REPLACE FUNCTION {s}.notify_jobs() RETURNS trigger LANGUAGE plpgsql AS $$
+			BEGIN
+				IF current_setting('queuemax.quiet', true) IS DISTINCT FROM 'on' THEN
+					PERFORM pg_notify(TG_TABLE_SCHEMA || '.jobs', '');
+				END IF;
+				RETURN NULL;
+			END $$`,
 		},
 	},
 }
