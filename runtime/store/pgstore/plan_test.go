@@ -77,6 +77,9 @@ func TestHotPathPlans(t *testing.T) {
 		if !strings.Contains(plan, "Index Scan using "+tc.index+" on") || strings.Contains(plan, "Bitmap Index Scan on "+tc.index) {
 			t.Errorf("%s: the pending rows are not read in %s order:\n%s", tc.name, tc.index, plan)
 		}
+		if strings.Contains(plan, "JIT:") {
+			t.Errorf("%s: JIT-compiled (the unavoidable sort's penalty crosses jit_above_cost):\n%s", tc.name, plan)
+		}
 	}
 
 	const n = 20
