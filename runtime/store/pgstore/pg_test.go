@@ -112,6 +112,11 @@ func TestReadOnly(t *testing.T) {
 	if jobs, err := ro.Jobs(t.Context(), store.ListParams{Shard: store.AllShards}); err != nil || len(jobs) != 1 {
 		t.Errorf("read-only Jobs = %d, %v; want 1", len(jobs), err)
 	}
+	// The second fence: the sessions themselves refuse writes.
+	tbl := pgx.Identifier{st.Schema(), "jobs"}.Sanitize()
+	if _, err := ro.Pool().Exec(t.Context(), `DELETE FROM `+tbl); err == nil || !strings.Contains(err.Error(), "read-only transaction") {
+		t.Errorf("DELETE through the read-only store's pool = %v, want a read-only transaction error", err)
+	}
 	_, err := pgstore.Open(t.Context(), pgstore.Options{DSN: dsn, Schema: freshSchema(t, dsn), ReadOnly: true})
 	if err == nil || !strings.Contains(err.Error(), "holds no queue") {
 		t.Errorf("read-only Open of a missing schema = %v, want 'holds no queue'", err)

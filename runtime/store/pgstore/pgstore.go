@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -123,14 +124,16 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	} else if !strings.Contains(o.DSN, "pool_max_conns") {
 		cfg.MaxConns = 16
 	}
+	var sets []string
 	if o.ReadOnly {
-		cfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
+		sets = append(sets, `SET default_transaction_read_only = on`)
 	}
+	cfg.AfterConnect = sessionSets(sets)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("queuemax: connect to PostgreSQL: %w", err)
 	}
-	claims, err := openClaims(ctx, cfg)
+	claims, err := openClaims(ctx, cfg, sets)
 	if err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("queuemax: connect to PostgreSQL: %w", err)
@@ -170,24 +173,35 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 // of pending and due rows); it never reads more rows than the sort would.
 // The setting is confined to these sessions: listings, filters and
 // counts on the main pool keep the planner's full choice.
-func openClaims(ctx context.Context, cfg *pgxpool.Config) (*pgxpool.Pool, error) {
+//
+// sets are the main pool's session settings, which these sessions share.
+func openClaims(ctx context.Context, cfg *pgxpool.Config, sets []string) (*pgxpool.Pool, error) {
 	cc := cfg.Copy()
 	cc.MaxConns = max(2, cfg.MaxConns/4)
 	cc.MinConns = 0
-	// SET after connecting rather than startup parameters, which a
-	// pgbouncer in session mode refuses unless told to ignore them. A sort
-	// the planner cannot avoid costs it a penalty of 1e10, far above
-	// jit_above_cost: without jit off every claim would be JIT-compiled
-	// (0.6 s).
-	cc.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
-		for _, set := range []string{`SET enable_sort = off`, `SET jit = off`} {
+	// A sort the planner cannot avoid costs it a penalty of 1e10, far
+	// above jit_above_cost: without jit off every claim would be
+	// JIT-compiled (0.6 s).
+	cc.AfterConnect = sessionSets(append(slices.Clip(sets), `SET enable_sort = off`, `SET jit = off`))
+	return pgxpool.NewWithConfig(ctx, cc)
+}
+
+// sessionSets returns a pool's AfterConnect hook running the SET
+// statements sets on each new connection. Settings go in SETs rather than
+// startup parameters, which a pgbouncer in session mode refuses unless told
+// to ignore them.
+func sessionSets(sets []string) func(context.Context, *pgx.Conn) error {
+	if len(sets) == 0 {
+		return nil
+	}
+	return func(ctx context.Context, c *pgx.Conn) error {
+		for _, set := range sets {
 			if _, err := c.Exec(ctx, set); err != nil {
-				return err
+				return fmt.Errorf("queuemax: %s: %w", set, err)
 			}
 		}
 		return nil
 	}
-	return pgxpool.NewWithConfig(ctx, cc)
 }
 
 // Pool returns the store's connection pool.
