@@ -201,10 +201,10 @@ const (
 func buildQueries(schema string, host bool) queries {
 	loud, quiet := strings.NewReplacer("{quiet}", ""), strings.NewReplacer("{quiet}", sqlQuiet)
 	q := queries{
-		insert:         loud.Replace(expand(sqlInsert, schema, host)),
-		insertOne:      loud.Replace(expand(sqlInsertOne, schema, host)),
-		insertQuiet:    quiet.Replace(expand(sqlInsert, schema, host)),
-		insertOneQuiet: quiet.Replace(expand(sqlInsertOne, schema, host)),
+		insert:         expand(loud.Replace(sqlInsert), schema, host),
+		insertOne:      expand(loud.Replace(sqlInsertOne), schema, host),
+		insertQuiet:    expand(quiet.Replace(sqlInsert), schema, host),
+		insertOneQuiet: expand(quiet.Replace(sqlInsertOne), schema, host),
 		complete:       expand(sqlComplete, schema, host),
 		fail:           expand(sqlFail, schema, host),
 		heartbeat:      expand(sqlHeartbeat, schema, host),
