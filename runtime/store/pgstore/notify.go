@@ -16,8 +16,8 @@ import (
 // inside the window skips it, and once such a quiet insert has committed
 // one notification follows at the window's end (the trailing edge), so
 // its job waits at most one window longer before other processes' idle
-// workers look. Inserts into a caller's transaction, unique jobs and jobs
-// made ready again always notify.
+// workers look. Inserts into a caller's transaction or in a batch holding
+// unique jobs, periodic slots and jobs made ready again always notify.
 const notifyWindow = 2 * time.Millisecond
 
 // notifyGate decides, per insert statement, whether it notifies.

@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"encoding/json"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -70,6 +71,14 @@ func TestQuietInsertDoesNotNotify(t *testing.T) {
 		t.Fatal(err)
 	}
 	j := store.InsertParams{Task: "t", Payload: json.RawMessage(`{}`), MaxAttempts: 3}
+	keys := 0
+	unique := func() store.InsertParams {
+		keys++
+		u := j
+		u.Unique = &store.UniqueParams{Key: fmt.Sprint("k", keys),
+			States: []store.Status{store.StatusPending, store.StatusScheduled, store.StatusProcessing}}
+		return u
+	}
 	for _, tc := range []struct {
 		name     string
 		run      func() error
@@ -83,6 +92,14 @@ func TestQuietInsertDoesNotNotify(t *testing.T) {
 		{"insertOne", func() error { _, err := insertOne(ctx, poolQuerier{s}, s.q.insertOne, j); return err }, true},
 		{"insert", func() error {
 			_, err := insertWith(ctx, poolQuerier{s}, s.q.insert, []store.InsertParams{j, j})
+			return err
+		}, true},
+		{"insertUniqueQuiet", func() error {
+			_, err := insertUniqueOne(ctx, poolQuerier{s}, s.q.insertUniqueQuiet, unique())
+			return err
+		}, false},
+		{"insertUnique", func() error {
+			_, err := insertUniqueOne(ctx, poolQuerier{s}, s.q.insertUnique, unique())
 			return err
 		}, true},
 	} {
@@ -109,7 +126,8 @@ func TestQuietInsertDoesNotNotify(t *testing.T) {
 	}
 }
 
-// TestEveryInsertWakesOtherProcesses enqueues one job at a time, faster
+// TestEveryInsertWakesOtherProcesses enqueues one job at a time (every
+// other one unique), faster
 // than the notification window (lengthened here, so that nearly every
 // insert is quiet) allows notifications, while another store (another
 // process, for all it knows) claims them, waking only on notifications:
@@ -136,7 +154,12 @@ func TestEveryInsertWakesOtherProcesses(t *testing.T) {
 	errc := make(chan error, 1)
 	go func() {
 		j := store.InsertParams{Task: "t", Payload: json.RawMessage(`{}`), MaxAttempts: 3}
-		for range n {
+		for i := range n {
+			j := j
+			if i%2 == 1 { // unique jobs take their own statement
+				j.Unique = &store.UniqueParams{Key: fmt.Sprint("k", i),
+					States: []store.Status{store.StatusPending, store.StatusScheduled, store.StatusProcessing}}
+			}
 			if _, err := a.Insert(ctx, []store.InsertParams{j}); err != nil {
 				errc <- err
 				return

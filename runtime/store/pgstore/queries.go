@@ -13,8 +13,9 @@ type queries struct {
 	// insertQuiet and insertOneQuiet are insert and insertOne without
 	// the notification (see notify.go).
 	insertQuiet, insertOneQuiet string
-	// insertUnique inserts one unique job (unique.go).
-	insertUnique string
+	// insertUnique inserts one unique job (unique.go); insertUniqueQuiet
+	// without the notification.
+	insertUnique, insertUniqueQuiet string
 	// claim is indexed by [filtered by tasks][filtered by shard], and
 	// claimQueues (capped per queue, see claimQueuesSQL) the same way.
 	claim, claimQueues [2][2]string
@@ -210,7 +211,9 @@ func buildQueries(schema string, host bool) queries {
 		heartbeat:      expand(sqlHeartbeat, schema, host),
 		release:        expand(sqlRelease, schema, host),
 	}
-	q.insertUnique = expand(sqlInsertUnique, schema, host) // unique jobs only; see unique.go
+	// Unique jobs only; see unique.go.
+	q.insertUnique = expand(loud.Replace(sqlInsertUnique), schema, host)
+	q.insertUniqueQuiet = expand(quiet.Replace(sqlInsertUnique), schema, host)
 	for t := range 2 {
 		for sh := range 2 {
 			q.claim[t][sh] = expand(claimSQL(t == 1, sh == 1), schema, host)

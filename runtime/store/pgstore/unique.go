@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/queuemax/queuemax/runtime/store"
@@ -24,7 +25,7 @@ const sqlInsertUnique = `WITH u AS (SELECT $1::integer AS shard, $2::bigint AS p
 			u.prio, u.maxa, u.rd, @rownow, CASE WHEN u.delay > 0 THEN @rownow + u.delay` + us + ` END, u.meta::json,
 			u.tmo, CASE WHEN u.tags IS NOT NULL THEN ARRAY(SELECT json_array_elements_text(u.tags::json)) END,
 			u.queue, u.ukey, u.ustates
-		FROM u
+		FROM u{quiet}
 		ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND status = ANY (unique_states) DO NOTHING
 		RETURNING id)
 	SELECT id FROM ins
@@ -52,7 +53,14 @@ func hasUnique(jobs []store.InsertParams) bool {
 func (s *Store) insertUnique(ctx context.Context, jobs []store.InsertParams) ([]store.JobID, error) {
 	if len(jobs) == 1 {
 		// One statement is atomic already: no transaction round trips.
-		id, err := insertUniqueOne(ctx, poolQuerier{s}, s.q.insertUnique, jobs[0])
+		stmt, loud := s.q.insertUnique, s.notifies.loud(time.Now())
+		if !loud {
+			stmt = s.q.insertUniqueQuiet
+		}
+		id, err := insertUniqueOne(ctx, poolQuerier{s}, stmt, jobs[0])
+		if !loud {
+			s.notifies.quietDone() // even after an error: a try may have committed
+		}
 		if err != nil {
 			return nil, err
 		}
