@@ -417,3 +417,50 @@ func TestProducer_AdaptClaimSize(t *testing.T) {
 		t.Errorf("after an empty claim size %d, want ClaimBatch 8", p.size)
 	}
 }
+
+// cancelInFlight is a store whose first claim behaves like a PostgreSQL
+// claim cancelled in flight: the run is stopped while the claim is on the
+// server, the claim commits anyway, and a cancelled context then reports
+// only its cancellation.
+type cancelInFlight struct {
+	store.Store
+	stop func()
+	once sync.Once
+}
+
+func (s *cancelInFlight) Claim(ctx context.Context, p store.ClaimParams) ([]*store.Job, error) {
+	first := false
+	s.once.Do(func() { first = true })
+	if !first {
+		return s.Store.Claim(ctx, p)
+	}
+	s.stop()
+	jobs, err := s.Store.Claim(context.WithoutCancel(ctx), p)
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return jobs, err
+}
+
+// TestEngine_StopDuringClaim stops the engine while its first claim is in
+// flight: the claim's jobs must end up pending again (released with the
+// rest of the queue), not processing under a lease the engine dropped.
+func TestEngine_StopDuringClaim(t *testing.T) {
+	r := newRig(t, 1)
+	r.cfg.Now = time.Now
+	r.cfg.Workers, r.cfg.ClaimBatch = 2, 8
+	r.run = func(ctx context.Context, j *store.Job) (any, error) {
+		<-ctx.Done() // the drain cancels whatever started
+		return nil, context.Cause(ctx)
+	}
+	r.enqueue("t", 0, 8)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	r.cfg.Store = &cancelInFlight{Store: r.st, stop: cancel}
+	r.cfg.DrainTimeout = 10 * time.Millisecond
+	e := New(r.cfg)
+	e.Run(ctx)
+	if pending, processing := r.counts(); pending != 8 || processing != 0 {
+		t.Errorf("after a stop during the claim: %d pending, %d processing; want 8, 0", pending, processing)
+	}
+}

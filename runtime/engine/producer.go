@@ -324,7 +324,15 @@ func (p *producer) claim(ctx context.Context, tasks []string, max int, now time.
 	if len(tasks) == 1 && tasks[0] == "" && e.cfg.Tasks == nil {
 		tasks = nil // the catch-all handler's group covers every task
 	}
-	jobs, err := e.cfg.Store.Claim(ctx, store.ClaimParams{WorkerID: e.cfg.WorkerID, Max: max, Now: now, Tasks: tasks,
+	// The claim runs to its end even when ctx ends meanwhile: a
+	// PostgreSQL claim cancelled in flight may have committed on the
+	// server while the client saw only the cancellation, leaving its
+	// jobs processing under a lease nobody holds until orphan recovery.
+	// A claim that returns is queued and, when the producer stops,
+	// released (releaseQueued). claimTimeout bounds a claim that hangs.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimTimeout)
+	defer cancel()
+	jobs, err := e.cfg.Store.Claim(cctx, store.ClaimParams{WorkerID: e.cfg.WorkerID, Max: max, Now: now, Tasks: tasks,
 		Order: p.claimOrder(), Queues: e.queues.limits()})
 	if err != nil && ctx.Err() == nil && !errors.Is(err, store.ErrClosed) {
 		e.log.WarnContext(ctx, "claim failed", "err", err)
@@ -342,6 +350,10 @@ func (p *producer) claim(ctx context.Context, tasks []string, max int, now time.
 	}
 	return jobs, err
 }
+
+// claimTimeout bounds one claim statement, which the producer's stop does
+// not cancel (see claim).
+const claimTimeout = 30 * time.Second
 
 // maxStreak bounds how many claims in a row start at the same shard, so
 // that a shard with a steady inflow cannot starve the others.
