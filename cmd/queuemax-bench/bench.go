@@ -92,6 +92,10 @@ func (b *bench) run(ctx context.Context, chosen []string) *Report {
 				err = b.pgProcessing(ctx)
 			case "enqueue":
 				err = b.pgEnqueue(ctx)
+			case "failure":
+				err = b.failure(ctx)
+			case "depth":
+				err = b.depth(ctx)
 			case "latency":
 				err = b.latency(ctx)
 			case "procs":
@@ -138,6 +142,36 @@ func (b *bench) tempDir(name string) (string, func(), error) {
 		return "", nil, err
 	}
 	return dir, func() { os.RemoveAll(dir) }, nil
+}
+
+// openStore opens a client for a scenario on the store measured: a fresh
+// data directory of shards shards on SQLite, a fresh schema on PostgreSQL
+// (shards do not apply). close closes the client and removes what it
+// stored. prefix is what the scenario's labels start with ("pg " on
+// PostgreSQL).
+func (b *bench) openStore(ctx context.Context, name string, shards, workers int, mod func(*queuemax.Config)) (h *harness, prefix string, close func(), err error) {
+	if b.pg != nil {
+		h, _, close, err := b.openPG(ctx, name, workers, mod)
+		return h, "pg ", close, err
+	}
+	dir, cleanup, err := b.tempDir(name)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	h, err = b.open(ctx, dir, shards, workers, mod)
+	if err != nil {
+		cleanup()
+		return nil, "", nil, err
+	}
+	return h, "", func() { h.c.Close(); cleanup() }, nil
+}
+
+// layout names a scenario's workers and, on SQLite, shards.
+func (b *bench) layout(workers, shards int) string {
+	if b.pg != nil {
+		return fmt.Sprintf("%dw", workers)
+	}
+	return fmt.Sprintf("%dw/%ds", workers, shards)
 }
 
 // floor measures the floor for a layout. Scenarios measure it right
@@ -467,11 +501,6 @@ func (b *bench) throughputRun(ctx context.Context, f floorResult, name string, j
 func (b *bench) failure(ctx context.Context) error {
 	const name = "failure"
 	jobs := b.n(failureJobs, 100)
-	dir, cleanup, err := b.tempDir(name)
-	if err != nil {
-		return err
-	}
-	defer cleanup()
 	// Breakers are per task and count consecutive failures; with 30% of
 	// jobs failing three times each, more than half of all attempts fail
 	// and runs of 5 (the default threshold) are certain, which would park
@@ -479,7 +508,7 @@ func (b *bench) failure(ctx context.Context) error {
 	// number of failures the run can produce, so the breaker stays closed
 	// and the run measures the retry path, not the breaker's timeout.
 	threshold := 3*jobs + 1
-	h, err := b.open(ctx, dir, failureShards, failureWorkers, func(c *queuemax.Config) {
+	h, prefix, closeStore, err := b.openStore(ctx, name, failureShards, failureWorkers, func(c *queuemax.Config) {
 		c.MaxRetries = queuemax.Ptr(2)
 		c.CircuitThreshold = threshold
 		c.Handlers[0].Options.RetryDelay = 10 * time.Millisecond // backoff 10ms, 20ms (±20%)
@@ -487,7 +516,7 @@ func (b *bench) failure(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer h.c.Close()
+	defer closeStore()
 	var transitions atomic.Int64
 	h.c.On(queuemax.EventCircuit, func(queuemax.Event) { transitions.Add(1) })
 	ids, _, err := enqueueBatched(ctx, h.c, jobs, 1000)
@@ -521,7 +550,7 @@ func (b *bench) failure(ctx context.Context) error {
 		return 1
 	})
 	checkStore(ctx, b.rep, name, h.c, 0, int64(jobs-dead), int64(dead))
-	label := fmt.Sprintf("%s %d jobs, 30%% failing, %dw/%ds", name, jobs, failureWorkers, failureShards)
+	label := fmt.Sprintf("%s%s %d jobs, 30%% failing, %s", prefix, name, jobs, b.layout(failureWorkers, failureShards))
 	b.rep.add(label, "completed", float64(jobs-dead), "jobs")
 	b.rep.add(label, "dead-lettered (after 3 attempts)", float64(dead), "jobs")
 	b.rep.add(label, "processing incl. retries", rate(jobs, d), "jobs/s").
@@ -684,16 +713,11 @@ func (b *bench) depth(ctx context.Context) error {
 	rounds := max(1, measured/shallow)
 
 	// Shallow: rounds of shallow jobs, each processed to the end.
-	dir, cleanup, err := b.tempDir(name)
+	h, prefix, closeShallow, err := b.openStore(ctx, name, scaleShards, scaleWorkers, nil)
 	if err != nil {
 		return err
 	}
-	defer cleanup()
-	h, err := b.open(ctx, dir, scaleShards, scaleWorkers, nil)
-	if err != nil {
-		return err
-	}
-	defer h.c.Close()
+	defer closeShallow()
 	var shallowTime, shallowCPU time.Duration
 	for range rounds {
 		ids, _, err := enqueueBatched(ctx, h.c, shallow, 1000)
@@ -711,20 +735,14 @@ func (b *bench) depth(ctx context.Context) error {
 		shallowTime += d
 	}
 	checkStore(ctx, b.rep, name+" (shallow)", h.c, 0, int64(rounds*shallow), 0)
-	h.c.Close()
-	cleanup()
+	closeShallow()
 
 	// Deep: queue them all, process the first measured.
-	dir2, cleanup2, err := b.tempDir(name)
+	h2, _, closeDeep, err := b.openStore(ctx, name, scaleShards, scaleWorkers, nil)
 	if err != nil {
 		return err
 	}
-	defer cleanup2()
-	h2, err := b.open(ctx, dir2, scaleShards, scaleWorkers, nil)
-	if err != nil {
-		return err
-	}
-	defer h2.c.Close()
+	defer closeDeep()
 	ids, enq, err := enqueueBatched(ctx, h2.c, deep, 10000)
 	if err != nil {
 		return err
@@ -756,7 +774,7 @@ func (b *bench) depth(ctx context.Context) error {
 	}
 	checkStore(ctx, b.rep, name+" (deep)", h2.c, int64(deep-ran), int64(ran), 0)
 
-	label := fmt.Sprintf("%s %dw/%ds", name, scaleWorkers, scaleShards)
+	label := prefix + name + " " + b.layout(scaleWorkers, scaleShards)
 	sr := rate(rounds*shallow, shallowTime)
 	b.rep.add(label, fmt.Sprintf("processing, %d queued (%d rounds)", shallow, rounds), sr, "jobs/s").
 		note("CPU per job %.1fµs", us(shallowCPU/time.Duration(rounds*shallow)))

@@ -24,7 +24,7 @@
 //		Comma-separated scenarios to run, in this order (default all).
 //		SQLite: floor, burst, contention, failure, scale, depth, latency,
 //		enqueue, procs, idle. PostgreSQL: floor, processing, enqueue,
-//		latency, procs, idle. The floors the
+//		failure, depth, latency, procs, idle. The floors the
 //		chosen scenarios compare against are always measured.
 //	-json path
 //		Write the results as JSON to path (default bench-results.json;
