@@ -472,25 +472,42 @@ func errorsOf(n int, err error) []error {
 	return errs
 }
 
-// byID returns the indexes of leases in ascending job order. Set-based
-// statements take the rows' locks in the order of their arrays, so giving
-// every statement its rows in one global order means two concurrent
-// batches (a heartbeat and an acknowledgement of the same jobs) never
-// deadlock.
+// byID returns the indexes of leases in ascending job order, each job and
+// lease once: of items that repeat one, the first is kept and the others
+// left out (matched then reports them lost, as a second acknowledgement
+// of the same lease is on SQLite). Set-based statements take the rows'
+// locks in the order of their arrays, so giving every statement its rows
+// in one global order means two concurrent batches (a heartbeat and an
+// acknowledgement of the same jobs) never deadlock; and an UPDATE ...
+// FROM joined to two input rows for one job would apply either.
 func byID(leases []store.Lease) []int {
 	order := make([]int, len(leases))
 	for i := range order {
 		order[i] = i
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(leases[a].ID.Seq(), leases[b].ID.Seq()) })
-	return order
+	out := order[:0]
+	for k, i := range order {
+		dup := false
+		// Items of one job are adjacent, in input order.
+		for b := k - 1; b >= 0 && leases[order[b]].ID.Seq() == leases[i].ID.Seq(); b-- {
+			if leases[order[b]].Token == leases[i].Token {
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 // leaseArrays returns the row ids, tokens and worker IDs (NULL when empty)
 // of leases, in order.
 func leaseArrays(leases []store.Lease, order []int) (ids, tokens []int64, workers []pgtype.Text) {
-	ids, tokens = make([]int64, len(leases)), make([]int64, len(leases))
-	workers = make([]pgtype.Text, len(leases))
+	ids, tokens = make([]int64, len(order)), make([]int64, len(order))
+	workers = make([]pgtype.Text, len(order))
 	for k, i := range order {
 		ids[k], tokens[k], workers[k] = leases[i].ID.Seq(), leases[i].Token, text(leases[i].WorkerID)
 	}
@@ -533,9 +550,9 @@ func (s *Store) completeArgs(acks []store.CompleteParams) ([]store.Lease, []any)
 		leases[i] = a.Lease
 	}
 	order := byID(leases)
-	results := make([]pgtype.Text, len(acks))
-	at := make([]time.Time, len(acks))
-	keep := make([]bool, len(acks))
+	results := make([]pgtype.Text, len(order))
+	at := make([]time.Time, len(order))
+	keep := make([]bool, len(order))
 	for k, i := range order {
 		results[k] = rawText(acks[i].Result)
 		keep[k] = acks[i].Keep
@@ -624,9 +641,13 @@ func (s *Store) Fail(ctx context.Context, fails []store.FailParams) []error {
 }
 
 func (s *Store) failBatch(ctx context.Context, fails []store.FailParams) ([]bool, error) {
-	n := len(fails)
+	leases := make([]store.Lease, len(fails))
+	for i, f := range fails {
+		leases[i] = f.Lease
+	}
+	order := byID(leases)
+	n := len(order)
 	var (
-		leases = make([]store.Lease, n)
 		dead   = make([]bool, n)
 		delay  = make([]int64, n)
 		msg    = make([]string, n)
@@ -636,10 +657,6 @@ func (s *Store) failBatch(ctx context.Context, fails []store.FailParams) ([]bool
 		cancel = make([]bool, n)
 		snooze = make([]bool, n)
 	)
-	for i, f := range fails {
-		leases[i] = f.Lease
-	}
-	order := byID(leases)
 	for k, i := range order {
 		f := fails[i]
 		dead[k], cancel[k], snooze[k] = f.Dead, f.Cancelled, f.Snooze

@@ -82,31 +82,83 @@ func TestHotPathPlans(t *testing.T) {
 		}
 	}
 
-	const n = 20
-	acks := make([]store.CompleteParams, n)
-	leases := make([]store.Lease, n)
-	for i := range acks {
-		leases[i] = store.Lease{ID: claimed[i].ID, Token: claimed[i].Lease, WorkerID: "w"}
-		acks[i] = store.CompleteParams{Lease: leases[i], Keep: true, Now: now}
-	}
-	_, args := s.completeArgs(acks)
-	ids, tokens, workers := leaseArrays(leases, byID(leases))
-	times := make([]time.Time, n)
-	for i := range times {
-		times[i] = now
-	}
-	no := make([]bool, n)
-	strs := make([]string, n)
-	checks := map[string]string{
-		"complete":  explain(t, s.pool, s.q.complete, args),
-		"heartbeat": explain(t, s.pool, s.q.heartbeat, []any{now, ids, tokens, workers}),
-		"release":   explain(t, s.pool, s.q.release, []any{ids, tokens, workers}),
-		"fail": explain(t, s.pool, s.q.fail, []any{ids, tokens, no, make([]int64, n), strs, strs, strs, times,
-			counterSlot(), workers, no, no}),
-	}
-	for name, plan := range checks {
-		if strings.Contains(plan, "jobs_heartbeat") || strings.Contains(plan, "Seq Scan on jobs") {
-			t.Errorf("%s: reads every processing row:\n%s", name, plan)
+	// Small acknowledgements must not read the table; any size must join
+	// its input to the jobs linearly (by hash, or by looking each input
+	// row up in an index), never loop over the input once per job.
+	for _, n := range []int{20, 1000} {
+		acks := make([]store.CompleteParams, n)
+		leases := make([]store.Lease, n)
+		for i := range acks {
+			leases[i] = store.Lease{ID: claimed[i].ID, Token: claimed[i].Lease, WorkerID: "w"}
+			acks[i] = store.CompleteParams{Lease: leases[i], Keep: true, Now: now}
+		}
+		_, args := s.completeArgs(acks)
+		ids, tokens, workers := leaseArrays(leases, byID(leases))
+		times := make([]time.Time, n)
+		for i := range times {
+			times[i] = now
+		}
+		no := make([]bool, n)
+		strs := make([]string, n)
+		for name, c := range map[string]struct {
+			q    string
+			args []any
+		}{
+			"complete":  {s.q.complete, args},
+			"heartbeat": {s.q.heartbeat, []any{now, ids, tokens, workers}},
+			"release":   {s.q.release, []any{ids, tokens, workers}},
+			"fail": {s.q.fail, []any{ids, tokens, no, make([]int64, n), strs, strs, strs, times,
+				counterSlot(), workers, no, no}},
+		} {
+			plan := explain(t, s.pool, c.q, c.args)
+			if strings.Contains(plan, "jobs_heartbeat") || n <= 20 && strings.Contains(plan, "Seq Scan on jobs") {
+				t.Errorf("%s of %d: reads every processing row or the whole table:\n%s", name, n, plan)
+			}
+			if loop := rescans(t, explainJSON(t, s.pool, c.q, c.args)); loop != "" {
+				t.Errorf("%s of %d: a nested loop scans %s once per outer row:\n%s", name, n, loop, plan)
+			}
 		}
 	}
+}
+
+// planNode is a node of EXPLAIN (FORMAT JSON).
+type planNode struct {
+	Type     string     `json:"Node Type"`
+	Parent   string     `json:"Parent Relationship"`
+	Relation string     `json:"Relation Name"`
+	CTE      string     `json:"CTE Name"`
+	Plans    []planNode `json:"Plans"`
+}
+
+// explainJSON returns the root of the plan PostgreSQL chooses for q.
+func explainJSON(t *testing.T, pool *pgxpool.Pool, q string, args []any) planNode {
+	t.Helper()
+	var out []struct{ Plan planNode }
+	if err := pool.QueryRow(t.Context(), "EXPLAIN (FORMAT JSON) "+q, args...).Scan(&out); err != nil || len(out) != 1 {
+		t.Fatalf("EXPLAIN (FORMAT JSON): %v", err)
+	}
+	return out[0].Plan
+}
+
+// rescans returns what a nested loop of p rescans in full once per outer
+// row (a CTE, a function's output, a materialized or sequentially scanned
+// input), or "" if none does.
+func rescans(t *testing.T, p planNode) string {
+	if p.Type == "Nested Loop" {
+		for _, c := range p.Plans {
+			if c.Parent != "Inner" {
+				continue
+			}
+			switch c.Type {
+			case "CTE Scan", "Function Scan", "Materialize", "Seq Scan":
+				return c.Type + " " + c.CTE + c.Relation
+			}
+		}
+	}
+	for _, c := range p.Plans {
+		if r := rescans(t, c); r != "" {
+			return r
+		}
+	}
+	return ""
 }
