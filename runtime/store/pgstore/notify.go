@@ -13,12 +13,20 @@ import (
 // sharing a flush), and each one wakes every listening backend and its
 // client. So an insert notifies only when none did in the last window
 // (the leading edge: a lone enqueue wakes idle workers at once); an insert
-// inside the window skips it, and once such a quiet insert has committed
-// one notification follows at the window's end (the trailing edge), so
-// its job waits at most one window longer before other processes' idle
-// workers look. Inserts into a caller's transaction or in a batch holding
-// unique jobs, periodic slots and jobs made ready again always notify.
-const notifyWindow = 2 * time.Millisecond
+// inside the window skips it. A notification covers every insert that
+// committed before its own insert started, so once a quiet insert has
+// committed, the first insert after the window notifies for it too; if
+// none comes within notifyGrace, the store sends a notification of its own
+// (the trailing edge). A quiet insert's job thus waits at most
+// notifyWindow + notifyGrace longer before other processes' idle workers
+// look, and a steady stream of enqueues costs one notifying insert per
+// window and no extra statement. Inserts into a caller's transaction or in
+// a batch holding unique jobs, periodic slots and jobs made ready again
+// always notify.
+const (
+	notifyWindow = 2 * time.Millisecond
+	notifyGrace  = time.Millisecond
+)
 
 // notifyGate decides, per insert statement, whether it notifies.
 type notifyGate struct {
@@ -36,7 +44,9 @@ type notifyGate struct {
 func newNotifyGate(send func()) *notifyGate { return &notifyGate{send: send, window: notifyWindow} }
 
 // loud reports whether an insert sent now should notify, and if so
-// counts it as the window's notification.
+// counts it as the window's notification. It covers the quiet inserts
+// that committed before now, so their trailing notification is called
+// off; if the insert then fails, its caller calls quietDone.
 func (g *notifyGate) loud(now time.Time) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -44,11 +54,16 @@ func (g *notifyGate) loud(now time.Time) bool {
 		return false
 	}
 	g.last = now
+	if g.armed && g.timer.Stop() {
+		g.armed = false
+		g.firing.Done() // its fire will not run
+	}
 	return true
 }
 
-// quietDone records that an insert that did not notify has committed: a
-// notification follows at the end of the current window.
+// quietDone records that an insert that did not notify has committed (or
+// that a notifying one failed): unless an insert notifies first, a
+// notification follows notifyGrace after the end of the current window.
 func (g *notifyGate) quietDone() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -57,7 +72,7 @@ func (g *notifyGate) quietDone() {
 	}
 	g.armed = true
 	g.firing.Add(1)
-	g.timer = time.AfterFunc(max(0, g.window-time.Since(g.last)), g.fire)
+	g.timer = time.AfterFunc(max(0, g.window+notifyGrace-time.Since(g.last)), g.fire)
 }
 
 func (g *notifyGate) fire() {

@@ -48,6 +48,35 @@ func TestNotifyGate(t *testing.T) {
 	if !g.loud(time.Now()) {
 		t.Error("after close, inserts do not notify")
 	}
+
+	// A notifying insert after a quiet one covers it: no trailing
+	// notification (the window is long, so only the insert can end it).
+	g = newNotifyGate(func() { sent <- struct{}{} })
+	g.window = time.Hour
+	t0 = time.Now()
+	g.loud(t0)
+	if g.loud(t0.Add(time.Minute)) {
+		t.Fatal("an insert inside the window notifies")
+	}
+	g.quietDone()
+	if !g.loud(t0.Add(2 * time.Hour)) {
+		t.Fatal("the first insert after the window does not notify")
+	}
+	if g.close() || len(sent) != 0 {
+		t.Error("a trailing notification is still due after a notifying insert covered the quiet one")
+	}
+	// A notifying insert that fails covers nothing: its caller calls
+	// quietDone, and the notification is due again.
+	g = newNotifyGate(func() { sent <- struct{}{} })
+	g.window = time.Hour
+	g.loud(t0)
+	g.loud(t0.Add(time.Minute))
+	g.quietDone()
+	g.loud(t0.Add(2 * time.Hour))
+	g.quietDone() // it failed
+	if !g.close() {
+		t.Error("no trailing notification due after the covering insert failed")
+	}
 }
 
 // TestQuietInsertDoesNotNotify checks the statements themselves: the quiet

@@ -98,8 +98,10 @@ func (s *Store) insertBatch(ctx context.Context, jobs []store.InsertParams) (ids
 	} else {
 		ids, err = insertWith(ctx, poolQuerier{s}, many, jobs)
 	}
-	if !loud {
-		// Even after an error: the statement may have committed.
+	if !loud || err != nil {
+		// A quiet insert, even after an error (the statement may have
+		// committed), or a notifying one that failed and so covers none
+		// of the quiet inserts before it.
 		s.notifies.quietDone()
 	}
 	return ids, err

@@ -58,8 +58,8 @@ func (s *Store) insertUnique(ctx context.Context, jobs []store.InsertParams) ([]
 			stmt = s.q.insertUniqueQuiet
 		}
 		id, err := insertUniqueOne(ctx, poolQuerier{s}, stmt, jobs[0])
-		if !loud {
-			s.notifies.quietDone() // even after an error: a try may have committed
+		if !loud || err != nil {
+			s.notifies.quietDone() // see insertBatch
 		}
 		if err != nil {
 			return nil, err
