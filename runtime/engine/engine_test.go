@@ -464,3 +464,41 @@ func TestEngine_StopDuringClaim(t *testing.T) {
 		t.Errorf("after a stop during the claim: %d pending, %d processing; want 8, 0", pending, processing)
 	}
 }
+
+// hangingClaims is a store whose claims wait for their context's end.
+type hangingClaims struct {
+	store.Store
+	entered chan struct{}
+}
+
+func (s *hangingClaims) Claim(ctx context.Context, p store.ClaimParams) ([]*store.Job, error) {
+	select {
+	case s.entered <- struct{}{}:
+	default:
+	}
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// TestEngine_StopDuringHangingClaim stops the engine while a claim hangs
+// (an unreachable server): Run returns once claimStopGrace has passed.
+func TestEngine_StopDuringHangingClaim(t *testing.T) {
+	defer func(g time.Duration) { claimStopGrace = g }(claimStopGrace)
+	claimStopGrace = 10 * time.Millisecond
+	r := newRig(t, 1)
+	r.cfg.Now = time.Now
+	r.enqueue("t", 0, 1)
+	st := &hangingClaims{Store: r.st, entered: make(chan struct{}, 1)}
+	r.cfg.Store = st
+	ctx, cancel := context.WithCancel(t.Context())
+	e := New(r.cfg)
+	done := make(chan struct{})
+	go func() { e.Run(ctx); close(done) }()
+	<-st.entered
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not return while a claim hung")
+	}
+}

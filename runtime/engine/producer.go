@@ -329,9 +329,12 @@ func (p *producer) claim(ctx context.Context, tasks []string, max int, now time.
 	// server while the client saw only the cancellation, leaving its
 	// jobs processing under a lease nobody holds until orphan recovery.
 	// A claim that returns is queued and, when the producer stops,
-	// released (releaseQueued). claimTimeout bounds a claim that hangs.
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimTimeout)
+	// released (releaseQueued). One that hangs (an unreachable server)
+	// is cancelled claimStopGrace after ctx ends, so that Run returns.
+	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
+	grace := claimStopGrace
+	defer context.AfterFunc(ctx, func() { time.AfterFunc(grace, cancel) })()
 	jobs, err := e.cfg.Store.Claim(cctx, store.ClaimParams{WorkerID: e.cfg.WorkerID, Max: max, Now: now, Tasks: tasks,
 		Order: p.claimOrder(), Queues: e.queues.limits()})
 	if err != nil && ctx.Err() == nil && !errors.Is(err, store.ErrClosed) {
@@ -351,9 +354,10 @@ func (p *producer) claim(ctx context.Context, tasks []string, max int, now time.
 	return jobs, err
 }
 
-// claimTimeout bounds one claim statement, which the producer's stop does
-// not cancel (see claim).
-const claimTimeout = 30 * time.Second
+// claimStopGrace is how long a claim in flight may still take once the
+// producer stops (see claim): far above a claim's time, far below a
+// drain's.
+var claimStopGrace = 2 * time.Second
 
 // maxStreak bounds how many claims in a row start at the same shard, so
 // that a shard with a steady inflow cannot starve the others.
