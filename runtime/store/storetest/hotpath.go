@@ -60,6 +60,23 @@ func testClaimedFields(t *testing.T, st store.Store) {
 	check(j)
 }
 
+// insertClaimed inserts n no-op jobs and claims them all as worker w1.
+func insertClaimed(t *testing.T, st store.Store, n int) []*store.Job {
+	t.Helper()
+	params := make([]store.InsertParams, n)
+	for i := range params {
+		params[i] = store.InsertParams{Payload: json.RawMessage(`{}`), MaxAttempts: 3, Now: t0}
+	}
+	if _, err := st.Insert(t.Context(), params); err != nil {
+		t.Fatalf("Insert: %v", err)
+	}
+	jobs, err := st.Claim(t.Context(), store.ClaimParams{WorkerID: "w1", Max: n, Now: t0})
+	if err != nil || len(jobs) != n {
+		t.Fatalf("Claim = %d jobs, %v; want %d", len(jobs), err, n)
+	}
+	return jobs
+}
+
 // testBatchAckFences checks the per-item results of batched
 // acknowledgements: in one call, each item holds or is ErrLeaseLost on its
 // own (a stale token, another worker, an item listed twice, a job already
@@ -68,17 +85,7 @@ func testClaimedFields(t *testing.T, st store.Store) {
 func testBatchAckFences(t *testing.T, st store.Store) {
 	ctx := t.Context()
 	const n = 12
-	params := make([]store.InsertParams, n)
-	for i := range params {
-		params[i] = store.InsertParams{Payload: json.RawMessage(`{}`), MaxAttempts: 3, Now: t0}
-	}
-	if _, err := st.Insert(ctx, params); err != nil {
-		t.Fatalf("Insert: %v", err)
-	}
-	jobs, err := st.Claim(ctx, store.ClaimParams{WorkerID: "w1", Max: n, Now: t0})
-	if err != nil || len(jobs) != n {
-		t.Fatalf("Claim = %d jobs, %v; want %d", len(jobs), err, n)
-	}
+	jobs := insertClaimed(t, st, n)
 	own := func(j *store.Job) store.Lease { return store.Lease{ID: j.ID, Token: j.Lease, WorkerID: "w1"} }
 	stale := func(j *store.Job) store.Lease { return store.Lease{ID: j.ID, Token: j.Lease + 1, WorkerID: "w1"} }
 	other := func(j *store.Job) store.Lease { return store.Lease{ID: j.ID, Token: j.Lease, WorkerID: "w2"} }
@@ -224,17 +231,7 @@ func testCompleteClaim(t *testing.T, st store.Store) {
 func testConcurrentSingleFails(t *testing.T, st store.Store) {
 	ctx := t.Context()
 	const n = 48
-	params := make([]store.InsertParams, n)
-	for i := range params {
-		params[i] = store.InsertParams{Payload: json.RawMessage(`{}`), MaxAttempts: 3, Now: t0}
-	}
-	if _, err := st.Insert(ctx, params); err != nil {
-		t.Fatalf("Insert: %v", err)
-	}
-	jobs, err := st.Claim(ctx, store.ClaimParams{WorkerID: "w1", Max: n, Now: t0})
-	if err != nil || len(jobs) != n {
-		t.Fatalf("Claim = %d jobs, %v; want %d", len(jobs), err, n)
-	}
+	jobs := insertClaimed(t, st, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i, j := range jobs {
