@@ -114,7 +114,7 @@ func TestHotPathPlans(t *testing.T) {
 			if strings.Contains(plan, "jobs_heartbeat") || n <= 20 && strings.Contains(plan, "Seq Scan on jobs") {
 				t.Errorf("%s of %d: reads every processing row or the whole table:\n%s", name, n, plan)
 			}
-			if loop := rescans(t, explainJSON(t, s.pool, c.q, c.args)); loop != "" {
+			if loop := rescans(explainJSON(t, s.pool, c.q, c.args)); loop != "" {
 				t.Errorf("%s of %d: a nested loop scans %s once per outer row:\n%s", name, n, loop, plan)
 			}
 		}
@@ -143,7 +143,7 @@ func explainJSON(t *testing.T, pool *pgxpool.Pool, q string, args []any) planNod
 // rescans returns what a nested loop of p rescans in full once per outer
 // row (a CTE, a function's output, a materialized or sequentially scanned
 // input), or "" if none does.
-func rescans(t *testing.T, p planNode) string {
+func rescans(p planNode) string {
 	if p.Type == "Nested Loop" {
 		for _, c := range p.Plans {
 			if c.Parent != "Inner" {
@@ -156,7 +156,7 @@ func rescans(t *testing.T, p planNode) string {
 		}
 	}
 	for _, c := range p.Plans {
-		if r := rescans(t, c); r != "" {
+		if r := rescans(c); r != "" {
 			return r
 		}
 	}
