@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -363,54 +361,6 @@ func TestAlert_ProducerOnly(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no alert within 10s of crossing the threshold")
 	}
-}
-
-func TestAdmin_EnqueueChecksAndWorkers(t *testing.T) {
-	t.Parallel()
-	const task = "example.com/jobs.Mail"
-	b := setup(t, Config{Shards: 1, Handlers: []Handler{Define(task, TaskOptions{}, nopMail)},
-		HeartbeatInterval: 50 * time.Millisecond, StuckTimeout: 10 * time.Second})
-	srv := httptest.NewServer(NewAdminHandler(b.c, AdminOptions{Token: "tok"}))
-	defer srv.Close()
-	do := func(method, path, body string) (int, map[string]any) {
-		t.Helper()
-		req, _ := http.NewRequestWithContext(b.ctx, method, srv.URL+path, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer tok")
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var out map[string]any
-		json.NewDecoder(resp.Body).Decode(&out)
-		return resp.StatusCode, out
-	}
-	code, out := do("POST", "/enqueue", `{"task": "Mail", "payload": {"to": "a", "n": "x", "tags": [], "meta": {}, "msg": {}}}`)
-	if code != 400 || !strings.Contains(out["error"].(string), `field "n"`) {
-		t.Errorf("bad payload: %d %v, want 400 naming the field", code, out)
-	}
-	code, out = do("POST", "/enqueue", `{"task": "Mial", "payload": {}}`)
-	if code != 400 || !strings.Contains(out["error"].(string), `did you mean "`+task+`"`) {
-		t.Errorf("unknown task: %d %v", code, out)
-	}
-	if n := pendingJobs(t, b.c); n != 0 {
-		t.Errorf("refused enqueues stored %d jobs", n)
-	}
-	code, out = do("POST", "/enqueue", `{"task": "Mail", "payload": {"to": "a", "n": 1, "tags": [], "meta": {}, "msg": {}}}`)
-	if code != 201 {
-		t.Fatalf("good enqueue: %d %v", code, out)
-	}
-	if j, err := b.c.Job(b.ctx, JobID(out["job_id"].(float64))); err != nil || j.Task != task {
-		t.Errorf("stored job = %+v, %v; want the full task name", j, err)
-	}
-
-	run(t, b.c)
-	waitFor(t, "the worker in GET /workers", func() bool {
-		code, out := do("GET", "/workers", "")
-		ws, _ := out["workers"].([]any)
-		return code == 200 && len(ws) == 1
-	})
 }
 
 func TestDecodeArgs_OtherShapes(t *testing.T) {

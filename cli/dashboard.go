@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/queuemax/queuemax"
+	"github.com/queuemax/queuemax/queuemaxhttp"
 	"github.com/queuemax/queuemax/queuemaxprom"
 )
 
@@ -27,7 +28,7 @@ var dashboardCommand = &command{
 	summary: "serve the web dashboard and the JSON admin API",
 	help: `
 Dashboard serves the web dashboard at http://ADDR/ui/ and the JSON admin API
-under http://ADDR/ (the endpoints of queuemax.NewAdminHandler) until SIGINT
+under http://ADDR/ (the endpoints of queuemaxhttp.NewHandler) until SIGINT
 or SIGTERM. It runs no workers: it shows the queue that worker processes
 fill and drain.
 
@@ -78,7 +79,7 @@ func runDashboard(r *runner, ctx context.Context, cmd *command, args []string) (
 	}
 	defer closeClient(c, &err)
 
-	admin := queuemax.NewAdminHandler(c, queuemax.AdminOptions{Token: token, ProtectReads: *protect})
+	admin := queuemaxhttp.NewHandler(c, queuemaxhttp.Options{Token: token, ProtectReads: *protect})
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, req *http.Request) {
 		http.Redirect(w, req, "/ui/", http.StatusFound)

@@ -1,4 +1,4 @@
-package queuemax
+package browsertest
 
 // End-to-end tests of the dashboard in a real browser: Debian's chromium,
 // headless, driven with chromedp. Outside CI they skip when chromium is
@@ -24,7 +24,12 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/queuemax/queuemax"
+	"github.com/queuemax/queuemax/queuemaxhttp"
 )
+
+// adminTestToken is the admin token of the dashboard fixtures.
+const adminTestToken = "s3cret-token"
 
 // chromiumFlags are the browser's flags: headless, no sandbox (CI runs as
 // root), and nothing that reaches the network on its own.
@@ -172,23 +177,23 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // scheduled jobs, a worker running in the test process, and the admin
 // handler (with the dashboard) under /admin/ of an httptest server.
 type dashFixture struct {
-	c         *Client
-	url       string        // the dashboard: <server>/admin/ui/
-	stop      func()        // stops the worker
-	charged   chan JobID    // billing.charge's later runs send their job here, then wait for release
-	release   chan struct{} // closed by the test
+	c         *queuemax.Client
+	url       string              // the dashboard: <server>/admin/ui/
+	stop      func()              // stops the worker
+	charged   chan queuemax.JobID // billing.charge's later runs send their job here, then wait for release
+	release   chan struct{}       // closed by the test
 	chargeRun atomic.Int32
-	corrupt   JobID // report.build: panicked, dead-lettered with a stack
-	charge    JobID // billing.charge: failed permanently on its first run
-	mail      JobID // mail.send to ana@example.com: completed with a result
+	corrupt   queuemax.JobID // report.build: panicked, dead-lettered with a stack
+	charge    queuemax.JobID // billing.charge: failed permanently on its first run
+	mail      queuemax.JobID // mail.send to ana@example.com: completed with a result
 }
 
 func newDashFixture(t *testing.T, token string) *dashFixture {
 	t.Helper()
-	f := &dashFixture{charged: make(chan JobID, 4), release: make(chan struct{})}
+	f := &dashFixture{charged: make(chan queuemax.JobID, 4), release: make(chan struct{})}
 	zero := 0
-	handlers := []Handler{
-		{Name: "mail.send", Options: TaskOptions{RetryDelay: 200 * time.Millisecond}, Func: func(ctx context.Context, j *Job) (any, error) {
+	handlers := []queuemax.Handler{
+		{Name: "mail.send", Options: queuemax.TaskOptions{RetryDelay: 200 * time.Millisecond}, Func: func(ctx context.Context, j *queuemax.Job) (any, error) {
 			var p struct {
 				To    string `json:"to"`
 				Flaky bool   `json:"flaky"`
@@ -199,15 +204,15 @@ func newDashFixture(t *testing.T, token string) *dashFixture {
 			}
 			return map[string]any{"delivered_to": p.To, "message_id": fmt.Sprintf("<%d@mail.example>", j.ID)}, nil
 		}},
-		{Name: "report.build", Options: TaskOptions{MaxRetries: &zero}, Func: func(ctx context.Context, j *Job) (any, error) {
+		{Name: "report.build", Options: queuemax.TaskOptions{MaxRetries: &zero}, Func: func(ctx context.Context, j *queuemax.Job) (any, error) {
 			if strings.Contains(string(j.Payload), `"corrupt":true`) {
 				panic("report input is corrupt: unexpected EOF in row 17")
 			}
 			return map[string]any{"rows": 1200}, nil
 		}},
-		{Name: "billing.charge", Options: TaskOptions{MaxRetries: &zero}, Func: func(ctx context.Context, j *Job) (any, error) {
+		{Name: "billing.charge", Options: queuemax.TaskOptions{MaxRetries: &zero}, Func: func(ctx context.Context, j *queuemax.Job) (any, error) {
 			if f.chargeRun.Add(1) == 1 {
-				return nil, Permanent(errors.New("card declined: gateway timeout"))
+				return nil, queuemax.Permanent(errors.New("card declined: gateway timeout"))
 			}
 			f.charged <- j.ID
 			select {
@@ -218,11 +223,11 @@ func newDashFixture(t *testing.T, token string) *dashFixture {
 			return map[string]any{"charged": true, "amount_cents": 4200}, nil
 		}},
 	}
-	b := setup(t, Config{Shards: 3, Handlers: handlers, PollInterval: 20 * time.Millisecond,
+	b := setup(t, queuemax.Config{Shards: 3, Handlers: handlers, PollInterval: 20 * time.Millisecond,
 		AllowUnknownTasks: true}) // legacy.import has no handler on purpose
 	f.c = b.c
 	ctx := b.ctx
-	enq := func(task string, payload any, o Opts) JobID {
+	enq := func(task string, payload any, o queuemax.Opts) queuemax.JobID {
 		t.Helper()
 		id, err := f.c.Enqueue(ctx, task, payload, o)
 		if err != nil {
@@ -230,14 +235,14 @@ func newDashFixture(t *testing.T, token string) *dashFixture {
 		}
 		return id
 	}
-	f.mail = enq("mail.send", map[string]any{"to": "ana@example.com", "subject": "Welcome"}, Opts{})
-	enq("mail.send", map[string]any{"to": "bo@example.com", "subject": "Invoice 1042"}, Opts{})
-	enq("mail.send", map[string]any{"to": "cy@example.com", "subject": "Reminder"}, Opts{RunAt: time.Now().Add(time.Hour)})
-	enq("report.build", map[string]any{"report": "q2"}, Opts{})
-	f.corrupt = enq("report.build", map[string]any{"report": "q3", "corrupt": true}, Opts{})
-	f.charge = enq("billing.charge", map[string]any{"invoice": 1042, "amount_cents": 4200}, Opts{})
-	enq("legacy.import", map[string]any{"file": "2019.csv"}, Opts{}) // no handler: stays pending
-	enq("legacy.import", map[string]any{"file": "2020.csv"}, Opts{})
+	f.mail = enq("mail.send", map[string]any{"to": "ana@example.com", "subject": "Welcome"}, queuemax.Opts{})
+	enq("mail.send", map[string]any{"to": "bo@example.com", "subject": "Invoice 1042"}, queuemax.Opts{})
+	enq("mail.send", map[string]any{"to": "cy@example.com", "subject": "Reminder"}, queuemax.Opts{RunAt: time.Now().Add(time.Hour)})
+	enq("report.build", map[string]any{"report": "q2"}, queuemax.Opts{})
+	f.corrupt = enq("report.build", map[string]any{"report": "q3", "corrupt": true}, queuemax.Opts{})
+	f.charge = enq("billing.charge", map[string]any{"invoice": 1042, "amount_cents": 4200}, queuemax.Opts{})
+	enq("legacy.import", map[string]any{"file": "2019.csv"}, queuemax.Opts{}) // no handler: stays pending
+	enq("legacy.import", map[string]any{"file": "2020.csv"}, queuemax.Opts{})
 
 	f.stop = run(t, f.c)
 	waitFor(t, "the fixture's jobs to settle", func() bool {
@@ -246,7 +251,7 @@ func newDashFixture(t *testing.T, token string) *dashFixture {
 	})
 
 	mux := http.NewServeMux()
-	mux.Handle("/admin/", http.StripPrefix("/admin", NewAdminHandler(f.c, AdminOptions{Token: token})))
+	mux.Handle("/admin/", http.StripPrefix("/admin", queuemaxhttp.NewHandler(f.c, queuemaxhttp.Options{Token: token})))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	f.url = srv.URL + "/admin/ui/"
@@ -296,7 +301,7 @@ func TestDashboardBrowser(t *testing.T) {
 		// Live throughput: two more completions (one after a retry) show up
 		// in the chart's totals without a reload.
 		for _, p := range []map[string]any{{"to": "di@example.com"}, {"to": "ed@example.com", "flaky": true}} {
-			if _, err := f.c.Enqueue(t.Context(), "mail.send", p, Opts{}); err != nil {
+			if _, err := f.c.Enqueue(t.Context(), "mail.send", p, queuemax.Opts{}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -339,11 +344,11 @@ func TestDashboardBrowser(t *testing.T) {
 
 		// Task and shard come from the address too.
 		do(t, tab, "filter by task and shard", chromedp.Navigate(fmt.Sprintf("%s#/jobs?task=legacy.import&shard=%d", f.url, f.mail.Shard())))
-		want, err := f.c.Jobs(t.Context(), ListParams{Task: "legacy.import", Shard: Ptr(f.mail.Shard())})
+		want, err := f.c.Jobs(t.Context(), queuemax.ListParams{Task: "legacy.import", Shard: queuemax.Ptr(f.mail.Shard())})
 		if err != nil {
 			t.Fatal(err)
 		}
-		ids := make([]JobID, len(want))
+		ids := make([]queuemax.JobID, len(want))
 		for i, j := range want {
 			ids[i] = j.ID
 		}
@@ -401,7 +406,7 @@ func TestDashboardBrowser(t *testing.T) {
 		waitJS(t, tab, textIs("#job-status", "completed"), textOf("#job-status"))
 		waitJS(t, tab, `document.querySelector("#job-result")?.textContent.includes('"charged": true')`, textOf("#job-result"))
 		screenshot(t, tab, "job-retried")
-		if dls, err := f.c.DeadLetters(t.Context(), ListParams{Task: "billing.charge"}); err != nil || len(dls) != 0 {
+		if dls, err := f.c.DeadLetters(t.Context(), queuemax.ListParams{Task: "billing.charge"}); err != nil || len(dls) != 0 {
 			t.Errorf("billing dead letters after requeue = %v, %v; want none", dls, err)
 		}
 	})
@@ -434,7 +439,7 @@ func TestDashboardBrowser(t *testing.T) {
 
 		// Without a configured token the dashboard is read-only: no
 		// action button is enabled.
-		ro := httptest.NewServer(http.StripPrefix("/admin", NewAdminHandler(f.c, AdminOptions{})))
+		ro := httptest.NewServer(http.StripPrefix("/admin", queuemaxhttp.NewHandler(f.c, queuemaxhttp.Options{})))
 		t.Cleanup(ro.Close)
 		do(t, tab, "open a read-only dashboard", chromedp.Navigate(ro.URL+"/admin/ui/#/dead"))
 		waitJS(t, tab, textIs("#mode", "read-only")+` && document.querySelectorAll("button[data-requeue]").length === 2 && [...document.querySelectorAll("button[data-requeue]")].every(b => b.disabled)`, textOf("#view"))
@@ -478,7 +483,7 @@ func TestDashboardBrowser(t *testing.T) {
 	})
 }
 
-func idList(ids ...JobID) string {
+func idList(ids ...queuemax.JobID) string {
 	ss := make([]string, len(ids))
 	for i, id := range ids {
 		ss[i] = id.String()
@@ -487,13 +492,13 @@ func idList(ids ...JobID) string {
 	return strings.Join(ss, ",")
 }
 
-func deadLetterOf(t *testing.T, f *dashFixture, id JobID) *DeadLetter {
+func deadLetterOf(t *testing.T, f *dashFixture, id queuemax.JobID) *queuemax.DeadLetter {
 	t.Helper()
-	dls, err := f.c.DeadLetters(t.Context(), ListParams{})
+	dls, err := f.c.DeadLetters(t.Context(), queuemax.ListParams{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	i := slices.IndexFunc(dls, func(d *DeadLetter) bool { return d.OriginalJobID == id })
+	i := slices.IndexFunc(dls, func(d *queuemax.DeadLetter) bool { return d.OriginalJobID == id })
 	if i < 0 {
 		t.Fatalf("no dead letter for job %d", id)
 	}
@@ -506,12 +511,12 @@ func deadLetterOf(t *testing.T, f *dashFixture, id JobID) *DeadLetter {
 func docsScreenshot(t *testing.T, f *dashFixture, tab context.Context, out string) {
 	prev := ""
 	for i := range 30 {
-		var jobs []EnqueueParams
+		var jobs []queuemax.EnqueueParams
 		for k := range 3 + (i*7)%9 {
-			jobs = append(jobs, EnqueueParams{Task: "mail.send", Payload: map[string]any{"to": fmt.Sprintf("user%d@example.com", k), "flaky": k%4 == 0}})
+			jobs = append(jobs, queuemax.EnqueueParams{Task: "mail.send", Payload: map[string]any{"to": fmt.Sprintf("user%d@example.com", k), "flaky": k%4 == 0}})
 		}
 		if i%5 == 2 {
-			jobs = append(jobs, EnqueueParams{Task: "report.build", Payload: map[string]any{"report": "daily", "corrupt": true}})
+			jobs = append(jobs, queuemax.EnqueueParams{Task: "report.build", Payload: map[string]any{"report": "daily", "corrupt": true}})
 		}
 		if _, err := f.c.EnqueueMany(t.Context(), jobs); err != nil {
 			t.Fatal(err)

@@ -1,4 +1,4 @@
-package queuemax
+package queuemaxhttp
 
 import (
 	"context"
@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/queuemax/queuemax/runtime/store"
+
+	"github.com/queuemax/queuemax"
 )
 
 // The dashboard: static assets under ui/ of the admin handler and the read
@@ -107,19 +109,19 @@ type adminTask struct {
 	Circuit     string        `json:"circuit,omitempty"` // its breaker's state while Run is active here
 }
 
-func (t *adminTask) add(st Status, n int64) {
+func (t *adminTask) add(st queuemax.Status, n int64) {
 	switch st {
-	case StatusPending:
+	case queuemax.StatusPending:
 		t.Pending += n
-	case StatusScheduled:
+	case queuemax.StatusScheduled:
 		t.Scheduled += n
-	case StatusProcessing:
+	case queuemax.StatusProcessing:
 		t.Processing += n
-	case StatusCompleted:
+	case queuemax.StatusCompleted:
 		t.Completed += n
-	case StatusFailed:
+	case queuemax.StatusFailed:
 		t.Failed += n
-	case StatusCancelled:
+	case queuemax.StatusCancelled:
 		t.Cancelled += n
 	case "":
 		t.DeadLetters += n
@@ -147,7 +149,7 @@ func (a *admin) taskCounts(ctx context.Context) ([]adminTask, error) {
 		}
 		return t
 	}
-	rows, err := a.c.st.JobCounts(ctx)
+	rows, err := a.c.CountsByTask(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -159,17 +161,13 @@ func (a *admin) taskCounts(ctx context.Context) ([]adminTask, error) {
 		}
 	}
 	// Registered tasks with no stored jobs still get a row.
-	for name := range a.c.handlers {
-		if name != "" {
-			get(name)
-		}
+	for _, name := range a.c.Tasks() {
+		get(name)
 	}
-	if ws := a.c.engine.Load(); ws != nil {
-		bs, _ := ws.Breakers()
-		for name, b := range bs {
-			if t, ok := byName[name]; ok {
-				t.Circuit = b.Stats().State.String()
-			}
+	bs, _ := a.c.Breakers()
+	for _, b := range bs {
+		if t, ok := byName[b.Task]; ok {
+			t.Circuit = b.Stats.State.String()
 		}
 	}
 	out := make([]adminTask, 0, len(byName))
@@ -308,7 +306,7 @@ func (tp *throughput) series(now time.Time) []tpPoint {
 // sample reads the cumulative totals.
 func (a *admin) sample(ctx context.Context) error {
 	return a.tp.observe(time.Now(), func() (tpSample, error) {
-		ss, err := a.c.st.Stats(ctx)
+		ss, err := a.c.ShardStats(ctx)
 		if err != nil {
 			return tpSample{}, err
 		}
@@ -353,21 +351,18 @@ func (a *admin) breakers(w http.ResponseWriter, r *http.Request, _ []string) err
 		return err
 	}
 	out := []adminBreaker{}
-	e := a.c.engine.Load()
-	if e != nil {
-		breakers, order := e.Breakers()
-		for _, name := range order {
-			bs := breakers[name].Stats()
-			out = append(out, adminBreaker{Task: name, State: bs.State.String(), Failures: bs.Failures, Threshold: bs.Threshold,
-				Rejected: bs.Rejected, TimeoutSeconds: bs.Timeout.Seconds(), RecoveryInSeconds: bs.RecoveryRemaining.Seconds()})
-		}
+	breakers, running := a.c.Breakers()
+	for _, b := range breakers {
+		bs := b.Stats
+		out = append(out, adminBreaker{Task: b.Task, State: bs.State.String(), Failures: bs.Failures, Threshold: bs.Threshold,
+			Rejected: bs.Rejected, TimeoutSeconds: bs.Timeout.Seconds(), RecoveryInSeconds: bs.RecoveryRemaining.Seconds()})
 	}
-	return reply(w, http.StatusOK, map[string]any{"breakers": out, "running": e != nil})
+	return reply(w, http.StatusOK, map[string]any{"breakers": out, "running": running})
 }
 
 // matchText reports whether a job contains q (case-insensitively) in its
 // ID, task, payload, error or worker.
-func matchText(j *Job, q string) bool {
+func matchText(j *queuemax.Job, q string) bool {
 	for _, s := range []string{j.ID.String(), j.Task, string(j.Payload), j.LastError, j.ErrorType, j.WorkerID} {
 		if strings.Contains(strings.ToLower(s), q) {
 			return true

@@ -1,4 +1,4 @@
-package queuemax
+package queuemaxhttp
 
 import (
 	"context"
@@ -6,14 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/queuemax/queuemax"
 )
 
 const adminTestToken = "s3cret-token"
@@ -23,40 +23,40 @@ const adminTestToken = "s3cret-token"
 type adminFixture struct {
 	b       *testBundle
 	h       http.Handler
-	failed  JobID
-	pending JobID
-	dlq     *DeadLetter
+	failed  queuemax.JobID
+	pending queuemax.JobID
+	dlq     *queuemax.DeadLetter
 }
 
-func adminOKHandler(name string) Handler {
-	return Handler{Name: name, Func: func(context.Context, *Job) (any, error) { return nil, nil }}
+func adminOKHandler(name string) queuemax.Handler {
+	return queuemax.Handler{Name: name, Func: func(context.Context, *queuemax.Job) (any, error) { return nil, nil }}
 }
 
-func newAdminFixture(t *testing.T, opts AdminOptions) *adminFixture {
+func newAdminFixture(t *testing.T, opts Options) *adminFixture {
 	t.Helper()
-	b := setup(t, Config{Shards: 2, Handlers: []Handler{adminOKHandler("test.ok"), adminOKHandler("test.fail")}})
+	b := setup(t, queuemax.Config{Shards: 2, Handlers: []queuemax.Handler{adminOKHandler("test.ok"), adminOKHandler("test.fail")}})
 	f := &adminFixture{b: b}
 	var err error
-	if f.failed, err = b.c.Enqueue(b.ctx, "test.fail", map[string]int{"n": 1}, Opts{}); err != nil {
+	if f.failed, err = b.c.Enqueue(b.ctx, "test.fail", map[string]int{"n": 1}, queuemax.Opts{}); err != nil {
 		t.Fatal(err)
 	}
 	jobs, err := b.c.Claim(b.ctx, "w1", 1)
 	if err != nil || len(jobs) != 1 {
 		t.Fatalf("Claim = %v, %v", jobs, err)
 	}
-	if _, err := b.c.Fail(b.ctx, jobs[0], Permanent(errors.New("boom"))); err != nil {
+	if _, err := b.c.Fail(b.ctx, jobs[0], queuemax.Permanent(errors.New("boom"))); err != nil {
 		t.Fatal(err)
 	}
-	if f.pending, err = b.c.Enqueue(b.ctx, "test.ok", map[string]int{"n": 2}, Opts{}); err != nil {
+	if f.pending, err = b.c.Enqueue(b.ctx, "test.ok", map[string]int{"n": 2}, queuemax.Opts{}); err != nil {
 		t.Fatal(err)
 	}
-	dls, err := b.c.DeadLetters(b.ctx, ListParams{})
+	dls, err := b.c.DeadLetters(b.ctx, queuemax.ListParams{})
 	if err != nil || len(dls) != 1 {
 		t.Fatalf("DeadLetters = %v, %v", dls, err)
 	}
 	f.dlq = dls[0]
 	mux := http.NewServeMux()
-	mux.Handle("/admin/", http.StripPrefix("/admin", NewAdminHandler(b.c, opts)))
+	mux.Handle("/admin/", http.StripPrefix("/admin", NewHandler(b.c, opts)))
 	f.h = mux
 	return f
 }
@@ -158,24 +158,24 @@ func TestAdminHandler(t *testing.T) {
 		{name: "Periodic", method: "GET", path: adminPath("/admin/periodic"), wantStatus: 200, wantIn: `"periodic": []`},
 
 		{name: "RetryAll", method: "POST", path: adminPath("/admin/retry"), auth: bearer, wantStatus: 200, wantIn: `"retried": 1`,
-			check: adminWantStatus(func(f *adminFixture) JobID { return f.failed }, StatusPending)},
+			check: adminWantStatus(func(f *adminFixture) queuemax.JobID { return f.failed }, queuemax.StatusPending)},
 		{name: "RetryShard", method: "POST", path: func(f *adminFixture) string {
 			return fmt.Sprintf("/admin/retry?shard=%d", 1-f.failed.Shard())
 		}, auth: bearer, wantStatus: 200, wantIn: `"retried": 0`},
 		{name: "RetryBadShard", method: "POST", path: adminPath("/admin/retry?shard=-1"), auth: bearer, wantStatus: 400, wantIn: "shard"},
 		{name: "RetryJob", method: "POST", path: func(f *adminFixture) string { return fmt.Sprintf("/admin/jobs/%d/retry", f.failed) },
-			auth: bearer, wantStatus: 200, check: adminWantStatus(func(f *adminFixture) JobID { return f.failed }, StatusPending)},
+			auth: bearer, wantStatus: 200, check: adminWantStatus(func(f *adminFixture) queuemax.JobID { return f.failed }, queuemax.StatusPending)},
 		{name: "RetryJobNotFailed", method: "POST", path: func(f *adminFixture) string { return fmt.Sprintf("/admin/jobs/%d/retry", f.pending) },
 			auth: bearer, wantStatus: 404},
 		{name: "CancelJob", method: "POST", path: func(f *adminFixture) string { return fmt.Sprintf("/admin/jobs/%d/cancel", f.pending) },
 			auth: bearer, wantStatus: 200, wantIn: `"status": "cancelled"`,
-			check: adminWantStatus(func(f *adminFixture) JobID { return f.pending }, StatusCancelled)},
+			check: adminWantStatus(func(f *adminFixture) queuemax.JobID { return f.pending }, queuemax.StatusCancelled)},
 		{name: "CancelFinishedJob", method: "POST", path: func(f *adminFixture) string { return fmt.Sprintf("/admin/jobs/%d/cancel", f.failed) },
 			auth: bearer, wantStatus: 409, wantIn: "already finished",
-			check: adminWantStatus(func(f *adminFixture) JobID { return f.failed }, StatusFailed)},
+			check: adminWantStatus(func(f *adminFixture) queuemax.JobID { return f.failed }, queuemax.StatusFailed)},
 		{name: "CancelUnknownJob", method: "POST", path: adminPath("/admin/jobs/999999/cancel"), auth: bearer, wantStatus: 404},
 		{name: "CancelNoToken", method: "POST", path: func(f *adminFixture) string { return fmt.Sprintf("/admin/jobs/%d/cancel", f.pending) },
-			wantStatus: 401, check: adminWantStatus(func(f *adminFixture) JobID { return f.pending }, StatusPending)},
+			wantStatus: 401, check: adminWantStatus(func(f *adminFixture) queuemax.JobID { return f.pending }, queuemax.StatusPending)},
 		{name: "RetryJobWithBody", method: "POST", path: func(f *adminFixture) string { return fmt.Sprintf("/admin/jobs/%d/retry", f.failed) },
 			auth: bearer, body: `{}`, wantStatus: 400, wantIn: "no request body"},
 		{name: "Requeue", method: "POST", path: func(f *adminFixture) string {
@@ -190,7 +190,7 @@ func TestAdminHandler(t *testing.T) {
 		{name: "RequeueBadID", method: "POST", path: adminPath("/admin/dead-letters/0/x/requeue"), auth: bearer, wantStatus: 400, wantIn: "dead letter id"},
 		{name: "Purge", method: "POST", path: adminPath("/admin/purge"), auth: bearer, contentType: "application/json",
 			body: `{"statuses": ["failed"]}`, wantStatus: 200, wantIn: `"purged": 1`,
-			check: adminWantStatus(func(f *adminFixture) JobID { return f.failed }, "")},
+			check: adminWantStatus(func(f *adminFixture) queuemax.JobID { return f.failed }, "")},
 		{name: "PurgeNoStatuses", method: "POST", path: adminPath("/admin/purge"), auth: bearer, body: `{}`, wantStatus: 400, wantIn: "statuses"},
 		{name: "PurgeBadStatus", method: "POST", path: adminPath("/admin/purge"), auth: bearer, body: `{"statuses": ["gone"]}`, wantStatus: 400, wantIn: `statuses\"[0]`},
 		{name: "PurgeMalformed", method: "POST", path: adminPath("/admin/purge"), auth: bearer, body: `{"statuses": [`, wantStatus: 400, wantIn: "request body"},
@@ -203,12 +203,12 @@ func TestAdminHandler(t *testing.T) {
 		{name: "Enqueue", method: "POST", path: adminPath("/admin/enqueue"), auth: bearer, contentType: "application/json; charset=utf-8",
 			body:       `{"task": "test.ok", "payload": {"to": "x"}, "opts": {"priority": 2, "max_retries": 0, "key": 3, "delay": "1h"}}`,
 			wantStatus: 201, check: func(t *testing.T, f *adminFixture, r adminResponse) {
-				id := JobID(r.body["job_id"].(float64))
+				id := queuemax.JobID(r.body["job_id"].(float64))
 				j, err := f.b.c.Job(f.b.ctx, id)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if j.Status != StatusScheduled || j.Priority != PriorityHigh || j.MaxAttempts != 1 || j.Shard != 1 || string(j.Payload) != `{"to":"x"}` {
+				if j.Status != queuemax.StatusScheduled || j.Priority != queuemax.PriorityHigh || j.MaxAttempts != 1 || j.Shard != 1 || string(j.Payload) != `{"to":"x"}` {
 					t.Errorf("enqueued job = %+v", j)
 				}
 				if r.body["shard"] != 1.0 {
@@ -218,7 +218,7 @@ func TestAdminHandler(t *testing.T) {
 		{name: "EnqueueQueue", method: "POST", path: adminPath("/admin/enqueue"), auth: bearer,
 			body: `{"task": "test.ok", "opts": {"queue": "emails"}}`, wantStatus: 201,
 			check: func(t *testing.T, f *adminFixture, r adminResponse) {
-				id := JobID(r.body["job_id"].(float64))
+				id := queuemax.JobID(r.body["job_id"].(float64))
 				if j, err := f.b.c.Job(f.b.ctx, id); err != nil || j.Queue != "emails" {
 					t.Errorf("enqueued job = %+v, %v; want queue emails", j, err)
 				}
@@ -262,7 +262,7 @@ func TestAdminHandler(t *testing.T) {
 				}
 			}},
 		{name: "WrongToken", method: "POST", path: adminPath("/admin/retry"), auth: "Bearer nope", wantStatus: 401, wantIn: "invalid bearer token",
-			check: adminWantStatus(func(f *adminFixture) JobID { return f.failed }, StatusFailed)},
+			check: adminWantStatus(func(f *adminFixture) queuemax.JobID { return f.failed }, queuemax.StatusFailed)},
 		{name: "TokenPrefix", method: "POST", path: adminPath("/admin/retry"), auth: "Bearer " + adminTestToken[:4], wantStatus: 401},
 		{name: "BasicAuth", method: "POST", path: adminPath("/admin/retry"), auth: "Basic " + adminTestToken, wantStatus: 401},
 		{name: "LowercaseScheme", method: "POST", path: adminPath("/admin/recover"), auth: "bearer " + adminTestToken, wantStatus: 200},
@@ -275,7 +275,7 @@ func TestAdminHandler(t *testing.T) {
 		{name: "UnknownPath", method: "GET", path: adminPath("/admin/nothing/here"), wantStatus: 404, wantIn: "no admin endpoint"},
 		{name: "TrailingSlash", method: "GET", path: adminPath("/admin/stats/"), wantStatus: 200},
 	}
-	opts := AdminOptions{Token: adminTestToken, MaxBodyBytes: 1024}
+	opts := Options{Token: adminTestToken, MaxBodyBytes: 1024}
 	shared := newAdminFixture(t, opts) // for requests that change nothing
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -316,12 +316,12 @@ func adminPath(p string) func(*adminFixture) string { return func(*adminFixture)
 
 // adminWantStatus checks a job's status after the request; "" means the job
 // must be gone.
-func adminWantStatus(id func(*adminFixture) JobID, want Status) func(*testing.T, *adminFixture, adminResponse) {
+func adminWantStatus(id func(*adminFixture) queuemax.JobID, want queuemax.Status) func(*testing.T, *adminFixture, adminResponse) {
 	return func(t *testing.T, f *adminFixture, _ adminResponse) {
 		t.Helper()
 		j, err := f.b.c.Job(f.b.ctx, id(f))
 		switch {
-		case want == "" && !errors.Is(err, ErrJobNotFound):
+		case want == "" && !errors.Is(err, queuemax.ErrJobNotFound):
 			t.Errorf("job %d: %v, %v; want it gone", id(f), j, err)
 		case want != "" && (err != nil || j.Status != want):
 			t.Errorf("job %d: %v, %v; want status %s", id(f), j, err, want)
@@ -340,7 +340,7 @@ func adminWantAllow(want string) func(*testing.T, *adminFixture, adminResponse) 
 
 func TestAdminHandler_NoTokenConfigured(t *testing.T) {
 	t.Parallel()
-	f := newAdminFixture(t, AdminOptions{})
+	f := newAdminFixture(t, Options{})
 	for _, auth := range []string{"", "Bearer ", "Bearer anything"} {
 		r := f.do(t, "POST", "/admin/retry", auth, "", "")
 		if r.status != http.StatusForbidden || !strings.Contains(r.raw, "no token configured") {
@@ -350,19 +350,19 @@ func TestAdminHandler_NoTokenConfigured(t *testing.T) {
 	if r := f.do(t, "GET", "/admin/stats", "", "", ""); r.status != 200 {
 		t.Errorf("GET /stats = %d, want 200: reads stay open", r.status)
 	}
-	adminWantStatus(func(f *adminFixture) JobID { return f.failed }, StatusFailed)(t, f, adminResponse{})
+	adminWantStatus(func(f *adminFixture) queuemax.JobID { return f.failed }, queuemax.StatusFailed)(t, f, adminResponse{})
 }
 
 func TestAdminHandler_ProtectReads(t *testing.T) {
 	t.Parallel()
-	f := newAdminFixture(t, AdminOptions{Token: adminTestToken, ProtectReads: true})
+	f := newAdminFixture(t, Options{Token: adminTestToken, ProtectReads: true})
 	if r := f.do(t, "GET", "/admin/jobs", "", "", ""); r.status != 401 {
 		t.Errorf("GET /jobs without token = %d, want 401", r.status)
 	}
 	if r := f.do(t, "GET", "/admin/jobs", "Bearer "+adminTestToken, "", ""); r.status != 200 {
 		t.Errorf("GET /jobs with token = %d, want 200", r.status)
 	}
-	g := newAdminFixture(t, AdminOptions{ProtectReads: true})
+	g := newAdminFixture(t, Options{ProtectReads: true})
 	if r := g.do(t, "GET", "/admin/jobs", "", "", ""); r.status != 403 {
 		t.Errorf("GET /jobs with reads protected and no token configured = %d, want 403", r.status)
 	}
@@ -370,8 +370,8 @@ func TestAdminHandler_ProtectReads(t *testing.T) {
 
 func TestAdminHandler_DefaultBodyLimit(t *testing.T) {
 	t.Parallel()
-	f := newAdminFixture(t, AdminOptions{Token: adminTestToken})
-	payload := `{"task": "test.ok", "payload": {"x": "` + strings.Repeat("a", DefaultAdminMaxBodyBytes) + `"}}`
+	f := newAdminFixture(t, Options{Token: adminTestToken})
+	payload := `{"task": "test.ok", "payload": {"x": "` + strings.Repeat("a", DefaultMaxBodyBytes) + `"}}`
 	if r := f.do(t, "POST", "/admin/enqueue", "Bearer "+adminTestToken, "", payload); r.status != 413 {
 		t.Errorf("POST /enqueue with a body over 1 MiB = %d, want 413", r.status)
 	}
@@ -388,8 +388,8 @@ func TestAdminHandler_DefaultBodyLimit(t *testing.T) {
 
 func TestAdminHandler_Mounting(t *testing.T) {
 	t.Parallel()
-	b := setup(t, Config{Shards: 1})
-	h := NewAdminHandler(b.c, AdminOptions{})
+	b := setup(t, queuemax.Config{Shards: 1})
+	h := NewHandler(b.c, Options{})
 	mux := http.NewServeMux()
 	mux.Handle("/", h)                                            // at the root
 	mux.Handle("/ops/admin/", http.StripPrefix("/ops/admin/", h)) // stripped with the slash
@@ -403,194 +403,10 @@ func TestAdminHandler_Mounting(t *testing.T) {
 	}
 }
 
-func TestMiddleware(t *testing.T) {
-	t.Parallel()
-	b := setup(t, Config{Shards: 1})
-	h := Middleware(b.c)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c, ok := FromContext(r.Context())
-		if !ok {
-			http.Error(w, "no client", 500)
-			return
-		}
-		id, err := c.Enqueue(r.Context(), "signup", map[string]string{"email": r.FormValue("email")}, Opts{})
-		if err != nil {
-			http.Error(w, err.Error(), 500)
-			return
-		}
-		fmt.Fprint(w, id)
-	}))
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequestWithContext(t.Context(), "POST", "/signup?email=a@example.com", nil))
-	if rec.Code != 200 {
-		t.Fatalf("POST /signup = %d %s", rec.Code, rec.Body)
-	}
-	id, err := ParseJobID(rec.Body.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	j, err := b.c.Job(b.ctx, id)
-	if err != nil || string(j.Payload) != `{"email":"a@example.com"}` {
-		t.Errorf("Job = %+v, %v", j, err)
-	}
-	if c, ok := FromContext(t.Context()); ok || c != nil {
-		t.Errorf("FromContext on a bare context = %v, %v; want nil, false", c, ok)
-	}
-}
-
-func TestServeWithWorkers(t *testing.T) {
-	t.Parallel()
-	t.Run("SharedShutdown", func(t *testing.T) {
-		t.Parallel()
-		b := setup(t, Config{Shards: 1, Handlers: []Handler{adminOKHandler("work")}})
-		bus := newTestBus(t, b.c, EventBusOptions{})
-		inFlight := make(chan struct{})
-		finish := make(chan struct{})
-		mux := http.NewServeMux()
-		mux.HandleFunc("POST /work", func(w http.ResponseWriter, r *http.Request) {
-			c, _ := FromContext(r.Context())
-			id, err := c.Enqueue(r.Context(), "work", map[string]int{}, Opts{})
-			if err != nil {
-				http.Error(w, err.Error(), 500)
-				return
-			}
-			fmt.Fprint(w, id)
-		})
-		mux.HandleFunc("GET /slow", func(w http.ResponseWriter, r *http.Request) {
-			close(inFlight)
-			<-finish
-			fmt.Fprint(w, "done")
-		})
-		srv := &http.Server{Handler: Middleware(b.c)(mux)}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		url := "http://" + ln.Addr().String()
-		ctx, cancel := context.WithCancel(b.ctx)
-		defer cancel()
-		served := make(chan error, 1)
-		go func() { served <- ServeListenerWithWorkers(ctx, srv, ln, b.c) }()
-
-		// A job enqueued over HTTP is run by the workers.
-		expectCtx, cancelExpect := context.WithTimeout(b.ctx, 10*time.Second)
-		defer cancelExpect()
-		completed := make(chan JobCompleted, 1)
-		ready := make(chan struct{})
-		go func() {
-			unsub := Subscribe(bus, func(e JobCompleted) { completed <- e })
-			close(ready)
-			<-expectCtx.Done()
-			unsub()
-		}()
-		<-ready
-		res, err := http.Post(url+"/work", "", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := io.ReadAll(res.Body)
-		res.Body.Close()
-		id, err := ParseJobID(string(body))
-		if err != nil {
-			t.Fatalf("POST /work = %d %q", res.StatusCode, body)
-		}
-		select {
-		case e := <-completed:
-			if e.JobID != id {
-				t.Errorf("completed job %d, want %d", e.JobID, id)
-			}
-		case <-expectCtx.Done():
-			t.Fatal("job enqueued over HTTP did not complete")
-		}
-
-		// Shutdown waits for the request in flight.
-		slow := make(chan string, 1)
-		go func() {
-			res, err := http.Get(url + "/slow")
-			if err != nil {
-				slow <- err.Error()
-				return
-			}
-			b, _ := io.ReadAll(res.Body)
-			res.Body.Close()
-			slow <- string(b)
-		}()
-		<-inFlight
-		cancel()
-		select {
-		case err := <-served:
-			t.Fatalf("ServeListenerWithWorkers returned %v with a request in flight", err)
-		default:
-		}
-		close(finish)
-		if got := <-slow; got != "done" {
-			t.Errorf("in-flight request got %q, want done", got)
-		}
-		if err := <-served; err != nil {
-			t.Errorf("ServeListenerWithWorkers = %v, want nil", err)
-		}
-		if ws, ok := b.c.WorkerStats(); !ok || ws.State != WorkerStopped {
-			t.Errorf("workers state = %v after return, want stopped", ws.State)
-		}
-		if _, err := http.Get(url + "/slow"); err == nil {
-			t.Error("server still answers after return")
-		}
-	})
-	t.Run("WorkersFailStopsServer", func(t *testing.T) {
-		t.Parallel()
-		b := setup(t, Config{Shards: 1})
-		b.c.Close() // Run fails with ErrClosed
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv := &http.Server{Handler: http.NotFoundHandler()}
-		err = ServeListenerWithWorkers(b.ctx, srv, ln, b.c)
-		if !errors.Is(err, ErrClosed) {
-			t.Errorf("ServeListenerWithWorkers = %v, want ErrClosed", err)
-		}
-		if _, err := net.Dial("tcp", ln.Addr().String()); err == nil {
-			t.Error("listener still open after return")
-		}
-	})
-	t.Run("ServerFailStopsWorkers", func(t *testing.T) {
-		t.Parallel()
-		b := setup(t, Config{Shards: 1})
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ln.Close() // Serve fails at once
-		err = ServeListenerWithWorkers(b.ctx, &http.Server{}, ln, b.c)
-		if err == nil || !strings.Contains(err.Error(), "http server") {
-			t.Errorf("ServeListenerWithWorkers = %v, want the server's error", err)
-		}
-		if ws, ok := b.c.WorkerStats(); ok && ws.State != WorkerStopped {
-			t.Errorf("workers state = %v, want stopped", ws.State)
-		}
-	})
-	t.Run("ListenError", func(t *testing.T) {
-		t.Parallel()
-		b := setup(t, Config{Shards: 1})
-		err := ServeWithWorkers(b.ctx, &http.Server{Addr: "127.0.0.1:-1"}, b.c)
-		if err == nil || !strings.Contains(err.Error(), "listen") {
-			t.Errorf("ServeWithWorkers = %v, want a listen error", err)
-		}
-	})
-	t.Run("ServeWithWorkers", func(t *testing.T) {
-		t.Parallel()
-		b := setup(t, Config{Shards: 1})
-		ctx, cancel := context.WithCancel(b.ctx)
-		cancel() // already over: starts and shuts down cleanly
-		if err := ServeWithWorkers(ctx, &http.Server{Addr: "127.0.0.1:0"}, b.c); err != nil {
-			t.Errorf("ServeWithWorkers = %v, want nil", err)
-		}
-	})
-}
-
 // TestAdminHandler_JobJSON pins the field names of a job in the admin API.
 func TestAdminHandler_JobJSON(t *testing.T) {
 	t.Parallel()
-	f := newAdminFixture(t, AdminOptions{})
+	f := newAdminFixture(t, Options{})
 	r := f.do(t, "GET", fmt.Sprintf("/admin/jobs/%d", f.failed), "", "", "")
 	var keys []string
 	for k := range r.body {
@@ -620,14 +436,14 @@ var adminSortStrings = cmp.Transformer("sort", func(in []string) []string {
 // are a 400 naming the problem, storing nothing.
 func TestAdminHandler_TagsAndTimeout(t *testing.T) {
 	t.Parallel()
-	f := newAdminFixture(t, AdminOptions{Token: adminTestToken})
+	f := newAdminFixture(t, Options{Token: adminTestToken})
 	bearer := "Bearer " + adminTestToken
 	r := f.do(t, "POST", "/admin/enqueue", bearer, "application/json",
 		`{"task": "test.ok", "opts": {"timeout": "1.5s", "tags": ["vip", "eu"], "metadata": {"tenant": "acme"}}}`)
 	if r.status != 201 {
 		t.Fatalf("enqueue: %d %s", r.status, r.raw)
 	}
-	id := JobID(r.body["job_id"].(float64))
+	id := queuemax.JobID(r.body["job_id"].(float64))
 	r = f.do(t, "GET", "/admin/jobs?tag=vip", "", "", "")
 	js, _ := r.body["jobs"].([]any)
 	if r.status != 200 || len(js) != 1 {
@@ -652,7 +468,7 @@ func TestAdminHandler_TagsAndTimeout(t *testing.T) {
 			t.Errorf("enqueue %s: %d %s; want 400 saying %s", body, r.status, r.raw, want)
 		}
 	}
-	if all, _ := f.b.c.Jobs(f.b.ctx, ListParams{}); len(all) != 3 {
+	if all, _ := f.b.c.Jobs(f.b.ctx, queuemax.ListParams{}); len(all) != 3 {
 		t.Errorf("%d jobs stored, want 3", len(all))
 	}
 }

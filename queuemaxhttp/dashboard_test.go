@@ -1,18 +1,15 @@
-package queuemax
+package queuemaxhttp
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/queuemax/queuemax/runtime/store"
+	"github.com/queuemax/queuemax"
 )
 
 // serve sends req through h and returns the recorder.
@@ -24,7 +21,7 @@ func serve(h http.Handler, req *http.Request) *httptest.ResponseRecorder {
 
 func TestAdmin_UIAssets(t *testing.T) {
 	t.Parallel()
-	f := newAdminFixture(t, AdminOptions{Token: adminTestToken, ProtectReads: true})
+	f := newAdminFixture(t, Options{Token: adminTestToken, ProtectReads: true})
 	get := func(path string) *httptest.ResponseRecorder {
 		return serve(f.h, httptest.NewRequestWithContext(t.Context(), "GET", path, nil))
 	}
@@ -50,7 +47,7 @@ func TestAdmin_UIAssets(t *testing.T) {
 		}
 	}
 	// Unmounted (no ServeMux cleaning the path first), a climb out is refused.
-	h := NewAdminHandler(f.b.c, AdminOptions{})
+	h := NewHandler(f.b.c, Options{})
 	if rec := serve(h, &http.Request{Method: "GET", URL: &url.URL{Path: "/ui/../http.go"}, Header: http.Header{}}); rec.Code != http.StatusNotFound {
 		t.Errorf("GET /ui/../http.go = %d, want 404", rec.Code)
 	}
@@ -77,7 +74,7 @@ func TestAdmin_UIAssets(t *testing.T) {
 
 func TestAdmin_CrossOriginPostRefused(t *testing.T) {
 	t.Parallel()
-	f := newAdminFixture(t, AdminOptions{Token: adminTestToken, TrustedOrigins: []string{"https://ops.example.com"}})
+	f := newAdminFixture(t, Options{Token: adminTestToken, TrustedOrigins: []string{"https://ops.example.com"}})
 	post := func(headers map[string]string) int {
 		req := httptest.NewRequestWithContext(t.Context(), "POST", "http://queue.internal/admin/retry", nil)
 		req.Header.Set("Authorization", "Bearer "+adminTestToken)
@@ -113,7 +110,7 @@ func TestAdmin_CrossOriginPostRefused(t *testing.T) {
 
 func TestAdmin_DashboardEndpoints(t *testing.T) {
 	t.Parallel()
-	f := newAdminFixture(t, AdminOptions{})
+	f := newAdminFixture(t, Options{})
 
 	r := f.do(t, "GET", "/admin/info", "", "", "")
 	if r.status != 200 || r.body["read_only"] != true || r.body["shards"] != 2.0 {
@@ -160,7 +157,7 @@ func TestAdmin_DashboardEndpoints(t *testing.T) {
 	}
 
 	// Text search: the error, the payload, the task; case-insensitive.
-	for q, want := range map[string]JobID{"BOOM": f.failed, `"n":2`: f.pending, "test.ok": f.pending} {
+	for q, want := range map[string]queuemax.JobID{"BOOM": f.failed, `"n":2`: f.pending, "test.ok": f.pending} {
 		r := f.do(t, "GET", "/admin/jobs?q="+strings.ReplaceAll(q, `"`, "%22"), "", "", "")
 		js, _ := r.body["jobs"].([]any)
 		if len(js) != 1 || js[0].(map[string]any)["id"] != float64(want) {
@@ -226,29 +223,12 @@ func TestThroughputSeries(t *testing.T) {
 	}
 }
 
-// countingStore counts JobCounts calls and refuses TaskCounts, so a test
-// sees that the dashboard's task table comes from the one-pass count.
-type countingStore struct {
-	store.Store
-	jobCounts atomic.Int64
-}
-
-func (s *countingStore) JobCounts(ctx context.Context) ([]store.JobCount, error) {
-	s.jobCounts.Add(1)
-	return s.Store.JobCounts(ctx)
-}
-
-func (s *countingStore) TaskCounts(context.Context, string) (map[store.Status]int64, error) {
-	return nil, errors.New("TaskCounts called: the task table must use JobCounts")
-}
-
 // TestAdmin_TasksFromJobCounts checks that GET /tasks counts every task,
-// dead letters included, with the store's one-pass JobCounts.
+// dead letters included (Client.CountsByTask, the store's one-pass JobCounts:
+// TestCountsByTask_OnePass).
 func TestAdmin_TasksFromJobCounts(t *testing.T) {
 	t.Parallel()
-	f := newAdminFixture(t, AdminOptions{})
-	cs := &countingStore{Store: f.b.c.st}
-	f.b.c.st = cs
+	f := newAdminFixture(t, Options{})
 	r := f.do(t, "GET", "/admin/tasks", "", "", "")
 	ts, _ := r.body["tasks"].([]any)
 	if r.status != 200 || len(ts) != 2 {
@@ -256,8 +236,5 @@ func TestAdmin_TasksFromJobCounts(t *testing.T) {
 	}
 	if tf := ts[0].(map[string]any); tf["task"] != "test.fail" || tf["failed"] != 1.0 || tf["dead_letters"] != 1.0 {
 		t.Errorf("test.fail = %v, want 1 failed and 1 dead letter", tf)
-	}
-	if n := cs.jobCounts.Load(); n != 1 {
-		t.Errorf("JobCounts called %d times, want 1", n)
 	}
 }
