@@ -128,3 +128,16 @@ func whereLong(c *queuemax.Client) string {
 	}
 	return "data dir " + c.Dir()
 }
+
+// openListing is the prologue of a read-only listing command, which takes
+// the common flags and --json only: it parses args and opens the queue
+// read-only. The caller closes the client.
+func (r *runner) openListing(ctx context.Context, cmd *command, args []string) (c *queuemax.Client, jsonOut bool, err error) {
+	fs := r.newFlagSet(cmd.name)
+	j := fs.Bool("json", false, "print JSON")
+	if err := r.parse(fs, cmd, args); err != nil {
+		return nil, false, err
+	}
+	c, err = r.open(ctx, readOnly, "", nil)
+	return c, *j, err
+}

@@ -413,7 +413,7 @@ func TestAdminHandler_JobJSON(t *testing.T) {
 		keys = append(keys, k)
 	}
 	want := []string{"attempts", "completed_at", "created_at", "error_type", "id", "last_error", "max_attempts",
-		"payload", "priority", "queue", "shard", "snoozes", "started_at", "status", "task"}
+		"payload", "priority", "queue", "retry_delay_ms", "shard", "snoozes", "started_at", "status", "task"}
 	if diff := cmp.Diff(want, keys, adminSortStrings); diff != "" {
 		t.Errorf("job JSON keys (-want +got):\n%s\n%s", diff, r.raw)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/queuemax/queuemax/runtime/store"
 
 	"github.com/queuemax/queuemax"
+	"github.com/queuemax/queuemax/queuemaxtype"
 )
 
 // The dashboard: static assets under ui/ of the admin handler and the read
@@ -310,11 +311,8 @@ func (a *admin) sample(ctx context.Context) error {
 		if err != nil {
 			return tpSample{}, err
 		}
-		var s tpSample
-		for _, sh := range ss {
-			s.completed += sh.TotalProcessed
-			s.failed += sh.TotalFailed
-		}
+		sum := queuemaxtype.SumShards(ss)
+		s := tpSample{completed: sum.TotalProcessed, failed: sum.TotalFailed}
 		if ws, ok := a.c.WorkerStats(); ok {
 			s.retried = ws.Retried
 		}

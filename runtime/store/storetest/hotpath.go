@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/queuemax/queuemax/queuemaxtype"
 	"github.com/queuemax/queuemax/runtime/store"
 )
 
@@ -162,12 +163,8 @@ func testBatchAckFences(t *testing.T, st store.Store) {
 	if err != nil {
 		t.Fatalf("Stats: %v", err)
 	}
-	var processed, failed int64
-	for _, s := range ss {
-		processed += s.TotalProcessed
-		failed += s.TotalFailed
-	}
-	if processed != 4 || failed != 1 {
+	sum := queuemaxtype.SumShards(ss)
+	if processed, failed := sum.TotalProcessed, sum.TotalFailed; processed != 4 || failed != 1 {
 		t.Errorf("counters: %d processed, %d failed; want 4 and 1", processed, failed)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queuemax/queuemax/queuemaxtype"
 	"github.com/queuemax/queuemax/runtime/store"
 )
 
@@ -74,12 +75,8 @@ func testRetention(t *testing.T, st store.Store) {
 	if err != nil {
 		t.Fatalf("Stats: %v", err)
 	}
-	var completed, processed int64
-	for _, s := range ss {
-		completed += s.Completed
-		processed += s.TotalProcessed
-	}
-	if completed != 2 || processed != 3 {
+	sum := queuemaxtype.SumShards(ss)
+	if completed, processed := sum.Completed, sum.TotalProcessed; completed != 2 || processed != 3 {
 		t.Errorf("Stats: %d completed, %d processed; want 2, 3", completed, processed)
 	}
 

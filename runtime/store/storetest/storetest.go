@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/queuemax/queuemax/queuemaxtype"
 	"github.com/queuemax/queuemax/runtime/store"
 )
 
@@ -77,21 +78,12 @@ func Run(t *testing.T, open Opener) {
 		if err != nil {
 			t.Fatalf("Stats: %v", err)
 		}
-		var sum store.ShardStats
 		for _, s := range ss {
 			if !s.Healthy {
 				t.Fatalf("shard %d unhealthy: %s", s.Shard, s.LastError)
 			}
-			sum.Pending += s.Pending
-			sum.Scheduled += s.Scheduled
-			sum.Processing += s.Processing
-			sum.Failed += s.Failed
-			sum.Completed += s.Completed
-			sum.DeadLetters += s.DeadLetters
-			sum.TotalProcessed += s.TotalProcessed
-			sum.TotalFailed += s.TotalFailed
 		}
-		return sum
+		return queuemaxtype.SumShards(ss)
 	}
 	counts := func(s store.ShardStats) [6]int64 {
 		return [6]int64{s.Pending, s.Scheduled, s.Processing, s.Failed, s.Completed, s.DeadLetters}
