@@ -8,57 +8,183 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/queuemax/queuemax/queuemaxtype"
 	"github.com/queuemax/queuemax/runtime/store"
 )
 
-// testClaimedFields checks that a claimed job carries what Job reads back
-// for it, except the fields a claim leaves out (ErrorStack, Result and
-// CompletedAt, which a claim clears).
-func testClaimedFields(t *testing.T, st store.Store) {
-	ctx := t.Context()
-	key := int64(42)
-	ids, err := st.Insert(ctx, []store.InsertParams{{Task: "a", Payload: json.RawMessage(`{"x":1}`), PartitionKey: &key,
-		Priority: store.PriorityHigh, MaxAttempts: 5, RetryDelay: 7 * time.Second, Metadata: json.RawMessage(`{"m":"v"}`), Now: t0}})
-	if err != nil {
-		t.Fatalf("Insert: %v", err)
-	}
-	claimOne := func(now time.Time) *store.Job {
-		t.Helper()
-		jobs, err := st.Claim(ctx, store.ClaimParams{WorkerID: "w1", Max: 10, Now: now})
-		if err != nil || len(jobs) != 1 {
-			t.Fatalf("Claim = %d jobs, %v; want 1", len(jobs), err)
+// testAckArea runs the Ack area: acknowledgements (Complete, Fail) are fenced by lease and worker, batched and group-committed.
+func testAckArea(t *testing.T, s *suite) {
+	t.Run("CompleteDeletesOrKeepsResult", func(t *testing.T) {
+		t.Parallel()
+		b := s.setup(t, 1)
+		insert(t, b, store.InsertParams{}, store.InsertParams{})
+		got := claim(t, b, 2, t0)
+		errs := b.st.Complete(b.ctx, []store.CompleteParams{
+			{Lease: store.Lease{ID: got[0].ID, Token: got[0].Lease}, Now: t0},
+			{Lease: store.Lease{ID: got[1].ID, Token: got[1].Lease}, Result: json.RawMessage(`{"ok":true}`), Now: t0.Add(time.Second)},
+		})
+		if diff := cmp.Diff([]error{nil, nil}, errs, cmpErrors); diff != "" {
+			t.Fatalf("Complete errors mismatch (-want +got):\n%s", diff)
 		}
-		return jobs[0]
-	}
-	check := func(c *store.Job) {
-		t.Helper()
-		got, err := st.Job(ctx, c.ID)
+		if _, err := b.st.Job(b.ctx, got[0].ID); !errors.Is(err, store.ErrJobNotFound) {
+			t.Errorf("completed job without result: Job error = %v, want ErrJobNotFound", err)
+		}
+		j, err := b.st.Job(b.ctx, got[1].ID)
 		if err != nil {
 			t.Fatalf("Job: %v", err)
 		}
-		if diff := cmp.Diff(got, c, cmpopts.IgnoreFields(store.Job{}, "ErrorStack", "Result", "CompletedAt"),
-			cmpopts.EquateEmpty()); diff != "" {
-			t.Errorf("claimed job differs from Job (-Job +claimed):\n%s", diff)
+		if j.Status != store.StatusCompleted || string(j.Result) != `{"ok":true}` || !j.CompletedAt.Equal(t0.Add(time.Second)) {
+			t.Errorf("completed job = %s %s %v, want completed with result", j.Status, j.Result, j.CompletedAt)
+		}
+		if s := stats(t, b); s.TotalProcessed != 2 || s.Completed != 1 {
+			t.Errorf("stats processed=%d completed=%d, want 2 and 1", s.TotalProcessed, s.Completed)
+		}
+		// A second acknowledgement of the same claim changes nothing.
+		errs = b.st.Complete(b.ctx, []store.CompleteParams{{Lease: store.Lease{ID: got[1].ID, Token: got[1].Lease}, Now: t0}})
+		if !errors.Is(errs[0], store.ErrLeaseLost) {
+			t.Errorf("second Complete error = %v, want ErrLeaseLost", errs[0])
+		}
+		if s := stats(t, b); s.TotalProcessed != 2 {
+			t.Errorf("processed after rejected ack = %d, want 2", s.TotalProcessed)
+		}
+	})
+
+	t.Run("LeaseFencing", func(t *testing.T) {
+		t.Parallel()
+		b := s.setup(t, 1)
+		insert(t, b, store.InsertParams{})
+		stale := claim(t, b, 1, t0)[0]
+		res, err := b.st.RecoverOrphans(b.ctx, t0.Add(time.Second), t0.Add(time.Minute))
+		if err != nil || res.Requeued != 1 {
+			t.Fatalf("RecoverOrphans = %+v, %v; want 1 requeued", res, err)
+		}
+		fresh := claim(t, b, 1, t0.Add(time.Minute))[0]
+		if fresh.ID != stale.ID || fresh.Lease == stale.Lease {
+			t.Fatalf("re-claim got id %d lease %d, want same id with a new lease", fresh.ID, fresh.Lease)
+		}
+		staleLease := store.Lease{ID: stale.ID, Token: stale.Lease}
+		for name, err := range map[string]error{
+			"Complete":  b.st.Complete(b.ctx, []store.CompleteParams{{Lease: staleLease, Now: t0}})[0],
+			"Fail":      b.st.Fail(b.ctx, []store.FailParams{{Lease: staleLease, Dead: true, Error: "x", ErrorType: "x", Now: t0}})[0],
+			"Heartbeat": b.st.Heartbeat(b.ctx, []store.Lease{staleLease}, t0)[0],
+			"Release":   b.st.Release(b.ctx, []store.Lease{staleLease})[0],
+		} {
+			if !errors.Is(err, store.ErrLeaseLost) {
+				t.Errorf("stale %s error = %v, want ErrLeaseLost", name, err)
+			}
+		}
+		j, _ := b.st.Job(b.ctx, stale.ID)
+		if j.Status != store.StatusProcessing || j.Lease != fresh.Lease {
+			t.Errorf("after stale calls job = %s lease %d, want untouched processing with the fresh lease", j.Status, j.Lease)
+		}
+		if s := stats(t, b); s.TotalProcessed != 0 || s.TotalFailed != 0 || s.DeadLetters != 0 {
+			t.Errorf("stale calls changed counters: %+v", s)
+		}
+		if errs := b.st.Complete(b.ctx, []store.CompleteParams{{Lease: store.Lease{ID: fresh.ID, Token: fresh.Lease}, Now: t0}}); errs[0] != nil {
+			t.Errorf("fresh Complete: %v", errs[0])
+		}
+	})
+
+	t.Run("WorkerFence", func(t *testing.T) {
+		t.Parallel()
+		testWorkerFence(t, s.setup(t, 1).st)
+	})
+
+	t.Run("BatchAckFences", func(t *testing.T) {
+		t.Parallel()
+		testBatchAckFences(t, s.setup(t, 2).st)
+	})
+
+	t.Run("CompleteClaim", func(t *testing.T) {
+		t.Parallel()
+		testCompleteClaim(t, s.setup(t, 1).st)
+	})
+
+	t.Run("ConcurrentSingleCompletesGroupCommit", func(t *testing.T) {
+		t.Parallel()
+		b := s.setup(t, 1)
+		const n = 64
+		in := make([]store.InsertParams, n)
+		insert(t, b, in...)
+		jobs := claim(t, b, n, t0)
+		if len(jobs) != n {
+			t.Fatalf("Claim = %d jobs, want %d", len(jobs), n)
+		}
+		// One acknowledgement per call from many goroutines, so that they
+		// share group transactions; every fourth carries a stale lease and
+		// must fail alone without undoing the others.
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i, j := range jobs {
+			wg.Go(func() {
+				l := store.Lease{ID: j.ID, Token: j.Lease}
+				if i%4 == 0 {
+					l.Token++
+				}
+				errs[i] = b.st.Complete(b.ctx, []store.CompleteParams{{Lease: l, Now: t0}})[0]
+			})
+		}
+		wg.Wait()
+		for i, err := range errs {
+			var want error
+			if i%4 == 0 {
+				want = store.ErrLeaseLost
+			}
+			if !errors.Is(err, want) || (want == nil && err != nil) {
+				t.Errorf("Complete(job %d) = %v, want %v", jobs[i].ID, err, want)
+			}
+		}
+		if s := stats(t, b); s.Processing != n/4 || s.TotalProcessed != n-n/4 {
+			t.Errorf("after completes: %d processing, %d processed; want %d, %d", s.Processing, s.TotalProcessed, n/4, n-n/4)
+		}
+	})
+
+	t.Run("ConcurrentSingleFails", func(t *testing.T) {
+		t.Parallel()
+		testConcurrentSingleFails(t, s.setup(t, 1).st)
+	})
+}
+
+// testWorkerFence checks that a lease naming a worker holds only while that
+// worker owns the job, in Complete, Fail, Heartbeat and Release.
+func testWorkerFence(t *testing.T, st store.Store) {
+	ctx := t.Context()
+	if _, err := st.Insert(ctx, []store.InsertParams{{Payload: json.RawMessage(`{}`), MaxAttempts: 3, Now: t0}}); err != nil {
+		t.Fatalf("Insert: %v", err)
+	}
+	jobs, err := st.Claim(ctx, store.ClaimParams{WorkerID: "w1", Max: 1, Now: t0})
+	if err != nil || len(jobs) != 1 {
+		t.Fatalf("Claim = %d jobs, %v; want 1", len(jobs), err)
+	}
+	j := jobs[0]
+	other := store.Lease{ID: j.ID, Token: j.Lease, WorkerID: "w2"}
+	for name, err := range map[string]error{
+		"Complete":  st.Complete(ctx, []store.CompleteParams{{Lease: other, Now: t0}})[0],
+		"Fail":      st.Fail(ctx, []store.FailParams{{Lease: other, Dead: true, Error: "x", ErrorType: "x", Now: t0}})[0],
+		"Heartbeat": st.Heartbeat(ctx, []store.Lease{other}, t0)[0],
+		"Release":   st.Release(ctx, []store.Lease{other})[0],
+	} {
+		if !errors.Is(err, store.ErrLeaseLost) {
+			t.Errorf("%s with the right token but worker w2: error = %v, want ErrLeaseLost", name, err)
 		}
 	}
-	j := claimOne(t0.Add(time.Second))
-	if j.ID != ids[0] || j.Attempts != 1 || j.WorkerID != "w1" || j.Lease == 0 || j.Status != store.StatusProcessing {
-		t.Fatalf("claimed %+v", j)
+	if got, err := st.Job(ctx, j.ID); err != nil || got.Status != store.StatusProcessing || got.WorkerID != "w1" {
+		t.Fatalf("after the other worker's calls job = %+v, %v; want untouched, processing by w1", got, err)
 	}
-	check(j)
-	// A second attempt, after a retry that recorded an error and a retry
-	// time.
-	if err := st.Fail(ctx, []store.FailParams{{Lease: store.Lease{ID: j.ID, Token: j.Lease, WorkerID: "w1"},
-		Error: "boom", ErrorType: "E", Stack: "stack", RetryAt: t0.Add(time.Minute), Now: t0.Add(2 * time.Second)}})[0]; err != nil {
-		t.Fatalf("Fail: %v", err)
+	own := store.Lease{ID: j.ID, Token: j.Lease, WorkerID: "w1"}
+	if err := st.Heartbeat(ctx, []store.Lease{own}, t0)[0]; err != nil {
+		t.Errorf("Heartbeat by the owner: %v", err)
 	}
-	j = claimOne(t0.Add(2 * time.Minute))
-	if j.Attempts != 2 || j.LastError != "boom" || j.ErrorType != "E" || j.NextRetryAt.IsZero() {
-		t.Fatalf("second claim = %+v; want attempt 2 with the last error and retry time", j)
+	if err := st.Release(ctx, []store.Lease{own})[0]; err != nil {
+		t.Errorf("Release by the owner: %v", err)
 	}
-	check(j)
+	jobs, err = st.Claim(ctx, store.ClaimParams{WorkerID: "w3", Max: 1, Now: t0})
+	if err != nil || len(jobs) != 1 {
+		t.Fatalf("re-Claim = %d jobs, %v; want 1", len(jobs), err)
+	}
+	if err := st.Complete(ctx, []store.CompleteParams{{Lease: store.Lease{ID: j.ID, Token: jobs[0].Lease, WorkerID: "w3"}, Now: t0}})[0]; err != nil {
+		t.Errorf("Complete by the owner: %v", err)
+	}
 }
 
 // insertClaimed inserts n no-op jobs and claims them all as worker w1.
