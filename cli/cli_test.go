@@ -49,13 +49,15 @@ func testMain(m *testing.M) int {
 	}
 	queuemaxBin = filepath.Join(dir, "queuemax")
 	tasksBin = filepath.Join(dir, "tasks")
-	for out, pkg := range map[string]string{
-		queuemaxBin: "github.com/queuemax/queuemax/cmd/queuemax",
-		tasksBin:    "github.com/queuemax/queuemax/examples/tasks/cmd/tasks",
+	// cmd/queuemax is a module of its own (it pulls in Prometheus for the
+	// dashboard's /metrics): build it from its directory.
+	for out, pkg := range map[string][2]string{
+		queuemaxBin: {"../cmd/queuemax", "."},
+		tasksBin:    {".", "github.com/queuemax/queuemax/examples/tasks/cmd/tasks"},
 	} {
 		// Not -race: a race-enabled binary takes about a second to start.
 		// The in-process tests cover the package under the race detector.
-		cmd := exec.Command(goBin, "build", "-o", out, pkg)
+		cmd := exec.Command(goBin, "build", "-C", pkg[0], "-o", out, pkg[1])
 		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 		if err := cmd.Run(); err != nil {
 			fmt.Fprintf(os.Stderr, "go build %s: %v\n", pkg, err)

@@ -81,8 +81,10 @@ import (
 	"os"
 
 	"github.com/queuemax/queuemax/cli"
+	"github.com/queuemax/queuemax/queuemaxprom"
 )
 
 func main() {
-	os.Exit((&cli.Program{Name: "queuemax"}).Run(context.Background(), os.Args[1:]))
+	p := &cli.Program{Name: "queuemax", Metrics: queuemaxprom.Handler} // the dashboard's GET /metrics
+	os.Exit(p.Run(context.Background(), os.Args[1:]))
 }
