@@ -10,6 +10,7 @@ import (
 	"regexp"
 
 	"github.com/queuemax/queuemax"
+	"github.com/queuemax/queuemax/queuemaxenv"
 )
 
 // access says what a command may do to the data directory.
@@ -30,7 +31,7 @@ const (
 // config returns the Config from the environment and the global flags, and
 // the log level of QUEUE_MAX_LOG_LEVEL.
 func (r *runner) config() (queuemax.Config, slog.Level, error) {
-	cfg, level, err := queuemax.ConfigFromEnv(r.getenv)
+	cfg, level, err := queuemaxenv.Config(r.getenv)
 	if err != nil {
 		return cfg, level, fmt.Errorf("environment: %w", err)
 	}
