@@ -62,3 +62,38 @@ func TestCountsByTask_OnePass(t *testing.T) {
 		t.Errorf("JobCounts called %d times, want 1", n)
 	}
 }
+
+// TestObserve_TasksAndBreakers: Tasks lists the handlers' tasks sorted;
+// Breakers is empty and false before Run, then one closed breaker per task
+// with the configured threshold, in Run's order.
+func TestObserve_TasksAndBreakers(t *testing.T) {
+	t.Parallel()
+	nop := func(context.Context, *Job) (any, error) { return nil, nil }
+	b := setup(t, Config{Shards: 1, CircuitThreshold: 7, Handlers: []Handler{{Name: "t.b", Func: nop}, {Name: "t.a", Func: nop}}})
+	if got := b.c.Tasks(); len(got) != 2 || got[0] != "t.a" || got[1] != "t.b" {
+		t.Errorf("Tasks = %v, want [t.a t.b]", got)
+	}
+	if bs, ok := b.c.Breakers(); ok || len(bs) != 0 {
+		t.Errorf("Breakers before Run = %v, %v; want none, false", bs, ok)
+	}
+	if b.c.Logger() == nil {
+		t.Error("Logger = nil")
+	}
+	run(t, b.c)
+	waitFor(t, "Run's breakers", func() bool { _, ok := b.c.Breakers(); return ok })
+	bs, _ := b.c.Breakers()
+	names := map[string]bool{}
+	for _, br := range bs {
+		names[br.Task] = true
+		if br.Stats.State != CircuitClosed || br.Stats.Threshold != 7 {
+			t.Errorf("breaker %q = %+v; want closed with threshold 7", br.Task, br.Stats)
+		}
+	}
+	if !names["t.a"] || !names["t.b"] {
+		t.Errorf("Breakers = %+v; want one per task", bs)
+	}
+	ss, err := b.c.ShardStats(b.ctx)
+	if err != nil || len(ss) != 1 || !ss[0].Healthy {
+		t.Errorf("ShardStats = %+v, %v; want one healthy shard", ss, err)
+	}
+}
