@@ -178,10 +178,8 @@ func TestMiddleware_TracesAndMeasures(t *testing.T) {
 		}),
 	}
 	b := setup(t, Options{}, queuemax.Config{Shards: 2, Handlers: hs})
-	completed := make(chan struct{}, 1)
-	dead := make(chan struct{}, 1)
-	b.c.On(queuemax.EventCompleted, func(queuemax.Event) { completed <- struct{}{} })
-	b.c.On(queuemax.EventFailed, func(queuemax.Event) { dead <- struct{}{} })
+	completed, _ := b.c.Subscribe(queuemax.EventCompleted) // closed by Close
+	dead, _ := b.c.Subscribe(queuemax.EventFailed) // closed by Close
 
 	reqCtx, req := b.tp.Tracer("test").Start(b.ctx, "request")
 	okID, err := b.c.Enqueue(reqCtx, "t.OK", struct{}{}, queuemax.Opts{})
@@ -280,8 +278,7 @@ func TestMiddleware_LinkOnly(t *testing.T) {
 	t.Parallel()
 	h := queuemax.Define("t.OK", queuemax.TaskOptions{}, func(context.Context, struct{}) error { return nil })
 	b := setup(t, Options{LinkOnly: true}, queuemax.Config{Shards: 1, Handlers: []queuemax.Handler{h}})
-	completed := make(chan struct{}, 1)
-	b.c.On(queuemax.EventCompleted, func(queuemax.Event) { completed <- struct{}{} })
+	completed, _ := b.c.Subscribe(queuemax.EventCompleted) // closed by Close
 	reqCtx, req := b.tp.Tracer("test").Start(b.ctx, "request")
 	if _, err := b.c.Enqueue(reqCtx, "t.OK", struct{}{}, queuemax.Opts{}); err != nil {
 		t.Fatal(err)
@@ -328,7 +325,8 @@ func childMain() int {
 	}
 	defer c.Close()
 	runCtx, stop := context.WithCancel(ctx)
-	c.On(queuemax.EventCompleted, func(queuemax.Event) { stop() })
+	completed, _ := c.Subscribe(queuemax.EventCompleted) // closed by Close
+	go func() { <-completed; stop() }()
 	if err := c.Run(runCtx); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

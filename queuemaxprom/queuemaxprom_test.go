@@ -131,10 +131,8 @@ func TestCollector_CountsMatchStats(t *testing.T) {
 		}),
 	}
 	b := setup(t, Options{}, queuemax.Config{Shards: 2, Handlers: hs, AllowUnknownTasks: true}) // t.Idle has no handler on purpose
-	completed := make(chan struct{}, 10)
-	dead := make(chan struct{}, 10)
-	b.c.On(queuemax.EventCompleted, func(queuemax.Event) { completed <- struct{}{} })
-	b.c.On(queuemax.EventFailed, func(queuemax.Event) { dead <- struct{}{} })
+	completed, _ := b.c.Subscribe(queuemax.EventCompleted) // closed by Close
+	dead, _ := b.c.Subscribe(queuemax.EventFailed) // closed by Close
 	var params []queuemax.EnqueueParams
 	for _, task := range []string{"t.OK", "t.OK", "t.OK", "t.Fail", "t.Retry", "t.Idle", "t.Idle"} {
 		params = append(params, queuemax.EnqueueParams{Task: task, Payload: struct{}{}})
@@ -264,7 +262,7 @@ func TestCollector_CachesCounts(t *testing.T) {
 		t.Errorf("pending after the refresh interval = %d, want 2", got)
 	}
 	// The event counter is live, not cached.
-	if got := testutil.ToFloat64(b.col.enqueued.WithLabelValues("t.A")); got != 2 {
+	if got := gather(t, b.reg, "queuemax_jobs_enqueued_total")["t.A"].GetCounter().GetValue(); got != 2 {
 		t.Errorf("enqueued_total = %v, want 2", got)
 	}
 }
@@ -280,8 +278,7 @@ func TestCollector_EngineState(t *testing.T) {
 	}
 	live := Options{LiveWorkers: func(context.Context) (int, error) { return 3, nil }}
 	b := setup(t, live, queuemax.Config{Shards: 1, Handlers: hs, CircuitThreshold: 1, Workers: 2})
-	dead := make(chan struct{}, 1)
-	b.c.On(queuemax.EventFailed, func(queuemax.Event) { dead <- struct{}{} })
+	dead, _ := b.c.Subscribe(queuemax.EventFailed) // closed by Close
 	for _, task := range []string{"t.Fail", "t.Limited", "t.Limited"} {
 		if _, err := b.c.Enqueue(b.ctx, task, struct{}{}, queuemax.Opts{}); err != nil {
 			t.Fatal(err)

@@ -78,7 +78,7 @@ func (e *Engine) renew(ctx context.Context) {
 	}
 	ls := make([]store.Lease, len(rjs))
 	for i, rj := range rjs {
-		ls[i] = lease(rj.job)
+		ls[i] = Lease(rj.job)
 	}
 	for i, err := range e.cfg.Store.Heartbeat(ctx, ls, e.cfg.Now()) {
 		switch {
