@@ -179,7 +179,7 @@ func TestMiddleware_TracesAndMeasures(t *testing.T) {
 	}
 	b := setup(t, Options{}, queuemax.Config{Shards: 2, Handlers: hs})
 	completed, _ := b.c.Subscribe(queuemax.EventCompleted) // closed by Close
-	dead, _ := b.c.Subscribe(queuemax.EventFailed) // closed by Close
+	dead, _ := b.c.Subscribe(queuemax.EventFailed)         // closed by Close
 
 	reqCtx, req := b.tp.Tracer("test").Start(b.ctx, "request")
 	okID, err := b.c.Enqueue(reqCtx, "t.OK", struct{}{}, queuemax.Opts{})

@@ -131,8 +131,8 @@ func TestCollector_CountsMatchStats(t *testing.T) {
 		}),
 	}
 	b := setup(t, Options{}, queuemax.Config{Shards: 2, Handlers: hs, AllowUnknownTasks: true}) // t.Idle has no handler on purpose
-	completed, _ := b.c.Subscribe(queuemax.EventCompleted) // closed by Close
-	dead, _ := b.c.Subscribe(queuemax.EventFailed) // closed by Close
+	completed, _ := b.c.Subscribe(queuemax.EventCompleted)                                      // closed by Close
+	dead, _ := b.c.Subscribe(queuemax.EventFailed)                                              // closed by Close
 	var params []queuemax.EnqueueParams
 	for _, task := range []string{"t.OK", "t.OK", "t.OK", "t.Fail", "t.Retry", "t.Idle", "t.Idle"} {
 		params = append(params, queuemax.EnqueueParams{Task: task, Payload: struct{}{}})
