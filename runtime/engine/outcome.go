@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"reflect"
+	"strings"
 	"syscall"
 	"time"
 
@@ -420,7 +421,8 @@ func stackOf(err error) string {
 }
 
 // errorType names err's concrete type, as queue-max's error_type column
-// holds the exception class.
+// holds the exception class; the types of package queuemaxtype are named
+// as the root package re-exports them (*queuemax.PanicError).
 func errorType(err error) string {
 	for {
 		switch e := err.(type) {
@@ -437,6 +439,8 @@ func errorType(err error) string {
 			err = e.Err
 			continue
 		}
-		return fmt.Sprintf("%T", err)
+		// The shared error types are the root package's to users (and in
+		// rows written before they moved): record them under its name.
+		return strings.Replace(fmt.Sprintf("%T", err), "queuemaxtype.", "queuemax.", 1)
 	}
 }
