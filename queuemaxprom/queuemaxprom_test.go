@@ -330,3 +330,46 @@ func TestCollector_RefreshErrorKeepsLastCounts(t *testing.T) {
 		t.Errorf("stats_refresh_errors_total = %v, want ≥ 1", got)
 	}
 }
+
+// TestCollector_CountsEveryEvent: the counters lose no event, even while a
+// Subscribe channel drops them, count from Attach, and stop at detach
+// (which still counts what came before it).
+func TestCollector_CountsEveryEvent(t *testing.T) {
+	t.Parallel()
+	col := NewCollector(Options{})
+	c, err := queuemax.Open(t.Context(), queuemax.Config{Dir: t.TempDir(), Shards: 2,
+		Logger: slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelError}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	enqueue := func(n int) {
+		t.Helper()
+		ps := make([]queuemax.EnqueueParams, n)
+		for i := range ps {
+			ps[i] = queuemax.EnqueueParams{Task: "t.A", Payload: struct{}{}}
+		}
+		if _, err := c.EnqueueMany(t.Context(), ps); err != nil {
+			t.Fatal(err)
+		}
+	}
+	enqueue(5) // before Attach: not counted
+	detach := col.Attach(c)
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(col)
+	_, cancel := c.SubscribeConfig(&queuemax.SubscribeConfig{ChanSize: 1}) // never read: drops
+	defer cancel()
+	enqueue(2000)
+	if got := gather(t, reg, "queuemax_jobs_enqueued_total")["t.A"].GetCounter().GetValue(); got != 2000 {
+		t.Errorf("enqueued_total = %v, want 2000", got)
+	}
+	if d := c.EventStats().Dropped; d == 0 {
+		t.Errorf("EventStats().Dropped = 0; the channel was meant to overflow")
+	}
+	enqueue(3)
+	detach() // counts the 3 without a scrape
+	enqueue(7)
+	if got := gather(t, reg, "queuemax_jobs_enqueued_total")["t.A"].GetCounter().GetValue(); got != 2003 {
+		t.Errorf("enqueued_total after detach = %v, want 2003", got)
+	}
+}
