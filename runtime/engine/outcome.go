@@ -173,6 +173,7 @@ type Attempt struct {
 
 	prepared bool
 	raw      json.RawMessage // the encoded result of a success
+	msg      string          // the error recorded for a failure
 }
 
 // Prepare encodes a success's result (a result that cannot be encoded
@@ -258,15 +259,17 @@ type FinishOpts struct {
 func (x *Executor) Finish(ctx context.Context, as []*Attempt, o FinishOpts) []error {
 	now := x.cfg.Now()
 	var (
-		done, failed   []int // indexes into as
-		cps            []store.CompleteParams
-		fps            []store.FailParams
-		errs           = make([]error, len(as))
-		recordedErrors = make([]string, len(as))
+		done, failed []int // indexes into as
+		cps          []store.CompleteParams
+		fps          []store.FailParams
+		errs         = make([]error, len(as))
 	)
 	for i, a := range as {
 		x.Prepare(a)
 		if a.Succeeded() {
+			if cps == nil {
+				done, cps = make([]int, 0, len(as)), make([]store.CompleteParams, 0, len(as))
+			}
 			done = append(done, i)
 			cps = append(cps, store.CompleteParams{Lease: Lease(a.Job), Result: a.raw, Keep: x.cfg.KeepCompleted, Now: now})
 			continue
@@ -276,12 +279,11 @@ func (x *Executor) Finish(ctx context.Context, as []*Attempt, o FinishOpts) []er
 		if _, ok := errors.AsType[*queuemaxtype.SnoozeError](recorded); ok && a.Fail.Dead {
 			recorded = &queuemaxtype.SnoozeLimitError{Snoozes: a.Job.Snoozes + 1, Max: x.cfg.MaxSnoozes}
 		}
-		msg := "unknown error"
+		a.msg = "unknown error"
 		if recorded != nil {
-			msg = recorded.Error()
+			a.msg = recorded.Error()
 		}
-		recordedErrors[i] = msg
-		fps = append(fps, store.FailParams{Lease: Lease(a.Job), Error: msg, ErrorType: errorType(recorded),
+		fps = append(fps, store.FailParams{Lease: Lease(a.Job), Error: a.msg, ErrorType: errorType(recorded),
 			Stack: stackOf(a.Err), Dead: a.Fail.Dead, Cancelled: a.Fail.Cancelled, Snooze: a.Fail.Snoozed,
 			RetryAt: a.Fail.RetryAt, Now: now})
 	}
@@ -300,7 +302,7 @@ func (x *Executor) Finish(ctx context.Context, as []*Attempt, o FinishOpts) []er
 			o.Recorded(i, errs[i])
 		}
 		if errs[i] == nil {
-			x.settled(ctx, a, recordedErrors[i])
+			x.settled(ctx, a)
 		}
 	}
 	return errs
@@ -343,8 +345,8 @@ func (x *Executor) write(idx []int, errs []error, retry func(int) bool, op func(
 }
 
 // settled emits, logs and runs the hooks of a recorded attempt.
-func (x *Executor) settled(ctx context.Context, a *Attempt, msg string) {
-	j := a.Job
+func (x *Executor) settled(ctx context.Context, a *Attempt) {
+	j, msg := a.Job, a.msg
 	jctx := a.Ctx
 	if jctx == nil {
 		jctx = ctx
