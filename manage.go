@@ -187,14 +187,7 @@ func (c *Client) Cleanup(ctx context.Context, olderThan time.Duration) (CleanupR
 	if olderThan > 0 {
 		return c.st.Cleanup(ctx, now.Add(-olderThan))
 	}
-	completed := c.cfg.CompletedRetention
-	if completed <= 0 {
-		completed = c.cfg.CleanupAge
-	}
-	// A stored result is kept for CleanupAge at least, as before
-	// retention existed: Result[T] may read it later than the retention.
-	return c.st.Prune(ctx, store.PruneParams{CompletedBefore: now.Add(-completed),
-		KeepResultsAfter: now.Add(-max(completed, c.cfg.CleanupAge)), FinishedBefore: now.Add(-c.cfg.CleanupAge)})
+	return c.st.Prune(ctx, engine.PruneParams(now, c.cfg.CompletedRetention, c.cfg.CleanupAge))
 }
 
 // Purge deletes jobs with the given statuses and returns how many. With no

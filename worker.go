@@ -88,26 +88,27 @@ type worker struct {
 func (c *Client) newEngine() (*worker, error) {
 	w := &worker{c: c, regKey: newRegistryKey(c.cfg.WorkerID)}
 	cfg := engine.Config{
-		Store:             c.st,
-		WorkerID:          c.cfg.WorkerID,
-		Shards:            c.cfg.Shards,
-		Workers:           c.cfg.Workers,
-		ClaimBatch:        c.cfg.ClaimBatch,
-		PollInterval:      c.cfg.PollInterval,
-		HeartbeatInterval: c.cfg.HeartbeatInterval,
-		RecoveryInterval:  c.cfg.RecoveryInterval,
-		DrainTimeout:      c.cfg.DrainTimeout,
-		ShutdownGrace:     ShutdownGrace,
-		Tasks:             c.names,
-		TaskLimiters:      make(map[string]*ratelimit.Limiter),
-		Breakers:          make(map[string]*breaker.Breaker),
-		Wake:              c.wake,
-		Now:               c.now,
-		Log:               c.log,
-		Exec:              c.exec,
-		CleanupInterval:   cleanupInterval(c.cfg.CompletedRetention),
-		RecoverOrphans:    c.recoverOrphans,
-		Cleanup:           c.cleanupOld,
+		Store:              c.st,
+		WorkerID:           c.cfg.WorkerID,
+		Shards:             c.cfg.Shards,
+		Workers:            c.cfg.Workers,
+		ClaimBatch:         c.cfg.ClaimBatch,
+		PollInterval:       c.cfg.PollInterval,
+		HeartbeatInterval:  c.cfg.HeartbeatInterval,
+		RecoveryInterval:   c.cfg.RecoveryInterval,
+		DrainTimeout:       c.cfg.DrainTimeout,
+		ShutdownGrace:      ShutdownGrace,
+		Tasks:              c.names,
+		TaskLimiters:       make(map[string]*ratelimit.Limiter),
+		Breakers:           make(map[string]*breaker.Breaker),
+		Wake:               c.wake,
+		Now:                c.now,
+		Log:                c.log,
+		Exec:               c.exec,
+		CleanupInterval:    cleanupInterval(c.cfg.CompletedRetention),
+		StuckTimeout:       c.cfg.StuckTimeout,
+		CompletedRetention: c.cfg.CompletedRetention,
+		CleanupAge:         c.cfg.CleanupAge,
 		CheckAlert: func(ctx context.Context) {
 			c.checkAlert(ctx, true)
 			w.warnUnhandled(ctx)
@@ -363,15 +364,6 @@ func (c *Client) newExecutor() *engine.Executor {
 	})
 }
 
-// recoverOrphans is the engine rescuer's step.
-func (c *Client) recoverOrphans(ctx context.Context) error {
-	res, err := c.RecoverOrphans(ctx)
-	if err == nil && res.Requeued+res.DeadLettered > 0 {
-		c.log.WarnContext(ctx, "recovered orphaned jobs", "requeued", res.Requeued, "dead_lettered", res.DeadLettered)
-	}
-	return err
-}
-
 // cleanupInterval is how often maintenance cleans up: hourly, or every
 // half retention when that is shorter (but at most once a minute), so a
 // completed job outlives its retention by at most half of it and each
@@ -381,13 +373,4 @@ func cleanupInterval(retention time.Duration) time.Duration {
 		return max(retention/2, time.Minute)
 	}
 	return time.Hour
-}
-
-// cleanupOld is the engine maintenance's cleanup step.
-func (c *Client) cleanupOld(ctx context.Context) error {
-	res, err := c.Cleanup(ctx, 0)
-	if err == nil && res.Jobs+res.DeadLetters > 0 {
-		c.log.InfoContext(ctx, "cleaned up old jobs", "jobs", res.Jobs, "dead_letters", res.DeadLetters)
-	}
-	return err
 }

@@ -37,9 +37,10 @@
 // The engine reaches storage only through store.Store (plus the optional
 // interfaces in runtime/store). What it shares with users (jobs, the
 // control-flow errors, middleware, hooks, events) is in package
-// queuemaxtype; handlers come in as Handler values, and only maintenance
-// steps (orphan recovery, cleanup, alerts) still call back into the API
-// through Config.
+// queuemaxtype; handlers come in as Handler values. Orphan recovery and
+// cleanup are the engine's own (Config.StuckTimeout, PruneParams); only the
+// API's services still come in through Config: the alert check, the worker
+// registry (Start, Services) and the periodic scheduler (Periodic).
 //
 // Not API: import github.com/queuemax/queuemax instead.
 package engine

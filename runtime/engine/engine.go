@@ -65,20 +65,24 @@ type Config struct {
 	// the rest of the limit, and only these queues are claimed. Nil: one
 	// pool for every queue. See queues.go.
 	Queues map[string]int
-	// Wake is signalled after local enqueues, so an idle producer claims
-	// at once.
-	Wake <-chan struct{}
+	// Wake is signalled after local enqueues (and by the engine after
+	// orphan recovery requeued jobs), so an idle producer claims at once.
+	Wake chan struct{}
 	Now  func() time.Time
 	Log  *slog.Logger
 
 	// Exec runs each claimed job's attempt and finishes it (exec.go,
 	// outcome.go).
 	Exec *Executor
-	// RecoverOrphans, Cleanup and CheckAlert are maintenance steps; each
-	// logs its own outcome. Nil skips the step.
-	RecoverOrphans func(ctx context.Context) error
-	Cleanup        func(ctx context.Context) error
-	CheckAlert     func(ctx context.Context)
+	// StuckTimeout is how old a heartbeat must be before the rescuer takes
+	// its job back as an orphan; zero skips orphan recovery.
+	StuckTimeout time.Duration
+	// CompletedRetention and CleanupAge are the ages maintenance deletes
+	// old jobs by (see PruneParams); a zero CleanupAge skips the cleanup.
+	CompletedRetention, CleanupAge time.Duration
+	// CheckAlert, when set, runs each maintenance round (the API's alert
+	// threshold and its warnings).
+	CheckAlert func(ctx context.Context)
 	// Periodic, when set, runs the periodic scheduler while claiming.
 	Periodic Periodic
 	// Services are extra services run beside maintenance until the drain

@@ -229,18 +229,23 @@ func TestRescuer_RunOnce(t *testing.T) {
 	if _, err := r.st.Claim(t.Context(), store.ClaimParams{WorkerID: "dead", Max: 1, Now: r.now}); err != nil {
 		t.Fatal(err)
 	}
-	var got store.RecoverResult
-	r.cfg.RecoverOrphans = func(ctx context.Context) error {
-		var err error
-		got, err = r.st.RecoverOrphans(ctx, r.now.Add(-30*time.Second), r.now)
-		return err
-	}
+	r.cfg.StuckTimeout = 30 * time.Second
+	r.cfg.Wake = make(chan struct{}, 1)
 	e := r.engine()
 	e.hold(mine[0], nil)
 	r.now = r.now.Add(time.Hour)
 	(&rescuer{e: e}).RunOnce(t.Context(), r.now)
-	if got.Requeued != 1 {
-		t.Errorf("requeued %d, want 1 (the dead worker's job only)", got.Requeued)
+	ss, err := r.st.Stats(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if waiting, processing := ss[0].Pending+ss[0].Scheduled, ss[0].Processing; waiting != 1 || processing != 1 {
+		t.Errorf("waiting %d, processing %d; want the dead worker's job requeued and ours kept", waiting, processing)
+	}
+	select {
+	case <-r.cfg.Wake:
+	default:
+		t.Error("the requeue did not wake the producer")
 	}
 }
 
@@ -248,17 +253,35 @@ func TestRescuer_RunOnce(t *testing.T) {
 // CleanupInterval, and checks alerts every round.
 func TestMaintenance_RunOnce(t *testing.T) {
 	r := newRig(t, 1)
-	var cleanups, alerts int
-	r.cfg.CleanupInterval = time.Hour
-	r.cfg.Cleanup = func(context.Context) error { cleanups++; return nil }
+	var alerts int
+	ps := &pruneCounter{Store: r.st}
+	r.cfg.Store = ps
+	r.cfg.CleanupInterval, r.cfg.CleanupAge = time.Hour, 24*time.Hour
 	r.cfg.CheckAlert = func(context.Context) { alerts++ }
 	m := &maintenance{e: r.engine()}
 	for _, d := range []time.Duration{0, time.Minute, 59 * time.Minute, time.Hour, 90 * time.Minute} {
 		m.RunOnce(t.Context(), r.now.Add(d))
 	}
-	if cleanups != 2 || alerts != 5 {
-		t.Errorf("cleanups %d, alerts %d; want 2, 5", cleanups, alerts)
+	if ps.n != 2 || alerts != 5 {
+		t.Errorf("cleanups %d, alerts %d; want 2, 5", ps.n, alerts)
 	}
+	want := PruneParams(r.now.Add(time.Hour), 0, 24*time.Hour) // the last round that cleaned up
+	if ps.last != want {
+		t.Errorf("last prune %+v, want %+v", ps.last, want)
+	}
+}
+
+// pruneCounter counts Prune calls.
+type pruneCounter struct {
+	store.Store
+	n    int
+	last store.PruneParams
+}
+
+func (s *pruneCounter) Prune(ctx context.Context, p store.PruneParams) (store.CleanupResult, error) {
+	s.n++
+	s.last = p
+	return s.Store.Prune(ctx, p)
 }
 
 // TestAutoscaler_RunOnce scales up by the backlog, then honours the
