@@ -381,3 +381,25 @@ func TestMiddleware_TraceAcrossProcesses(t *testing.T) {
 		t.Errorf("child's span parent = %s, want the enqueue span %s", got, want)
 	}
 }
+
+// TestMiddleware_CountsEveryEvent: the event counters lose no event, even
+// while a Subscribe channel drops them, and a collection sees them at once.
+func TestMiddleware_CountsEveryEvent(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Options{}, queuemax.Config{Shards: 2})
+	_, cancel := b.c.SubscribeConfig(&queuemax.SubscribeConfig{ChanSize: 1}) // never read: drops
+	defer cancel()
+	ps := make([]queuemax.EnqueueParams, 2000)
+	for i := range ps {
+		ps[i] = queuemax.EnqueueParams{Task: "t.A", Payload: struct{}{}}
+	}
+	if _, err := b.c.EnqueueMany(b.ctx, ps); err != nil {
+		t.Fatal(err)
+	}
+	if got := sumBy(t, metrics(t, b.reader)["queuemax.jobs.enqueued"], AttrTask)["t.A"]; got != 2000 {
+		t.Errorf("queuemax.jobs.enqueued{t.A} = %d, want 2000", got)
+	}
+	if d := b.c.EventStats().Dropped; d == 0 {
+		t.Error("EventStats().Dropped = 0; the channel was meant to overflow")
+	}
+}
