@@ -124,3 +124,49 @@ func TestClient_WorkKeepsCompletedLikeRun(t *testing.T) {
 		})
 	}
 }
+
+// TestClient_ManualAcksEmitButRunNoHooks: Complete and Fail finish an
+// attempt through the same path as Work, emitting its event, but as manual
+// acknowledgements they run no Hooks; Work runs them.
+func TestClient_ManualAcksEmitButRunNoHooks(t *testing.T) {
+	t.Parallel()
+	var hooks []string
+	h := Define("t.OK", TaskOptions{}, func(context.Context, struct{}) error { return nil })
+	b := setup(t, Config{Shards: 1, Handlers: []Handler{h}, Hooks: Hooks{
+		OnStart:    func(context.Context, *Job) { hooks = append(hooks, "start") },
+		OnComplete: func(context.Context, *Job, any) { hooks = append(hooks, "complete") },
+		OnError:    func(context.Context, *Job, error, FailOutcome) { hooks = append(hooks, "error") },
+	}})
+	events, cancel := b.c.Subscribe(EventCompleted, EventRetried)
+	defer cancel()
+	claim := func() *Job {
+		t.Helper()
+		if _, err := b.c.Enqueue(b.ctx, "t.OK", struct{}{}, Opts{}); err != nil {
+			t.Fatal(err)
+		}
+		jobs, err := b.c.Claim(b.ctx, "test", 1)
+		if err != nil || len(jobs) != 1 {
+			t.Fatalf("Claim = %v, %v; want one job", jobs, err)
+		}
+		return jobs[0]
+	}
+	if err := b.c.Complete(b.ctx, claim(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := b.c.Fail(b.ctx, claim(), errors.New("boom")); err != nil || out.Dead || out.RetryAt.IsZero() {
+		t.Fatalf("Fail = %+v, %v; want a retry", out, err)
+	}
+	if _, err := b.c.Work(b.ctx, claim()); err != nil {
+		t.Fatal(err)
+	}
+	var kinds []EventKind
+	for _, e := range recv(t, events, 3) {
+		kinds = append(kinds, e.Kind)
+	}
+	if diff := cmp.Diff([]EventKind{EventCompleted, EventRetried, EventCompleted}, kinds); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"start", "complete"}, hooks); diff != "" {
+		t.Errorf("hooks (-want +got):\n%s", diff)
+	}
+}
