@@ -77,46 +77,68 @@ func holds(rows map[int64]*fenceRow, l store.Lease) (*fenceRow, bool) {
 
 // completeSet acknowledges several jobs of one shard: rows without a
 // result are deleted by one statement; rows kept as completed (with a
-// result, or with Keep) are updated by another.
+// result, or with Keep) are updated by another. Each statement checks the
+// fence itself and returns the rows it wrote, so there is no separate
+// fence read. An item for a job that an earlier item of the batch already
+// names loses, as it would after that item consumed the row.
 func completeSet(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shardDB,
 	acks []store.CompleteParams, idxs []int, errs []error) error {
-	leases := make([]store.Lease, len(idxs))
-	for k, i := range idxs {
-		leases[k] = acks[i].Lease
-	}
-	rows, err := readFence(ctx, tx, counts, sh, leases)
-	if err != nil {
-		return err
-	}
-	del := make([]int64, 0, len(idxs))
-	var keep failRows // [id, result (hex, or null), completed_at]
+	const (
+		lost = iota
+		deleted
+		kept
+	)
+	kind := make([]int8, len(idxs))
+	first := make(map[int64]struct{}, len(idxs))
+	var del, keep failRows
 	for k, i := range idxs {
 		a := acks[i]
-		r, ok := holds(rows, a.Lease)
-		if !ok {
+		id := a.ID.Seq()
+		if _, dup := first[id]; dup {
+			continue
+		}
+		first[id] = struct{}{}
+		if a.Result == nil && !a.Keep {
+			kind[k] = deleted
+			del.open()
+			del.int(id).int(a.Token).hex(a.WorkerID).close()
+			continue
+		}
+		kind[k] = kept
+		keep.open()
+		keep.int(id).int(a.Token).hex(a.WorkerID).hexOrNull(string(a.Result)).time(a.Now).close()
+	}
+	done := make(map[int64]struct{}, len(idxs))
+	for _, w := range []struct {
+		rows *failRows
+		st   *sql.Stmt
+	}{{&del, sh.stmts.completeDeleteSet}, {&keep, sh.stmts.completeKeepSet}} {
+		if len(w.rows.b) == 0 {
+			continue
+		}
+		rows, err := counts.stmt(ctx, tx, w.st).QueryContext(ctx, w.rows.String())
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			done[id] = struct{}{}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+	}
+	for k, i := range idxs {
+		if _, ok := done[acks[i].ID.Seq()]; !ok || kind[k] == lost {
 			errs[k] = store.ErrLeaseLost
 			continue
 		}
-		r.gone = true
-		switch {
-		case a.Result == nil && !a.Keep:
-			del = append(del, a.ID.Seq())
-		default:
-			keep.open()
-			keep.int(a.ID.Seq()).hexOrNull(string(a.Result)).time(a.Now).close()
-		}
 		counts.processed++
-	}
-	if len(del) > 0 {
-		if _, err := counts.stmt(ctx, tx, sh.stmts.deleteIDs).ExecContext(ctx,
-			idList(len(del), func(k int) int64 { return del[k] })); err != nil {
-			return err
-		}
-	}
-	if len(keep.b) > 0 {
-		if _, err := counts.stmt(ctx, tx, sh.stmts.completeKeepSet).ExecContext(ctx, keep.String()); err != nil {
-			return err
-		}
 	}
 	return nil
 }

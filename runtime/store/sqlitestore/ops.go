@@ -192,7 +192,7 @@ func (s *Store) claimShard(ctx context.Context, sh *shardDB, p store.ClaimParams
 		// Prepared before joining a group: the writer's only connection is
 		// busy inside one.
 		var err error
-		if filtered, err = sh.stmts.claimFor(ctx, sh.w, len(p.Tasks), len(p.Queues)); err != nil {
+		if filtered, err = sh.stmts.claimFor(ctx, sh.w, len(p.Tasks), len(p.Queues), defaultQueueAt(p.Queues)); err != nil {
 			return nil, err
 		}
 	}
