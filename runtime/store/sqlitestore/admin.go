@@ -162,7 +162,7 @@ func (s *Store) RequeueDead(ctx context.Context, shard int, dlqID int64, p store
 			prio, maxAttempts := p.Defaults(task.String)
 			id, err = insertJob(ctx, counts.stmt(ctx, tx, sh.stmts.insert), sh, store.InsertParams{
 				Task: task.String, Payload: []byte(payload), Priority: prio, MaxAttempts: maxAttempts, Now: p.Now,
-				Metadata: metadataOf(meta)})
+				Metadata: metadataOf(meta)}, "")
 			if err != nil {
 				return err
 			}
