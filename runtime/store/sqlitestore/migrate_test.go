@@ -13,8 +13,10 @@ import (
 // TestMigrate_FromVersion10 opens a directory the previous queuemax
 // version wrote (schema version 10: the claim index over every status, the
 // finished index without cancelled rows, every queue in the queue index)
-// holding a pending, a processing and a completed job: the file migrates
-// to the current indexes and its jobs keep their states, counts and order.
+// holding pending, completed and cancelled jobs, and opened by queue-max
+// since (which created its indexes again): the file migrates to the current
+// indexes, queue-max's status indexes are dropped, and its jobs keep their
+// states, counts and order.
 func TestMigrate_FromVersion10(t *testing.T) {
 	ctx := t.Context()
 	dir := t.TempDir()
@@ -39,6 +41,9 @@ func TestMigrate_FromVersion10(t *testing.T) {
 	}
 	now := store.FormatTime(time.Now())
 	for _, q := range []string{
+		// queue-max opened the file since: it created its indexes again.
+		`CREATE INDEX IF NOT EXISTS idx_pop_job ON fila(status, next_retry_at, priority DESC, id)`,
+		`CREATE INDEX IF NOT EXISTS idx_status_created ON fila(status, created_at)`,
 		`INSERT INTO fila (id, payload, status, priority, task, created_at, shard_id) VALUES (1, '{}', 'pending', 0, 't', '` + now + `', 0)`,
 		`INSERT INTO fila (id, payload, status, priority, task, created_at, shard_id) VALUES (2, '{}', 'pending', 2, 't', '` + now + `', 0)`,
 		`INSERT INTO fila (id, payload, status, task, created_at, completed_at, shard_id) VALUES (3, '{}', 'completed', 't', '` + now + `', '` + now + `', 0)`,
@@ -73,7 +78,7 @@ func TestMigrate_FromVersion10(t *testing.T) {
 		idx = append(idx, n)
 	}
 	rows.Close()
-	for _, gone := range []string{"idx_qm_claim", "idx_qm_finished"} {
+	for _, gone := range []string{"idx_qm_claim", "idx_qm_finished", "idx_pop_job", "idx_status_created"} {
 		if slices.Contains(idx, gone) {
 			t.Errorf("index %s still there: %v", gone, idx)
 		}
