@@ -145,20 +145,28 @@ func runWorker(r *runner, ctx context.Context, cmd *command, args []string) (err
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	draining := runCtx.Done()
+	announceDrain := func() {
+		draining = nil
+		if r.stopSignals != nil {
+			r.stopSignals() // a second signal ends the process
+		}
+		ws := m.totals()
+		p.done()
+		fmt.Fprintf(r.stdout, "draining: waiting up to %s for %d running %s (signal again to stop at once)\n",
+			*drain, ws.Running, plural(ws.Running, "job"))
+	}
 	for running := true; running; {
 		select {
 		case <-tick.C:
 			p.line(m.status(), false)
 		case <-draining:
-			draining = nil
-			if r.stopSignals != nil {
-				r.stopSignals() // a second signal ends the process
-			}
-			ws := m.totals()
-			p.done()
-			fmt.Fprintf(r.stdout, "draining: waiting up to %s for %d running %s (signal again to stop at once)\n",
-				*drain, ws.Running, plural(ws.Running, "job"))
+			announceDrain()
 		case <-stopped:
+			// A stop that comes with the signal (nothing was running) is
+			// still announced as a drain, whichever case select picked.
+			if draining != nil && runCtx.Err() != nil {
+				announceDrain()
+			}
 			running = false
 		}
 	}
