@@ -45,3 +45,11 @@ func openPostgres(ctx context.Context, cfg Config) (*pgstore.Store, error) {
 	}
 	return st, nil
 }
+
+// ErrCommitUnknown is returned (wrapped) by an enqueue on PostgreSQL whose
+// insert reached the server but whose answer was lost with the connection
+// (an immediate restart or crash of the server, a network failure): the
+// job may have been stored, and may even have run. Enqueues the server
+// provably did not run are retried by the store itself for up to 15 s
+// and never return it. See docs/postgres.md for how to check.
+var ErrCommitUnknown = pgstore.ErrCommitUnknown

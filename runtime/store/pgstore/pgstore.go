@@ -94,6 +94,9 @@ type Store struct {
 	failures  *batcher[store.FailParams, bool]
 
 	lis *listener
+
+	lastReset atomic.Int64 // unix ns of the last pool reset (conn.go)
+	resets    atomic.Int64
 }
 
 // Open connects to PostgreSQL, creates or migrates the schema (under an
