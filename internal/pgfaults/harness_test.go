@@ -35,6 +35,7 @@ const (
 	envOut    = "QMFAULTS_OUT"   // the file the child records executions in
 	envStuck  = "QMFAULTS_STUCK" // StuckTimeout, a Go duration
 	envSkew   = "QMFAULTS_SKEW"  // the child's clock offset, a Go duration
+	envSlow   = "QMFAULTS_SLOW"  // how long each job's handler takes
 )
 
 func TestMain(m *testing.M) {
@@ -75,7 +76,13 @@ func childMain(mode string) int {
 		}
 		return next(ctx)
 	})
-	h := queuemax.Define("t.Job", queuemax.TaskOptions{}, func(context.Context, args) error { return nil })
+	slow, _ := time.ParseDuration(os.Getenv(envSlow))
+	h := queuemax.Define("t.Job", queuemax.TaskOptions{}, func(context.Context, args) error {
+		if slow > 0 {
+			time.Sleep(slow) // the work; deliberately deaf to ctx, as a late worker is
+		}
+		return nil
+	})
 	stuck, _ := time.ParseDuration(os.Getenv(envStuck))
 	cfg := queuemax.Config{DSN: os.Getenv(envDSN), Schema: os.Getenv(envSchema), Handlers: []queuemax.Handler{h},
 		Middleware: []queuemax.JobMiddleware{record}, Workers: 8, HeartbeatInterval: 250 * time.Millisecond,
