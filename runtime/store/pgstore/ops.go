@@ -78,7 +78,16 @@ func (s *Store) Insert(ctx context.Context, jobs []store.InsertParams) ([]store.
 		}
 		return ids, err
 	}
-	ids, err := s.insertBatch(ctx, jobs)
+	var ids []store.JobID
+	var err error
+	if copyable(jobs) {
+		err = s.retryInsert(ctx, func() (err error) {
+			ids, err = s.insertCopy(ctx, jobs)
+			return err
+		})
+	} else {
+		ids, err = s.insertBatch(ctx, jobs)
+	}
 	if err == nil {
 		s.lis.bump()
 	}
