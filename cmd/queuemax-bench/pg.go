@@ -213,7 +213,7 @@ type pgFloorResult struct {
 	Process float64
 	// CPU per job of each phase, this process and the server.
 	Insert1CPU, Insert16CPU, BatchCPU, CopyCPU, ProcessCPU cpuPair
-	Processed                                     int
+	Processed                                              int
 	// ProcessSmall is Process with claims of SmallBatch rows (zero if not
 	// measured): the most a claim takes without prefetch (Config.ClaimBatch =
 	// Workers).
@@ -684,4 +684,3 @@ func dirExists(d string) bool {
 	st, err := os.Stat(d)
 	return err == nil && st.IsDir()
 }
-
