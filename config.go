@@ -37,6 +37,13 @@ type Config struct {
 	// database can serve several applications. Empty means "queuemax" (env
 	// QUEUE_MAX_SCHEMA). Ignored for SQLite.
 	Schema string
+	// MaxConns caps the connections to PostgreSQL this client opens in
+	// all: its LISTEN session, its claim pool and its main pool (see
+	// docs/postgres.md, Connection budget). Zero means the DSN's
+	// pool_max_conns if it sets one, else 4 — so 20 processes stay within
+	// 80, under the server's default max_connections of 100. At least 3.
+	// Ignored for SQLite.
+	MaxConns int
 	// Dir is the data directory holding shard_0.db … shard_N-1.db. It is
 	// created if missing. Empty means "./data" (env DATA_DIR).
 	Dir string

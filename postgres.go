@@ -39,7 +39,10 @@ func usesPostgres(dsn string) (bool, error) {
 // Leases, heartbeats, orphan recovery and retry times then follow the
 // database's clock, not this host's.
 func openPostgres(ctx context.Context, cfg Config) (*pgstore.Store, error) {
-	st, err := pgstore.Open(ctx, pgstore.Options{DSN: cfg.DSN, Schema: cfg.Schema, ReadOnly: cfg.ReadOnly})
+	if cfg.MaxConns < 0 || cfg.MaxConns > 0 && cfg.MaxConns < pgstore.MinConns || cfg.MaxConns > 1<<20 {
+		return nil, &ConfigError{"MaxConns", fmt.Sprintf("%d is out of range (want 0 for the default, or %d or more)", cfg.MaxConns, pgstore.MinConns)}
+	}
+	st, err := pgstore.Open(ctx, pgstore.Options{DSN: cfg.DSN, Schema: cfg.Schema, ReadOnly: cfg.ReadOnly, MaxConns: int32(cfg.MaxConns)})
 	if err != nil {
 		return nil, err
 	}
