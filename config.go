@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/queuemax/queuemax/internal/clock"
 	"github.com/queuemax/queuemax/runtime/shard"
 )
 
@@ -287,7 +288,7 @@ func (c Config) withDefaults() Config {
 		c.Logger = slog.Default()
 	}
 	if c.now == nil {
-		c.now = time.Now
+		c.now = clock.Now // time.Now, unless a test skews this process's clock
 	}
 	return c
 }

@@ -47,7 +47,7 @@ func TestConnectionBudget_TwentyProcesses(t *testing.T) {
 	for g := range 16 {
 		wg.Go(func() {
 			for k := g; k < n; k += 16 {
-				if _, err := prod.Enqueue(ctx, "t.Job", args{k}, queuemax.Opts{}); err != nil {
+				if _, err := prod.Enqueue(ctx, "t.Job", args{N: k}, queuemax.Opts{}); err != nil {
 					t.Errorf("enqueue %d: %v", k, err)
 					return
 				}

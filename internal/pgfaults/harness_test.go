@@ -25,6 +25,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/queuemax/queuemax"
+	"github.com/queuemax/queuemax/internal/clock"
 )
 
 // Environment of a child worker process.
@@ -36,6 +37,8 @@ const (
 	envStuck  = "QMFAULTS_STUCK" // StuckTimeout, a Go duration
 	envSkew   = "QMFAULTS_SKEW"  // the child's clock offset, a Go duration
 	envSlow   = "QMFAULTS_SLOW"  // how long each job's handler takes
+	envTick   = "QMFAULTS_TICK"  // a periodic task t.Tick with this interval
+	envDelay  = "QMFAULTS_DELAY" // "<first n> <count> <delay>": jobs the child enqueues at start, due after delay
 )
 
 func TestMain(m *testing.M) {
@@ -47,13 +50,18 @@ func TestMain(m *testing.M) {
 
 // args is the payload of the test jobs.
 type args struct {
-	N int `json:"n"`
+	N   int   `json:"n"`
+	Due int64 `json:"due"` // real Unix ms before which the job must not run
 }
 
 // childMain runs a worker process: it runs t.Job jobs until SIGTERM,
-// recording each execution ("<n> <attempt>") in the file named by
-// envOut, then prints its WorkerStats as "stats processed=… lease_lost=…".
+// recording each execution ("<n> <attempt> <real Unix ms>") in the file
+// named by envOut, then prints its WorkerStats as "stats processed=…
+// lease_lost=…". Its clock is off by envSkew, if set.
 func childMain(mode string) int {
+	if d, err := time.ParseDuration(os.Getenv(envSkew)); err == nil {
+		clock.SetOffset(d)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
 	out, err := os.OpenFile(os.Getenv(envOut), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -64,12 +72,15 @@ func childMain(mode string) int {
 	defer out.Close()
 	var mu sync.Mutex
 	record := queuemax.WorkMiddlewareFunc(func(ctx context.Context, job *queuemax.Job, next func(context.Context) (any, error)) (any, error) {
+		if job.Task != "t.Job" {
+			return next(ctx)
+		}
 		var a args
 		if err := json.Unmarshal(job.Payload, &a); err != nil {
 			return nil, err
 		}
 		mu.Lock()
-		_, err := fmt.Fprintf(out, "%d %d\n", a.N, job.Attempts)
+		_, err := fmt.Fprintf(out, "%d %d %d\n", a.N, job.Attempts, time.Now().UnixMilli())
 		mu.Unlock()
 		if err != nil {
 			return nil, err
@@ -83,8 +94,14 @@ func childMain(mode string) int {
 		}
 		return nil
 	})
+	handlers := []queuemax.Handler{h}
+	if every, err := time.ParseDuration(os.Getenv(envTick)); err == nil {
+		tick := queuemax.Define("t.Tick", queuemax.TaskOptions{}, func(context.Context, struct{}) error { return nil })
+		tick.Periodic = &queuemax.Periodic{Every: every}
+		handlers = append(handlers, tick)
+	}
 	stuck, _ := time.ParseDuration(os.Getenv(envStuck))
-	cfg := queuemax.Config{DSN: os.Getenv(envDSN), Schema: os.Getenv(envSchema), Handlers: []queuemax.Handler{h},
+	cfg := queuemax.Config{DSN: os.Getenv(envDSN), Schema: os.Getenv(envSchema), Handlers: handlers,
 		Middleware: []queuemax.JobMiddleware{record}, Workers: 8, HeartbeatInterval: 250 * time.Millisecond,
 		StuckTimeout: stuck, RecoveryInterval: 250 * time.Millisecond, DrainTimeout: 5 * time.Second,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))}
@@ -94,6 +111,23 @@ func childMain(mode string) int {
 		return 1
 	}
 	defer c.Close()
+	if spec := os.Getenv(envDelay); spec != "" {
+		// Jobs due after a delay, by this process's (skewed) clock: what
+		// a caller of ScheduleIn asks.
+		var first, count int
+		var delay time.Duration
+		if _, err := fmt.Sscanf(spec, "%d %d %v", &first, &count, &delay); err != nil {
+			fmt.Println("error", envDelay, err)
+			return 1
+		}
+		for k := first; k < first+count; k++ {
+			due := time.Now().Add(delay).UnixMilli()
+			if _, err := c.Enqueue(ctx, "t.Job", args{N: k, Due: due}, queuemax.Opts{RunAt: clock.Now().Add(delay), Priority: queuemax.Ptr(queuemax.PriorityHigh)}); err != nil {
+				fmt.Println("error", err)
+				return 1
+			}
+		}
+	}
 	fmt.Println("running")
 	if err := c.Run(ctx); err != nil {
 		fmt.Println("error", err)
@@ -168,6 +202,7 @@ func (w *worker) stop(t *testing.T) (processed, leaseLost int64) {
 // execution is one run of a job's handler.
 type execution struct {
 	attempt, worker int
+	at              int64 // real Unix ms
 }
 
 // executions reads the workers' files: every n's executions.
@@ -186,7 +221,11 @@ func executions(t *testing.T, ws []*worker) map[int][]execution {
 			f := strings.Fields(l)
 			n, _ := strconv.Atoi(f[0])
 			a, _ := strconv.Atoi(f[1])
-			out[n] = append(out[n], execution{a, i})
+			var at int64
+			if len(f) > 2 {
+				at, _ = strconv.ParseInt(f[2], 10, 64)
+			}
+			out[n] = append(out[n], execution{a, i, at})
 		}
 	}
 	return out
@@ -200,7 +239,7 @@ func executions(t *testing.T, ws []*worker) map[int][]execution {
 func verdict(t *testing.T, conn *pgx.Conn, schema string, n int, ex map[int][]execution) (reruns int, rerunBy map[int]int) {
 	t.Helper()
 	ctx := context.Background()
-	rows, err := conn.Query(ctx, `SELECT (payload->>'n')::int, status, attempts FROM `+pgx.Identifier{schema, "jobs"}.Sanitize())
+	rows, err := conn.Query(ctx, `SELECT (payload->>'n')::int, status, attempts FROM `+pgx.Identifier{schema, "jobs"}.Sanitize()+` WHERE task = 't.Job'`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,11 +326,18 @@ func waitDone(t *testing.T, conn *pgx.Conn, schema string, n int, within time.Du
 	for {
 		var done, all int
 		err := conn.QueryRow(context.Background(), `SELECT count(*) FILTER (WHERE status = 'completed'), count(*) FROM `+
-			pgx.Identifier{schema, "jobs"}.Sanitize()).Scan(&done, &all)
+			pgx.Identifier{schema, "jobs"}.Sanitize()+` WHERE task = 't.Job'`).Scan(&done, &all)
 		if err == nil && done >= n && done == all {
 			return
 		}
 		if time.Now().After(deadline) {
+			var states string
+			conn.QueryRow(context.Background(), `SELECT string_agg(status || ' ' || n, ', ') FROM (SELECT status, count(*) AS n FROM `+
+				pgx.Identifier{schema, "jobs"}.Sanitize()+` WHERE task = 't.Job' GROUP BY 1) s`).Scan(&states)
+			var lastErr string
+			conn.QueryRow(context.Background(), `SELECT coalesce(max(last_error), '') FROM `+
+				pgx.Identifier{schema, "jobs"}.Sanitize()+` WHERE task = 't.Job' AND status = 'failed'`).Scan(&lastErr)
+			t.Logf("job states: %s; a failure: %s", states, lastErr)
 			t.Fatalf("after %v: %d of %d jobs completed (%d stored), err %v", within, done, n, all, err)
 		}
 		time.Sleep(50 * time.Millisecond)

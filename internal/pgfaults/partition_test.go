@@ -39,7 +39,7 @@ func TestPartitionedWorker(t *testing.T) {
 		t.Helper()
 		ps := make([]queuemax.EnqueueParams, 0, to-from)
 		for k := from; k < to; k++ {
-			ps = append(ps, queuemax.EnqueueParams{Task: "t.Job", Payload: args{k}})
+			ps = append(ps, queuemax.EnqueueParams{Task: "t.Job", Payload: args{N: k}})
 		}
 		if _, err := prod.EnqueueMany(ctx, ps); err != nil {
 			t.Fatal(err)

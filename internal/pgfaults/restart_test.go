@@ -50,11 +50,11 @@ func TestServerRestarts(t *testing.T) {
 	enqueue := func(ks []int) {
 		ps := make([]queuemax.EnqueueParams, len(ks))
 		for i, k := range ks {
-			ps[i] = queuemax.EnqueueParams{Task: "t.Job", Payload: args{k}}
+			ps[i] = queuemax.EnqueueParams{Task: "t.Job", Payload: args{N: k}}
 		}
 		var err error
 		if len(ps) == 1 {
-			_, err = prod.Enqueue(ctx, "t.Job", args{ks[0]}, queuemax.Opts{})
+			_, err = prod.Enqueue(ctx, "t.Job", args{N: ks[0]}, queuemax.Opts{})
 		} else {
 			_, err = prod.EnqueueMany(ctx, ps)
 		}
@@ -108,7 +108,7 @@ func TestServerRestarts(t *testing.T) {
 			t.Fatal(err)
 		}
 		if have == 0 {
-			if _, err := prod.Enqueue(ctx, "t.Job", args{k}, queuemax.Opts{}); err != nil {
+			if _, err := prod.Enqueue(ctx, "t.Job", args{N: k}, queuemax.Opts{}); err != nil {
 				t.Fatal(err)
 			}
 		}
