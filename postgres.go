@@ -56,3 +56,9 @@ func openPostgres(ctx context.Context, cfg Config) (*pgstore.Store, error) {
 // provably did not run are retried by the store itself for up to 15 s
 // and never return it. See docs/postgres.md for how to check.
 var ErrCommitUnknown = pgstore.ErrCommitUnknown
+
+// ErrTransactionPooling is returned by Open when Config.DSN reaches
+// PostgreSQL through a pooler in transaction or statement pooling mode
+// (pgbouncer's pool_mode = transaction); its message says what to change.
+// Session pooling works.
+var ErrTransactionPooling = pgstore.ErrTransactionPooling

@@ -152,6 +152,18 @@ func unavailable(t testing.TB, format string, args ...any) {
 	t.Skipf(format+" (in CI this fails)", args...)
 }
 
+// ready reports whether dsn accepts a connection within a second.
+func ready(dsn string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return false
+	}
+	conn.Close(context.Background())
+	return true
+}
+
 // WaitReady waits until dsn accepts a connection, for at most d.
 func WaitReady(t testing.TB, dsn string, d time.Duration) {
 	t.Helper()

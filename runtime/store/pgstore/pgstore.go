@@ -175,6 +175,11 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("queuemax: connect to PostgreSQL: %w", err)
 	}
+	if err := checkSessions(ctx, pool, claims); err != nil {
+		pool.Close()
+		claims.Close()
+		return nil, err
+	}
 	s := &Store{pool: pool, claims: claims, schema: o.Schema, shards: o.Shards, host: o.HostClock, ro: o.ReadOnly}
 	check := s.migrate
 	if o.ReadOnly {
