@@ -583,7 +583,7 @@ func (b *bench) pgEnqueue(ctx context.Context) error {
 	}{
 		{"enqueue, 1 call at a time", n1, func(c *queuemax.Client, n int) ([]queuemax.JobID, time.Duration, error) {
 			return enqueueSingle(ctx, c, n, 1)
-		}, f.Insert1, f.Insert1CPU, "≥ 70% of floor", func(r float64) bool { return r >= 0.7 }, ""},
+		}, f.Insert1, f.Insert1CPU, "≥ 80% of floor", func(r float64) bool { return r >= 0.8 }, ""},
 		{fmt.Sprintf("enqueue, %d goroutines × 1 call", pgProducers), n16, func(c *queuemax.Client, n int) ([]queuemax.JobID, time.Duration, error) {
 			return enqueueSingle(ctx, c, n, pgProducers)
 		}, f.Insert1, f.Insert1CPU, "> floor (1 per call)", func(r float64) bool { return r > 1 },
