@@ -41,11 +41,11 @@ func copyable(jobs []store.InsertParams) bool {
 	return true
 }
 
-// copyColumns are the columns COPY fills; created_at is left to its
-// default, the database's now(), unless the store follows the callers'
-// clocks (copyColumnsHost).
+// copyColumns are the columns COPY fills; status is left to its default
+// (pending), created_at to its default, the database's now(), unless the
+// store follows the callers' clocks (copyColumnsHost).
 var (
-	copyColumns = []string{"id", "shard", "partition_key", "task", "payload", "status", "priority", "max_attempts",
+	copyColumns = []string{"id", "shard", "partition_key", "task", "payload", "priority", "max_attempts",
 		"retry_delay", "metadata", "timeout_ms", "tags", "queue"}
 	copyColumnsHost = append(slices.Clip(copyColumns), "created_at")
 )
@@ -62,12 +62,8 @@ func (s *Store) insertCopy(ctx context.Context, jobs []store.InsertParams) ([]st
 		return nil, fmt.Errorf("queuemax: insert jobs: %w", err)
 	}
 	defer conn.Release()
-	rows, err := conn.Query(ctx, s.q.nextIDs, len(jobs))
-	if err != nil {
-		return nil, fmt.Errorf("queuemax: insert jobs: take ids: %w", err)
-	}
-	seqs, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
+	var seqs []int64
+	if err := conn.QueryRow(ctx, s.q.nextIDs, len(jobs)).Scan(&seqs); err != nil {
 		return nil, fmt.Errorf("queuemax: insert jobs: take ids: %w", err)
 	}
 	if len(seqs) != len(jobs) {
@@ -99,14 +95,14 @@ func (s *Store) insertCopy(ctx context.Context, jobs []store.InsertParams) ([]st
 			task = j.Task
 		}
 		row[0], row[1], row[2], row[3], row[4] = seqs[i], int32(j.Shard), pkey, task, []byte(j.Payload)
-		row[5], row[6], row[7], row[8] = "pending", int16(j.Priority), int32(j.MaxAttempts), retrySeconds(j.RetryDelay)
-		row[9], row[10], row[11], row[12] = meta, tmo, tags, store.QueueOf(j.Queue)
+		row[5], row[6], row[7] = int16(j.Priority), int32(j.MaxAttempts), retrySeconds(j.RetryDelay)
+		row[8], row[9], row[10], row[11] = meta, tmo, tags, store.QueueOf(j.Queue)
 		if s.host {
 			now := j.Now
 			if now.IsZero() {
 				now = hostNow()
 			}
-			row[13] = now
+			row[12] = now
 		}
 		return row, nil
 	})

@@ -217,7 +217,7 @@ func buildQueries(schema string, host bool) queries {
 		heartbeat:      expand(sqlHeartbeat, schema, host),
 		release:        expand(sqlRelease, schema, host),
 	}
-	q.nextIDs = `SELECT nextval('` + strings.ReplaceAll(schema, "'", "''") + `.jobs_id_seq') FROM generate_series(1, $1)`
+	q.nextIDs = `SELECT array_agg(nextval('` + strings.ReplaceAll(schema, "'", "''") + `.jobs_id_seq')) FROM generate_series(1, $1)`
 	// Unique jobs only; see unique.go.
 	q.insertUnique = expand(loud.Replace(sqlInsertUnique), schema, host)
 	q.insertUniqueQuiet = expand(quiet.Replace(sqlInsertUnique), schema, host)
