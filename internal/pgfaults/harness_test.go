@@ -115,9 +115,11 @@ func childMain(mode string) int {
 		// Jobs due after a delay, by this process's (skewed) clock: what
 		// a caller of ScheduleIn asks.
 		var first, count int
-		var delay time.Duration
-		if _, err := fmt.Sscanf(spec, "%d %d %v", &first, &count, &delay); err != nil {
-			fmt.Println("error", envDelay, err)
+		var d string
+		_, err := fmt.Sscanf(spec, "%d %d %s", &first, &count, &d)
+		delay, derr := time.ParseDuration(d)
+		if err != nil || derr != nil {
+			fmt.Println("error", envDelay, spec, err, derr)
 			return 1
 		}
 		for k := first; k < first+count; k++ {
