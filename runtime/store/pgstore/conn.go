@@ -85,8 +85,8 @@ const resetGap = 100 * time.Millisecond
 // server restart the next statements open fresh sessions instead of each
 // failing once on a dead one.
 func (s *Store) lost(err error) {
-	if !connLost(err) {
-		return
+	if !connLost(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return // a caller gave up (a drain, a timeout): the sessions are fine
 	}
 	now := time.Now().UnixNano()
 	last := s.lastReset.Load()
