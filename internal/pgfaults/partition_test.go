@@ -18,9 +18,9 @@ import (
 // proxy in front of it stops moving bytes) until the other two have
 // finished every job, its held ones included once the stuck timeout
 // passed; then the network heals. Nothing is lost, every re-run is of a
-// job the cut-off worker ran and whose late acknowledgement the lease
-// fence refused (counted), and the healed worker takes new jobs again by
-// itself.
+// job the cut-off worker ran, explained by one of its late completions
+// that the lease fence refused (counted), and the healed worker takes new
+// jobs again by itself.
 func TestPartitionedWorker(t *testing.T) {
 	t.Parallel()
 	n := 4000
@@ -118,8 +118,11 @@ func TestPartitionedWorker(t *testing.T) {
 	if rerunBy[1]+rerunBy[2] != 0 {
 		t.Errorf("re-runs of jobs first run by the connected workers: %v", rerunBy)
 	}
-	if int64(rerunBy[0]) != fenced {
-		t.Errorf("%d re-runs of the cut-off worker's jobs, %d of its completions fenced: want equal (each re-run explained by a fenced late completion)", rerunBy[0], fenced)
+	// Each re-run is explained by a fenced late completion of the cut-off
+	// worker; it may have had more fenced than re-runs (jobs it had
+	// claimed, or prefetched, and never ran count as fenced too).
+	if int64(rerunBy[0]) > fenced {
+		t.Errorf("%d re-runs of the cut-off worker's jobs but only %d of its completions fenced: unexplained duplicates", rerunBy[0], fenced)
 	}
 	if processed != int64(n+more) {
 		t.Errorf("%d completions acknowledged, want %d", processed, n+more)
