@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/queuemax/queuemax/internal/clock"
 	"github.com/queuemax/queuemax/runtime/shard"
 )
 
@@ -34,6 +35,13 @@ type Config struct {
 	// database can serve several applications. Empty means "queuemax" (env
 	// QUEUE_MAX_SCHEMA). Ignored for SQLite.
 	Schema string
+	// MaxConns caps the connections to PostgreSQL this client opens in
+	// all: its LISTEN session, its claim pool and its main pool (see
+	// docs/postgres.md, Connection budget). Zero means the DSN's
+	// pool_max_conns if it sets one, else 4 — so 20 processes stay within
+	// 80, under the server's default max_connections of 100. At least 3.
+	// Ignored for SQLite.
+	MaxConns int
 	// Dir is the data directory holding shard_0.db … shard_N-1.db. It is
 	// created if missing. Empty means "./data" (env DATA_DIR).
 	Dir string
@@ -277,7 +285,7 @@ func (c Config) withDefaults() Config {
 		c.Logger = slog.Default()
 	}
 	if c.now == nil {
-		c.now = time.Now
+		c.now = clock.Now // time.Now, unless a test skews this process's clock
 	}
 	return c
 }

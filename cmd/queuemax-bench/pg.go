@@ -200,15 +200,16 @@ type pgFloorResult struct {
 	// goroutine; Insert16 the same from pgProducers goroutines.
 	Insert1, Insert16 float64
 	// InsertBatch is rows/s of one INSERT … SELECT unnest of 1,000 rows
-	// per call, one goroutine.
-	InsertBatch float64
+	// per call, one goroutine; InsertCopy the same with one COPY (pgx
+	// CopyFrom) of 1,000 rows per call, the fastest way in.
+	InsertBatch, InsertCopy float64
 	// Process is jobs/s claiming 100 rows per UPDATE … FOR UPDATE SKIP
 	// LOCKED … RETURNING and deleting them with one DELETE … id = ANY,
 	// pgFloorClaimers goroutines, until the table is empty.
 	Process float64
 	// CPU per job of each phase, this process and the server.
-	Insert1CPU, Insert16CPU, BatchCPU, ProcessCPU cpuPair
-	Processed                                     int
+	Insert1CPU, Insert16CPU, BatchCPU, CopyCPU, ProcessCPU cpuPair
+	Processed                                              int
 	// ProcessSmall is Process with claims of SmallBatch rows (zero if not
 	// measured): the most a claim takes without prefetch (Config.ClaimBatch =
 	// Workers).
@@ -247,10 +248,11 @@ CREATE INDEX ON %[1]s.jobs (priority DESC, id) WHERE status = 0;`
 )
 
 // pgFloor measures the floor on a fresh schema: single inserts, then
-// concurrent single inserts, then batches, then the processing of every
+// concurrent single inserts, then batches, then copied batches (copied
+// rows, 1,000 per COPY), then the processing of every
 // row inserted; with smallBatch > 0, it then inserts batched rows again
 // and processes them with claims of smallBatch rows.
-func (b *bench) pgFloor(ctx context.Context, single, concurrent, batched, smallBatch int) (pgFloorResult, error) {
+func (b *bench) pgFloor(ctx context.Context, single, concurrent, batched, copied, smallBatch int) (pgFloorResult, error) {
 	var res pgFloorResult
 	e := b.pg
 	schema, drop := e.schema("floor")
@@ -337,6 +339,25 @@ func (b *bench) pgFloor(ctx context.Context, single, concurrent, batched, smallB
 	res.InsertBatch = rate(batched, time.Since(start))
 	res.BatchCPU.Client, res.BatchCPU.Server = m.stop(ctx, batched)
 	total += batched
+
+	if copied > 0 {
+		m = e.startCPU(ctx, app)
+		start = time.Now()
+		for done := 0; done < copied; {
+			k := min(1000, copied-done)
+			rows := make([][]any, k)
+			for i := range rows {
+				rows[i] = []any{taskNoop, payload(done + i)}
+			}
+			if _, err := pool.CopyFrom(ctx, pgx.Identifier{schema, "jobs"}, []string{"task", "payload"}, pgx.CopyFromRows(rows)); err != nil {
+				return res, fmt.Errorf("floor COPY: %w", err)
+			}
+			done += k
+		}
+		res.InsertCopy = rate(copied, time.Since(start))
+		res.CopyCPU.Client, res.CopyCPU.Server = m.stop(ctx, copied)
+		total += copied
+	}
 
 	claim, del := fmt.Sprintf(pgFloorClaim, schema), fmt.Sprintf(pgFloorDelete, schema)
 	// analyze gives the planner the table's statistics before a drain

@@ -2,7 +2,13 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
 	"time"
 
 	"github.com/queuemax/queuemax"
@@ -11,7 +17,7 @@ import (
 // The PostgreSQL scenarios: the floor, processing and enqueue.
 
 func (b *bench) pgFloorScenario(ctx context.Context) error {
-	f, err := b.pgFloor(ctx, b.n(pgSingleJobs, 200), b.n(pgConcurrentJobs, 400), b.n(pgBatchJobs, 1000), 0)
+	f, err := b.pgFloor(ctx, b.n(pgSingleJobs, 200), b.n(pgConcurrentJobs, 400), b.n(pgBatchJobs, 1000), b.n(pgBatchJobs, 1000), 0)
 	if err != nil {
 		return err
 	}
@@ -20,6 +26,7 @@ func (b *bench) pgFloorScenario(ctx context.Context) error {
 	b.rep.add(name, fmt.Sprintf("INSERT, 1 per call, %d goroutines", pgProducers), f.Insert16, "rows/s").
 		vsFloor(f.Insert1).note("%s", cpuNote(f.Insert16CPU, f.Insert1CPU, b.pg.local))
 	b.rep.add(name, "INSERT … unnest, 1,000 per call", f.InsertBatch, "rows/s").note("%s", cpuNote(f.BatchCPU, f.BatchCPU, b.pg.local))
+	b.rep.add(name, "COPY, 1,000 per call", f.InsertCopy, "rows/s").note("%s", cpuNote(f.CopyCPU, f.CopyCPU, b.pg.local))
 	b.rep.add(name, fmt.Sprintf("claim 100 SKIP LOCKED + DELETE = ANY, %d goroutines, %d jobs", pgFloorClaimers, f.Processed), f.Process, "jobs/s").
 		note("%s", cpuNote(f.ProcessCPU, f.ProcessCPU, b.pg.local))
 	return nil
@@ -29,7 +36,7 @@ func (b *bench) pgFloorScenario(ctx context.Context) error {
 // pgManyWorkers workers, each against the floor measured right before.
 func (b *bench) pgProcessing(ctx context.Context) error {
 	jobs := b.n(pgProcessJobs, 500)
-	f, err := b.pgFloor(ctx, b.n(pgSingleJobs/10, 50), 0, jobs, 10)
+	f, err := b.pgFloor(ctx, b.n(pgSingleJobs/10, 50), 0, jobs, 0, 10)
 	if err != nil {
 		return err
 	}
@@ -85,7 +92,7 @@ func (b *bench) pgProcessing(ctx context.Context) error {
 // goroutines, and in batches of 1,000, each on a fresh schema.
 func (b *bench) pgEnqueue(ctx context.Context) error {
 	n1, n16, nb := b.n(pgSingleJobs, 200), b.n(pgConcurrentJobs, 400), b.n(pgBatchJobs, 1000)
-	f, err := b.pgFloor(ctx, n1, n16, nb, 0)
+	f, err := b.pgFloor(ctx, n1, n16, nb, nb, 0)
 	if err != nil {
 		return err
 	}
@@ -101,15 +108,17 @@ func (b *bench) pgEnqueue(ctx context.Context) error {
 	}{
 		{"enqueue, 1 call at a time", n1, func(c *queuemax.Client, n int) ([]queuemax.JobID, time.Duration, error) {
 			return enqueueSingle(ctx, c, n, 1)
-		}, f.Insert1, f.Insert1CPU, "≥ 70% of floor", func(r float64) bool { return r >= 0.7 }, ""},
+		}, f.Insert1, f.Insert1CPU, "≥ 80% of floor", func(r float64) bool { return r >= 0.8 }, ""},
 		{fmt.Sprintf("enqueue, %d goroutines × 1 call", pgProducers), n16, func(c *queuemax.Client, n int) ([]queuemax.JobID, time.Duration, error) {
 			return enqueueSingle(ctx, c, n, pgProducers)
 		}, f.Insert1, f.Insert1CPU, "> floor (1 per call)", func(r float64) bool { return r > 1 },
 			fmt.Sprintf("; the floor from %d goroutines: %s rows/s", pgProducers, fmtNum(f.Insert16))},
 		{"enqueue, batches of 1,000", nb, func(c *queuemax.Client, n int) ([]queuemax.JobID, time.Duration, error) {
 			return enqueueBatched(ctx, c, n, 1000)
-		}, f.InsertBatch, f.BatchCPU, "≥ 50% of floor", func(r float64) bool { return r >= 0.5 }, ""},
+		}, f.InsertCopy, f.CopyCPU, "≥ 50% of the COPY floor", func(r float64) bool { return r >= 0.5 },
+			fmt.Sprintf("; floor INSERT … unnest: %s rows/s", fmtNum(f.InsertBatch))},
 	}
+	var batchRate float64
 	for _, r := range runs {
 		name := "pg enqueue"
 		h, _, cleanup, err := b.openPG(ctx, "enq", 0, nil)
@@ -133,6 +142,9 @@ func (b *bench) pgEnqueue(ctx context.Context) error {
 				res.target(r.goal, r.met(res.Ratio))
 			}
 			res.note("%s%s", cpuNote(cpu, r.cpu, b.pg.local), r.extra)
+			if r.jobs == nb && r.metric == runs[2].metric {
+				batchRate = res.Value
+			}
 			b.addCPU(label, r.metric, cpu, r.cpu)
 			if r.jobs == n1 && r.metric == runs[0].metric {
 				// Issue 13: one call at a time costs ≤ 20µs of client CPU.
@@ -148,5 +160,52 @@ func (b *bench) pgEnqueue(ctx context.Context) error {
 			return err
 		}
 	}
+	// The peer: River's InsertMany, same batches, same server, same run.
+	river, version, err := b.pgRiver(ctx, nb)
+	label := fmt.Sprintf("pg enqueue %d jobs", nb)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "queuemax-bench: River's InsertMany not measured: %v\n", err)
+		return nil
+	}
+	b.rep.add(label, "River "+version+" InsertMany, batches of 1,000", river, "jobs/s")
+	r := b.rep.add(label, "enqueue, batches of 1,000 ÷ River's InsertMany", batchRate/river, "×")
+	r.target("≥ 1.5×", r.Value >= 1.5)
 	return nil
+}
+
+// pgRiver runs the riverpeer module beside this file (River's InsertMany
+// of jobs no-op jobs, 1,000 per call, on a fresh schema of the same
+// server) and returns its rate and River's version.
+func (b *bench) pgRiver(ctx context.Context, jobs int) (float64, string, error) {
+	dir := "cmd/queuemax-bench/riverpeer"
+	if _, file, _, ok := runtime.Caller(0); ok {
+		if d := filepath.Join(filepath.Dir(file), "riverpeer"); dirExists(d) {
+			dir = d
+		}
+	}
+	if !dirExists(dir) {
+		return 0, "", fmt.Errorf("no riverpeer module at %s (run from the repository's root)", dir)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", "run", ".", "-dsn", b.o.dsn, "-jobs", strconv.Itoa(jobs), "-batch", "1000")
+	cmd.Dir = dir
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return 0, "", fmt.Errorf("go run %s: %w", dir, err)
+	}
+	var res struct {
+		River      string  `json:"river"`
+		InsertMany float64 `json:"insert_many"`
+	}
+	if err := json.Unmarshal(out, &res); err != nil || res.InsertMany <= 0 {
+		return 0, "", fmt.Errorf("riverpeer printed %q: %v", out, err)
+	}
+	return res.InsertMany, res.River, nil
+}
+
+func dirExists(d string) bool {
+	st, err := os.Stat(d)
+	return err == nil && st.IsDir()
 }
