@@ -64,6 +64,9 @@ type EnqueueParams struct {
 	Opts Opts
 
 	defaults *TaskOptions
+	// validate is a typed handle's payload check (DecodeArgs into its
+	// type), used when no handler of the task is registered here.
+	validate func(json.RawMessage) error
 }
 
 // Open opens (creating if needed) the data directory and every shard file,
@@ -239,17 +242,17 @@ func (c *Client) notify() {
 // ErrInvalidPayload, ErrInvalidPriority or ErrInvalidRetries for other bad
 // input, and ErrClosed after Close.
 func (c *Client) Enqueue(ctx context.Context, task string, payload any, o Opts) (JobID, error) {
-	return c.enqueueOne(ctx, task, nil, payload, o)
+	return c.enqueueOne(ctx, EnqueueParams{Task: task, Payload: payload, Opts: o})
 }
 
-func (c *Client) enqueueOne(ctx context.Context, task string, def *TaskOptions, payload any, o Opts) (JobID, error) {
-	r, err := c.enqueueResult(ctx, task, def, payload, o)
+func (c *Client) enqueueOne(ctx context.Context, e EnqueueParams) (JobID, error) {
+	r, err := c.enqueueResult(ctx, e)
 	return r.ID, err
 }
 
 // enqueueResult stores one job and says whether it was a duplicate.
-func (c *Client) enqueueResult(ctx context.Context, task string, def *TaskOptions, payload any, o Opts) (EnqueueResult, error) {
-	p, err := c.prepare(EnqueueParams{Task: task, Payload: payload, Opts: o, defaults: def})
+func (c *Client) enqueueResult(ctx context.Context, e EnqueueParams) (EnqueueResult, error) {
+	p, err := c.prepare(e)
 	if err != nil {
 		return EnqueueResult{}, err
 	}
@@ -294,8 +297,14 @@ func (c *Client) prepare(e EnqueueParams) (store.InsertParams, error) {
 	if err != nil {
 		return store.InsertParams{}, err
 	}
-	if h, ok := c.handlers[task]; ok && !typed && h.Validate != nil {
+	// One check, the decode the worker runs: the registered handler's,
+	// else the typed handle's, else the shape a live worker published.
+	if h, ok := c.handlers[task]; ok && h.Validate != nil {
 		if err := h.Validate(raw); err != nil {
+			return store.InsertParams{}, err
+		}
+	} else if e.validate != nil {
+		if err := e.validate(raw); err != nil {
 			return store.InsertParams{}, err
 		}
 	}
