@@ -128,8 +128,16 @@ func randString(r *rand.Rand) string {
 }
 
 // sameValue compares what a handler received with what was enqueued:
-// exactly, unexported fields included, time.Time by its Equal method.
+// exactly, unexported fields included, time.Time by its Equal method, and
+// a nil json.RawMessage (which encoding/json writes as null) the same as
+// the RawMessage("null") it reads back.
 var sameValue = cmp.Options{
+	cmp.Transformer("rawNull", func(r json.RawMessage) string {
+		if r == nil {
+			return "null"
+		}
+		return string(r)
+	}),
 	cmp.Exporter(func(reflect.Type) bool { return true }),
 	cmp.Comparer(func(a, b netip.Addr) bool { return a == b }),
 }

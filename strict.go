@@ -297,6 +297,8 @@ func checkObject(task string, raw []byte, t reflect.Type, path string) error {
 				Reason: "missing (required: its field is not a pointer, omitempty or omitzero)"}
 		}
 	}
+	// Scalars before containers: the shallowest problem first.
+	slices.SortStableFunc(keys, func(a, b string) int { return container(s.byKey[a].typ) - container(s.byKey[b].typ) })
 	for _, k := range keys {
 		f := s.byKey[k]
 		v := bytes.TrimSpace(obj[k])
@@ -327,6 +329,21 @@ func checkObject(task string, raw []byte, t reflect.Type, path string) error {
 		}
 	}
 	return nil
+}
+
+// container is 1 for a type whose JSON holds other values (after its
+// pointers), else 0.
+func container(t reflect.Type) int {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Struct, reflect.Map, reflect.Slice, reflect.Array:
+		if !decodesItself(t) {
+			return 1
+		}
+	}
+	return 0
 }
 
 // typeFields returns the fields encoding/json reads and writes for struct
