@@ -169,7 +169,7 @@ func analyse(pkg *packages.Package) (m pkgModel, dir string, errs scanner.ErrorL
 		if fatal[d] {
 			continue
 		}
-		if t, ok := a.task(d); ok {
+		if t, ok := a.task(d); ok && !d.badDir {
 			m.Tasks = append(m.Tasks, t)
 		}
 	}
@@ -229,6 +229,9 @@ type funcDirective struct {
 	file    *ast.File
 	comment *ast.Comment
 	dir     *annotations.Directive
+	// badDir: the directive has errors (reported); the function is still
+	// checked, so that all its problems are reported, but not generated.
+	badDir bool
 }
 
 // scanFile finds the directives of one file, reports malformed and
@@ -257,10 +260,7 @@ func (a *analyser) scanFile(f *ast.File) []*funcDirective {
 				a.errorf(c.Slash, "%s: more than one queuemax directive on %s", kindOf(d), fd.Name.Name)
 				continue
 			}
-			first = &funcDirective{fn: fd, file: f, comment: c, dir: d}
-			if err != nil {
-				first.dir = nil
-			}
+			first = &funcDirective{fn: fd, file: f, comment: c, dir: d, badDir: err != nil}
 		}
 		if first != nil && first.dir != nil {
 			out = append(out, first)
@@ -756,6 +756,17 @@ func (a *analyser) jsonProblem(t types.Type, path string, seen map[types.Type]bo
 		}
 		return a.jsonProblem(u.Elem(), path, seen)
 	case *types.Struct:
+		encoded, hidden := 0, 0
+		for i := range u.NumFields() {
+			if f := u.Field(i); f.Exported() || f.Embedded() {
+				encoded++
+			} else {
+				hidden++
+			}
+		}
+		if encoded == 0 && hidden > 0 {
+			return at("a struct with only unexported fields, whose JSON is always {}: export its fields or give it MarshalJSON and UnmarshalJSON")
+		}
 		for i := range u.NumFields() {
 			f := u.Field(i)
 			if !f.Exported() && !f.Embedded() {

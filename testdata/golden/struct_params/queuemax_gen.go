@@ -14,9 +14,9 @@ import (
 // client from [New]; the zero Tasks holds unbound handles, whose enqueue
 // methods return [queuemax.ErrNotBound] and whose Call methods work.
 type Tasks struct {
-	// Bill enqueues Bill (params.go:33).
+	// Bill enqueues Bill (params.go).
 	Bill BillTask
-	// Process enqueues Process (params.go:27).
+	// Process enqueues Process (params.go).
 	Process ProcessTask
 }
 
@@ -38,7 +38,7 @@ func Handlers() []queuemax.Handler {
 	}
 }
 
-// BillArgs is the payload of Bill (params.go:33).
+// BillArgs is the payload of Bill (params.go).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
 // a JSON object with snake_case keys. Every key is required except those
@@ -51,17 +51,17 @@ type BillArgs struct {
 	Addr  netip.Addr        `json:"addr"`
 }
 
-// billOptions are the defaults of Bill from its annotation (params.go:33).
+// billOptions are the defaults of Bill from its annotation (params.go).
 var billOptions = queuemax.TaskOptions{
 	MaxRetries: queuemax.Ptr(2),
 }
 
-// billFunc calls Bill (params.go:33) with the fields of its payload.
+// billFunc calls Bill (params.go) with the fields of its payload.
 func billFunc(ctx context.Context, a BillArgs) error {
 	return Bill(ctx, a.Inv, a.Tally, a.At, a.Addr)
 }
 
-// BillTask enqueues Bill (params.go:33).
+// BillTask enqueues Bill (params.go).
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
@@ -185,11 +185,11 @@ func (t BillTask) Call(ctx context.Context, inv Invoice, tally Pair[string, int]
 	return queuemax.Call(ctx, billOptions, billFunc, BillArgs{Inv: inv, Tally: tally, At: at_, Addr: addr})
 }
 
-// Bill must keep the signature this file was generated from (params.go:33):
+// Bill must keep the signature this file was generated from (params.go):
 // after changing it, run go generate.
 var _ func(context.Context, Invoice, Pair[string, int], time.Time, netip.Addr) error = Bill
 
-// ProcessArgs is the payload of Process (params.go:27).
+// ProcessArgs is the payload of Process (params.go).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
 // a JSON object with snake_case keys. Every key is required except those
@@ -199,15 +199,15 @@ type ProcessArgs struct {
 	P Payload `json:"p"`
 }
 
-// processOptions are the defaults of Process from its annotation (params.go:27).
+// processOptions are the defaults of Process from its annotation (params.go).
 var processOptions = queuemax.TaskOptions{}
 
-// processFunc calls Process (params.go:27) with the fields of its payload.
+// processFunc calls Process (params.go) with the fields of its payload.
 func processFunc(ctx context.Context, a ProcessArgs) error {
 	return Process(ctx, a.P)
 }
 
-// ProcessTask enqueues Process (params.go:27).
+// ProcessTask enqueues Process (params.go).
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
@@ -331,6 +331,6 @@ func (t ProcessTask) Call(ctx context.Context, p Payload) error {
 	return queuemax.Call(ctx, processOptions, processFunc, ProcessArgs{P: p})
 }
 
-// Process must keep the signature this file was generated from (params.go:27):
+// Process must keep the signature this file was generated from (params.go):
 // after changing it, run go generate.
 var _ func(context.Context, Payload) error = Process
