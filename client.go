@@ -41,6 +41,8 @@ type Client struct {
 	closed  atomic.Bool
 
 	alertMu    sync.Mutex
+	schemaMu   sync.Mutex
+	schemas    schemaCache // see publishedSchemas
 	alertAt    time.Time   // last alert check (wall clock, for the throttle)
 	alertTimer *time.Timer // the pending trailing check, if any
 	alertHigh  bool        // pending was above the threshold at the last check
@@ -305,6 +307,10 @@ func (c *Client) prepare(e EnqueueParams) (store.InsertParams, error) {
 		}
 	} else if e.validate != nil {
 		if err := e.validate(raw); err != nil {
+			return store.InsertParams{}, err
+		}
+	} else if !ok {
+		if err := c.checkPublished(task, raw); err != nil {
 			return store.InsertParams{}, err
 		}
 	}

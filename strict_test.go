@@ -37,6 +37,10 @@ func TestDecodeArgs_OwnEncodingRoundTrips(t *testing.T) {
 		reflect.TypeFor[optionalKinds](),
 		reflect.TypeFor[map[string][]struct_params.Line](),
 	}
+	schemas := map[reflect.Type]json.RawMessage{}
+	for _, typ := range types {
+		schemas[typ] = queuemax.PayloadSchema(typ)
+	}
 	for _, typ := range types {
 		for i := range 300 {
 			want := randValue(r, typ, false, 0)
@@ -50,6 +54,9 @@ func TestDecodeArgs_OwnEncodingRoundTrips(t *testing.T) {
 			}
 			if d := cmp.Diff(want.Interface(), got.Elem().Interface(), sameValue); d != "" {
 				t.Fatalf("%s #%d: %s decoded to another value (-want +got):\n%s", typ, i, raw, d)
+			}
+			if err := queuemax.CheckSchema("t", raw, schemas[typ]); err != nil {
+				t.Fatalf("%s #%d: %s does not fit the published schema %s: %v", typ, i, raw, schemas[typ], err)
 			}
 		}
 	}
@@ -99,30 +106,37 @@ func TestDecodeArgs_RefusedAtEveryDepth(t *testing.T) {
 	if a.Inv.AmountCents != 1250 || a.Inv.Count != 3 || a.Inv.Price != 1250 || a.Inv.Audit != nil || a.Tally.Val != 0 {
 		t.Errorf("decoded %+v", a)
 	}
+	schema := queuemax.PayloadSchema(reflect.TypeFor[struct_params.BillArgs]())
+	if err := queuemax.CheckSchema("t.Bill", ok, schema); err != nil {
+		t.Errorf("CheckSchema(%s): %v", ok, err)
+	}
+	// ownCodec marks the cases a schema cannot see: a type's own
+	// UnmarshalText or UnmarshalJSON refuses them.
 	tests := []struct {
-		name  string
-		edit  func(m map[string]any)
-		field string
+		name     string
+		edit     func(m map[string]any)
+		field    string
+		ownCodec bool
 	}{
-		{"TopUnknown", func(m map[string]any) { m["extra"] = 1 }, "extra"},
-		{"TopCase", func(m map[string]any) { m["Inv"] = m["inv"]; delete(m, "inv") }, "Inv"},
-		{"TopMissing", func(m map[string]any) { delete(m, "tally") }, "tally"},
-		{"TopWrongType", func(m map[string]any) { m["at"] = 5 }, "at"},
-		{"NestedMissing", func(m map[string]any) { delete(inv(m), "amount_cents") }, "inv.amount_cents"},
-		{"NestedWrongType", func(m map[string]any) { inv(m)["amount_cents"] = "oops" }, "inv.amount_cents"},
-		{"NestedCase", func(m map[string]any) { inv(m)["Amount_cents"] = 1 }, "inv.Amount_cents"},
-		{"NestedUnknown", func(m map[string]any) { inv(m)["secret"] = "x" }, "inv.secret"},
-		{"NestedNull", func(m map[string]any) { inv(m)["amount_cents"] = nil }, "inv.amount_cents"},
-		{"PromotedMissing", func(m map[string]any) { delete(inv(m), "id") }, "inv.id"},
-		{"QuotedNotString", func(m map[string]any) { inv(m)["count"] = 3 }, "inv.count"},
-		{"QuotedNotNumber", func(m map[string]any) { inv(m)["count"] = "three" }, "inv.count"},
-		{"TextBad", func(m map[string]any) { inv(m)["ref"] = "short" }, "inv.ref"},
-		{"OwnJSONBad", func(m map[string]any) { inv(m)["price"] = 12 }, "inv.price"},
-		{"InSlice", func(m map[string]any) { inv(m)["lines"] = []any{map[string]any{"sku": "s"}} }, "inv.lines[0].qty"},
-		{"InSliceUnknown", func(m map[string]any) { inv(m)["lines"] = []any{map[string]any{"sku": "s", "qty": 1, "SKU": "t"}} }, "inv.lines[0].SKU"},
-		{"InMap", func(m map[string]any) { inv(m)["labels"] = map[string]any{"a": map[string]any{"qty": 1}} }, "inv.labels.a.sku"},
-		{"ArrayLength", func(m map[string]any) { inv(m)["flags"] = []bool{true} }, "inv.flags"},
-		{"GenericWrongType", func(m map[string]any) { m["tally"] = map[string]any{"key": 1} }, "tally.key"},
+		{"TopUnknown", func(m map[string]any) { m["extra"] = 1 }, "extra", false},
+		{"TopCase", func(m map[string]any) { m["Inv"] = m["inv"]; delete(m, "inv") }, "Inv", false},
+		{"TopMissing", func(m map[string]any) { delete(m, "tally") }, "tally", false},
+		{"TopWrongType", func(m map[string]any) { m["at"] = 5 }, "at", false},
+		{"NestedMissing", func(m map[string]any) { delete(inv(m), "amount_cents") }, "inv.amount_cents", false},
+		{"NestedWrongType", func(m map[string]any) { inv(m)["amount_cents"] = "oops" }, "inv.amount_cents", false},
+		{"NestedCase", func(m map[string]any) { inv(m)["Amount_cents"] = 1 }, "inv.Amount_cents", false},
+		{"NestedUnknown", func(m map[string]any) { inv(m)["secret"] = "x" }, "inv.secret", false},
+		{"NestedNull", func(m map[string]any) { inv(m)["amount_cents"] = nil }, "inv.amount_cents", false},
+		{"PromotedMissing", func(m map[string]any) { delete(inv(m), "id") }, "inv.id", false},
+		{"QuotedNotString", func(m map[string]any) { inv(m)["count"] = 3 }, "inv.count", false},
+		{"QuotedNotNumber", func(m map[string]any) { inv(m)["count"] = "three" }, "inv.count", true},
+		{"TextBad", func(m map[string]any) { inv(m)["ref"] = "short" }, "inv.ref", true},
+		{"OwnJSONBad", func(m map[string]any) { inv(m)["price"] = 12 }, "inv.price", true},
+		{"InSlice", func(m map[string]any) { inv(m)["lines"] = []any{map[string]any{"sku": "s"}} }, "inv.lines[0].qty", false},
+		{"InSliceUnknown", func(m map[string]any) { inv(m)["lines"] = []any{map[string]any{"sku": "s", "qty": 1, "SKU": "t"}} }, "inv.lines[0].SKU", false},
+		{"InMap", func(m map[string]any) { inv(m)["labels"] = map[string]any{"a": map[string]any{"qty": 1}} }, "inv.labels.a.sku", false},
+		{"ArrayLength", func(m map[string]any) { inv(m)["flags"] = []bool{true} }, "inv.flags", false},
+		{"GenericWrongType", func(m map[string]any) { m["tally"] = map[string]any{"key": 1} }, "tally.key", false},
 	}
 	for _, tt := range tests {
 		m := map[string]any{}
@@ -134,6 +148,13 @@ func TestDecodeArgs_RefusedAtEveryDepth(t *testing.T) {
 		var pe *queuemax.PayloadShapeError
 		if !errors.As(err, &pe) || pe.Field != tt.field || !errors.Is(err, queuemax.ErrPayloadShape) {
 			t.Errorf("%s: DecodeArgs(%s) = %v, want a *PayloadShapeError for %q", tt.name, raw, err, tt.field)
+		}
+		if tt.ownCodec {
+			continue
+		}
+		err = queuemax.CheckSchema("t.Bill", raw, schema)
+		if !errors.As(err, &pe) || pe.Field != tt.field {
+			t.Errorf("%s: CheckSchema(%s) = %v, want a *PayloadShapeError for %q", tt.name, raw, err, tt.field)
 		}
 	}
 }
@@ -234,5 +255,67 @@ func TestIssuePayload_EveryEnqueuePathRuns(t *testing.T) {
 	}
 	if st.Failed != 0 || st.DeadLetters != 0 {
 		t.Errorf("stats: %d failed, %d dead letters; want none", st.Failed, st.DeadLetters)
+	}
+}
+
+// TestPublishedSchema_HandlerlessProducer: a running worker publishes each
+// task's payload schema in the registry, and a client without the task's
+// handler (the CLI, the admin API of a producer) refuses a payload the
+// worker would dead-letter.
+func TestPublishedSchema_HandlerlessProducer(t *testing.T) {
+	t.Parallel()
+	const task = "t.Bill"
+	h := queuemax.Define(task, queuemax.TaskOptions{}, func(context.Context, struct_params.BillArgs) error { return nil })
+	ctx := t.Context()
+	dir := t.TempDir()
+	w, err := queuemax.Open(ctx, queuemax.Config{Dir: dir, Handlers: []queuemax.Handler{h}, Logger: discard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	prod, err := queuemax.Open(ctx, queuemax.Config{Dir: dir, Logger: discard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	// Before any worker runs, nothing is known: any object is stored.
+	early, err := queuemax.Open(ctx, queuemax.Config{Dir: dir, Logger: discard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer early.Close()
+	if _, err := early.Enqueue(ctx, task, json.RawMessage(`{"x":1}`), queuemax.Opts{}); err != nil {
+		t.Fatalf("enqueue before a worker published: %v", err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- w.Run(runCtx) }()
+	defer func() { stop(); <-done }()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ws, err := prod.Workers(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ws) == 1 && ws[0].Schemas[task] != nil {
+			if string(ws[0].Schemas[task]) != string(queuemax.PayloadSchema(reflect.TypeFor[struct_params.BillArgs]())) {
+				t.Errorf("published schema %s", ws[0].Schemas[task])
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("workers = %+v, want one publishing %s's schema", ws, task)
+		}
+		time.Sleep(10 * time.Millisecond) // polling the registry for Run's first write
+	}
+	good, _ := json.Marshal(struct_params.BillArgs{Inv: struct_params.Invoice{Count: 2}})
+	bad := strings.Replace(string(good), `"amount_cents":0`, `"amount_cents":"oops"`, 1)
+	_, err = prod.Enqueue(ctx, task, json.RawMessage(bad), queuemax.Opts{})
+	var pe *queuemax.PayloadShapeError
+	if !errors.As(err, &pe) || pe.Field != "inv.amount_cents" {
+		t.Errorf("bad payload from a handler-less producer: err = %v, want a *PayloadShapeError inside inv", err)
+	}
+	if _, err := prod.Enqueue(ctx, task, json.RawMessage(good), queuemax.Opts{}); err != nil {
+		t.Errorf("good payload %s: %v", good, err)
 	}
 }
