@@ -292,7 +292,7 @@ func (s *Store) Jobs(ctx context.Context, p store.ListParams) ([]*store.Job, err
 	limit := p.MaxRows()
 	var out []*store.Job
 	for _, sh := range list {
-		q := `SELECT ` + sh.cols + ` FROM fila WHERE 1 = 1`
+		q := `SELECT ` + sh.cols + ` FROM fila WHERE ` + notStaged
 		var args []any
 		if p.Status != "" {
 			q += ` AND status = ?`
@@ -413,7 +413,7 @@ func (s *Store) Stats(ctx context.Context) ([]store.ShardStats, error) {
 }
 
 func shardStats(ctx context.Context, sh *shardDB, st *store.ShardStats, now time.Time) error {
-	rows, err := sh.r.QueryContext(ctx, `SELECT status, count(*) FROM fila GROUP BY status`)
+	rows, err := sh.r.QueryContext(ctx, `SELECT status, count(*) FROM fila WHERE `+notStaged+` GROUP BY status`)
 	if err != nil {
 		return err
 	}
@@ -469,7 +469,7 @@ func (s *Store) TaskCounts(ctx context.Context, task string) (map[store.Status]i
 	}
 	out := make(map[store.Status]int64)
 	for _, sh := range s.shards {
-		rows, err := sh.r.QueryContext(ctx, `SELECT status, count(*) FROM fila WHERE `+sh.taskCol+` = ? GROUP BY status`, task)
+		rows, err := sh.r.QueryContext(ctx, `SELECT status, count(*) FROM fila WHERE `+sh.taskCol+` = ? AND `+notStaged+` GROUP BY status`, task)
 		if err != nil {
 			return nil, fmt.Errorf("shard %d: task counts: %w", sh.idx, err)
 		}

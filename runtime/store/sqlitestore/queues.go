@@ -100,7 +100,7 @@ func (s *Store) QueueList(ctx context.Context) ([]store.QueueState, error) {
 			col = "NULL"
 		}
 		rows, err := sh.r.QueryContext(ctx, `SELECT `+col+`, status, count(*) FROM fila
-			WHERE status IN ('pending', 'scheduled', 'processing') GROUP BY 1, 2`)
+			WHERE status IN ('pending', 'scheduled', 'processing') AND `+notStaged+` GROUP BY 1, 2`)
 		if err != nil {
 			return nil, fmt.Errorf("shard %d: queue counts: %w", sh.idx, err)
 		}
