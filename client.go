@@ -509,13 +509,27 @@ func (c *Client) TaskStats(ctx context.Context, task string) (TaskStats, error) 
 
 // Job returns one stored job, or ErrJobNotFound (a job that completed
 // without a result is deleted).
-func (c *Client) Job(ctx context.Context, id JobID) (*Job, error) { return c.st.Job(ctx, id) }
+func (c *Client) Job(ctx context.Context, id JobID) (*Job, error) {
+	if err := c.checkJobID(id); err != nil {
+		return nil, err
+	}
+	return c.st.Job(ctx, id)
+}
+
+// checkJobID refuses, as ErrJobNotFound, an ID whose shard this queue does
+// not have: no such job can exist.
+func (c *Client) checkJobID(id JobID) error {
+	if sh := id.Shard(); id <= 0 || sh < 0 || sh >= c.cfg.Shards {
+		return fmt.Errorf("%w: job %d (no shard %d: the queue has shards 0–%d)", ErrJobNotFound, id, sh, c.cfg.Shards-1)
+	}
+	return nil
+}
 
 // Result returns the stored JSON result of a completed job: ErrNoResult if
 // it has not completed or returned no result, ErrJobNotFound if no such job
 // is stored.
 func (c *Client) Result(ctx context.Context, id JobID) (json.RawMessage, error) {
-	j, err := c.st.Job(ctx, id)
+	j, err := c.Job(ctx, id)
 	if err != nil {
 		return nil, err
 	}

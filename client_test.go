@@ -15,6 +15,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
+
+	"github.com/queuemax/queuemax/queuemaxtype"
 )
 
 func TestMain(m *testing.M) {
@@ -368,5 +370,23 @@ func TestOpen_ReadOnlyAndShardDetection(t *testing.T) {
 	}
 	if s, _ := ro.c.Stats(ro.ctx); s.Pending != 1 {
 		t.Errorf("pending after refused writes = %d, want 1", s.Pending)
+	}
+}
+
+// TestResult_UnknownIDIsNotFound: an ID whose shard the queue lacks is a
+// job that does not exist, like any other.
+func TestResult_UnknownIDIsNotFound(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{Shards: 6})
+	for _, id := range []JobID{671, queuemaxtype.NewJobID(5, 99999), 0, -3} {
+		if _, err := b.c.Result(b.ctx, id); !errors.Is(err, ErrJobNotFound) {
+			t.Errorf("Client.Result(%d) = %v, want ErrJobNotFound", id, err)
+		}
+		if _, err := Result[int](b.ctx, b.c, id); !errors.Is(err, ErrJobNotFound) {
+			t.Errorf("Result(%d) = %v, want ErrJobNotFound", id, err)
+		}
+		if _, err := b.c.Job(b.ctx, id); !errors.Is(err, ErrJobNotFound) {
+			t.Errorf("Job(%d) = %v, want ErrJobNotFound", id, err)
+		}
 	}
 }
