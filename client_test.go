@@ -70,6 +70,20 @@ func run(t *testing.T, c *Client) (stop func()) {
 	return stop
 }
 
+// TestOpen_OffSentinels: each …Off sentinel is accepted.
+func TestOpen_OffSentinels(t *testing.T) {
+	t.Parallel()
+	for _, cfg := range []Config{{CircuitThreshold: CircuitOff}, {AlertThreshold: AlertOff}, {CompletedRetention: RetentionOff}, {CircuitThreshold: 1, AlertThreshold: 1}} {
+		cfg.Dir = t.TempDir()
+		c, err := Open(t.Context(), cfg)
+		if err != nil {
+			t.Errorf("Open(%+v): %v", cfg, err)
+			continue
+		}
+		c.Close()
+	}
+}
+
 func TestOpen_ConfigErrors(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -82,6 +96,10 @@ func TestOpen_ConfigErrors(t *testing.T) {
 		{"NegativeRetries", Config{MaxRetries: Ptr(-1)}, "MaxRetries"},
 		{"StuckBelowHeartbeat", Config{HeartbeatInterval: time.Minute, StuckTimeout: time.Second}, "StuckTimeout"},
 		{"RateWithoutPer", Config{RateLimit: Rate{Limit: 5}}, "RateLimit"},
+		// Only the documented …Off sentinel (-1) is a valid negative.
+		{"CircuitBelowOff", Config{CircuitThreshold: -2}, "CircuitThreshold"},
+		{"AlertBelowOff", Config{AlertThreshold: -5}, "AlertThreshold"},
+		{"RetentionBelowOff", Config{CompletedRetention: -time.Second}, "CompletedRetention"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
