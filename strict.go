@@ -78,6 +78,13 @@ func DecodePayload(task string, raw json.RawMessage, v any) error {
 }
 
 func decodeStrict(task string, raw json.RawMessage, rv reflect.Value, ptr any) error {
+	if t := rv.Type(); t.Kind() == reflect.Struct && !decodesItself(t) && len(shapeOfStruct(t).keys) == 0 {
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(raw, &obj) == nil && len(obj) > 0 {
+			k := slices.Sorted(maps.Keys(obj))[0]
+			return &PayloadShapeError{Task: task, Field: k, Reason: "unknown field (the task takes no parameters)"}
+		}
+	}
 	if err := checkValue(task, raw, rv.Type(), ""); err != nil {
 		return err
 	}
@@ -92,12 +99,14 @@ func decodeStrict(task string, raw json.RawMessage, rv reflect.Value, ptr any) e
 // jsonField is one key encoding/json reads and writes for a struct type,
 // found by the same rules (see typeFields).
 type jsonField struct {
-	key      string
-	index    []int
-	typ      reflect.Type // the field's declared type
-	tagged   bool
-	quoted   bool // `,string` applies
-	required bool
+	key       string
+	index     []int
+	typ       reflect.Type // the field's declared type
+	tagged    bool
+	quoted    bool // `,string` applies
+	required  bool
+	container int // container(typ)
+	pos       int // index in structShape.fields
 }
 
 type structShape struct {
@@ -115,6 +124,7 @@ func shapeOfStruct(t reflect.Type) *structShape {
 	s := &structShape{fields: typeFields(t), byKey: make(map[string]*jsonField)}
 	for i := range s.fields {
 		f := &s.fields[i]
+		f.container, f.pos = container(f.typ), i
 		s.byKey[f.key] = f
 		s.keys = append(s.keys, f.key)
 	}
@@ -133,11 +143,19 @@ var (
 // decodesItself reports whether encoding/json hands t's JSON to a method
 // of t (UnmarshalJSON or UnmarshalText).
 func decodesItself(t reflect.Type) bool {
-	if t.Kind() != reflect.Pointer {
-		t = reflect.PointerTo(t)
+	if v, ok := selfDecoding.Load(t); ok {
+		return v.(bool)
 	}
-	return t.Implements(jsonUnmarshaler) || t.Implements(textUnmarshaler)
+	p := t
+	if p.Kind() != reflect.Pointer {
+		p = reflect.PointerTo(p)
+	}
+	self := p.Implements(jsonUnmarshaler) || p.Implements(textUnmarshaler)
+	selfDecoding.Store(t, self)
+	return self
 }
+
+var selfDecoding sync.Map // reflect.Type -> bool
 
 // jsonType names the JSON type of a raw value by its first byte.
 func jsonType(raw []byte) string {
@@ -157,6 +175,22 @@ func jsonType(raw []byte) string {
 		return "null"
 	}
 	return "number"
+}
+
+// under puts the field of a *PayloadShapeError that a value inside
+// prefix reported under prefix.
+func under(err error, prefix string) error {
+	if pe, ok := err.(*PayloadShapeError); ok {
+		switch {
+		case pe.Field == "":
+			pe.Field = prefix
+		case strings.HasPrefix(pe.Field, "["):
+			pe.Field = prefix + pe.Field
+		default:
+			pe.Field = prefix + "." + pe.Field
+		}
+	}
+	return err
 }
 
 func joinPath(path, key string) string {
@@ -209,16 +243,16 @@ func checkValue(task string, raw []byte, t reflect.Type, path string) error {
 		if got != "object" {
 			return wrong("a JSON object")
 		}
-		var obj map[string]json.RawMessage
-		if err := json.Unmarshal(raw, &obj); err != nil {
-			return shapeErr(task, path, err)
-		}
-		for _, k := range slices.Sorted(maps.Keys(obj)) {
-			if err := checkValue(task, obj[k], t.Elem(), joinPath(path, k)); err != nil {
-				return err
+		err := eachMember(raw, func(k, v []byte) error {
+			if err := checkValue(task, v, t.Elem(), ""); err != nil {
+				return under(err, joinPath(path, string(k)))
 			}
+			return nil
+		})
+		if err == errScan {
+			return malformed(task, path, raw)
 		}
-		return nil
+		return err
 	case reflect.Slice, reflect.Array:
 		if t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Uint8 {
 			pe := reflect.PointerTo(t.Elem())
@@ -232,17 +266,22 @@ func checkValue(task string, raw []byte, t reflect.Type, path string) error {
 		if got != "array" {
 			return wrong("a JSON array")
 		}
-		var elems []json.RawMessage
-		if err := json.Unmarshal(raw, &elems); err != nil {
-			return shapeErr(task, path, err)
-		}
-		if t.Kind() == reflect.Array && len(elems) != t.Len() {
-			return &PayloadShapeError{Task: task, Field: path, Reason: fmt.Sprintf("want %d elements (%s), got %d", t.Len(), t, len(elems))}
-		}
-		for i, e := range elems {
-			if err := checkValue(task, e, t.Elem(), path+"["+strconv.Itoa(i)+"]"); err != nil {
-				return err
+		n := 0
+		err := eachElement(raw, func(i int, e []byte) error {
+			n++
+			if err := checkValue(task, e, t.Elem(), ""); err != nil {
+				return under(err, path+"["+strconv.Itoa(i)+"]")
 			}
+			return nil
+		})
+		if err == errScan {
+			return malformed(task, path, raw)
+		}
+		if err != nil {
+			return err
+		}
+		if t.Kind() == reflect.Array && n != t.Len() {
+			return &PayloadShapeError{Task: task, Field: path, Reason: fmt.Sprintf("want %d elements (%s), got %d", t.Len(), t, n)}
 		}
 		return nil
 	case reflect.String:
@@ -265,68 +304,93 @@ func checkValue(task string, raw []byte, t reflect.Type, path string) error {
 	return nil
 }
 
-// checkObject checks a JSON object against struct type t.
+// checkObject checks a JSON object against struct type t: unknown keys
+// first, then missing required keys, then the scalar values, then the
+// values holding others, so that the shallowest problem is reported.
 func checkObject(task string, raw []byte, t reflect.Type, path string) error {
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &obj); err != nil {
-		return shapeErr(task, path, err)
-	}
 	s := shapeOfStruct(t)
-	keys := slices.Sorted(maps.Keys(obj))
-	for _, k := range keys {
-		if _, ok := s.byKey[k]; !ok {
+	var seenBits uint64
+	var seenMany []bool
+	if len(s.fields) > 64 {
+		seenMany = make([]bool, len(s.fields))
+	}
+	err := eachMember(raw, func(k, _ []byte) error {
+		f, ok := s.byKey[string(k)]
+		if !ok {
 			reason := "unknown field"
-			if sug := suggest.Closest(k, s.keys); sug != "" {
+			if sug := suggest.Closest(string(k), s.keys); sug != "" {
 				reason += fmt.Sprintf(" (did you mean %q?)", sug)
 			} else if len(s.keys) > 0 {
 				reason += " (want " + quoteList(s.keys) + ")"
-			} else if path == "" {
-				reason += " (the task takes no parameters)"
 			} else {
 				reason += " (" + t.String() + " has no fields)"
 			}
-			return &PayloadShapeError{Task: task, Field: joinPath(path, k), Reason: reason}
+			return &PayloadShapeError{Task: task, Field: joinPath(path, string(k)), Reason: reason}
 		}
+		if seenMany != nil {
+			seenMany[f.pos] = true
+		} else {
+			seenBits |= 1 << f.pos
+		}
+		return nil
+	})
+	if err == errScan {
+		return malformed(task, path, raw)
 	}
-	// Then the required keys, and only then the values inside, so that
-	// the shallowest problem is the one reported.
+	if err != nil {
+		return err
+	}
 	for i := range s.fields {
 		f := &s.fields[i]
-		if _, ok := obj[f.key]; !ok && f.required {
+		seen := seenBits&(1<<i) != 0
+		if seenMany != nil {
+			seen = seenMany[i]
+		}
+		if !seen && f.required {
 			return &PayloadShapeError{Task: task, Field: joinPath(path, f.key),
 				Reason: "missing (required: its field is not a pointer, omitempty or omitzero)"}
 		}
 	}
-	// Scalars before containers: the shallowest problem first.
-	slices.SortStableFunc(keys, func(a, b string) int { return container(s.byKey[a].typ) - container(s.byKey[b].typ) })
-	for _, k := range keys {
-		f := s.byKey[k]
-		v := bytes.TrimSpace(obj[k])
-		if f.quoted {
-			got := jsonType(v)
-			nullable := f.typ.Kind() == reflect.Pointer
-			if got == "null" && nullable {
-				continue
+	for pass := 0; pass < 2; pass++ {
+		err := eachMember(raw, func(k, v []byte) error {
+			f := s.byKey[string(k)]
+			if f.container != pass {
+				return nil
 			}
-			bad := func(what string) error {
-				return &PayloadShapeError{Task: task, Field: joinPath(path, k),
-					Reason: fmt.Sprintf("want a JSON string holding a %s (the field is tagged ,string), got %s", f.typ, what)}
+			if f.quoted {
+				return checkQuoted(task, v, f, path)
 			}
-			if got != "string" {
-				return bad("JSON " + got)
+			if err := checkValue(task, v, f.typ, ""); err != nil {
+				return under(err, joinPath(path, f.key))
 			}
-			var inner string
-			if err := json.Unmarshal(v, &inner); err != nil {
-				return shapeErr(task, joinPath(path, k), err)
-			}
-			if err := checkValue(task, []byte(inner), f.typ, joinPath(path, k)); err != nil || !json.Valid([]byte(inner)) {
-				return bad(strconv.Quote(inner))
-			}
-			continue
-		}
-		if err := checkValue(task, v, f.typ, joinPath(path, k)); err != nil {
+			return nil
+		})
+		if err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// checkQuoted checks the value of a field tagged ,string.
+func checkQuoted(task string, v []byte, f *jsonField, path string) error {
+	got := jsonType(v)
+	if got == "null" && f.typ.Kind() == reflect.Pointer {
+		return nil
+	}
+	bad := func(what string) error {
+		return &PayloadShapeError{Task: task, Field: joinPath(path, f.key),
+			Reason: fmt.Sprintf("want a JSON string holding a %s (the field is tagged ,string), got %s", f.typ, what)}
+	}
+	if got != "string" {
+		return bad("JSON " + got)
+	}
+	var inner string
+	if err := json.Unmarshal(v, &inner); err != nil {
+		return shapeErr(task, joinPath(path, f.key), err)
+	}
+	if err := checkValue(task, []byte(inner), f.typ, ""); err != nil || !json.Valid([]byte(inner)) {
+		return bad(strconv.Quote(inner))
 	}
 	return nil
 }
@@ -473,6 +537,14 @@ func validTagName(s string) bool {
 		}
 	}
 	return true
+}
+
+// malformed is the error of a JSON text the walk could not read.
+func malformed(task, path string, raw []byte) error {
+	if err := json.Unmarshal(raw, new(any)); err != nil {
+		return shapeErr(task, path, err)
+	}
+	return &PayloadShapeError{Task: task, Field: path, Reason: "malformed JSON"}
 }
 
 // shapeErr turns a decoding error of field into a *PayloadShapeError.

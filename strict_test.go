@@ -163,8 +163,9 @@ func inv(m map[string]any) map[string]any { return m["inv"].(map[string]any) }
 
 // TestIssuePayload_EveryEnqueuePathRuns: the struct of issue 20, its
 // optional field zero, enqueued through every Go path, runs once with its
-// value intact (the CLI path is in package cli, the generated stub's in
-// TestGenerated_RoundTrip's struct_params case).
+// value intact: generated stubs, Task.Enqueue, Client.Enqueue, EnqueueMany
+// and Call (the CLI path is TestIssuePayload_CLIAndDLQRequeue in package
+// cli).
 func TestIssuePayload_EveryEnqueuePathRuns(t *testing.T) {
 	t.Parallel()
 	const task = "t.P"
@@ -173,8 +174,15 @@ func TestIssuePayload_EveryEnqueuePathRuns(t *testing.T) {
 		got <- p
 		return nil
 	})
+	// The generated stub of a task taking the same struct
+	// (testdata/golden/struct_params), its handler reporting what it got.
+	stubTask := struct_params.New(nil).Process.Name()
+	hs := queuemax.Define(stubTask, queuemax.TaskOptions{}, func(_ context.Context, a struct_params.ProcessArgs) error {
+		got <- issuePayload{Seq: a.P.Seq, Note: a.P.Note}
+		return nil
+	})
 	ctx := t.Context()
-	c, err := queuemax.Open(ctx, queuemax.Config{Dir: t.TempDir(), Shards: 2, Handlers: []queuemax.Handler{h}, Logger: discard()})
+	c, err := queuemax.Open(ctx, queuemax.Config{Dir: t.TempDir(), Shards: 2, Handlers: []queuemax.Handler{h, hs}, Logger: discard()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,6 +225,14 @@ func TestIssuePayload_EveryEnqueuePathRuns(t *testing.T) {
 	want[8] = issuePayload{Seq: 8, Note: "nEnqueueMany"}
 	add("Task.EnqueueMany", 9, func(p issuePayload) error {
 		_, err := queuemax.NewTask[issuePayload](c, task, queuemax.TaskOptions{}).EnqueueMany(ctx, []issuePayload{p})
+		return err
+	})
+	add("generated stub", 13, func(p issuePayload) error {
+		_, err := struct_params.New(c).Process.Delay(ctx, struct_params.Payload{Seq: p.Seq, Note: p.Note})
+		return err
+	})
+	add("generated stub Map", 15, func(p issuePayload) error {
+		_, err := struct_params.New(prod).Process.Map(ctx, []struct_params.Payload{{Seq: p.Seq, Note: p.Note}})
 		return err
 	})
 	// A foreign producer's payload without the required key is refused.
