@@ -240,7 +240,9 @@ func (c *Client) notify() {
 // Enqueue returns ErrUnknownTask with a suggestion, unless
 // Config.AllowUnknownTasks is set; a client without handlers accepts any
 // name. The payload of a registered task is checked against its parameters
-// (see DecodeArgs): a *PayloadShapeError names the bad field. It returns
+// (see DecodeArgs), and that of a task registered only in other processes
+// against the payload schema their live workers publish (see
+// WorkerInfo.Schemas): a *PayloadShapeError names the bad field. It returns
 // ErrInvalidPayload, ErrInvalidPriority or ErrInvalidRetries for other bad
 // input, and ErrClosed after Close.
 func (c *Client) Enqueue(ctx context.Context, task string, payload any, o Opts) (JobID, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -478,5 +479,47 @@ func TestRun_LogsTasksNobodyRuns(t *testing.T) {
 	})
 	if n := strings.Count(logs.String(), "no live worker runs it"); n != 1 {
 		t.Errorf("warned %d times, want once while nothing changes:\n%s", n, logs.String())
+	}
+}
+
+// TestAdmin_HandlerlessChecksPublishedSchema: the admin API of a producer
+// that has no handler of a task refuses a payload that does not fit the
+// schema the task's live worker publishes.
+func TestAdmin_HandlerlessChecksPublishedSchema(t *testing.T) {
+	t.Parallel()
+	const task = "example.com/jobs.Mail"
+	w := setup(t, Config{Handlers: []Handler{Define(task, TaskOptions{}, nopMail)}})
+	p := setup(t, Config{Dir: w.dir})
+	run(t, w.c)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ws, err := p.c.Workers(p.ctx)
+		if err == nil && len(ws) == 1 && ws[0].Schemas[task] != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no published schema: %v, %v", ws, err)
+		}
+		time.Sleep(10 * time.Millisecond) // polling the registry for Run's first write
+	}
+	srv := httptest.NewServer(NewAdminHandler(p.c, AdminOptions{Token: "tok"}))
+	defer srv.Close()
+	post := func(body string) (int, string) {
+		req, _ := http.NewRequestWithContext(p.ctx, "POST", srv.URL+"/enqueue", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer tok")
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := post(`{"task": "` + task + `", "payload": {"to": "a", "n": "x", "tags": [], "meta": {}, "msg": {"S": ""}}}`); code != 400 || !strings.Contains(body, `field \"n\"`) {
+		t.Errorf("bad payload: %d %s, want 400 naming the field", code, body)
+	}
+	if code, body := post(`{"task": "` + task + `", "payload": {"to": "a", "n": 1, "tags": [], "meta": {}, "msg": {"S": ""}}}`); code != 201 {
+		t.Errorf("good payload: %d %s", code, body)
 	}
 }
