@@ -2,12 +2,12 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: all test test-short vet lint fmt generate check-generated golden demo bench bench-pg bench-go clean
+.PHONY: all test check-size test-short vet lint fmt generate check-generated golden demo bench bench-pg bench-go clean
 
 all: test
 
-## test: vet, check formatting and generated files, then run every test with -race and -shuffle
-test: lint check-generated
+## test: vet, check formatting, generated files and tracked-file sizes, then run every test with -race and -shuffle
+test: lint check-generated check-size
 	$(GO) test -race -shuffle=on -timeout 20m $(PKGS)
 
 ## test-short: the quick run (smaller volume tests, no race detector)
@@ -26,6 +26,11 @@ lint: vet
 
 fmt:
 	gofmt -w $$(git ls-files '*.go' | grep -v '^testdata/golden/_broken/')
+
+## check-size: no tracked file may exceed 1 MiB (compiled binaries, data dumps)
+check-size:
+	@big=$$(git ls-files -z | xargs -0 -r stat -c '%s %n' 2>/dev/null | awk '$$1 > 1048576 {print "  " $$2 " (" $$1 " bytes)"}'); \
+	if [ -n "$$big" ]; then echo "tracked files over 1 MiB:"; echo "$$big"; exit 1; fi
 
 ## generate: run the generator over the examples
 generate:

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/queuemax/queuemax/runtime/engine"
 	"github.com/queuemax/queuemax/runtime/shard"
 	"github.com/queuemax/queuemax/runtime/store"
 	"github.com/queuemax/queuemax/runtime/store/sqlitestore"
@@ -28,7 +29,8 @@ type Client struct {
 	names    []string // handler names, for claim filters ("" for defaultH)
 	defaultH *Handler // Config.DefaultHandler, for jobs without a task
 	started  time.Time
-	events   events
+	events   *engine.Events
+	exec     *engine.Executor // runs and finishes this client's jobs (runtime/engine)
 	// claimAuto is set when Config.ClaimBatch was left zero: claims then
 	// grow with a deep backlog of short jobs (engine.Config.ClaimMax).
 	claimAuto bool
@@ -101,6 +103,7 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 		wake:     make(chan struct{}, 1),
 	}
 	c.claimAuto = claimAuto
+	c.events = engine.NewEvents(c.log, c.now)
 	for i := range cfg.Handlers {
 		h := &cfg.Handlers[i]
 		if err := checkHandler(h); err != nil {
@@ -134,6 +137,7 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 		}
 		c.cfg.Dir = "" // no data directory
 		c.st = st
+		c.exec = c.newExecutor()
 		c.started = c.now()
 		return c, nil
 	}
@@ -157,6 +161,7 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 		return nil, err
 	}
 	c.st = st
+	c.exec = c.newExecutor()
 	c.cfg.Shards = st.Shards()
 	c.started = c.now()
 	return c, nil
@@ -209,7 +214,7 @@ func (c *Client) Close() error {
 		c.alertTimer = nil
 	}
 	c.alertMu.Unlock()
-	c.events.closeAll()
+	c.events.CloseAll()
 	return c.st.Close()
 }
 
@@ -406,6 +411,8 @@ func (c *Client) afterInsert(ctx context.Context, ps []store.InsertParams, ids [
 			}
 			c.emit(ctx, Event{Kind: EventEnqueued, JobID: id, Shard: id.Shard(), Task: ps[i].Task})
 		}
+	} else {
+		c.countEnqueued(ctx, ps) // exact counts without building events
 	}
 	c.notify()
 	c.checkAlert(ctx, false)

@@ -51,8 +51,8 @@ func ExampleOpts_tags() {
 	_, err = t.With(queuemax.Opts{Tags: []string{"two words"}}).Enqueue(ctx, struct{ Slow bool }{})
 	fmt.Println(errors.Is(err, queuemax.ErrInvalidTag), err)
 
-	failed := make(chan queuemax.JobID, 1)
-	c.On(queuemax.EventFailed, func(e queuemax.Event) { failed <- e.JobID })
+	failed, unsubscribe := c.Subscribe(queuemax.EventFailed)
+	defer unsubscribe()
 	go c.Run(ctx)
 	slow, _ := t.With(queuemax.Opts{Timeout: 20 * time.Millisecond}).Enqueue(ctx, struct{ Slow bool }{Slow: true})
 	<-failed

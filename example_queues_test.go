@@ -84,12 +84,15 @@ func ExampleClient_Pause() {
 		return
 	}
 	defer c.Close()
-	c.On(queuemax.EventQueuePaused, func(e queuemax.Event) { fmt.Println("event:", e.Kind, e.Queue) })
+	events, unsubscribe := c.Subscribe(queuemax.EventQueuePaused)
+	defer unsubscribe()
 
 	if err := c.Pause(ctx, "emails"); err != nil {
 		fmt.Println(err)
 		return
 	}
+	e := <-events
+	fmt.Println("event:", e.Kind, e.Queue)
 	c.Enqueue(ctx, "example.Send", map[string]any{}, queuemax.Opts{Queue: "emails"})
 	c.Enqueue(ctx, "example.Send", map[string]any{}, queuemax.Opts{})
 	done := make(chan error)

@@ -29,8 +29,8 @@ func ExampleConfig_completedRetention() {
 		return
 	}
 	defer c.Close()
-	done := make(chan queuemax.JobID, 1)
-	c.On(queuemax.EventCompleted, func(e queuemax.Event) { done <- e.JobID })
+	done, unsubscribe := c.Subscribe(queuemax.EventCompleted)
+	defer unsubscribe()
 	go c.Run(ctx)
 	id, _ := c.Enqueue(ctx, "example.Send", map[string]any{"To": "a@example.com"}, queuemax.Opts{})
 	<-done

@@ -39,8 +39,8 @@ func Example_run() {
 	}
 	defer c.Close()
 
-	done := make(chan struct{}, 3)
-	c.On(queuemax.EventCompleted, func(queuemax.Event) { done <- struct{}{} })
+	done, unsubscribe := c.Subscribe(queuemax.EventCompleted)
+	defer unsubscribe()
 	task := queuemax.NewTask[greetArgs](c, "example.Greet", queuemax.TaskOptions{})
 	for _, n := range []string{"ada", "grace", "linus"} {
 		if _, err := task.Enqueue(ctx, greetArgs{Name: n}); err != nil {

@@ -48,8 +48,8 @@ func Example_unique() {
 
 	// A job that completes frees its key (completed is not among the
 	// default counted statuses: pending, scheduled, processing).
-	done := make(chan struct{}, 2)
-	c.On(queuemax.EventCompleted, func(queuemax.Event) { done <- struct{}{} })
+	done, unsubscribe := c.Subscribe(queuemax.EventCompleted)
+	defer unsubscribe()
 	ran := make(chan error, 1)
 	go func() { ran <- c.Run(ctx) }()
 	<-done

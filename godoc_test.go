@@ -48,6 +48,15 @@ func TestGoDoc_AliasesPointToTheirDocs(t *testing.T) {
 		{"RateLimiter", "runtime/ratelimit.Limiter", []string{"func (l *Limiter) Acquire(ctx context.Context) error", "func (l *Limiter) TryAcquire() bool", "func (l *Limiter) Update(limit int) error"}},
 		{"RateLimiterStats", "runtime/ratelimit.Stats", []string{"Tokens", "Granted", "TotalWait"}},
 		{"Autoscale", "runtime/scale.Policy", []string{"UpThreshold", "Cooldown", "func (p Policy) WithDefaults() Policy"}},
+		{"PermanentError", "queuemaxtype.PermanentError", []string{"func (e *PermanentError) Unwrap() error"}},
+		{"SnoozeError", "queuemaxtype.SnoozeError", []string{"Delay", "func (e *SnoozeError) Error() string"}},
+		{"FailOutcome", "queuemaxtype.FailOutcome", []string{"Dead", "Snoozed", "RetryAt", "Decision"}},
+		{"Decision", "queuemaxtype.Decision", []string{"Permanent", "Delay", "Reason"}},
+		{"Hooks", "queuemaxtype.Hooks", []string{"OnStart", "OnComplete", "OnError"}},
+		{"WorkMiddleware", "queuemaxtype.WorkMiddleware", []string{"Work(ctx context.Context, job *Job, next"}},
+		{"InsertJob", "queuemaxtype.InsertJob", []string{"MaxAttempts", "func (j *InsertJob) SetMetadata(key string, value any) error"}},
+		{"Event", "queuemaxtype.Event", []string{"Kind", "RetryAt", "Slot"}},
+		{"EventKind", "queuemaxtype.EventKind", []string{"EventSnoozed", "EventQueueResumed"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.alias, func(t *testing.T) {

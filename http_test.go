@@ -442,7 +442,8 @@ func TestServeWithWorkers(t *testing.T) {
 	t.Run("SharedShutdown", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, Config{Shards: 1, Handlers: []Handler{adminOKHandler("work")}})
-		bus := newTestBus(t, b.c, EventBusOptions{})
+		completed, unsubscribe := b.c.Subscribe(EventCompleted)
+		defer unsubscribe()
 		inFlight := make(chan struct{})
 		finish := make(chan struct{})
 		mux := http.NewServeMux()
@@ -474,15 +475,6 @@ func TestServeWithWorkers(t *testing.T) {
 		// A job enqueued over HTTP is run by the workers.
 		expectCtx, cancelExpect := context.WithTimeout(b.ctx, 10*time.Second)
 		defer cancelExpect()
-		completed := make(chan JobCompleted, 1)
-		ready := make(chan struct{})
-		go func() {
-			unsub := Subscribe(bus, func(e JobCompleted) { completed <- e })
-			close(ready)
-			<-expectCtx.Done()
-			unsub()
-		}()
-		<-ready
 		res, err := http.Post(url+"/work", "", nil)
 		if err != nil {
 			t.Fatal(err)

@@ -2,13 +2,12 @@ package queuemax
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
-	"runtime/debug"
 	"time"
 
+	"github.com/queuemax/queuemax/queuemaxtype"
+	"github.com/queuemax/queuemax/runtime/engine"
 	"github.com/queuemax/queuemax/runtime/store"
 )
 
@@ -27,75 +26,48 @@ func (c *Client) Claim(ctx context.Context, workerID string, max int) ([]*Job, e
 }
 
 // Complete records the success of a claimed job and stores result (JSON
-// encoded) if it is not nil; a job without a result is deleted. It returns
-// ErrLeaseLost, changing nothing, if the claim no longer holds.
+// encoded) if it is not nil; a job without a result is deleted, unless
+// Config.CompletedRetention keeps it. A result that cannot be encoded
+// fails the job for good instead. It returns ErrLeaseLost, changing
+// nothing, if the claim no longer holds. Like Run and Work it finishes the
+// attempt through the engine's one path (emitting EventCompleted), but as
+// a manual acknowledgement it runs no Hooks.
 func (c *Client) Complete(ctx context.Context, job *Job, result any) error {
-	var raw json.RawMessage
-	if result != nil && !isNilValue(result) {
-		b, err := json.Marshal(result)
-		if err != nil {
-			// The job ran; a result we cannot store must not re-run it.
-			return c.fail(ctx, job, Permanent(fmt.Errorf("encode result: %w", err)), "")
-		}
-		raw = b
-	}
-	err := c.st.Complete(ctx, []store.CompleteParams{{Lease: lease(job), Result: raw, Keep: c.cfg.CompletedRetention > 0, Now: c.now()}})[0]
-	if err != nil {
-		return err
-	}
-	c.emit(ctx, Event{Kind: EventCompleted, JobID: job.ID, Shard: job.Shard, Task: job.Task, Attempt: job.Attempts})
-	return nil
+	a := engine.Attempt{Job: job, Result: result}
+	return c.exec.Finish(ctx, []*engine.Attempt{&a}, engine.FinishOpts{})[0]
 }
 
-func isNilValue(v any) bool {
-	rv := reflect.ValueOf(v)
-	switch rv.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Interface:
-		return rv.IsNil()
-	}
-	return false
-}
+// lease is the lease that fences an acknowledgement of j.
+func lease(j *Job) store.Lease { return engine.Lease(j) }
 
-func lease(j *Job) store.Lease { return store.Lease{ID: j.ID, Token: j.Lease, WorkerID: j.WorkerID} }
-
-// FailOutcome reports what Fail did with a job.
-type FailOutcome struct {
-	// Dead is true when the job went to the dead-letter queue.
-	Dead bool
-	// Cancelled is true when the job ended cancelled (the error was
-	// Cancel(err)); Dead is false then.
-	Cancelled bool
-	// Snoozed is true when the job was snoozed (the error was Snooze(d)):
-	// it runs again at RetryAt without having spent the attempt.
-	Snoozed bool
-	// RetryAt is when the job runs again, if it is not dead.
-	RetryAt time.Time
-	// Decision is the classification of the error.
-	Decision Decision
-}
+// FailOutcome reports what Fail did with a job; see
+// queuemaxtype.FailOutcome for its fields.
+type FailOutcome = queuemaxtype.FailOutcome
 
 // Fail records a failed attempt of a claimed job. The error is classified
 // (see Classify): a permanent error, or a job that has used all its
-// attempts, goes to the dead-letter queue; otherwise the job is retried
-// after the backoff or the error's Retry-After delay. The decision and the
-// write are one atomic, lease-fenced step: it returns ErrLeaseLost,
-// changing nothing, if the claim no longer holds.
+// attempts, goes to the dead-letter queue; Cancel(err) ends it cancelled;
+// Snooze(d) runs it again after d without spending the attempt; otherwise
+// the job is retried after the backoff or the error's Retry-After delay.
+// The decision and the write are one atomic, lease-fenced step: it returns
+// ErrLeaseLost, changing nothing, if the claim no longer holds. As a
+// manual acknowledgement it emits the outcome's event but runs no Hooks.
 func (c *Client) Fail(ctx context.Context, job *Job, jobErr error) (FailOutcome, error) {
-	out := c.failOutcome(job, jobErr)
-	return out, c.record(ctx, job, jobErr, out, stackOf(jobErr))
-}
-
-func (c *Client) fail(ctx context.Context, job *Job, jobErr error, stack string) error {
-	return c.record(ctx, job, jobErr, c.failOutcome(job, jobErr), stack)
+	a := engine.Attempt{Job: job, Err: jobErr}
+	if jobErr == nil {
+		a.Err = errors.New("unknown error") // a nil error still fails the attempt
+	}
+	err := c.exec.Finish(ctx, []*engine.Attempt{&a}, engine.FinishOpts{})[0]
+	return a.Fail, err
 }
 
 // The outcomes of one attempt, as Outcome names them.
 const (
-	OutcomeCompleted    = "completed"
-	OutcomeRetry        = "retry"
-	OutcomeSnoozed      = "snoozed"
-	OutcomeCancelled    = "cancelled"
-	OutcomeDeadLettered = "dead_lettered"
+	OutcomeCompleted    = queuemaxtype.OutcomeCompleted
+	OutcomeRetry        = queuemaxtype.OutcomeRetry
+	OutcomeSnoozed      = queuemaxtype.OutcomeSnoozed
+	OutcomeCancelled    = queuemaxtype.OutcomeCancelled
+	OutcomeDeadLettered = queuemaxtype.OutcomeDeadLettered
 )
 
 // Outcome names what becomes of an attempt of job whose handler returned
@@ -105,111 +77,7 @@ const (
 // calls it with next's result (the metrics and tracing packages label
 // executions with it). One case it cannot see: a snooze past
 // Config.MaxSnoozes is recorded dead-lettered, and Outcome says snoozed.
-func Outcome(job *Job, err error) string {
-	if err == nil {
-		return OutcomeCompleted
-	}
-	if _, ok := errors.AsType[*CancelError](err); ok {
-		return OutcomeCancelled
-	}
-	if _, ok := errors.AsType[*SnoozeError](err); ok {
-		return OutcomeSnoozed
-	}
-	if Classify(err).Permanent || job.Attempts >= job.MaxAttempts {
-		return OutcomeDeadLettered
-	}
-	return OutcomeRetry
-}
-
-func (c *Client) failOutcome(job *Job, jobErr error) FailOutcome {
-	d := Classify(jobErr)
-	switch Outcome(job, jobErr) {
-	case OutcomeCancelled:
-		return FailOutcome{Decision: d, Cancelled: true}
-	case OutcomeSnoozed:
-		if job.Snoozes >= c.cfg.MaxSnoozes {
-			return FailOutcome{Decision: Decision{Permanent: true, Reason: "snooze limit"}, Dead: true}
-		}
-		s, _ := errors.AsType[*SnoozeError](jobErr)
-		return FailOutcome{Decision: d, Snoozed: true, RetryAt: c.now().Add(s.Delay)}
-	}
-	out := FailOutcome{Decision: d, Dead: Outcome(job, jobErr) == OutcomeDeadLettered}
-	if !out.Dead {
-		delay := d.Delay
-		if delay <= 0 {
-			// The handler's setting wins (the row keeps whole seconds only).
-			base := job.RetryDelay
-			if h, ok := c.handlers[job.Task]; ok && h.Options.RetryDelay > 0 {
-				base = h.Options.RetryDelay
-			}
-			if base <= 0 {
-				base = c.cfg.RetryDelay
-			}
-			delay = Backoff(base, job.Attempts)
-		}
-		out.RetryAt = c.now().Add(delay)
-	}
-	return out
-}
-
-func stackOf(err error) string {
-	if pe, ok := errors.AsType[*PanicError](err); ok {
-		return pe.Stack
-	}
-	return ""
-}
-
-// errorType names err's concrete type, as queue-max's error_type column
-// holds the exception class.
-func errorType(err error) string {
-	for {
-		switch e := err.(type) {
-		case *PermanentError:
-			if e.Err == nil {
-				return "PermanentError"
-			}
-			err = e.Err
-			continue
-		case *RetryAfterError:
-			if e.Err == nil {
-				return "RetryAfterError"
-			}
-			err = e.Err
-			continue
-		}
-		return fmt.Sprintf("%T", err)
-	}
-}
-
-func (c *Client) record(ctx context.Context, job *Job, jobErr error, out FailOutcome, stack string) error {
-	if _, ok := errors.AsType[*SnoozeError](jobErr); ok && out.Dead {
-		jobErr = &SnoozeLimitError{Snoozes: job.Snoozes + 1, Max: c.cfg.MaxSnoozes}
-	}
-	msg := "unknown error"
-	if jobErr != nil {
-		msg = jobErr.Error()
-	}
-	now := c.now()
-	err := c.st.Fail(ctx, []store.FailParams{{Lease: lease(job), Error: msg, ErrorType: errorType(jobErr),
-		Stack: stack, Dead: out.Dead, Cancelled: out.Cancelled, Snooze: out.Snoozed, RetryAt: out.RetryAt, Now: now}})[0]
-	if err != nil {
-		return err
-	}
-	if out.Snoozed {
-		c.emit(ctx, Event{Kind: EventSnoozed, JobID: job.ID, Shard: job.Shard, Task: job.Task, Attempt: job.Attempts, RetryAt: out.RetryAt})
-		c.notify()
-		return nil
-	}
-	if out.Cancelled {
-		c.emit(ctx, Event{Kind: EventCancelled, JobID: job.ID, Shard: job.Shard, Task: job.Task, Attempt: job.Attempts, Error: msg})
-	} else if out.Dead {
-		c.emit(ctx, Event{Kind: EventFailed, JobID: job.ID, Shard: job.Shard, Task: job.Task, Attempt: job.Attempts, Error: msg})
-	} else {
-		c.emit(ctx, Event{Kind: EventRetried, JobID: job.ID, Shard: job.Shard, Task: job.Task, Attempt: job.Attempts, Error: msg, RetryAt: out.RetryAt})
-		c.notify()
-	}
-	return nil
-}
+func Outcome(job *Job, err error) string { return engine.Outcome(job, err) }
 
 // Heartbeat renews the heartbeat of claimed jobs so that orphan recovery
 // leaves them alone. Run does this by itself every
@@ -319,14 +187,7 @@ func (c *Client) Cleanup(ctx context.Context, olderThan time.Duration) (CleanupR
 	if olderThan > 0 {
 		return c.st.Cleanup(ctx, now.Add(-olderThan))
 	}
-	completed := c.cfg.CompletedRetention
-	if completed <= 0 {
-		completed = c.cfg.CleanupAge
-	}
-	// A stored result is kept for CleanupAge at least, as before
-	// retention existed: Result[T] may read it later than the retention.
-	return c.st.Prune(ctx, store.PruneParams{CompletedBefore: now.Add(-completed),
-		KeepResultsAfter: now.Add(-max(completed, c.cfg.CleanupAge)), FinishedBefore: now.Add(-c.cfg.CleanupAge)})
+	return c.st.Prune(ctx, engine.PruneParams(now, c.cfg.CompletedRetention, c.cfg.CleanupAge))
 }
 
 // Purge deletes jobs with the given statuses and returns how many. With no
@@ -546,9 +407,4 @@ func (c *Client) Stats(ctx context.Context) (Stats, error) {
 		s.Queues = qs
 	}
 	return s, errors.Join(errs...)
-}
-
-// panicError turns a recovered panic into a *PanicError with its stack.
-func panicError(r any) *PanicError {
-	return &PanicError{Value: r, Stack: string(debug.Stack())}
 }

@@ -6,100 +6,36 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"time"
 
+	"github.com/queuemax/queuemax/queuemaxtype"
 	"github.com/queuemax/queuemax/runtime/shard"
 	"github.com/queuemax/queuemax/runtime/store"
 )
 
-// JobMiddleware is one entry of Config.Middleware: a value that implements
-// EnqueueMiddleware, WorkMiddleware, or both (as a tracing middleware
-// does, which writes trace context on enqueue and reads it on execution).
-// Open fails with a *ConfigError for an entry that implements neither.
-//
-// Middleware run in list order: the first entry is the outermost, so it
-// sees a job first and its outcome last. River's JobInsertMiddleware and
-// WorkerMiddleware are the model. (The net/http Middleware function is
-// unrelated: it puts a Client into request contexts.)
-type JobMiddleware any
-
-// EnqueueMiddleware wraps every insert of new jobs: Enqueue, EnqueueMany,
-// EnqueueFile, task handles, and the jobs the periodic scheduler enqueues.
-// Re-queueing an existing job (RetryJob, RetryFailed, RequeueDead) is not
-// an insert and does not pass through it.
-type EnqueueMiddleware interface {
-	// InsertMany is called with the validated jobs about to be inserted.
-	// It may modify them (their Metadata in particular) and must call next
-	// to insert them, or return an error to insert none. next returns the
-	// jobs' IDs in order once they are committed. For a periodic slot that
-	// another scheduler fired first, next returns no IDs and no error.
-	InsertMany(ctx context.Context, jobs []*InsertJob, next func(ctx context.Context) ([]JobID, error)) ([]JobID, error)
-}
-
-// WorkMiddleware wraps each execution of a job's handler by Run (one claim
-// of the job; in-process retries from TaskOptions.RetryOn happen inside
-// next). It runs on the job's goroutine with the job's context.
-type WorkMiddleware interface {
-	// Work must call next to run the handler and return its result and
-	// error, which it may change (an error it returns is recorded as the
-	// job's failure). job must not be modified. A panic in Work is
-	// recovered and fails the attempt, as a handler's panic does.
-	Work(ctx context.Context, job *Job, next func(ctx context.Context) (any, error)) (any, error)
-}
-
-// EnqueueMiddlewareFunc adapts a function to an EnqueueMiddleware.
-type EnqueueMiddlewareFunc func(ctx context.Context, jobs []*InsertJob, next func(ctx context.Context) ([]JobID, error)) ([]JobID, error)
-
-// InsertMany calls f.
-func (f EnqueueMiddlewareFunc) InsertMany(ctx context.Context, jobs []*InsertJob, next func(ctx context.Context) ([]JobID, error)) ([]JobID, error) {
-	return f(ctx, jobs, next)
-}
-
-// WorkMiddlewareFunc adapts a function to a WorkMiddleware.
-type WorkMiddlewareFunc func(ctx context.Context, job *Job, next func(ctx context.Context) (any, error)) (any, error)
-
-// Work calls f.
-func (f WorkMiddlewareFunc) Work(ctx context.Context, job *Job, next func(ctx context.Context) (any, error)) (any, error) {
-	return f(ctx, job, next)
-}
-
-// InsertJob is one job on its way into the store, as EnqueueMiddleware
-// sees it: the task's defaults and the enqueue's Opts already resolved.
-// Changes a middleware makes are validated again before the insert, with
-// the same errors as Enqueue's.
-type InsertJob struct {
-	Task        string
-	Payload     json.RawMessage // a JSON object
-	Priority    Priority
-	MaxAttempts int       // retries + 1
-	RunAt       time.Time // zero: ready at once
-	Key         *int64    // the partition key; nil: a random shard
-	// Metadata is a JSON object stored with the job and returned as
-	// Job.Metadata (to a WorkMiddleware, for example); nil stores none.
-	Metadata json.RawMessage
-}
-
-// SetMetadata sets key to value (JSON-encoded) in j.Metadata, creating
-// the object if needed and keeping its other keys.
-func (j *InsertJob) SetMetadata(key string, value any) error {
-	m := map[string]json.RawMessage{}
-	if len(j.Metadata) > 0 {
-		if err := json.Unmarshal(j.Metadata, &m); err != nil {
-			return fmt.Errorf("queuemax: job metadata is not a JSON object: %w", err)
-		}
-	}
-	v, err := json.Marshal(value)
-	if err != nil {
-		return fmt.Errorf("queuemax: metadata %q: %w", key, err)
-	}
-	m[key] = v
-	b, err := json.Marshal(m)
-	if err != nil {
-		return err
-	}
-	j.Metadata = b
-	return nil
-}
+// The middleware types are defined, with their full documentation, in
+// package queuemaxtype, which the engine shares.
+type (
+	// JobMiddleware is one entry of Config.Middleware: a value that
+	// implements EnqueueMiddleware, WorkMiddleware, or both; see
+	// queuemaxtype.JobMiddleware. (The net/http Middleware function is
+	// unrelated: it puts a Client into request contexts.)
+	JobMiddleware = queuemaxtype.JobMiddleware
+	// EnqueueMiddleware wraps every insert of new jobs; see
+	// queuemaxtype.EnqueueMiddleware.
+	EnqueueMiddleware = queuemaxtype.EnqueueMiddleware
+	// WorkMiddleware wraps each execution of a job's handler; see
+	// queuemaxtype.WorkMiddleware.
+	WorkMiddleware = queuemaxtype.WorkMiddleware
+	// EnqueueMiddlewareFunc adapts a function to an EnqueueMiddleware; see
+	// queuemaxtype.EnqueueMiddlewareFunc.
+	EnqueueMiddlewareFunc = queuemaxtype.EnqueueMiddlewareFunc
+	// WorkMiddlewareFunc adapts a function to a WorkMiddleware; see
+	// queuemaxtype.WorkMiddlewareFunc.
+	WorkMiddlewareFunc = queuemaxtype.WorkMiddlewareFunc
+	// InsertJob is one job on its way into the store, as EnqueueMiddleware
+	// sees it; see queuemaxtype.InsertJob for its fields and SetMetadata.
+	InsertJob = queuemaxtype.InsertJob
+)
 
 // checkMiddleware is Config.validate's check of Config.Middleware.
 func checkMiddleware(mws []JobMiddleware) error {
@@ -200,31 +136,4 @@ func checkMetadata(raw json.RawMessage) error {
 		return fmt.Errorf("%w: metadata must be a JSON object", ErrInvalidPayload)
 	}
 	return nil
-}
-
-// work runs the work middleware around c.call. A panic in a middleware
-// fails the attempt like a handler's panic.
-func (c *Client) work(ctx context.Context, h *Handler, j *Job) (any, error) {
-	var mws []WorkMiddleware
-	for _, m := range c.cfg.Middleware {
-		if wm, ok := m.(WorkMiddleware); ok {
-			mws = append(mws, wm)
-		}
-	}
-	if len(mws) == 0 {
-		return c.call(ctx, h, j)
-	}
-	var run func(i int, ctx context.Context) (any, error)
-	run = func(i int, ctx context.Context) (result any, err error) {
-		if i == len(mws) {
-			return c.call(ctx, h, j)
-		}
-		defer func() {
-			if r := recover(); r != nil {
-				result, err = nil, panicError(r)
-			}
-		}()
-		return mws[i].Work(ctx, j, func(ctx context.Context) (any, error) { return run(i+1, ctx) })
-	}
-	return run(0, ctx)
 }

@@ -175,8 +175,7 @@ func TestMiddleware_Work(t *testing.T) {
 		h := DefineResult("t.W", TaskOptions{}, func(context.Context, struct{}) (int, error) { log("handler"); return 7, nil })
 		b := setup(t, Config{Shards: 1, Handlers: []Handler{h}, Middleware: []JobMiddleware{wrap("outer"), wrap("inner")},
 			Hooks: Hooks{OnStart: func(context.Context, *Job) { log("on_start") }}})
-		done := make(chan struct{}, 1)
-		b.c.On(EventCompleted, func(Event) { done <- struct{}{} })
+		done := onEvents(b.c, EventCompleted)
 		if _, err := b.c.Enqueue(b.ctx, "t.W", struct{}{}, Opts{}); err != nil {
 			t.Fatal(err)
 		}
@@ -206,8 +205,7 @@ func TestMiddleware_Work(t *testing.T) {
 			Define("t.Panic", TaskOptions{}, func(context.Context, struct{}) error { ran <- "t.Panic"; return nil }),
 		}
 		b := setup(t, Config{Shards: 1, Handlers: hs, MaxRetries: Ptr(0), Middleware: []JobMiddleware{mw}})
-		failed := make(chan Event, 2)
-		b.c.On(EventFailed, func(ev Event) { failed <- ev })
+		failed := onEvents(b.c, EventFailed)
 		for _, task := range []string{"t.Deny", "t.Panic"} {
 			if _, err := b.c.Enqueue(b.ctx, task, struct{}{}, Opts{}); err != nil {
 				t.Fatal(err)

@@ -32,36 +32,3 @@ func TestOutcome(t *testing.T) {
 		})
 	}
 }
-
-// Outcome and the client's recorded decision agree: failOutcome is built on it.
-func TestOutcome_MatchesFailOutcome(t *testing.T) {
-	t.Parallel()
-	c := &Client{cfg: Config{MaxSnoozes: 5, RetryDelay: time.Second}.withDefaults(), handlers: map[string]*Handler{}}
-	boom := errors.New("boom")
-	for _, tt := range []struct {
-		job Job
-		err error
-	}{
-		{Job{Attempts: 1, MaxAttempts: 3}, boom},
-		{Job{Attempts: 3, MaxAttempts: 3}, boom},
-		{Job{Attempts: 1, MaxAttempts: 3}, Permanent(boom)},
-		{Job{Attempts: 3, MaxAttempts: 3}, Snooze(time.Minute)},
-		{Job{Attempts: 1, MaxAttempts: 3}, Cancel(boom)},
-	} {
-		out := c.failOutcome(&tt.job, tt.err)
-		var got string
-		switch {
-		case out.Cancelled:
-			got = OutcomeCancelled
-		case out.Snoozed:
-			got = OutcomeSnoozed
-		case out.Dead:
-			got = OutcomeDeadLettered
-		default:
-			got = OutcomeRetry
-		}
-		if want := Outcome(&tt.job, tt.err); got != want {
-			t.Errorf("job %+v, err %v: failOutcome records %s, Outcome says %s", tt.job, tt.err, got, want)
-		}
-	}
-}

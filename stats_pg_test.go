@@ -30,8 +30,8 @@ func TestPostgres_CountsAndStats(t *testing.T) {
 		t.Fatalf("Open(DSN): %v", err)
 	}
 	t.Cleanup(func() { c.Close() })
-	alerts := make(chan queuemax.Event, 10)
-	c.On(queuemax.EventAlert, func(e queuemax.Event) { alerts <- e })
+	alerts, unsubscribe := c.Subscribe(queuemax.EventAlert)
+	defer unsubscribe()
 
 	// One job of t.dead dies; then three of t.a wait and one t.b is
 	// scheduled for later.

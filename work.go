@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/queuemax/queuemax/runtime/store"
+	"github.com/queuemax/queuemax/runtime/engine"
 )
 
 // WorkResult is what became of one execution run by Client.Work.
@@ -28,8 +28,10 @@ type WorkResult struct {
 // Work runs the handler of job, which the caller claimed with Claim, in
 // this goroutine as Run's workers do (Hooks.OnStart, the work middleware,
 // the task's timeout and inline retries, a panic turned into an error),
-// then records the outcome as they do (completion, retry, snooze,
-// cancellation or dead letter, with its event and hooks) and returns it.
+// then records the outcome as they do, through the same function
+// (completion, kept for Config.CompletedRetention like Run's, retry,
+// snooze, cancellation or dead letter, with its event and hooks) and
+// returns it.
 // The rate limits and circuit breakers that Run applies when it claims do
 // not apply. Work returns an error, recording nothing more, only when the
 // outcome could not be stored: ErrLeaseLost if the claim no longer holds.
@@ -38,34 +40,19 @@ type WorkResult struct {
 // builds Drain and WorkOne on it) and for callers that claim jobs
 // themselves.
 func (c *Client) Work(ctx context.Context, job *Job) (WorkResult, error) {
-	result, jobErr := c.execute(ctx, job)
-	if jobErr == nil {
-		raw, err := encodeResult(result)
-		if err == nil {
-			err = c.st.Complete(ctx, []store.CompleteParams{{Lease: lease(job), Result: raw, Now: c.now()}})[0]
-			if err != nil {
-				return WorkResult{}, err
-			}
-			c.completed(ctx, job, result)
-			c.notify()
-			return WorkResult{Outcome: OutcomeCompleted, Result: result}, nil
-		}
-		jobErr = err // the job ran; a result that cannot be stored fails it for good
-	}
-	out := c.failOutcome(job, jobErr)
-	if err := c.recordFailure(ctx, job, jobErr, out); err != nil {
+	result, jobErr := c.exec.Execute(ctx, job)
+	a := engine.Attempt{Job: job, Ctx: ctx, Result: result, Err: jobErr, Ran: true}
+	if err := c.exec.Finish(ctx, []*engine.Attempt{&a}, engine.FinishOpts{})[0]; err != nil {
 		return WorkResult{}, err
 	}
-	res := WorkResult{Err: jobErr, RetryAt: out.RetryAt}
-	switch {
-	case out.Snoozed:
-		res.Outcome = OutcomeSnoozed
-	case out.Cancelled:
-		res.Outcome = OutcomeCancelled
-	case out.Dead:
-		res.Outcome, res.RetryAt = OutcomeDeadLettered, time.Time{}
-	default:
-		res.Outcome = OutcomeRetry
+	res := WorkResult{Outcome: a.Outcome}
+	if a.Succeeded() {
+		res.Result = a.Result
+		return res, nil
+	}
+	res.Err = a.Err
+	if !a.Fail.Dead {
+		res.RetryAt = a.Fail.RetryAt
 	}
 	return res, nil
 }

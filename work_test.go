@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -73,5 +74,99 @@ func TestClient_Work(t *testing.T) {
 	}
 	if got := TaskNames[struct{ X int }](b.c); len(got) != 0 {
 		t.Errorf("TaskNames[unused type] = %v, want none", got)
+	}
+}
+
+// TestClient_WorkKeepsCompletedLikeRun: under Config.CompletedRetention a
+// job Client.Work completes stays stored as completed, as it does when
+// Run's workers complete it (both finish through the engine's one path);
+// without retention it is deleted, by both.
+func TestClient_WorkKeepsCompletedLikeRun(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name      string
+		retention time.Duration
+		kept      bool
+	}{{"Retention", time.Hour, true}, {"RetentionOff", RetentionOff, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			h := Define("t.OK", TaskOptions{}, func(context.Context, struct{}) error { return nil })
+			b := setup(t, Config{Shards: 1, Handlers: []Handler{h}, CompletedRetention: tc.retention})
+			byWork, err := b.c.Enqueue(b.ctx, "t.OK", struct{}{}, Opts{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			jobs, err := b.c.Claim(b.ctx, "test", 1)
+			if err != nil || len(jobs) != 1 {
+				t.Fatalf("Claim = %v, %v; want one job", jobs, err)
+			}
+			if res, err := b.c.Work(b.ctx, jobs[0]); err != nil || res.Outcome != OutcomeCompleted {
+				t.Fatalf("Work = %+v, %v; want completed", res, err)
+			}
+			completed, unsubscribe := b.c.Subscribe(EventCompleted)
+			defer unsubscribe()
+			byRun, err := b.c.Enqueue(b.ctx, "t.OK", struct{}{}, Opts{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			stop := run(t, b.c)
+			recv(t, completed, 1)
+			stop()
+			for _, id := range []JobID{byWork, byRun} {
+				j, err := b.c.Job(b.ctx, id)
+				switch {
+				case tc.kept && (err != nil || j.Status != StatusCompleted):
+					t.Errorf("job %d (work %v) = %+v, %v; want kept as completed", id, id == byWork, j, err)
+				case !tc.kept && !errors.Is(err, ErrJobNotFound):
+					t.Errorf("job %d (work %v) = %+v, %v; want deleted", id, id == byWork, j, err)
+				}
+			}
+		})
+	}
+}
+
+// TestClient_ManualAcksEmitButRunNoHooks: Complete and Fail finish an
+// attempt through the same path as Work, emitting its event, but as manual
+// acknowledgements they run no Hooks; Work runs them.
+func TestClient_ManualAcksEmitButRunNoHooks(t *testing.T) {
+	t.Parallel()
+	var hooks []string
+	h := Define("t.OK", TaskOptions{}, func(context.Context, struct{}) error { return nil })
+	b := setup(t, Config{Shards: 1, Handlers: []Handler{h}, Hooks: Hooks{
+		OnStart:    func(context.Context, *Job) { hooks = append(hooks, "start") },
+		OnComplete: func(context.Context, *Job, any) { hooks = append(hooks, "complete") },
+		OnError:    func(context.Context, *Job, error, FailOutcome) { hooks = append(hooks, "error") },
+	}})
+	events, cancel := b.c.Subscribe(EventCompleted, EventRetried)
+	defer cancel()
+	claim := func() *Job {
+		t.Helper()
+		if _, err := b.c.Enqueue(b.ctx, "t.OK", struct{}{}, Opts{}); err != nil {
+			t.Fatal(err)
+		}
+		jobs, err := b.c.Claim(b.ctx, "test", 1)
+		if err != nil || len(jobs) != 1 {
+			t.Fatalf("Claim = %v, %v; want one job", jobs, err)
+		}
+		return jobs[0]
+	}
+	if err := b.c.Complete(b.ctx, claim(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := b.c.Fail(b.ctx, claim(), errors.New("boom")); err != nil || out.Dead || out.RetryAt.IsZero() {
+		t.Fatalf("Fail = %+v, %v; want a retry", out, err)
+	}
+	if _, err := b.c.Work(b.ctx, claim()); err != nil {
+		t.Fatal(err)
+	}
+	var kinds []EventKind
+	for _, e := range recv(t, events, 3) {
+		kinds = append(kinds, e.Kind)
+	}
+	if diff := cmp.Diff([]EventKind{EventCompleted, EventRetried, EventCompleted}, kinds); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"start", "complete"}, hooks); diff != "" {
+		t.Errorf("hooks (-want +got):\n%s", diff)
 	}
 }

@@ -2,35 +2,20 @@ package queuemax
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"time"
 
+	"github.com/queuemax/queuemax/queuemaxtype"
 	"github.com/queuemax/queuemax/runtime/breaker"
 	"github.com/queuemax/queuemax/runtime/engine"
 	"github.com/queuemax/queuemax/runtime/ratelimit"
 	"github.com/queuemax/queuemax/runtime/scale"
 )
 
-// Hooks are optional callbacks around each job Run executes. OnStart and
-// OnError run on the worker goroutine that runs the job; OnComplete (and
-// EventCompleted callbacks) run once the success has committed, on the
-// engine's acknowledgement goroutine, which commits the successes of many
-// jobs at once: keep them short, they delay later acknowledgements. A
-// panicking hook is recovered and logged. Hooks are the
-// simple form of a WorkMiddleware (Config.Middleware): OnStart runs before
-// the middleware chain, and OnComplete and OnError run after the outcome has
-// been recorded, which a middleware, returning before that, cannot see.
-type Hooks struct {
-	// OnStart runs before the handler.
-	OnStart func(ctx context.Context, job *Job)
-	// OnComplete runs after a success has been committed.
-	OnComplete func(ctx context.Context, job *Job, result any)
-	// OnError runs after a failure has been recorded.
-	OnError func(ctx context.Context, job *Job, err error, out FailOutcome)
-}
+// Hooks are optional callbacks around each job Run or Client.Work
+// executes; see queuemaxtype.Hooks for its fields and when each runs.
+type Hooks = queuemaxtype.Hooks
 
 // Autoscale makes Run vary how many jobs it executes at once between Min and
 // Max by the pending backlog, with queue-max's rule: above UpThreshold add
@@ -98,37 +83,32 @@ type worker struct {
 }
 
 // newEngine builds the engine of one Run from the client's configuration:
-// the breakers and rate limiters it decides claims by, and the funcs
-// through which it runs handlers and records outcomes.
+// the breakers and rate limiters it decides claims by, and the client's
+// Executor, which runs and finishes its jobs.
 func (c *Client) newEngine() (*worker, error) {
 	w := &worker{c: c, regKey: newRegistryKey(c.cfg.WorkerID)}
 	cfg := engine.Config{
-		Store:             c.st,
-		WorkerID:          c.cfg.WorkerID,
-		Shards:            c.cfg.Shards,
-		Workers:           c.cfg.Workers,
-		ClaimBatch:        c.cfg.ClaimBatch,
-		PollInterval:      c.cfg.PollInterval,
-		HeartbeatInterval: c.cfg.HeartbeatInterval,
-		RecoveryInterval:  c.cfg.RecoveryInterval,
-		DrainTimeout:      c.cfg.DrainTimeout,
-		ShutdownGrace:     ShutdownGrace,
-		Tasks:             c.names,
-		TaskLimiters:      make(map[string]*ratelimit.Limiter),
-		Breakers:          make(map[string]*breaker.Breaker),
-		Wake:              c.wake,
-		Now:               c.now,
-		Log:               c.log,
-		Execute:           c.execute,
-		Retryable:         func(err error) bool { return !Classify(err).Permanent && !isSnooze(err) },
-		Cancelled:         cancelledError,
-		Encode:            encodeResult,
-		KeepCompleted:     c.cfg.CompletedRetention > 0,
-		CleanupInterval:   cleanupInterval(c.cfg.CompletedRetention),
-		Completed:         c.completed,
-		Fail:              c.failed,
-		RecoverOrphans:    c.recoverOrphans,
-		Cleanup:           c.cleanupOld,
+		Store:              c.st,
+		WorkerID:           c.cfg.WorkerID,
+		Shards:             c.cfg.Shards,
+		Workers:            c.cfg.Workers,
+		ClaimBatch:         c.cfg.ClaimBatch,
+		PollInterval:       c.cfg.PollInterval,
+		HeartbeatInterval:  c.cfg.HeartbeatInterval,
+		RecoveryInterval:   c.cfg.RecoveryInterval,
+		DrainTimeout:       c.cfg.DrainTimeout,
+		ShutdownGrace:      ShutdownGrace,
+		Tasks:              c.names,
+		TaskLimiters:       make(map[string]*ratelimit.Limiter),
+		Breakers:           make(map[string]*breaker.Breaker),
+		Wake:               c.wake,
+		Now:                c.now,
+		Log:                c.log,
+		Exec:               c.exec,
+		CleanupInterval:    cleanupInterval(c.cfg.CompletedRetention),
+		StuckTimeout:       c.cfg.StuckTimeout,
+		CompletedRetention: c.cfg.CompletedRetention,
+		CleanupAge:         c.cfg.CleanupAge,
 		CheckAlert: func(ctx context.Context) {
 			c.checkAlert(ctx, true)
 			w.warnUnhandled(ctx)
@@ -347,108 +327,41 @@ func fillStats(e *engine.Engine, s *Stats) {
 	s.IsHealthy = s.IsHealthy && worst != breaker.Open
 }
 
-// execute runs j's handler for the engine: OnStart, then the work
-// middleware around the handler. A job of no registered task fails for
-// good.
-func (c *Client) execute(ctx context.Context, j *Job) (any, error) {
-	h, ok := c.handlers[j.Task]
-	if !ok && j.Task == "" && c.defaultH != nil {
-		h, ok = c.defaultH, true // a job stored without a task (queue-max's)
+// newExecutor builds the Executor that runs and finishes the client's
+// jobs: Run's engine, Work, Complete and Fail all go through it.
+func (c *Client) newExecutor() *engine.Executor {
+	toEngine := func(h *Handler) *engine.Handler {
+		o := h.Options
+		return &engine.Handler{Func: h.Func, Timeout: o.Timeout, RetryDelay: o.RetryDelay, RetryOn: o.RetryOn, InlineRetries: o.InlineRetries}
 	}
-	if !ok {
-		h, ok = c.handlers[""]
+	hs := make(map[string]*engine.Handler, len(c.handlers))
+	for name, h := range c.handlers {
+		hs[name] = toEngine(h)
 	}
-	if !ok {
-		return nil, Permanent(fmt.Errorf("%w: %q (no handler registered)", ErrUnknownTask, j.Task))
+	var def *engine.Handler
+	if c.defaultH != nil {
+		def = toEngine(c.defaultH)
 	}
-	c.hook(ctx, "on_start", func() {
-		if c.cfg.Hooks.OnStart != nil {
-			c.cfg.Hooks.OnStart(ctx, j)
+	var mws []WorkMiddleware
+	for _, m := range c.cfg.Middleware {
+		if wm, ok := m.(WorkMiddleware); ok {
+			mws = append(mws, wm)
 		}
+	}
+	return engine.NewExecutor(engine.ExecConfig{
+		Store:         c.st,
+		Handlers:      hs,
+		Default:       def,
+		Middleware:    mws,
+		Hooks:         c.cfg.Hooks,
+		Events:        c.events,
+		RetryDelay:    c.cfg.RetryDelay,
+		MaxSnoozes:    c.cfg.MaxSnoozes,
+		KeepCompleted: c.cfg.CompletedRetention > 0,
+		Wake:          c.wake,
+		Now:           c.now,
+		Log:           c.log,
 	})
-	return c.work(ctx, h, j)
-}
-
-// encodeResult encodes a handler's result for storage; nil stores none.
-func encodeResult(result any) (json.RawMessage, error) {
-	if result == nil || isNilValue(result) {
-		return nil, nil
-	}
-	b, err := json.Marshal(result)
-	if err != nil {
-		// The job ran; a result we cannot store must not re-run it.
-		return nil, Permanent(fmt.Errorf("encode result: %w", err))
-	}
-	return b, nil
-}
-
-// completed runs after the engine committed j's success.
-func (c *Client) completed(ctx context.Context, j *Job, result any) {
-	c.emit(ctx, Event{Kind: EventCompleted, JobID: j.ID, Shard: j.Shard, Task: j.Task, Attempt: j.Attempts})
-	c.hook(ctx, "on_complete", func() {
-		if c.cfg.Hooks.OnComplete != nil {
-			c.cfg.Hooks.OnComplete(ctx, j, result)
-		}
-	})
-}
-
-// failed records a failed attempt for the engine, then runs OnError.
-func (c *Client) failed(ctx context.Context, j *Job, jobErr error) (bool, error) {
-	out := c.failOutcome(j, jobErr)
-	return out.Dead, c.recordFailure(ctx, j, jobErr, out)
-}
-
-// recordFailure records the failed attempt out decided, logs it and runs
-// OnError (Run's workers and Client.Work).
-func (c *Client) recordFailure(ctx context.Context, j *Job, jobErr error, out FailOutcome) error {
-	if err := c.record(ctx, j, jobErr, out, stackOf(jobErr)); err != nil {
-		return err
-	}
-	switch {
-	case out.Snoozed:
-		c.log.DebugContext(ctx, "job snoozed", "task", j.Task, "job_id", int64(j.ID), "snoozes", j.Snoozes+1, "run_at", out.RetryAt)
-		return nil
-	case out.Cancelled:
-		c.log.InfoContext(ctx, "job cancelled", "task", j.Task, "job_id", int64(j.ID), "attempt", j.Attempts, "err", jobErr)
-		return nil
-	}
-	if out.Dead {
-		c.log.WarnContext(ctx, "job dead-lettered", "task", j.Task, "job_id", int64(j.ID), "attempt", j.Attempts, "err", jobErr)
-	} else {
-		c.log.WarnContext(ctx, "job failed; retry scheduled", "task", j.Task, "job_id", int64(j.ID), "attempt", j.Attempts,
-			"retry_at", out.RetryAt, "err", jobErr)
-	}
-	c.hook(ctx, "on_error", func() {
-		if c.cfg.Hooks.OnError != nil {
-			c.cfg.Hooks.OnError(ctx, j, jobErr, out)
-		}
-	})
-	return nil
-}
-
-// isSnooze reports whether a handler's error is Snooze(d): not a failure,
-// so the task's circuit breaker does not count it.
-func isSnooze(err error) bool {
-	_, ok := errors.AsType[*SnoozeError](err)
-	return ok
-}
-
-// cancelledError maps the error of a handler whose job Client.Cancel asked
-// to stop to Cancel(err), so that it ends cancelled, not retried or dead.
-func cancelledError(err error) error {
-	if _, ok := errors.AsType[*CancelError](err); ok {
-		return err
-	}
-	return Cancel(fmt.Errorf("%w: %w", ErrJobCancelled, err))
-}
-
-// recoverOrphans is the engine rescuer's step.
-func (c *Client) recoverOrphans(ctx context.Context) error {
-	res, err := c.RecoverOrphans(ctx)
-	if err == nil && res.Requeued+res.DeadLettered > 0 {
-		c.log.WarnContext(ctx, "recovered orphaned jobs", "requeued", res.Requeued, "dead_lettered", res.DeadLettered)
-	}
-	return err
 }
 
 // cleanupInterval is how often maintenance cleans up: hourly, or every
@@ -460,83 +373,4 @@ func cleanupInterval(retention time.Duration) time.Duration {
 		return max(retention/2, time.Minute)
 	}
 	return time.Hour
-}
-
-// cleanupOld is the engine maintenance's cleanup step.
-func (c *Client) cleanupOld(ctx context.Context) error {
-	res, err := c.Cleanup(ctx, 0)
-	if err == nil && res.Jobs+res.DeadLetters > 0 {
-		c.log.InfoContext(ctx, "cleaned up old jobs", "jobs", res.Jobs, "dead_letters", res.DeadLetters)
-	}
-	return err
-}
-
-// call runs the handler with the task's timeout, converting panics into
-// errors and retrying in-process on errors RetryOn selects.
-func (c *Client) call(ctx context.Context, h *Handler, j *Job) (any, error) {
-	o := h.Options
-	inline := 0
-	if o.RetryOn != nil {
-		inline = o.InlineRetries
-		if inline == 0 {
-			inline = 3
-		}
-	}
-	for attempt := 0; ; attempt++ {
-		result, err := c.callOnce(ctx, h, j)
-		if err == nil || attempt >= inline || !o.RetryOn(err) || ctx.Err() != nil {
-			return result, err
-		}
-		d := min(100*time.Millisecond<<attempt, 5*time.Second)
-		c.log.DebugContext(ctx, "inline retry", "task", j.Task, "job_id", int64(j.ID), "attempt", attempt+1, "err", err)
-		timer := time.NewTimer(d)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return nil, context.Cause(ctx)
-		case <-timer.C:
-		}
-	}
-}
-
-func (c *Client) callOnce(ctx context.Context, h *Handler, j *Job) (result any, err error) {
-	limit := h.Options.Timeout
-	if j.Timeout > 0 {
-		limit = j.Timeout // the job's own (Opts.Timeout)
-	}
-	if limit > 0 {
-		parent := ctx
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, limit)
-		defer cancel()
-		defer func() {
-			// A handler that returns after its deadline passed (and not
-			// because the whole run is stopping) timed out, whatever it
-			// returned: an attempt that outlived its timeout is a
-			// retryable *TimeoutError, also when the handler ignored its
-			// context and returned nil.
-			if parent.Err() == nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				if err == nil {
-					result, err = nil, &TimeoutError{Limit: limit}
-				} else if _, ok := errors.AsType[*TimeoutError](err); !ok {
-					err = fmt.Errorf("%w: %w", &TimeoutError{Limit: limit}, err)
-				}
-			}
-		}()
-	}
-	defer func() {
-		if r := recover(); r != nil {
-			result, err = nil, panicError(r)
-		}
-	}()
-	return h.Func(ctx, j)
-}
-
-func (c *Client) hook(ctx context.Context, name string, fn func()) {
-	defer func() {
-		if r := recover(); r != nil {
-			c.log.ErrorContext(ctx, "hook panicked", "hook", name, "panic", fmt.Sprint(r))
-		}
-	}()
-	fn()
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,12 +14,22 @@ type echoArgs struct {
 	N int `json:"n"`
 }
 
-// eventCounter collects events of some kinds on a channel.
+// collect collects events of some kinds on a channel, through Subscribe
+// (its goroutine ends when the client closes).
 func collect(c *Client, kinds ...EventKind) <-chan Event {
+	return onEvents(c, kinds...)
+}
+
+// onEvents forwards c's events of kinds to the returned channel until c
+// closes.
+func onEvents(c *Client, kinds ...EventKind) <-chan Event {
+	sub, _ := c.SubscribeConfig(&SubscribeConfig{ChanSize: 10000, Kinds: kinds})
 	ch := make(chan Event, 10000)
-	for _, k := range kinds {
-		c.On(k, func(e Event) { ch <- e })
-	}
+	go func() {
+		for e := range sub {
+			ch <- *e
+		}
+	}()
 	return ch
 }
 
@@ -305,18 +314,10 @@ func TestClient_Run(t *testing.T) {
 func TestClient_Events(t *testing.T) {
 	t.Parallel()
 	b := setup(t, Config{Shards: 1, AlertThreshold: 2})
-	var mu sync.Mutex
-	var got []string
-	b.c.On(EventEnqueued, func(e Event) { panic("callback bug") })
-	b.c.On(EventEnqueued, func(e Event) { mu.Lock(); got = append(got, string(e.Kind)); mu.Unlock() })
-	unsub := b.c.On(EventAlert, func(e Event) {
-		mu.Lock()
-		got = append(got, fmt.Sprintf("alert %s %d>%d", e.AlertType, e.Pending, e.Threshold))
-		mu.Unlock()
-	})
+	ch, unsub := b.c.Subscribe(EventEnqueued, EventAlert)
 	for range 2 {
 		if _, err := b.c.Enqueue(b.ctx, "t", echoArgs{}, Opts{}); err != nil {
-			t.Fatalf("Enqueue with a panicking callback: %v", err)
+			t.Fatal(err)
 		}
 	}
 	if _, err := b.c.Enqueue(WithoutEvents(b.ctx), "t", echoArgs{}, Opts{}); err != nil {
@@ -325,6 +326,14 @@ func TestClient_Events(t *testing.T) {
 	b.c.checkAlert(b.ctx, true)
 	unsub()
 	b.c.checkAlert(b.ctx, true)
+	var got []string
+	for e := range ch { // closed by unsub
+		if e.Kind == EventAlert {
+			got = append(got, fmt.Sprintf("alert %s %d>%d", e.AlertType, e.Pending, e.Threshold))
+		} else {
+			got = append(got, string(e.Kind))
+		}
+	}
 	want := []string{"job_enqueued", "job_enqueued", "alert QUEUE_SIZE 3>2"}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("events = %q, want %q", got, want)

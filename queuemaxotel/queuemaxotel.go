@@ -259,30 +259,44 @@ func (m *Middleware) Work(ctx context.Context, job *queuemax.Job, next func(cont
 	return res, err
 }
 
-// Attach subscribes m's counters to c's events and registers the
+// Attach makes m's counters count c's events, exactly (synced from
+// Client.EventStats().Emitted at each collection and at detach), and registers the
 // observable instruments (job counts, breaker states, rate-limit waits,
 // live workers) that read c. The returned function undoes both.
 func (m *Middleware) Attach(c *queuemax.Client) (detach func(), err error) {
-	add := func(ctr metric.Int64Counter) func(queuemax.Event) {
-		return func(ev queuemax.Event) {
-			ctr.Add(context.Background(), 1, metric.WithAttributes(AttrTask.String(ev.Task)))
+	// Exact counts without a callback per event: each collection (and
+	// the detach) adds what c's event totals, which the engine counts
+	// before any subscriber sees an event, grew by since the last one.
+	var syncMu sync.Mutex
+	seen := c.EventStats().Emitted // count from now on
+	syncCounters := func(ctx context.Context) {
+		syncMu.Lock()
+		defer syncMu.Unlock()
+		emitted := c.EventStats().Emitted
+		for kind, tasks := range emitted {
+			for task, n := range tasks {
+				d := int64(n - seen[kind][task])
+				if d <= 0 {
+					continue
+				}
+				attrs := metric.WithAttributes(AttrTask.String(task))
+				switch kind {
+				case queuemax.EventEnqueued:
+					m.enqueued.Add(ctx, d, attrs)
+				case queuemax.EventCompleted:
+					m.completed.Add(ctx, d, attrs)
+				case queuemax.EventRetried:
+					m.retried.Add(ctx, d, attrs)
+					m.failed.Add(ctx, d, attrs)
+				case queuemax.EventFailed:
+					m.dead.Add(ctx, d, attrs)
+					m.failed.Add(ctx, d, attrs)
+				}
+			}
 		}
+		seen = emitted
 	}
-	// Client.On, not Subscribe: a counter must see every event, even when
-	// the process is too busy for a reader goroutine to keep up, and the
-	// callback only increments, so running it on the emitting goroutine
-	// costs the queue nothing noticeable.
-	offs := []func(){
-		c.On(queuemax.EventEnqueued, add(m.enqueued)),
-		c.On(queuemax.EventCompleted, add(m.completed)),
-		c.On(queuemax.EventRetried, func(ev queuemax.Event) { add(m.retried)(ev); add(m.failed)(ev) }),
-		c.On(queuemax.EventFailed, func(ev queuemax.Event) { add(m.dead)(ev); add(m.failed)(ev) }),
-	}
-	undo := func() {
-		for _, off := range offs {
-			off()
-		}
-	}
+	undo := func() { syncCounters(context.Background()) }
 	jobs, err1 := m.meter.Int64ObservableGauge("queuemax.jobs", metric.WithUnit("{job}"),
 		metric.WithDescription("Jobs stored, by shard, task and status (cached)."))
 	circuits, err2 := m.meter.Int64ObservableGauge("queuemax.circuit_breaker.state",
@@ -295,6 +309,7 @@ func (m *Middleware) Attach(c *queuemax.Client) (detach func(), err error) {
 		return nil, err
 	}
 	reg, err := m.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		syncCounters(ctx)
 		counts, nLive, err := m.cached(ctx, c)
 		for _, n := range counts {
 			o.ObserveInt64(jobs, n.Count, metric.WithAttributes(attribute.String("queuemax.shard", strconv.Itoa(n.Shard)),
@@ -320,8 +335,8 @@ func (m *Middleware) Attach(c *queuemax.Client) (detach func(), err error) {
 		return nil, err
 	}
 	return func() {
-		undo()
 		reg.Unregister()
+		undo()
 	}, nil
 }
 

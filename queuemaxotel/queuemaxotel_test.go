@@ -178,10 +178,8 @@ func TestMiddleware_TracesAndMeasures(t *testing.T) {
 		}),
 	}
 	b := setup(t, Options{}, queuemax.Config{Shards: 2, Handlers: hs})
-	completed := make(chan struct{}, 1)
-	dead := make(chan struct{}, 1)
-	b.c.On(queuemax.EventCompleted, func(queuemax.Event) { completed <- struct{}{} })
-	b.c.On(queuemax.EventFailed, func(queuemax.Event) { dead <- struct{}{} })
+	completed, _ := b.c.Subscribe(queuemax.EventCompleted) // closed by Close
+	dead, _ := b.c.Subscribe(queuemax.EventFailed)         // closed by Close
 
 	reqCtx, req := b.tp.Tracer("test").Start(b.ctx, "request")
 	okID, err := b.c.Enqueue(reqCtx, "t.OK", struct{}{}, queuemax.Opts{})
@@ -280,8 +278,7 @@ func TestMiddleware_LinkOnly(t *testing.T) {
 	t.Parallel()
 	h := queuemax.Define("t.OK", queuemax.TaskOptions{}, func(context.Context, struct{}) error { return nil })
 	b := setup(t, Options{LinkOnly: true}, queuemax.Config{Shards: 1, Handlers: []queuemax.Handler{h}})
-	completed := make(chan struct{}, 1)
-	b.c.On(queuemax.EventCompleted, func(queuemax.Event) { completed <- struct{}{} })
+	completed, _ := b.c.Subscribe(queuemax.EventCompleted) // closed by Close
 	reqCtx, req := b.tp.Tracer("test").Start(b.ctx, "request")
 	if _, err := b.c.Enqueue(reqCtx, "t.OK", struct{}{}, queuemax.Opts{}); err != nil {
 		t.Fatal(err)
@@ -328,7 +325,8 @@ func childMain() int {
 	}
 	defer c.Close()
 	runCtx, stop := context.WithCancel(ctx)
-	c.On(queuemax.EventCompleted, func(queuemax.Event) { stop() })
+	completed, _ := c.Subscribe(queuemax.EventCompleted) // closed by Close
+	go func() { <-completed; stop() }()
 	if err := c.Run(runCtx); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -381,5 +379,27 @@ func TestMiddleware_TraceAcrossProcesses(t *testing.T) {
 	}
 	if got, want := remote[0].ParentSpanID, enq.SpanContext.SpanID().String(); got != want {
 		t.Errorf("child's span parent = %s, want the enqueue span %s", got, want)
+	}
+}
+
+// TestMiddleware_CountsEveryEvent: the event counters lose no event, even
+// while a Subscribe channel drops them, and a collection sees them at once.
+func TestMiddleware_CountsEveryEvent(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Options{}, queuemax.Config{Shards: 2})
+	_, cancel := b.c.SubscribeConfig(&queuemax.SubscribeConfig{ChanSize: 1}) // never read: drops
+	defer cancel()
+	ps := make([]queuemax.EnqueueParams, 2000)
+	for i := range ps {
+		ps[i] = queuemax.EnqueueParams{Task: "t.A", Payload: struct{}{}}
+	}
+	if _, err := b.c.EnqueueMany(b.ctx, ps); err != nil {
+		t.Fatal(err)
+	}
+	if got := sumBy(t, metrics(t, b.reader)["queuemax.jobs.enqueued"], AttrTask)["t.A"]; got != 2000 {
+		t.Errorf("queuemax.jobs.enqueued{t.A} = %d, want 2000", got)
+	}
+	if d := b.c.EventStats().Dropped; d == 0 {
+		t.Error("EventStats().Dropped = 0; the channel was meant to overflow")
 	}
 }

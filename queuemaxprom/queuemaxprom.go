@@ -29,8 +29,9 @@
 // payloads; there is no index on task) and Client.Stats (index reads).
 // Concurrent scrapes share one refresh.
 //
-// Counters fed by the attached client's events (so they count what this
-// process did, and miss calls made under queuemax.WithoutEvents):
+// Counters of the attached client's events, exact (read from
+// Client.EventStats().Emitted at each scrape; they count what this process
+// did after Attach, and not calls made under queuemax.WithoutEvents):
 //
 //	queuemax_jobs_enqueued_total{task}
 //	queuemax_jobs_completed_total{task}
@@ -99,8 +100,9 @@ type Collector struct {
 
 	jobsDesc, deadDesc, circuitDesc, waitsDesc, liveDesc, runningDesc, concDesc *prometheus.Desc
 
-	mu       sync.Mutex // guards client and the cache; held during a refresh
+	mu       sync.Mutex // guards client, seen and the cache; held during a refresh
 	client   *queuemax.Client
+	seen     map[queuemax.EventKind]map[string]uint64 // client's event totals at the last sync
 	cachedAt time.Time
 	counts   []queuemax.JobCount
 	stats    queuemax.Stats
@@ -156,42 +158,59 @@ func NewCollector(o Options) *Collector {
 	}
 }
 
-// Attach subscribes the collector to c's events and reads its counts at
+// Attach makes the collector count c's events and read its counts at
 // scrapes. It returns a function that detaches it again. A collector
 // serves one client at a time; attaching another replaces it.
+//
+// The event counters are exact: at each scrape (and at detach) they add
+// what c's exact event totals (Client.EventStats().Emitted, counted by the
+// engine before any subscriber sees an event) grew by since the last
+// scrape, so they count every event emitted after Attach, however busy the
+// process, and cost the queue no callback per event.
 func (col *Collector) Attach(c *queuemax.Client) (detach func()) {
 	col.mu.Lock()
+	col.syncCounters() // the previous client's last events
 	col.client, col.cachedAt = c, time.Time{}
+	col.seen = c.EventStats().Emitted // count from now on
 	col.mu.Unlock()
-	inc := func(v *prometheus.CounterVec) func(queuemax.Event) {
-		return func(ev queuemax.Event) { v.WithLabelValues(ev.Task).Inc() }
-	}
-	// Client.On, not Subscribe: a counter must see every event, even when
-	// the process is too busy for a reader goroutine to keep up, and the
-	// callback only increments, so running it on the emitting goroutine
-	// costs the queue nothing noticeable.
-	offs := []func(){
-		c.On(queuemax.EventEnqueued, inc(col.enqueued)),
-		c.On(queuemax.EventCompleted, inc(col.completed)),
-		c.On(queuemax.EventRetried, func(ev queuemax.Event) {
-			col.retried.WithLabelValues(ev.Task).Inc()
-			col.failed.WithLabelValues(ev.Task).Inc()
-		}),
-		c.On(queuemax.EventFailed, func(ev queuemax.Event) {
-			col.dead.WithLabelValues(ev.Task).Inc()
-			col.failed.WithLabelValues(ev.Task).Inc()
-		}),
-	}
 	return func() {
-		for _, off := range offs {
-			off()
-		}
 		col.mu.Lock()
 		if col.client == c {
-			col.client = nil
+			col.syncCounters()
+			col.client, col.seen = nil, nil
 		}
 		col.mu.Unlock()
 	}
+}
+
+// syncCounters adds to the event counters what the attached client's
+// event totals grew by since the last sync. col.mu is held.
+func (col *Collector) syncCounters() {
+	if col.client == nil {
+		return
+	}
+	emitted := col.client.EventStats().Emitted
+	for kind, tasks := range emitted {
+		for task, n := range tasks {
+			d := float64(n - col.seen[kind][task])
+			if d <= 0 {
+				continue
+			}
+			switch kind {
+			case queuemax.EventEnqueued:
+				col.enqueued.WithLabelValues(task).Add(d)
+			case queuemax.EventCompleted:
+				col.completed.WithLabelValues(task).Add(d)
+			case queuemax.EventRetried:
+				col.retried.WithLabelValues(task).Add(d)
+				col.failed.WithLabelValues(task).Add(d)
+			case queuemax.EventFailed:
+				col.dead.WithLabelValues(task).Add(d)
+				col.failed.WithLabelValues(task).Add(d)
+			}
+		}
+	}
+	col.seen = emitted
 }
 
 // Work implements queuemax.WorkMiddleware: it observes the job's queue
@@ -223,6 +242,9 @@ func (col *Collector) collectors() []prometheus.Collector {
 // Collect implements prometheus.Collector. It refreshes the cached counts
 // when they are older than Options.RefreshInterval.
 func (col *Collector) Collect(ch chan<- prometheus.Metric) {
+	col.mu.Lock()
+	col.syncCounters()
+	col.mu.Unlock()
 	for _, c := range col.collectors() {
 		c.Collect(ch)
 	}

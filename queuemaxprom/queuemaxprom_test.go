@@ -131,10 +131,8 @@ func TestCollector_CountsMatchStats(t *testing.T) {
 		}),
 	}
 	b := setup(t, Options{}, queuemax.Config{Shards: 2, Handlers: hs, AllowUnknownTasks: true}) // t.Idle has no handler on purpose
-	completed := make(chan struct{}, 10)
-	dead := make(chan struct{}, 10)
-	b.c.On(queuemax.EventCompleted, func(queuemax.Event) { completed <- struct{}{} })
-	b.c.On(queuemax.EventFailed, func(queuemax.Event) { dead <- struct{}{} })
+	completed, _ := b.c.Subscribe(queuemax.EventCompleted)                                      // closed by Close
+	dead, _ := b.c.Subscribe(queuemax.EventFailed)                                              // closed by Close
 	var params []queuemax.EnqueueParams
 	for _, task := range []string{"t.OK", "t.OK", "t.OK", "t.Fail", "t.Retry", "t.Idle", "t.Idle"} {
 		params = append(params, queuemax.EnqueueParams{Task: task, Payload: struct{}{}})
@@ -264,7 +262,7 @@ func TestCollector_CachesCounts(t *testing.T) {
 		t.Errorf("pending after the refresh interval = %d, want 2", got)
 	}
 	// The event counter is live, not cached.
-	if got := testutil.ToFloat64(b.col.enqueued.WithLabelValues("t.A")); got != 2 {
+	if got := gather(t, b.reg, "queuemax_jobs_enqueued_total")["t.A"].GetCounter().GetValue(); got != 2 {
 		t.Errorf("enqueued_total = %v, want 2", got)
 	}
 }
@@ -280,8 +278,7 @@ func TestCollector_EngineState(t *testing.T) {
 	}
 	live := Options{LiveWorkers: func(context.Context) (int, error) { return 3, nil }}
 	b := setup(t, live, queuemax.Config{Shards: 1, Handlers: hs, CircuitThreshold: 1, Workers: 2})
-	dead := make(chan struct{}, 1)
-	b.c.On(queuemax.EventFailed, func(queuemax.Event) { dead <- struct{}{} })
+	dead, _ := b.c.Subscribe(queuemax.EventFailed) // closed by Close
 	for _, task := range []string{"t.Fail", "t.Limited", "t.Limited"} {
 		if _, err := b.c.Enqueue(b.ctx, task, struct{}{}, queuemax.Opts{}); err != nil {
 			t.Fatal(err)
@@ -331,5 +328,48 @@ func TestCollector_RefreshErrorKeepsLastCounts(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(b.col.refreshErrs); got < 1 {
 		t.Errorf("stats_refresh_errors_total = %v, want ≥ 1", got)
+	}
+}
+
+// TestCollector_CountsEveryEvent: the counters lose no event, even while a
+// Subscribe channel drops them, count from Attach, and stop at detach
+// (which still counts what came before it).
+func TestCollector_CountsEveryEvent(t *testing.T) {
+	t.Parallel()
+	col := NewCollector(Options{})
+	c, err := queuemax.Open(t.Context(), queuemax.Config{Dir: t.TempDir(), Shards: 2,
+		Logger: slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelError}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	enqueue := func(n int) {
+		t.Helper()
+		ps := make([]queuemax.EnqueueParams, n)
+		for i := range ps {
+			ps[i] = queuemax.EnqueueParams{Task: "t.A", Payload: struct{}{}}
+		}
+		if _, err := c.EnqueueMany(t.Context(), ps); err != nil {
+			t.Fatal(err)
+		}
+	}
+	enqueue(5) // before Attach: not counted
+	detach := col.Attach(c)
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(col)
+	_, cancel := c.SubscribeConfig(&queuemax.SubscribeConfig{ChanSize: 1}) // never read: drops
+	defer cancel()
+	enqueue(2000)
+	if got := gather(t, reg, "queuemax_jobs_enqueued_total")["t.A"].GetCounter().GetValue(); got != 2000 {
+		t.Errorf("enqueued_total = %v, want 2000", got)
+	}
+	if d := c.EventStats().Dropped; d == 0 {
+		t.Errorf("EventStats().Dropped = 0; the channel was meant to overflow")
+	}
+	enqueue(3)
+	detach() // counts the 3 without a scrape
+	enqueue(7)
+	if got := gather(t, reg, "queuemax_jobs_enqueued_total")["t.A"].GetCounter().GetValue(); got != 2003 {
+		t.Errorf("enqueued_total after detach = %v, want 2003", got)
 	}
 }

@@ -419,3 +419,22 @@ func testWorkOne(t *testing.T, b *bundle) {
 		fails(t, func(tb testing.TB) { queuemaxtest.WorkOne(tb, b.c, raw) }, "no handler for task \"t.Unknown\"")
 	})
 }
+
+// TestDrain_KeepsCompletedUnderRetention: Drain finishes jobs as Run does,
+// so under Config.CompletedRetention its completed jobs stay stored as
+// completed (they used to be deleted).
+func TestDrain_KeepsCompletedUnderRetention(t *testing.T) {
+	t.Parallel()
+	h := queuemax.Define("t.OK", queuemax.TaskOptions{}, func(context.Context, struct{}) error { return nil })
+	c := queuemaxtest.NewClient(t, queuemax.Config{Handlers: []queuemax.Handler{h}, CompletedRetention: time.Hour})
+	id, err := c.Enqueue(t.Context(), "t.OK", struct{}{}, queuemax.Opts{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := queuemaxtest.Drain(t, c); len(w) != 1 || w[0].Outcome != queuemax.OutcomeCompleted {
+		t.Fatalf("Drain = %+v, want one completion", w)
+	}
+	if j, err := c.Job(t.Context(), id); err != nil || j.Status != queuemax.StatusCompleted {
+		t.Errorf("Job = %+v, %v; want kept as completed", j, err)
+	}
+}

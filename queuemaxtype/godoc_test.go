@@ -44,6 +44,25 @@ func TestGoDoc_ShowsFieldsAndMethods(t *testing.T) {
 		"JobCount":      {"Shard", "Task", "Status", "Count", "func (c JobCount) IsDeadLetters() bool"},
 		"CleanupResult": {"Jobs", "DeadLetters"},
 		"RecoverResult": {"Requeued", "DeadLettered"},
+		// The types the engine and users share.
+		"PermanentError":        {"func (e *PermanentError) Unwrap() error"},
+		"RetryAfterError":       {"Delay", "func (e *RetryAfterError) Unwrap() error"},
+		"CancelError":           {"func (e *CancelError) Unwrap() error"},
+		"SnoozeError":           {"Delay", "func (e *SnoozeError) Error() string"},
+		"SnoozeLimitError":      {"Snoozes, Max int"},
+		"PanicError":            {"Value", "Stack"},
+		"TimeoutError":          {"Limit", "func (e *TimeoutError) Timeout() bool"},
+		"Decision":              {"Permanent", "Delay", "Reason"},
+		"FailOutcome":           {"Dead", "Cancelled", "Snoozed", "RetryAt", "Decision"},
+		"JobMiddleware":         {"type JobMiddleware any"},
+		"EnqueueMiddleware":     {"InsertMany(ctx context.Context, jobs []*InsertJob"},
+		"WorkMiddleware":        {"Work(ctx context.Context, job *Job, next"},
+		"EnqueueMiddlewareFunc": {"func (f EnqueueMiddlewareFunc) InsertMany("},
+		"WorkMiddlewareFunc":    {"func (f WorkMiddlewareFunc) Work("},
+		"InsertJob":             {"MaxAttempts", "Metadata", "func (j *InsertJob) SetMetadata(key string, value any) error"},
+		"Hooks":                 {"OnStart", "OnComplete", "OnError"},
+		"Event":                 {"Kind", "JobID", "RetryAt", "AlertType", "Slot", "Queue"},
+		"EventKind":             {"EventEnqueued", "EventSnoozed", "EventQueueResumed"},
 	}
 	for name, want := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -517,8 +517,14 @@ func (b *bench) failure(ctx context.Context) error {
 		return err
 	}
 	defer closeStore()
-	var transitions atomic.Int64
-	h.c.On(queuemax.EventCircuit, func(queuemax.Event) { transitions.Add(1) })
+	// Breaker transitions, exactly (the client's event totals).
+	transitions := func() (n uint64) {
+		for _, k := range h.c.EventStats().Emitted[queuemax.EventCircuit] {
+			n += k
+		}
+		return n
+	}
+	transitions0 := transitions()
 	ids, _, err := enqueueBatched(ctx, h.c, jobs, 1000)
 	if err != nil {
 		return err
@@ -555,7 +561,7 @@ func (b *bench) failure(ctx context.Context) error {
 	b.rep.add(label, "dead-lettered (after 3 attempts)", float64(dead), "jobs")
 	b.rep.add(label, "processing incl. retries", rate(jobs, d), "jobs/s").
 		note("CPU per job %.1fµs (incl. retries); breaker %s at the end, %d state changes (CircuitThreshold %d, per task); retry backoff base 10ms",
-			us(cpu), breaker, transitions.Load(), threshold)
+			us(cpu), breaker, transitions()-transitions0, threshold)
 	return nil
 }
 

@@ -2,30 +2,29 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/queuemax/queuemax/runtime/store"
 )
 
-// ack is a success waiting for its acknowledgement to commit.
+// ack is a success waiting for its acknowledgement to commit: its
+// attempt, already prepared (the result encoded) by the worker.
 type ack struct {
-	rj     *runningJob
-	raw    json.RawMessage
-	result any
+	rj  *runningJob
+	att Attempt
 }
 
 // acker acknowledges successes set-based: workers hand it their successes
 // and go on to the next job; its loop commits everything that has
 // gathered in one Store.Complete call (one transaction per shard, one
 // statement on PostgreSQL), so the next flush gathers while one commits and
-// claims overlap with acknowledgements. A job counts as done only once its
-// acknowledgement has committed, lease-fenced: Config.Completed runs then,
-// on the acknowledger's goroutine, and the job stays held (its lease
-// renewed by heartbeats) until then.
+// claims overlap with acknowledgements. A flush is one Executor.Finish. A
+// job counts as done only once its acknowledgement has committed,
+// lease-fenced: its event and Hooks.OnComplete run then, on the
+// acknowledger's goroutine, and the job stays held (its lease renewed by
+// heartbeats) until then.
 type acker struct {
 	e       *Engine
 	mu      sync.Mutex
@@ -128,58 +127,33 @@ func (e *Engine) ackBackoff(try int) bool {
 	return true
 }
 
-// flush commits batch, retrying items that failed with a storage error,
-// then settles each item.
+// flush finishes batch in one Executor.Finish, retrying items that failed
+// with a storage error, then settles each item.
 func (a *acker) flush(batch []ack) {
 	e := a.e
-	ctx := context.WithoutCancel(e.jobCtx)
-	params := make([]store.CompleteParams, len(batch))
-	now := e.cfg.Now()
-	for i, x := range batch {
-		params[i] = store.CompleteParams{Lease: lease(x.rj.job), Result: x.raw, Keep: e.cfg.KeepCompleted, Now: now}
+	atts := make([]*Attempt, len(batch))
+	for i := range batch {
+		atts[i] = &batch[i].att
 	}
-	errs := e.cfg.Store.Complete(ctx, params)
-	var retry []int
-	for i, err := range errs {
-		if transient(err) {
-			retry = append(retry, i)
-		}
-	}
-	for try := 0; len(retry) > 0 && e.ackBackoff(try); try++ {
-		ps := make([]store.CompleteParams, len(retry))
-		for k, i := range retry {
-			ps[k] = params[i]
-		}
-		again := retry[:0]
-		for k, err := range e.cfg.Store.Complete(ctx, ps) {
-			errs[retry[k]] = err
-			if transient(err) {
-				again = append(again, retry[k])
-			}
-		}
-		retry = again
-	}
-	for i, x := range batch {
-		a.settle(x, errs[i])
+	e.cfg.Exec.Finish(context.WithoutCancel(e.jobCtx), atts, FinishOpts{Retry: e.ackBackoff, Recorded: func(i int, err error) {
+		a.settle(batch[i], err)
+	}})
+	for i := range batch {
+		e.unhold(batch[i].rj)
 	}
 }
 
-// settle records the committed (or rejected) acknowledgement of x.
+// settle counts the committed (or rejected) acknowledgement of x; Finish
+// then emits its event and runs its hook.
 func (a *acker) settle(x ack, err error) {
 	e, j := a.e, x.rj.job
-	ctx := context.WithoutCancel(x.rj.ctx)
 	switch {
 	case errors.Is(err, store.ErrLeaseLost):
 		e.lostCnt.Add(1)
-		e.log.WarnContext(ctx, "job lease lost; completion rejected", "task", j.Task, "job_id", int64(j.ID))
+		e.log.WarnContext(x.att.Ctx, "job lease lost; completion rejected", "task", j.Task, "job_id", int64(j.ID))
 	case err != nil:
-		e.log.ErrorContext(ctx, "record completion; the job is recovered as an orphan", "task", j.Task, "job_id", int64(j.ID), "err", err)
+		e.log.ErrorContext(x.att.Ctx, "record completion; the job is recovered as an orphan", "task", j.Task, "job_id", int64(j.ID), "err", err)
 	default:
 		e.processed.Add(1)
-		if e.log.Enabled(ctx, slog.LevelDebug) {
-			e.log.LogAttrs(ctx, slog.LevelDebug, "job completed", slog.String("task", j.Task), slog.Int64("job_id", int64(j.ID)))
-		}
-		e.cfg.Completed(ctx, j, x.result)
 	}
-	e.unhold(x.rj)
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queuemax/queuemax/queuemaxtype"
 	"github.com/queuemax/queuemax/runtime/store"
 )
 
@@ -51,16 +52,16 @@ func shortAckRetry(t *testing.T) {
 }
 
 // TestAcker_RunOnceSetBased: the successes of a claim are acknowledged in
-// one Complete call, and Completed runs for each after the commit.
+// one Complete call, and Hooks.OnComplete runs for each after the commit.
 func TestAcker_RunOnceSetBased(t *testing.T) {
 	r := newRig(t, 2)
 	fs := &flakyStore{Store: r.st}
 	r.cfg.Store = fs
 	r.cfg.Workers, r.cfg.ClaimBatch = 4, 8
 	var completed atomic.Int32
-	r.cfg.Completed = func(context.Context, *store.Job, any) { completed.Add(1) }
+	r.hooks.OnComplete = func(context.Context, *store.Job, any) { completed.Add(1) }
 	r.enqueue("t", 0, 8)
-	e := New(r.cfg)
+	e := r.engine()
 	if n, _, err := newProducer(e).RunOnce(t.Context(), r.now); err != nil || n != 8 {
 		t.Fatalf("RunOnce = %d, %v; want 8", n, err)
 	}
@@ -85,7 +86,7 @@ func TestAcker_RunOnceRetriesTransientError(t *testing.T) {
 	fs := &flakyStore{Store: r.st, failComplete: 1}
 	r.cfg.Store = fs
 	r.enqueue("t", 0, 2)
-	e := New(r.cfg)
+	e := r.engine()
 	if n, _, _ := newProducer(e).RunOnce(t.Context(), r.now); n != 2 {
 		t.Fatalf("claimed %d, want 2", n)
 	}
@@ -109,7 +110,7 @@ func TestAcker_RunOnceGivesUp(t *testing.T) {
 	fs := &flakyStore{Store: r.st, failComplete: 100}
 	r.cfg.Store = fs
 	r.enqueue("t", 0, 1)
-	e := New(r.cfg)
+	e := r.engine()
 	newProducer(e).RunOnce(t.Context(), r.now)
 	settle(e, -1)
 	if c := fs.completes.Load(); c != int32(1+len(ackRetry)) {
@@ -130,7 +131,7 @@ func TestAcker_LeaseLostIsFinal(t *testing.T) {
 	fs := &flakyStore{Store: r.st}
 	r.cfg.Store = fs
 	r.enqueue("t", 0, 1)
-	e := New(r.cfg)
+	e := r.engine()
 	r.run = func(ctx context.Context, j *store.Job) (any, error) {
 		// Another worker took the job back while it ran.
 		if _, err := r.st.RecoverOrphans(ctx, r.now.Add(time.Hour), r.now); err != nil {
@@ -155,12 +156,9 @@ func TestEngine_FailRetriesTransientError(t *testing.T) {
 	r := newRig(t, 1)
 	fs := &flakyStore{Store: r.st, failFail: 1}
 	r.cfg.Store = fs
-	r.cfg.Fail = func(ctx context.Context, j *store.Job, err error) (bool, error) {
-		return true, fs.Fail(ctx, []store.FailParams{{Lease: lease(j), Error: err.Error(), Dead: true, Now: r.now}})[0]
-	}
-	r.run = func(context.Context, *store.Job) (any, error) { return nil, errors.New("boom") }
+	r.run = func(context.Context, *store.Job) (any, error) { return nil, queuemaxtype.Permanent(errors.New("boom")) }
 	r.enqueue("t", 0, 1)
-	e := New(r.cfg)
+	e := r.engine()
 	newProducer(e).RunOnce(t.Context(), r.now)
 	settle(e, -1)
 	if c := fs.fails.Load(); c != 2 {
@@ -171,7 +169,7 @@ func TestEngine_FailRetriesTransientError(t *testing.T) {
 	}
 }
 
-// TestEngine_RunReturnsWhenCompletedHangs: a Completed callback that never
+// TestEngine_RunReturnsWhenCompletedHangs: an OnComplete hook that never
 // returns holds up the acknowledger, but not Run: the drain gives up on it
 // after DrainTimeout and the grace periods.
 func TestEngine_RunReturnsWhenCompletedHangs(t *testing.T) {
@@ -180,7 +178,7 @@ func TestEngine_RunReturnsWhenCompletedHangs(t *testing.T) {
 	r.cfg.DrainTimeout, r.cfg.ShutdownGrace = 20*time.Millisecond, 20*time.Millisecond
 	hang, entered := make(chan struct{}), make(chan struct{}, 1)
 	defer close(hang)
-	r.cfg.Completed = func(context.Context, *store.Job, any) {
+	r.hooks.OnComplete = func(context.Context, *store.Job, any) {
 		select {
 		case entered <- struct{}{}:
 		default:
@@ -188,7 +186,7 @@ func TestEngine_RunReturnsWhenCompletedHangs(t *testing.T) {
 		<-hang
 	}
 	r.enqueue("t", 0, 1)
-	e := New(r.cfg)
+	e := r.engine()
 	done := make(chan struct{})
 	go func() { e.Run(t.Context()); close(done) }()
 	<-entered

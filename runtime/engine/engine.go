@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"slices"
@@ -10,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/queuemax/queuemax/queuemaxtype"
 	"github.com/queuemax/queuemax/runtime/breaker"
 	"github.com/queuemax/queuemax/runtime/ratelimit"
 	"github.com/queuemax/queuemax/runtime/scale"
@@ -20,12 +20,12 @@ import (
 var ErrStopping = errors.New("queuemax: client stopping")
 
 // ErrJobCancelled is the cause of a handler's context when a cancel was
-// requested for its job while it ran (the root package re-exports it).
-var ErrJobCancelled = errors.New("queuemax: job cancelled")
+// requested for its job while it ran.
+var ErrJobCancelled = queuemaxtype.ErrJobCancelled
 
 // Config is what an Engine needs: storage, settings already defaulted and
 // validated by the caller, the breakers and rate limiters it decides claims
-// by, and the funcs through which it runs jobs and reports outcomes.
+// by, and the Executor that runs and finishes each job.
 type Config struct {
 	Store    store.Store
 	WorkerID string
@@ -65,38 +65,24 @@ type Config struct {
 	// the rest of the limit, and only these queues are claimed. Nil: one
 	// pool for every queue. See queues.go.
 	Queues map[string]int
-	// Wake is signalled after local enqueues, so an idle producer claims
-	// at once.
-	Wake <-chan struct{}
+	// Wake is signalled after local enqueues (and by the engine after
+	// orphan recovery requeued jobs), so an idle producer claims at once.
+	Wake chan struct{}
 	Now  func() time.Time
 	Log  *slog.Logger
 
-	// Execute runs j's handler (with hooks and middleware) and returns
-	// its result or error.
-	Execute func(ctx context.Context, j *store.Job) (any, error)
-	// Retryable reports whether a handler error may succeed on retry (it
-	// counts against the task's breaker).
-	Retryable func(err error) bool
-	// Cancelled maps the error of a handler whose job was asked to cancel
-	// to the error Fail records it cancelled with. Nil: recorded as is.
-	Cancelled func(err error) error
-	// KeepCompleted keeps completed jobs without a result as completed
-	// rows (CompleteParams.Keep) instead of deleting them, for retention.
-	KeepCompleted bool
-	// Encode encodes a result for storage (nil: none); an error fails the
-	// job through Fail.
-	Encode func(result any) (json.RawMessage, error)
-	// Completed runs after j's success has committed, on the
-	// acknowledger's goroutine (one for all jobs: it must be quick).
-	Completed func(ctx context.Context, j *store.Job, result any)
-	// Fail records a failed attempt and reports whether j was
-	// dead-lettered; store.ErrLeaseLost means the claim no longer held.
-	Fail func(ctx context.Context, j *store.Job, err error) (dead bool, _ error)
-	// RecoverOrphans, Cleanup and CheckAlert are maintenance steps; each
-	// logs its own outcome. Nil skips the step.
-	RecoverOrphans func(ctx context.Context) error
-	Cleanup        func(ctx context.Context) error
-	CheckAlert     func(ctx context.Context)
+	// Exec runs each claimed job's attempt and finishes it (exec.go,
+	// outcome.go).
+	Exec *Executor
+	// StuckTimeout is how old a heartbeat must be before the rescuer takes
+	// its job back as an orphan; zero skips orphan recovery.
+	StuckTimeout time.Duration
+	// CompletedRetention and CleanupAge are the ages maintenance deletes
+	// old jobs by (see PruneParams); a zero CleanupAge skips the cleanup.
+	CompletedRetention, CleanupAge time.Duration
+	// CheckAlert, when set, runs each maintenance round (the API's alert
+	// threshold and its warnings).
+	CheckAlert func(ctx context.Context)
 	// Periodic, when set, runs the periodic scheduler while claiming.
 	Periodic Periodic
 	// Services are extra services run beside maintenance until the drain
@@ -407,5 +393,3 @@ func (e *Engine) breakerFor(task string) *breaker.Breaker {
 	}
 	return e.cfg.Breakers[""]
 }
-
-func lease(j *store.Job) store.Lease { return store.Lease{ID: j.ID, Token: j.Lease} }

@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/queuemax/queuemax/queuemaxtype"
 	"github.com/queuemax/queuemax/runtime/breaker"
 	"github.com/queuemax/queuemax/runtime/ratelimit"
 	"github.com/queuemax/queuemax/runtime/scale"
@@ -26,6 +28,30 @@ type rig struct {
 	now time.Time
 	ran chan *store.Job
 	run func(ctx context.Context, j *store.Job) (any, error)
+	// hooks are the executor's hooks.
+	hooks queuemaxtype.Hooks
+}
+
+// engine returns a new engine for r.cfg, whose executor runs every job
+// with r.run (on r.cfg.Store, with r.hooks).
+func (r *rig) engine() *Engine {
+	cfg := r.cfg
+	cfg.Exec = NewExecutor(ExecConfig{
+		Store:      cfg.Store,
+		Events:     NewEvents(slog.Default(), time.Now),
+		Hooks:      r.hooks,
+		MaxSnoozes: 5,
+		RetryDelay: time.Second,
+		Now:        cfg.Now,
+		Handlers: map[string]*Handler{"": {Func: func(ctx context.Context, j *store.Job) (any, error) {
+			r.ran <- j
+			if r.run != nil {
+				return r.run(ctx, j)
+			}
+			return nil, nil
+		}}},
+	})
+	return New(cfg)
 }
 
 func newRig(t *testing.T, shards int) *rig {
@@ -46,19 +72,6 @@ func newRig(t *testing.T, shards int) *rig {
 		DrainTimeout: time.Second, ShutdownGrace: time.Second,
 		Breakers: map[string]*breaker.Breaker{"": b},
 		Now:      func() time.Time { return r.now },
-		Execute: func(ctx context.Context, j *store.Job) (any, error) {
-			r.ran <- j
-			if r.run != nil {
-				return r.run(ctx, j)
-			}
-			return nil, nil
-		},
-		Retryable: func(error) bool { return true },
-		Encode:    func(any) (json.RawMessage, error) { return nil, nil },
-		Completed: func(context.Context, *store.Job, any) {},
-		Fail: func(ctx context.Context, j *store.Job, err error) (bool, error) {
-			return true, st.Fail(ctx, []store.FailParams{{Lease: lease(j), Error: err.Error(), Dead: true, Now: r.now}})[0]
-		},
 	}
 	return r
 }
@@ -94,7 +107,7 @@ func TestProducer_RunOnce(t *testing.T) {
 	r := newRig(t, 1)
 	r.enqueue("low", 0, 3)
 	r.enqueue("high", 10, 3)
-	e := New(r.cfg)
+	e := r.engine()
 	p := newProducer(e)
 	n, _, err := p.RunOnce(t.Context(), r.now)
 	if err != nil || n != 4 {
@@ -135,7 +148,7 @@ func TestProducer_RunOnceBreakerAndLimit(t *testing.T) {
 	r.cfg.TaskLimiters = map[string]*ratelimit.Limiter{"b": l}
 	r.enqueue("a", 0, 2)
 	r.enqueue("b", 0, 2)
-	e := New(r.cfg)
+	e := r.engine()
 	n, retryIn, err := newProducer(e).RunOnce(t.Context(), r.now)
 	if err != nil || n != 0 {
 		t.Fatalf("RunOnce = %d, %v; want nothing claimed", n, err)
@@ -157,7 +170,7 @@ func TestProducer_RunOnceLeaseLost(t *testing.T) {
 	r := newRig(t, 1)
 	r.cfg.Workers, r.cfg.ClaimBatch = 1, 1
 	r.enqueue("t", 0, 1)
-	e := New(r.cfg)
+	e := r.engine()
 	r.run = func(ctx context.Context, j *store.Job) (any, error) {
 		e.mu.Lock()
 		rj := e.running[j.ID]
@@ -183,7 +196,7 @@ func TestHeartbeater_RunOnce(t *testing.T) {
 	if err != nil || len(jobs) != 2 {
 		t.Fatal(jobs, err)
 	}
-	e := New(r.cfg)
+	e := r.engine()
 	good := e.hold(jobs[0], nil)
 	stale := *jobs[1]
 	stale.Lease++ // a lease this engine no longer holds
@@ -216,18 +229,23 @@ func TestRescuer_RunOnce(t *testing.T) {
 	if _, err := r.st.Claim(t.Context(), store.ClaimParams{WorkerID: "dead", Max: 1, Now: r.now}); err != nil {
 		t.Fatal(err)
 	}
-	var got store.RecoverResult
-	r.cfg.RecoverOrphans = func(ctx context.Context) error {
-		var err error
-		got, err = r.st.RecoverOrphans(ctx, r.now.Add(-30*time.Second), r.now)
-		return err
-	}
-	e := New(r.cfg)
+	r.cfg.StuckTimeout = 30 * time.Second
+	r.cfg.Wake = make(chan struct{}, 1)
+	e := r.engine()
 	e.hold(mine[0], nil)
 	r.now = r.now.Add(time.Hour)
 	(&rescuer{e: e}).RunOnce(t.Context(), r.now)
-	if got.Requeued != 1 {
-		t.Errorf("requeued %d, want 1 (the dead worker's job only)", got.Requeued)
+	ss, err := r.st.Stats(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if waiting, processing := ss[0].Pending+ss[0].Scheduled, ss[0].Processing; waiting != 1 || processing != 1 {
+		t.Errorf("waiting %d, processing %d; want the dead worker's job requeued and ours kept", waiting, processing)
+	}
+	select {
+	case <-r.cfg.Wake:
+	default:
+		t.Error("the requeue did not wake the producer")
 	}
 }
 
@@ -235,17 +253,35 @@ func TestRescuer_RunOnce(t *testing.T) {
 // CleanupInterval, and checks alerts every round.
 func TestMaintenance_RunOnce(t *testing.T) {
 	r := newRig(t, 1)
-	var cleanups, alerts int
-	r.cfg.CleanupInterval = time.Hour
-	r.cfg.Cleanup = func(context.Context) error { cleanups++; return nil }
+	var alerts int
+	ps := &pruneCounter{Store: r.st}
+	r.cfg.Store = ps
+	r.cfg.CleanupInterval, r.cfg.CleanupAge = time.Hour, 24*time.Hour
 	r.cfg.CheckAlert = func(context.Context) { alerts++ }
-	m := &maintenance{e: New(r.cfg)}
+	m := &maintenance{e: r.engine()}
 	for _, d := range []time.Duration{0, time.Minute, 59 * time.Minute, time.Hour, 90 * time.Minute} {
 		m.RunOnce(t.Context(), r.now.Add(d))
 	}
-	if cleanups != 2 || alerts != 5 {
-		t.Errorf("cleanups %d, alerts %d; want 2, 5", cleanups, alerts)
+	if ps.n != 2 || alerts != 5 {
+		t.Errorf("cleanups %d, alerts %d; want 2, 5", ps.n, alerts)
 	}
+	want := PruneParams(r.now.Add(time.Hour), 0, 24*time.Hour) // the last round that cleaned up
+	if ps.last != want {
+		t.Errorf("last prune %+v, want %+v", ps.last, want)
+	}
+}
+
+// pruneCounter counts Prune calls.
+type pruneCounter struct {
+	store.Store
+	n    int
+	last store.PruneParams
+}
+
+func (s *pruneCounter) Prune(ctx context.Context, p store.PruneParams) (store.CleanupResult, error) {
+	s.n++
+	s.last = p
+	return s.Store.Prune(ctx, p)
 }
 
 // TestAutoscaler_RunOnce scales up by the backlog, then honours the
@@ -255,7 +291,7 @@ func TestAutoscaler_RunOnce(t *testing.T) {
 	p := scale.Policy{Min: 1, Max: 8, UpThreshold: 10, DownThreshold: 2, CheckInterval: time.Second, Cooldown: time.Minute}.WithDefaults()
 	r.cfg.Workers, r.cfg.Autoscale = 2, &p
 	r.enqueue("t", 0, 30)
-	e := New(r.cfg)
+	e := r.engine()
 	a := &autoscaler{e: e}
 	a.RunOnce(t.Context(), r.now)
 	if got := e.Stats().Concurrency; got != 5 {
@@ -288,7 +324,7 @@ func TestScheduler_RunOnce(t *testing.T) {
 	r := newRig(t, 1)
 	f := &fakePeriodic{now: r.now}
 	r.cfg.Periodic = f
-	s := newScheduler(New(r.cfg))
+	s := newScheduler(r.engine())
 	if next := s.RunOnce(t.Context(), r.now); !next.Equal(r.now.Add(time.Minute)) {
 		t.Errorf("next = %v, want a minute after %v", next, r.now)
 	}
@@ -316,7 +352,7 @@ func TestEngine_RunDrain(t *testing.T) {
 	}
 	r.enqueue("fast", 0, 5)
 	r.enqueue("slow", -1, 1)
-	e := New(r.cfg)
+	e := r.engine()
 	done := make(chan struct{})
 	go func() { e.Run(t.Context()); close(done) }()
 	<-block
@@ -358,7 +394,7 @@ func TestProducer_RunOncePrefetch(t *testing.T) {
 	r := newRig(t, 1)
 	r.cfg.Workers, r.cfg.ClaimBatch = 2, 6
 	r.enqueue("t", 0, 8)
-	e := New(r.cfg)
+	e := r.engine()
 	p := newProducer(e)
 	if n, _, err := p.RunOnce(t.Context(), r.now); err != nil || n != 6 {
 		t.Fatalf("RunOnce = %d, %v; want the whole batch of 6", n, err)
@@ -388,7 +424,7 @@ func TestProducer_RunOncePrefetch(t *testing.T) {
 func TestProducer_AdaptClaimSize(t *testing.T) {
 	r := newRig(t, 1)
 	r.cfg.Workers, r.cfg.ClaimBatch, r.cfg.ClaimMax = 2, 8, 50
-	p := newProducer(New(r.cfg))
+	p := newProducer(r.engine())
 	at := time.Now()
 	p.adapt(8, 8, at) // the first full claim only sets the clock
 	var sizes []int
@@ -458,7 +494,7 @@ func TestEngine_StopDuringClaim(t *testing.T) {
 	defer cancel()
 	r.cfg.Store = &cancelInFlight{Store: r.st, stop: cancel}
 	r.cfg.DrainTimeout = 10 * time.Millisecond
-	e := New(r.cfg)
+	e := r.engine()
 	e.Run(ctx)
 	if pending, processing := r.counts(); pending != 8 || processing != 0 {
 		t.Errorf("after a stop during the claim: %d pending, %d processing; want 8, 0", pending, processing)
@@ -491,7 +527,7 @@ func TestEngine_StopDuringHangingClaim(t *testing.T) {
 	st := &hangingClaims{Store: r.st, entered: make(chan struct{}, 1)}
 	r.cfg.Store = st
 	ctx, cancel := context.WithCancel(t.Context())
-	e := New(r.cfg)
+	e := r.engine()
 	done := make(chan struct{})
 	go func() { e.Run(ctx); close(done) }()
 	<-st.entered

@@ -3,234 +3,196 @@ package engine
 import (
 	"context"
 	"errors"
-	"sync/atomic"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"time"
 
-	"github.com/queuemax/queuemax/runtime/breaker"
+	"github.com/queuemax/queuemax/queuemaxtype"
 	"github.com/queuemax/queuemax/runtime/store"
 )
 
-// runningJob is a job the engine holds: queued for a worker, running, or
-// finished and waiting for its acknowledgement to commit.
-type runningJob struct {
-	job    *store.Job
-	ctx    context.Context // the job's context, a child of Engine.jobCtx
-	cancel context.CancelCauseFunc
-	ticket *breaker.Ticket // the breaker probe that guards the job (nil: none)
-	lost   atomic.Bool
-	// cancelReq is set once a cancel was requested for the job (Heartbeat
-	// reported store.ErrCancelRequested, or CancelLocal).
-	cancelReq atomic.Bool
+// Job is a stored job (queuemaxtype.Job).
+type Job = store.Job
+
+// Handler is how the engine runs one task's jobs: the task's function
+// (which decodes the payload itself) and its execution settings.
+type Handler struct {
+	// Func runs one job; a non-nil result is stored JSON-encoded.
+	Func func(ctx context.Context, job *Job) (any, error)
+	// Timeout bounds one execution (a job's own Timeout wins); zero: none.
+	Timeout time.Duration
+	// RetryDelay is the task's backoff base; zero: ExecConfig.RetryDelay
+	// (or the job's stored delay).
+	RetryDelay time.Duration
+	// RetryOn selects errors retried in-process, up to InlineRetries times
+	// (zero: 3), before the attempt counts as failed. Nil: none.
+	RetryOn       func(error) bool
+	InlineRetries int
 }
 
-// hold registers a claimed job: from now on heartbeats renew its lease
-// and it counts as active until unhold, whether it runs at once, waits for
-// a worker or waits for its acknowledgement.
-func (e *Engine) hold(j *store.Job, t *breaker.Ticket) *runningJob {
-	jctx, cancel := context.WithCancelCause(e.jobCtx)
-	rj := &runningJob{job: j, ctx: jctx, cancel: cancel, ticket: t}
-	e.mu.Lock()
-	e.running[j.ID] = rj
-	e.mu.Unlock()
-	e.active.Add(1)
-	e.jobWG.Add(1)
-	e.queues.add(j.Queue, 1)
-	return rj
+// ExecConfig is what an Executor needs to run and finish a client's jobs.
+type ExecConfig struct {
+	Store store.Store
+	// Handlers run the jobs of their task; the one under "" is a catch-all
+	// for tasks without their own.
+	Handlers map[string]*Handler
+	// Default runs jobs stored without a task (queue-max's), when no
+	// catch-all does. Nil: none.
+	Default *Handler
+	// Middleware wraps every execution, the first outermost.
+	Middleware []queuemaxtype.WorkMiddleware
+	Hooks      queuemaxtype.Hooks
+	// Events receives the outcomes' events (required).
+	Events *Events
+	// RetryDelay is the backoff base of jobs whose task and row set none.
+	RetryDelay time.Duration
+	// MaxSnoozes is how often a job may snooze before it is dead-lettered.
+	MaxSnoozes int
+	// KeepCompleted keeps completed jobs without a result as completed
+	// rows (CompleteParams.Keep) instead of deleting them, for retention.
+	KeepCompleted bool
+	// Wake, when set, is signalled (without blocking) after a retry or a
+	// snooze is recorded, so that an idle producer claims again.
+	Wake chan<- struct{}
+	Now  func() time.Time // UTC
+	Log  *slog.Logger
 }
 
-// unhold forgets a held job.
-func (e *Engine) unhold(rj *runningJob) {
-	rj.cancel(nil)
-	e.mu.Lock()
-	delete(e.running, rj.job.ID)
-	e.mu.Unlock()
-	e.active.Add(-1)
-	e.jobWG.Done()
-	e.queues.add(rj.job.Queue, -1)
+// Executor runs one attempt of a job (Execute) and records how it ended
+// (Finish): the one path every job takes, under Run's workers and
+// acknowledger, Client.Work, and Client.Complete and Client.Fail alike.
+// It is safe for concurrent use.
+type Executor struct {
+	cfg ExecConfig
 }
 
-// ensureWorkers starts workers until there are as many as jobs may run at
-// once. Workers are long-lived: each takes the next queued job, runs it
-// and hands a success to the acknowledger, without a goroutine per job.
-// When the limit drops, the workers above it exit after their job.
-func (e *Engine) ensureWorkers() {
-	limit := e.limit.Load()
-	if e.workers.Load() >= limit {
-		return
+// NewExecutor returns an executor for cfg.
+func NewExecutor(cfg ExecConfig) *Executor {
+	if cfg.Now == nil {
+		cfg.Now = func() time.Time { return time.Now().UTC() }
 	}
-	e.poolMu.Lock()
-	defer e.poolMu.Unlock()
-	for ; e.workers.Load() < limit; e.workers.Add(1) {
-		e.workWG.Go(e.work)
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
 	}
+	return &Executor{cfg: cfg}
 }
 
-// work is one worker's loop: it runs queued jobs until the queue closes
-// or the pool is above the limit.
-func (e *Engine) work() {
-	for {
-		if e.shrink() {
-			return
+// handler returns the handler of j's task: its own, the default one for a
+// job without a task, else the catch-all.
+func (x *Executor) handler(j *Job) *Handler {
+	if h, ok := x.cfg.Handlers[j.Task]; ok {
+		return h
+	}
+	if j.Task == "" && x.cfg.Default != nil {
+		return x.cfg.Default
+	}
+	return x.cfg.Handlers[""]
+}
+
+// Execute runs one attempt of j on the calling goroutine: Hooks.OnStart,
+// then the work middleware around the handler, which runs with its
+// timeout and in-process retries; a panic in the handler or a middleware
+// fails the attempt with a *PanicError. A job of no known task fails for
+// good (ErrUnknownTask).
+func (x *Executor) Execute(ctx context.Context, j *Job) (any, error) {
+	h := x.handler(j)
+	if h == nil {
+		return nil, queuemaxtype.Permanent(fmt.Errorf("%w: %q (no handler registered)", queuemaxtype.ErrUnknownTask, j.Task))
+	}
+	if x.cfg.Hooks.OnStart != nil {
+		x.hook(ctx, "on_start", func() { x.cfg.Hooks.OnStart(ctx, j) })
+	}
+	mws := x.cfg.Middleware
+	if len(mws) == 0 {
+		return x.call(ctx, h, j)
+	}
+	var run func(i int, ctx context.Context) (any, error)
+	run = func(i int, ctx context.Context) (result any, err error) {
+		if i == len(mws) {
+			return x.call(ctx, h, j)
 		}
-		rj, ok := <-e.queue
-		if !ok {
-			return
-		}
-		e.runJob(rj)
+		defer func() {
+			if r := recover(); r != nil {
+				result, err = nil, panicError(r)
+			}
+		}()
+		return mws[i].Work(ctx, j, func(ctx context.Context) (any, error) { return run(i+1, ctx) })
 	}
+	return run(0, ctx)
 }
 
-// shrink retires the calling worker when the pool is larger than the
-// limit.
-func (e *Engine) shrink() bool {
-	if e.workers.Load() <= e.limit.Load() { // confirmed under the lock
-		return false
-	}
-	e.poolMu.Lock()
-	defer e.poolMu.Unlock()
-	if e.workers.Load() <= e.limit.Load() {
-		return false
-	}
-	e.workers.Add(-1)
-	return true
-}
-
-// runJob runs one dequeued job: its handler, then the outcome.
-func (e *Engine) runJob(rj *runningJob) {
-	if rj.lost.Load() {
-		// Taken back while it waited for a worker: another worker owns it.
-		if rj.ticket != nil {
-			rj.ticket.Release()
-		}
-		e.lostCnt.Add(1)
-		e.dequeued()
-		e.unhold(rj)
-		return
-	}
-	e.executing.Add(1)
-	result, err := e.cfg.Execute(rj.ctx, rj.job)
-	e.executing.Add(-1)
-	e.dequeued()
-	e.outcome(rj, result, err)
-}
-
-// dequeued counts a job that left the queue (ran or was dropped) and wakes
-// the producer once the queue runs low.
-func (e *Engine) dequeued() {
-	if e.inflight.Add(-1) < e.lowWater.Load() {
-		e.signalSlot()
-	}
-}
-
-// signalSlot wakes the producer without blocking.
-func (e *Engine) signalSlot() {
-	select {
-	case e.slotFree <- struct{}{}:
-	default:
-	}
-}
-
-// outcome records the outcome of an attempt; the breaker (or the job's
-// probe ticket) learns it first. A success goes to the acknowledger, a
-// failure is recorded here.
-func (e *Engine) outcome(rj *runningJob, result any, err error) {
-	t, j := rj.ticket, rj.job
-	if err != nil && rj.cancelReq.Load() && e.cfg.Cancelled != nil {
-		// Asked to cancel: the failure ends the job cancelled, even
-		// while draining; a success stays a success.
-		err = e.cfg.Cancelled(err)
-	} else if err != nil && context.Cause(e.jobCtx) != nil && (errors.Is(err, context.Canceled) || errors.Is(err, ErrStopping)) {
-		// Cancelled by the drain timeout: give the job back unspent.
-		if t != nil {
-			t.Release()
-		}
-		e.release(rj)
-		e.unhold(rj)
-		return
-	}
-	retryable := err != nil && e.cfg.Retryable(err)
-	switch {
-	case t != nil && err == nil:
-		t.Success()
-	case t != nil && retryable:
-		t.Failure()
-	case t != nil:
-		t.Release()
-	case err == nil:
-		e.breakerFor(j.Task).Success()
-	case retryable:
-		e.breakerFor(j.Task).Failure()
-	}
-	if rj.lost.Load() {
-		e.lostCnt.Add(1)
-		e.log.WarnContext(rj.ctx, "job lease lost while running; result discarded", "task", j.Task, "job_id", int64(j.ID))
-		e.unhold(rj)
-		return
-	}
-	if err == nil {
-		raw, encErr := e.cfg.Encode(result)
-		if encErr == nil {
-			e.acks.add(ack{rj: rj, raw: raw, result: result})
-			return
-		}
-		err = encErr // the job ran; a result that cannot be stored fails it for good
-	}
-	e.fail(rj, err)
-	e.unhold(rj)
-}
-
-// fail records a failed attempt, retrying a transient storage error with
-// a short bounded backoff (see ackRetry); a lost lease is final.
-func (e *Engine) fail(rj *runningJob, jobErr error) {
-	j := rj.job
-	// Failures must reach the store even while draining.
-	ctx := context.WithoutCancel(rj.ctx)
-	var (
-		dead bool
-		err  error
-	)
-	for try := 0; ; try++ {
-		dead, err = e.cfg.Fail(ctx, j, jobErr)
-		if !transient(err) || !e.ackBackoff(try) {
-			break
+// call runs the handler with the task's timeout, converting panics into
+// errors and retrying in-process on errors RetryOn selects.
+func (x *Executor) call(ctx context.Context, h *Handler, j *Job) (any, error) {
+	inline := 0
+	if h.RetryOn != nil {
+		inline = h.InlineRetries
+		if inline == 0 {
+			inline = 3
 		}
 	}
-	switch {
-	case errors.Is(err, store.ErrLeaseLost):
-		e.lostCnt.Add(1)
-		e.log.WarnContext(ctx, "job lease lost; failure rejected", "task", j.Task, "job_id", int64(j.ID))
-	case err != nil:
-		e.log.ErrorContext(ctx, "record failure; the job is recovered as an orphan", "task", j.Task, "job_id", int64(j.ID), "err", err)
-	case dead:
-		e.failed.Add(1)
-	default:
-		e.retried.Add(1)
+	for attempt := 0; ; attempt++ {
+		result, err := callOnce(ctx, h, j)
+		if err == nil || attempt >= inline || !h.RetryOn(err) || ctx.Err() != nil {
+			return result, err
+		}
+		d := min(100*time.Millisecond<<attempt, 5*time.Second)
+		x.cfg.Log.DebugContext(ctx, "inline retry", "task", j.Task, "job_id", int64(j.ID), "attempt", attempt+1, "err", err)
+		timer := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return nil, context.Cause(ctx)
+		case <-timer.C:
+		}
 	}
 }
 
-// requestCancel stops a held job a cancel was requested for: its handler's
-// context is cancelled with cause ErrJobCancelled, and outcome records the
-// failure through Config.Cancelled.
-func requestCancel(rj *runningJob) {
-	rj.cancelReq.Store(true)
-	rj.cancel(ErrJobCancelled)
+func callOnce(ctx context.Context, h *Handler, j *Job) (result any, err error) {
+	limit := h.Timeout
+	if j.Timeout > 0 {
+		limit = j.Timeout // the job's own (Opts.Timeout)
+	}
+	if limit > 0 {
+		parent := ctx
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, limit)
+		defer cancel()
+		defer func() {
+			// A handler that returns after its deadline passed (and not
+			// because the whole run is stopping) timed out, whatever it
+			// returned: an attempt that outlived its timeout is a
+			// retryable *TimeoutError, also when the handler ignored its
+			// context and returned nil.
+			if parent.Err() == nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				if err == nil {
+					result, err = nil, &queuemaxtype.TimeoutError{Limit: limit}
+				} else if _, ok := errors.AsType[*queuemaxtype.TimeoutError](err); !ok {
+					err = fmt.Errorf("%w: %w", &queuemaxtype.TimeoutError{Limit: limit}, err)
+				}
+			}
+		}()
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			result, err = nil, panicError(r)
+		}
+	}()
+	return h.Func(ctx, j)
 }
 
-// CancelLocal stops job id at once if this engine holds it (a cancel made
-// in the process that runs the job); other processes learn of it from
-// their heartbeats.
-func (e *Engine) CancelLocal(id store.JobID) {
-	e.mu.Lock()
-	rj := e.running[id]
-	e.mu.Unlock()
-	if rj != nil {
-		requestCancel(rj)
-	}
+// hook runs a user hook, recovering and logging its panic.
+func (x *Executor) hook(ctx context.Context, name string, fn func()) {
+	defer func() {
+		if r := recover(); r != nil {
+			x.cfg.Log.ErrorContext(ctx, "hook panicked", "hook", name, "panic", fmt.Sprint(r))
+		}
+	}()
+	fn()
 }
 
-// release returns a held job to pending without spending its attempt.
-func (e *Engine) release(rj *runningJob) {
-	err := e.cfg.Store.Release(context.WithoutCancel(e.jobCtx), []store.Lease{lease(rj.job)})[0]
-	if err != nil && !errors.Is(err, store.ErrLeaseLost) {
-		e.log.Error("return unfinished job to pending", "job_id", int64(rj.job.ID), "err", err)
-	}
+// panicError turns a recovered panic into a *PanicError with its stack.
+func panicError(r any) *queuemaxtype.PanicError {
+	return &queuemaxtype.PanicError{Value: r, Stack: string(debug.Stack())}
 }

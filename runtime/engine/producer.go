@@ -175,7 +175,7 @@ func (p *producer) releaseQueued() {
 	}
 	ls := make([]store.Lease, len(rjs))
 	for i, rj := range rjs {
-		ls[i] = lease(rj.job)
+		ls[i] = Lease(rj.job)
 	}
 	for i, err := range e.cfg.Store.Release(context.WithoutCancel(e.jobCtx), ls) {
 		if err != nil && !errors.Is(err, store.ErrLeaseLost) {

@@ -39,7 +39,7 @@ func TestProducer_RunOnceQueueCaps(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.cfg.Queues = map[string]int{"flood": 1, "idle": 1}
-	e := New(r.cfg)
+	e := r.engine()
 	p := newProducer(e)
 	if p.ahead(4) {
 		t.Errorf("ahead() with Queues = true, want no prefetch")

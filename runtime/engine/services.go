@@ -78,7 +78,7 @@ func (e *Engine) renew(ctx context.Context) {
 	}
 	ls := make([]store.Lease, len(rjs))
 	for i, rj := range rjs {
-		ls[i] = lease(rj.job)
+		ls[i] = Lease(rj.job)
 	}
 	for i, err := range e.cfg.Store.Heartbeat(ctx, ls, e.cfg.Now()) {
 		switch {
@@ -102,12 +102,23 @@ func (r *rescuer) Name() string            { return "rescuer" }
 func (r *rescuer) Interval() time.Duration { return r.e.cfg.RecoveryInterval }
 
 func (r *rescuer) RunOnce(ctx context.Context, now time.Time) {
-	if r.e.cfg.RecoverOrphans == nil {
+	e := r.e
+	if e.cfg.StuckTimeout <= 0 {
 		return
 	}
-	r.e.renew(ctx)
-	if err := r.e.cfg.RecoverOrphans(ctx); err != nil && ctx.Err() == nil {
-		r.e.log.WarnContext(ctx, "orphan recovery failed", "err", err)
+	e.renew(ctx)
+	res, err := e.cfg.Store.RecoverOrphans(ctx, now.Add(-e.cfg.StuckTimeout), now)
+	switch {
+	case err != nil && ctx.Err() == nil:
+		e.log.WarnContext(ctx, "orphan recovery failed", "err", err)
+	case err == nil && res.Requeued+res.DeadLettered > 0:
+		e.log.WarnContext(ctx, "recovered orphaned jobs", "requeued", res.Requeued, "dead_lettered", res.DeadLettered)
+	}
+	if res.Requeued > 0 && e.cfg.Wake != nil {
+		select {
+		case e.cfg.Wake <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -123,10 +134,14 @@ func (m *maintenance) Interval() time.Duration { return m.e.cfg.RecoveryInterval
 
 func (m *maintenance) RunOnce(ctx context.Context, now time.Time) {
 	e := m.e
-	if e.cfg.Cleanup != nil && (m.lastCleanup.IsZero() || now.Sub(m.lastCleanup) >= e.cfg.CleanupInterval) {
+	if e.cfg.CleanupAge > 0 && (m.lastCleanup.IsZero() || now.Sub(m.lastCleanup) >= e.cfg.CleanupInterval) {
 		m.lastCleanup = now
-		if err := e.cfg.Cleanup(ctx); err != nil && ctx.Err() == nil {
+		res, err := e.cfg.Store.Prune(ctx, PruneParams(now, e.cfg.CompletedRetention, e.cfg.CleanupAge))
+		switch {
+		case err != nil && ctx.Err() == nil:
 			e.log.WarnContext(ctx, "cleanup failed", "err", err)
+		case err == nil && res.Jobs+res.DeadLetters > 0:
+			e.log.InfoContext(ctx, "cleaned up old jobs", "jobs", res.Jobs, "dead_letters", res.DeadLetters)
 		}
 	}
 	if e.cfg.CheckAlert != nil {
@@ -198,4 +213,19 @@ func (s *scheduler) run(ctx context.Context) {
 		case <-timer.C:
 		}
 	}
+}
+
+// PruneParams are what a cleanup at now deletes: completed jobs older than
+// completedRetention (CleanupAge when it is zero or negative), except those
+// that stored a result, which are kept for cleanupAge at least; failed and
+// cancelled jobs and dead letters older than cleanupAge.
+func PruneParams(now time.Time, completedRetention, cleanupAge time.Duration) store.PruneParams {
+	completed := completedRetention
+	if completed <= 0 {
+		completed = cleanupAge
+	}
+	// A stored result is kept for cleanupAge at least, as before retention
+	// existed: Result[T] may read it later than the retention.
+	return store.PruneParams{CompletedBefore: now.Add(-completed),
+		KeepResultsAfter: now.Add(-max(completed, cleanupAge)), FinishedBefore: now.Add(-cleanupAge)}
 }
