@@ -18,10 +18,17 @@ import (
 )
 
 // floorResult is what SQLite itself does on one shard layout: the minimal
-// SQL per job, with nothing of queuemax around it.
+// floor (Min), and the same SQL on queuemax's schema.
 type floorResult struct {
 	Shards int
 	Jobs   int
+	// Min is the minimal floor measured on the same layout right before
+	// (minfloor.go): every ratio is against it. The fields below are the
+	// schema floor, the same SQL work on queuemax's own tables and
+	// indexes, kept beside it as what the schema costs.
+	Min minFloor
+	// Insert1CPU, InsertBatchCPU: process CPU per row of the inserts.
+	Insert1CPU, InsertBatchCPU time.Duration
 	// Insert1 is rows/s inserting one row per transaction from one
 	// goroutine, the shard picked at random per row.
 	Insert1 float64
@@ -68,8 +75,10 @@ func floorDSN(path string) string {
 
 // measureFloor measures the floor for shards files and jobs jobs in dir,
 // which must be empty; with smallBatch > 0 it also measures processing
-// with claims and deletes of that many rows. The schema (tables and indexes) is queuemax's own,
-// created by opening and closing a store there.
+// with claims and deletes of that many rows. This is the schema floor: the
+// tables and indexes are queuemax's own, created by opening and closing a
+// store there, so it measures what the schema costs, not the design (the
+// minimal floor, measureMinFloor, does that).
 func measureFloor(ctx context.Context, dir string, shards, jobs, smallBatch int) (floorResult, error) {
 	res := floorResult{Shards: shards, Jobs: jobs}
 	st, err := sqlitestore.Open(ctx, sqlitestore.Options{Dir: dir, Shards: shards})
@@ -108,7 +117,7 @@ func measureFloor(ctx context.Context, dir string, shards, jobs, smallBatch int)
 	// One row per transaction, one goroutine, as many rows as the
 	// scenario enqueues (the rate falls as the tables and the WAL grow).
 	n1 := jobs
-	start := time.Now()
+	cpu0, start := cpuTime(), time.Now()
 	for n := range n1 {
 		i := rand.IntN(shards)
 		tx, err := dbs[i].BeginTx(ctx, nil)
@@ -123,18 +132,17 @@ func measureFloor(ctx context.Context, dir string, shards, jobs, smallBatch int)
 			return res, err
 		}
 	}
-	res.Insert1 = rate(n1, time.Since(start))
+	res.Insert1, res.Insert1CPU = rate(n1, time.Since(start)), perJob(cpuTime()-cpu0, n1)
 
 	// 1,000 rows per transaction, shards in parallel.
-	start = time.Now()
+	cpu0, start = cpuTime(), time.Now()
 	if err := floorInsertBatched(ctx, dbs, ins, jobs, payload); err != nil {
 		return res, err
 	}
-	res.InsertBatch = rate(jobs, time.Since(start))
+	res.InsertBatch, res.InsertBatchCPU = rate(jobs, time.Since(start)), perJob(cpuTime()-cpu0, jobs)
 
 	// Claim 100 per transaction, delete 100 per transaction.
-	cpu0 := cpuTime()
-	start = time.Now()
+	cpu0, start = cpuTime(), time.Now()
 	processed, err := floorProcess(ctx, dbs, 100)
 	if err != nil {
 		return res, err

@@ -93,7 +93,7 @@ func (b *bench) latency(ctx context.Context) error {
 		}
 		slices.Sort(lat)
 		p50, p99 := pct(lat, 0.50), pct(lat, 0.99)
-		label := fmt.Sprintf("latency %s, %d jobs at %d/s, %dw/%ds", name, samples, latencyRate, scaleWorkers, scaleShards)
+		label := fmt.Sprintf("latency %s, %d jobs at %d/s, %dw/%ds", name, samples, latencyRate, scaleWorkers, targetShards)
 		if b.pg != nil {
 			label = fmt.Sprintf("pg latency %s, %d jobs at %d/s, %dw", name, samples, latencyRate, scaleWorkers)
 		}
@@ -159,9 +159,9 @@ func (b *bench) latencyRun(ctx context.Context, samples int, cross bool) ([]time
 		}
 		return nil, nil
 	}
-	cfg := queuemax.Config{Dir: dir, Shards: scaleShards, Workers: scaleWorkers, Logger: b.log,
+	cfg := queuemax.Config{Dir: dir, Shards: targetShards, Workers: scaleWorkers, Logger: b.log,
 		Handlers: []queuemax.Handler{{Name: taskLatency, Func: handler}}}
-	prodStore := []string{"-producer-dir", dir, "-producer-shards", fmt.Sprint(scaleShards)}
+	prodStore := []string{"-producer-dir", dir, "-producer-shards", fmt.Sprint(targetShards)}
 	if b.pg != nil {
 		schema, drop := b.pg.schema("latency")
 		defer drop()

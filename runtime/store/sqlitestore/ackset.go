@@ -77,46 +77,81 @@ func holds(rows map[int64]*fenceRow, l store.Lease) (*fenceRow, bool) {
 
 // completeSet acknowledges several jobs of one shard: rows without a
 // result are deleted by one statement; rows kept as completed (with a
-// result, or with Keep) are updated by another.
+// result, or with Keep) are updated by another. Each statement checks the
+// fence itself and returns the rows it wrote, so there is no separate
+// fence read. Items are decided in order, as the per-item statements
+// decide them: when several items name one job (a stale lease and the
+// current one), the first whose fence holds completes it and the others
+// lose; a later item for the same job goes into another round of the
+// statements, which only a batch holding such items needs.
 func completeSet(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shardDB,
 	acks []store.CompleteParams, idxs []int, errs []error) error {
-	leases := make([]store.Lease, len(idxs))
-	for k, i := range idxs {
-		leases[k] = acks[i].Lease
+	done := make(map[int64]struct{}, len(idxs))
+	left := make([]int, len(idxs)) // positions k of idxs still undecided
+	for k := range left {
+		left[k] = k
 	}
-	rows, err := readFence(ctx, tx, counts, sh, leases)
-	if err != nil {
-		return err
-	}
-	del := make([]int64, 0, len(idxs))
-	var keep failRows // [id, result (hex, or null), completed_at]
-	for k, i := range idxs {
-		a := acks[i]
-		r, ok := holds(rows, a.Lease)
-		if !ok {
-			errs[k] = store.ErrLeaseLost
-			continue
+	for len(left) > 0 {
+		var del, keep failRows
+		round := make(map[int64]struct{}, len(left))
+		var sent, later []int
+		for _, k := range left {
+			a := acks[idxs[k]]
+			id := a.ID.Seq()
+			if _, ok := done[id]; ok {
+				errs[k] = store.ErrLeaseLost // an earlier item completed the job
+				continue
+			}
+			if _, ok := round[id]; ok {
+				later = append(later, k)
+				continue
+			}
+			round[id] = struct{}{}
+			sent = append(sent, k)
+			if a.Result == nil && !a.Keep {
+				del.open()
+				del.int(id).int(a.Token).hex(a.WorkerID).close()
+			} else {
+				keep.open()
+				keep.int(id).int(a.Token).hex(a.WorkerID).hexOrNull(string(a.Result)).time(a.Now).close()
+			}
 		}
-		r.gone = true
-		switch {
-		case a.Result == nil && !a.Keep:
-			del = append(del, a.ID.Seq())
-		default:
-			keep.open()
-			keep.int(a.ID.Seq()).hexOrNull(string(a.Result)).time(a.Now).close()
+		wrote := make(map[int64]struct{}, len(sent))
+		for _, w := range []struct {
+			rows *failRows
+			st   *sql.Stmt
+		}{{&del, sh.stmts.completeDeleteSet}, {&keep, sh.stmts.completeKeepSet}} {
+			if len(w.rows.b) == 0 {
+				continue
+			}
+			rows, err := counts.stmt(ctx, tx, w.st).QueryContext(ctx, w.rows.String())
+			if err != nil {
+				return err
+			}
+			for rows.Next() {
+				var id int64
+				if err := rows.Scan(&id); err != nil {
+					rows.Close()
+					return err
+				}
+				wrote[id] = struct{}{}
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return err
+			}
 		}
-		counts.processed++
-	}
-	if len(del) > 0 {
-		if _, err := counts.stmt(ctx, tx, sh.stmts.deleteIDs).ExecContext(ctx,
-			idList(len(del), func(k int) int64 { return del[k] })); err != nil {
-			return err
+		for _, k := range sent {
+			id := acks[idxs[k]].ID.Seq()
+			if _, ok := wrote[id]; !ok {
+				errs[k] = store.ErrLeaseLost
+				continue
+			}
+			done[id] = struct{}{}
+			errs[k] = nil
+			counts.processed++
 		}
-	}
-	if len(keep.b) > 0 {
-		if _, err := counts.stmt(ctx, tx, sh.stmts.completeKeepSet).ExecContext(ctx, keep.String()); err != nil {
-			return err
-		}
+		left = later
 	}
 	return nil
 }

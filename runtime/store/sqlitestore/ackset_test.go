@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/queuemax/queuemax/runtime/store"
 	"github.com/queuemax/queuemax/runtime/store/sqlitestore"
 )
@@ -109,3 +110,81 @@ func TestBatchAcksMatchSingleAcks(t *testing.T) {
 }
 
 var cmpErrors = cmp.Comparer(func(a, b error) bool { return errors.Is(a, b) || errors.Is(b, a) })
+
+// A batch may name one job twice: a stale lease (the job was recovered
+// and claimed again) and the current one. Whatever their order, the
+// current lease completes the job and every other item loses, as the
+// per-item statements decide it.
+func TestBatchCompleteSameJobTwice(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	for _, tt := range []struct {
+		name string
+		keep bool
+		// order of the items: 's' stale lease of job A, 'a' current lease
+		// of job A, 'b' current lease of job B
+		order string
+		want  []error
+	}{
+		{"StaleFirst", false, "sab", []error{store.ErrLeaseLost, nil, nil}},
+		{"StaleLast", false, "asb", []error{nil, store.ErrLeaseLost, nil}},
+		{"Twice", false, "aab", []error{nil, store.ErrLeaseLost, nil}},
+		{"StaleFirstKept", true, "sab", []error{store.ErrLeaseLost, nil, nil}},
+		{"TwiceKept", true, "baa", []error{nil, nil, store.ErrLeaseLost}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			st := openStore(t, sqlitestore.Options{Dir: t.TempDir(), Shards: 1})
+			ctx := t.Context()
+			if _, err := st.Insert(ctx, []store.InsertParams{
+				{Task: "t", Payload: json.RawMessage(`{}`), MaxAttempts: 3, Now: t0},
+				{Task: "t", Payload: json.RawMessage(`{}`), MaxAttempts: 3, Now: t0},
+			}); err != nil {
+				t.Fatal(err)
+			}
+			jobs, err := st.Claim(ctx, store.ClaimParams{WorkerID: "w", Max: 1, Now: t0})
+			if err != nil || len(jobs) != 1 {
+				t.Fatalf("Claim = %d, %v", len(jobs), err)
+			}
+			stale := jobs[0]
+			// The worker stops heartbeating; recovery gives the job back
+			// and the same worker claims it again under a new lease.
+			if _, err := st.RecoverOrphans(ctx, t0.Add(time.Hour), t0.Add(time.Hour)); err != nil {
+				t.Fatal(err)
+			}
+			jobs, err = st.Claim(ctx, store.ClaimParams{WorkerID: "w", Max: 2, Now: t0.Add(time.Hour)})
+			if err != nil || len(jobs) != 2 {
+				t.Fatalf("Claim = %d, %v", len(jobs), err)
+			}
+			byID := map[store.JobID]*store.Job{jobs[0].ID: jobs[0], jobs[1].ID: jobs[1]}
+			a, b := byID[stale.ID], jobs[0]
+			if b.ID == stale.ID {
+				b = jobs[1]
+			}
+			if a == nil || a.Lease == stale.Lease {
+				t.Fatalf("job %d was not claimed again under a new lease", stale.ID)
+			}
+			var acks []store.CompleteParams
+			for _, c := range tt.order {
+				j := map[rune]*store.Job{'s': stale, 'a': a, 'b': b}[c]
+				acks = append(acks, store.CompleteParams{Lease: store.Lease{ID: j.ID, Token: j.Lease, WorkerID: "w"},
+					Keep: tt.keep, Now: t0.Add(time.Hour)})
+			}
+			got := st.Complete(ctx, acks)
+			if diff := cmp.Diff(tt.want, got, cmpopts.EquateErrors()); diff != "" {
+				t.Errorf("Complete errors (-want +got):\n%s", diff)
+			}
+			s, err := st.Stats(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantKept := int64(0)
+			if tt.keep {
+				wantKept = 2
+			}
+			if s[0].Processing != 0 || s[0].TotalProcessed != 2 || s[0].Completed != wantKept {
+				t.Errorf("Stats = %+v, want 0 processing, 2 processed, %d kept", s[0], wantKept)
+			}
+		})
+	}
+}

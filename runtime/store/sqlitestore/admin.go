@@ -97,12 +97,12 @@ func (s *Store) RetryFailed(ctx context.Context, shard int, now time.Time) (int,
 	ts := store.FormatTime(now)
 	return s.eachShard(ctx, shard, func(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shardDB) (int, error) {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM dead_letter_queue WHERE original_job_id IN
-			(SELECT id FROM fila WHERE status = 'failed')`); err != nil {
+			(SELECT id FROM fila WHERE `+sqlFinished+` AND status = 'failed')`); err != nil {
 			return 0, err
 		}
 		return affected(tx.ExecContext(ctx, `UPDATE fila SET `+sqlYieldKey+`, status = 'pending', tentativas = 0, next_retry_at = ?2,
 			worker_id = NULL, heartbeat = NULL, lease = NULL, last_error = NULL, error_type = NULL,
-			error_stack = NULL, completed_at = NULL WHERE status = 'failed'`, 1, ts))
+			error_stack = NULL, completed_at = NULL WHERE `+sqlFinished+` AND status = 'failed'`, 1, ts))
 	})
 }
 
@@ -162,7 +162,7 @@ func (s *Store) RequeueDead(ctx context.Context, shard int, dlqID int64, p store
 			prio, maxAttempts := p.Defaults(task.String)
 			id, err = insertJob(ctx, counts.stmt(ctx, tx, sh.stmts.insert), sh, store.InsertParams{
 				Task: task.String, Payload: []byte(payload), Priority: prio, MaxAttempts: maxAttempts, Now: p.Now,
-				Metadata: metadataOf(meta)})
+				Metadata: metadataOf(meta)}, "")
 			if err != nil {
 				return err
 			}
@@ -224,8 +224,7 @@ func (s *Store) Prune(ctx context.Context, p store.PruneParams) (store.CleanupRe
 	}
 	cut := store.FormatTime(p.FinishedBefore)
 	_, err := s.eachShard(ctx, store.AllShards, func(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shardDB) (int, error) {
-		n, err := affected(tx.ExecContext(ctx, `DELETE FROM fila WHERE status IN ('failed', 'cancelled')
-			AND julianday(coalesce(completed_at, created_at)) < julianday(?)`, cut))
+		n, err := affected(tx.ExecContext(ctx, sqlPruneFinished, cut))
 		if err != nil {
 			return 0, err
 		}
@@ -240,16 +239,26 @@ func (s *Store) Prune(ctx context.Context, p store.PruneParams) (store.CleanupRe
 	return res, err
 }
 
+// sqlPruneFinished deletes the failed and cancelled jobs that finished
+// before ?1, through idx_qm_done.
+const sqlPruneFinished = `DELETE FROM fila WHERE ` + sqlFinished + ` AND status IN ('failed', 'cancelled')
+	AND julianday(coalesce(completed_at, created_at)) < julianday(?)`
+
+// sqlHasWork asks whether a job is pending, scheduled or processing, one
+// partial index per status.
+const sqlHasWork = `SELECT EXISTS (SELECT 1 FROM fila WHERE status = 'pending')
+	OR EXISTS (SELECT 1 FROM fila WHERE status = 'scheduled') OR EXISTS (SELECT 1 FROM fila WHERE status = 'processing')`
+
 // pruneBatch is how many completed rows one transaction of Prune deletes.
 const pruneBatch = 2000
 
 // sqlPruneCompleted deletes up to ?2 completed rows finished before ?1
 // (those with a result only if also before ?3).
 // Every completed row is ours, with completed_at in TimeLayout, so it is
-// compared as text and idx_qm_finished serves it (the repeated status term
-// is what lets SQLite use that partial index).
+// compared as text and idx_qm_done serves it (sqlFinished, its predicate
+// repeated, is what lets SQLite use that partial index).
 const sqlPruneCompleted = `DELETE FROM fila WHERE id IN (SELECT id FROM fila
-	WHERE status IN ('failed', 'completed') AND status = 'completed' AND completed_at < ?1
+	WHERE ` + sqlFinished + ` AND status = 'completed' AND completed_at < ?1
 		AND (result IS NULL OR completed_at < ?3) LIMIT ?2)`
 
 // Purge deletes jobs by status; see store.Store.
@@ -412,8 +421,30 @@ func (s *Store) Stats(ctx context.Context) ([]store.ShardStats, error) {
 	return out, nil
 }
 
+// sqlWaitingCounts and sqlFinishedCounts count a shard's rows by status,
+// each term on its partial index (idx_qm_ready, idx_qm_due, idx_heartbeat,
+// idx_qm_done): the status literals are what let SQLite use them.
+const (
+	sqlWaitingCounts = `SELECT (SELECT count(*) FROM fila WHERE status = 'pending'),
+		(SELECT count(*) FROM fila WHERE ` + settledScheduled + `),
+		(SELECT count(*) FROM fila WHERE status = 'processing')`
+	sqlFinishedCounts = `SELECT status, count(*) FROM fila WHERE ` + sqlFinished + ` GROUP BY status`
+	// sqlFinished is idx_qm_done's predicate: a query that repeats it
+	// (with its own status test) can read that index.
+	sqlFinished = `status IN ('failed', 'completed', 'cancelled')`
+)
+
 func shardStats(ctx context.Context, sh *shardDB, st *store.ShardStats, now time.Time) error {
-	rows, err := sh.r.QueryContext(ctx, `SELECT status, count(*) FROM fila WHERE `+notStaged+` GROUP BY status`)
+	// One partial index per kind of status (sqlStatusCounts): the counts
+	// never read the table, however many finished rows are kept.
+	var pending, scheduled, processing int64
+	if err := sh.r.QueryRowContext(ctx, sqlWaitingCounts).Scan(&pending, &scheduled, &processing); err != nil {
+		return err
+	}
+	store.SetCount(st, store.StatusPending, pending)
+	store.SetCount(st, store.StatusScheduled, scheduled)
+	store.SetCount(st, store.StatusProcessing, processing)
+	rows, err := sh.r.QueryContext(ctx, sqlFinishedCounts)
 	if err != nil {
 		return err
 	}
@@ -497,7 +528,7 @@ func (s *Store) HasWork(ctx context.Context) (bool, error) {
 	}
 	for _, sh := range s.shards {
 		var has bool
-		if err := sh.r.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM fila WHERE status IN ('pending', 'scheduled', 'processing'))`).Scan(&has); err != nil {
+		if err := sh.r.QueryRowContext(ctx, sqlHasWork).Scan(&has); err != nil {
 			return false, fmt.Errorf("shard %d: %w", sh.idx, err)
 		}
 		if has {

@@ -19,7 +19,8 @@ import (
 // A batch that spans several shards is written in two phases, so that it is
 // all or nothing although each shard is its own database file:
 //
-//  1. Stage: each shard inserts its rows as status 'scheduled' with
+//  1. Stage: each shard inserts its rows (unique jobs: inserts, then
+//     updates them) as status 'scheduled' with
 //     next_retry_at far in the future (stagedNext) and the batch's id in
 //     batch_id; the row's real next_retry_at waits in batch_next. Staged
 //     rows are invisible to claims, ours and queue-max's (both claim only
@@ -46,6 +47,10 @@ const stagedNext = "9999-12-31T23:59:59.999Z"
 // that recovery will delete) are never seen, on a read-only open too. It
 // needs no batch_id column (files queue-max wrote have none).
 const notStaged = `NOT (status = 'scheduled' AND next_retry_at IS '` + stagedNext + `')`
+
+// settledScheduled is notStaged for a query on scheduled rows only, in a
+// form that keeps their partial index usable.
+const settledScheduled = `status = 'scheduled' AND next_retry_at IS NOT '` + stagedNext + `'`
 
 // stagedTimeout is how long a batch may stay staged without a decision
 // before recovery aborts it, whoever its producer is.
@@ -104,7 +109,7 @@ var BatchHook func(batchID, phase string)
 
 const (
 	sqlStage = `UPDATE fila SET batch_id = ?1, batch_next = next_retry_at, status = 'scheduled',
-		next_retry_at = '` + stagedNext + `' WHERE id >= ?2 AND id <= ?3`
+		next_retry_at = '` + stagedNext + `' WHERE id >= ?2 AND id <= ?3 AND batch_id IS NULL`
 	sqlPublish = `UPDATE fila SET status = CASE WHEN batch_next IS NULL THEN 'pending' ELSE 'scheduled' END,
 		next_retry_at = batch_next, batch_id = NULL, batch_next = NULL WHERE batch_id = ?`
 	sqlUnstage = `DELETE FROM fila WHERE batch_id = ?`
@@ -126,13 +131,15 @@ func (s *Store) insertBatch(ctx context.Context, jobs []store.InsertParams, bySh
 		wg.Go(func() {
 			sh := s.shards[shIdx]
 			err := sh.commit.do(ctx, func(ctx context.Context, tx *sql.Tx, counts *groupCounts) error {
-				if err := insertJobs(ctx, tx, counts, sh, jobs, idxs, ids); err != nil {
+				// Plain jobs are inserted staged; unique ones are inserted
+				// ready and staged by sqlStage below.
+				if err := insertJobs(ctx, tx, counts, sh, jobs, idxs, ids, batch); err != nil {
 					return err
 				}
 				first, last := int64(0), int64(0)
 				for _, i := range idxs {
-					if u := jobs[i].Unique; u != nil && u.Duplicate {
-						continue // another job's row: not ours to stage
+					if u := jobs[i].Unique; u == nil || u.Duplicate {
+						continue // staged already, or another job's row: not ours to stage
 					}
 					if first == 0 {
 						first = ids[i].Seq()
@@ -140,10 +147,11 @@ func (s *Store) insertBatch(ctx context.Context, jobs []store.InsertParams, bySh
 					last = ids[i].Seq()
 				}
 				if first == 0 {
-					return nil // every job was a duplicate
+					return nil // no unique job left to stage
 				}
 				// This operation's rows are contiguous: the group runs
-				// its operations one after the other on one writer.
+				// its operations one after the other on one writer (the
+				// rows staged already are left as they are).
 				_, err := tx.ExecContext(ctx, sqlStage, batch, first, last)
 				return err
 			})

@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/queuemax/queuemax/runtime/store"
 	"github.com/queuemax/queuemax/runtime/store/sqlitestore"
@@ -106,4 +107,41 @@ func BenchmarkFloor(b *testing.B) {
 
 func BenchmarkClaimQueues(b *testing.B) {
 	storetest.BenchmarkClaimQueues(b, func(b *testing.B) store.Store { return benchStore(b) })
+}
+
+// BenchmarkClaimCompleteRetained is the engine's hot path with the default
+// Config: claims of 16 (the workers' count), acknowledged in one Complete
+// call each, the rows kept as completed (retention) rather than deleted.
+func BenchmarkClaimCompleteRetained(b *testing.B) {
+	st := benchStore(b)
+	ctx := b.Context()
+	ps := make([]store.InsertParams, 0, 1000)
+	for i := range b.N {
+		ps = append(ps, store.InsertParams{Task: "noop", Payload: []byte(`{"n":1}`), MaxAttempts: 3, Now: time.Now()})
+		if len(ps) == cap(ps) || i == b.N-1 {
+			if _, err := st.Insert(ctx, ps); err != nil {
+				b.Fatal(err)
+			}
+			ps = ps[:0]
+		}
+	}
+	acks := make([]store.CompleteParams, 0, 16)
+	b.ResetTimer()
+	defer storetest.ReportCPU(b, storetest.CPUTime())
+	for done := 0; done < b.N; {
+		jobs, err := st.Claim(ctx, store.ClaimParams{WorkerID: "w", Max: 16, Now: time.Now(), Order: []int{0}})
+		if err != nil || len(jobs) == 0 {
+			b.Fatalf("claim: %d jobs, %v", len(jobs), err)
+		}
+		acks = acks[:0]
+		for _, j := range jobs {
+			acks = append(acks, store.CompleteParams{Lease: store.Lease{ID: j.ID, Token: j.Lease, WorkerID: "w"}, Keep: true, Now: time.Now()})
+		}
+		for _, err := range st.Complete(ctx, acks) {
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		done += len(jobs)
+	}
 }

@@ -20,11 +20,14 @@ var insertColumns = []struct {
 	{"pagina_id", false}, {"payload", true}, {"status", true}, {"priority", false}, {"tentativas", false},
 	{"max_tentativas", false}, {"retry_delay", false}, {"task", true}, {"created_at", true},
 	{"next_retry_at", true}, {"shard_id", false}, {"metadata", true}, {"timeout_ms", false}, {"tags", true},
-	{"queue", true},
+	{"queue", true}, {"batch_id", true}, {"batch_next", true},
 }
 
-// insertRow writes j's column values (insertColumns' order) to w.
-func insertRow(w rowWriter, sh *shardDB, j store.InsertParams) {
+// insertRow writes j's column values (insertColumns' order) to w. With a
+// batch id, the row is written staged for that multi-shard batch (see
+// batch.go): scheduled, never due, its real retry time kept in batch_next
+// until the batch is published.
+func insertRow(w rowWriter, sh *shardDB, j store.InsertParams, batch string) {
 	if j.PartitionKey != nil {
 		w.int(*j.PartitionKey)
 	} else {
@@ -34,6 +37,10 @@ func insertRow(w rowWriter, sh *shardDB, j store.InsertParams) {
 	status, next := store.StatusPending, ""
 	if j.RunAt.After(j.Now) {
 		status, next = store.StatusScheduled, store.FormatTime(j.RunAt)
+	}
+	staged := next
+	if batch != "" {
+		status, next = store.StatusScheduled, stagedNext
 	}
 	w.text(string(status))
 	w.int(int64(j.Priority))
@@ -52,6 +59,13 @@ func insertRow(w rowWriter, sh *shardDB, j store.InsertParams) {
 	}
 	w.textOrNull(store.EncodeTags(j.Tags))
 	w.text(store.QueueOf(j.Queue))
+	if batch == "" {
+		w.null()
+		w.null()
+	} else {
+		w.text(batch)
+		w.textOrNull(staged)
+	}
 }
 
 // rowWriter receives one row's values.
@@ -105,11 +119,11 @@ func insertRowsSQL(n int) string {
 }
 
 // insertJob writes one job row with st, the shard's insert statement bound
-// to the current transaction. A job whose RunAt is after Now is stored as
-// scheduled.
-func insertJob(ctx context.Context, st *sql.Stmt, sh *shardDB, j store.InsertParams) (store.JobID, error) {
+// to the current transaction, staged for batch when batch is not "". A
+// job whose RunAt is after Now is stored as scheduled.
+func insertJob(ctx context.Context, st *sql.Stmt, sh *shardDB, j store.InsertParams, batch string) (store.JobID, error) {
 	args := make(argRow, 0, len(insertColumns))
-	insertRow(&args, sh, j)
+	insertRow(&args, sh, j, batch)
 	res, err := st.ExecContext(ctx, args...)
 	if err != nil {
 		return 0, fmt.Errorf("shard %d: insert job: %w", sh.idx, err)
@@ -122,9 +136,11 @@ func insertJob(ctx context.Context, st *sql.Stmt, sh *shardDB, j store.InsertPar
 }
 
 // insertJobs writes jobs[i] for each i of idxs into sh, in order, and sets
-// ids[i], with multi-row statements for batches.
+// ids[i], with multi-row statements for batches. With a batch id the plain
+// jobs are written staged for it (insertRow); unique jobs are written
+// ready, for the caller to stage.
 func insertJobs(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shardDB,
-	jobs []store.InsertParams, idxs []int, ids []store.JobID) error {
+	jobs []store.InsertParams, idxs []int, ids []store.JobID, batch string) error {
 	var args argRow
 	for len(idxs) > 0 {
 		// A run of plain jobs is written in chunks of insertChunks rows;
@@ -147,7 +163,7 @@ func insertJobs(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shardD
 			n = 1
 		}
 		if n == 1 {
-			id, err := insertAny(ctx, tx, counts, sh, jobs[idxs[0]])
+			id, err := insertAny(ctx, tx, counts, sh, jobs[idxs[0]], batch)
 			if err != nil {
 				return err
 			}
@@ -160,7 +176,7 @@ func insertJobs(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shardD
 		}
 		args = args[:0]
 		for _, i := range idxs[:n] {
-			insertRow(&args, sh, jobs[i])
+			insertRow(&args, sh, jobs[i], batch)
 		}
 		res, err := counts.stmt(ctx, tx, st).ExecContext(ctx, args...)
 		if err != nil {

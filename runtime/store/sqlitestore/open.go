@@ -439,8 +439,22 @@ func migrate(ctx context.Context, db *sql.DB, shardIdx int) error {
 			return fmt.Errorf("migration %d (%s): %w", m.version, m.name, err)
 		}
 	}
+	// queue-max creates its indexes again whenever it opens the file; the
+	// ones over status are rewritten at every status change and serve none
+	// of our statements, so they go again (each drop is one statement, and
+	// nothing when the index is absent).
+	for _, idx := range queueMaxStatusIndexes {
+		if _, err := db.ExecContext(ctx, `DROP INDEX IF EXISTS `+idx); err != nil {
+			return fmt.Errorf("drop queue-max index %s: %w", idx, err)
+		}
+	}
 	return nil
 }
+
+// queueMaxStatusIndexes are queue-max's indexes that our schema replaces
+// (migration 3 dropped them first). idx_heartbeat stays: it is not
+// rewritten by status changes alone, and queue-max's orphan recovery reads it.
+var queueMaxStatusIndexes = []string{"idx_pop_job", "idx_status_priority", "idx_next_retry", "idx_created_at", "idx_status_created"}
 
 func applyMigration(ctx context.Context, db *sql.DB, shardIdx int, m migration) error {
 	tx, err := db.BeginTx(ctx, nil)

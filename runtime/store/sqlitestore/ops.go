@@ -99,7 +99,7 @@ func (s *Store) Insert(ctx context.Context, jobs []store.InsertParams) ([]store.
 	}
 	insert := func(sh *shardDB, idxs []int) error {
 		return sh.commit.do(ctx, func(ctx context.Context, tx *sql.Tx, counts *groupCounts) error {
-			return insertJobs(ctx, tx, counts, sh, jobs, idxs, ids)
+			return insertJobs(ctx, tx, counts, sh, jobs, idxs, ids, "")
 		})
 	}
 	if len(byShard) == 1 {
@@ -192,7 +192,7 @@ func (s *Store) claimShard(ctx context.Context, sh *shardDB, p store.ClaimParams
 		// Prepared before joining a group: the writer's only connection is
 		// busy inside one.
 		var err error
-		if filtered, err = sh.stmts.claimFor(ctx, sh.w, len(p.Tasks), len(p.Queues)); err != nil {
+		if filtered, err = sh.stmts.claimFor(ctx, sh.w, len(p.Tasks), len(p.Queues), defaultQueueAt(p.Queues)); err != nil {
 			return nil, err
 		}
 	}
@@ -549,15 +549,17 @@ func retrySeconds(d time.Duration) int64 {
 // shard's unique insert: a duplicate writes nothing, returns the holder's
 // ID and sets j.Unique.Duplicate. The unique index decides inside the
 // shard's write transaction, so concurrent inserts (any process) agree.
-// Its arguments are insertRow's plus the key and statuses.
-func insertAny(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shardDB, j store.InsertParams) (store.JobID, error) {
+// Its arguments are insertRow's plus the key and statuses. A plain job is
+// staged for batch when batch is not ""; a unique one never is (the
+// caller stages it).
+func insertAny(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shardDB, j store.InsertParams, batch string) (store.JobID, error) {
 	u := j.Unique
 	if u == nil {
-		return insertJob(ctx, counts.stmt(ctx, tx, sh.stmts.insert), sh, j)
+		return insertJob(ctx, counts.stmt(ctx, tx, sh.stmts.insert), sh, j, batch)
 	}
 	u.Duplicate = false
 	args := make(argRow, 0, len(insertColumns)+2)
-	insertRow(&args, sh, j)
+	insertRow(&args, sh, j, "")
 	args = append(args, u.Key, uniqueStates(u.States))
 	res, err := counts.stmt(ctx, tx, sh.stmts.insertUnique).ExecContext(ctx, args...)
 	if err != nil {

@@ -17,24 +17,57 @@ const sqlNotPaused = `
 			AND queue NOT IN (SELECT name FROM qm_queues WHERE paused_at IS NOT NULL)`
 
 // claimQueuesSQL returns the claim statement for n task names and q
-// queues, each queue capped: one branch per queue walks idx_qm_claim_queue
-// in order and stops at its cap, and the union is cut to ?4 by priority
-// then id. Bound as ?1 worker, ?2 now, ?3 lease, ?4 max, ?5 … ?n+4 the
-// tasks, then each queue's name and cap (see appendQueueArgs).
-func claimQueuesSQL(n, q int) string {
+// queues, each queue capped, def the position of the default queue among
+// them (-1: not among them): one branch per queue walks a claim index in
+// order and stops at its cap, and the union is cut to ?4 by priority then
+// id. Bound as ?1 worker, ?2 now, ?3 lease, ?4 max, ?5 … ?n+4 the tasks,
+// then each queue's name and cap (see appendQueueArgs). A named queue's
+// branch walks idx_qm_claim_queue, which the default queue's jobs never
+// enter (the literal test is what lets SQLite use that partial index); the
+// default queue's branch walks idx_qm_ready.
+func claimQueuesSQL(n, q, def int) string {
 	tasks := taskFilterSQL(n)
 	branches := make([]string, q)
 	for i := range branches {
 		name, limit := n+5+2*i, n+6+2*i
+		named := ` AND ` + sqlNamedQueue
+		if i == def {
+			named = ""
+		}
 		branches[i] = fmt.Sprintf(`SELECT id, priority FROM (SELECT id, priority FROM fila
-			WHERE status = 'pending' AND queue = ?%d AND (next_retry_at IS NULL OR next_retry_at <= ?2)%s
+			WHERE status = 'pending'%s AND queue = ?%d AND (next_retry_at IS NULL OR next_retry_at <= ?2)%s
 			AND ?%d NOT IN (SELECT name FROM qm_queues WHERE paused_at IS NOT NULL)
-			ORDER BY priority DESC, id LIMIT ?%d)`, name, tasks, name, limit)
+			ORDER BY priority DESC, id LIMIT ?%d)`, named, name, tasks, name, limit)
 	}
 	return sqlClaimSet + `
 		WHERE id IN (SELECT id FROM (` + strings.Join(branches, `
 			UNION ALL `) + `) ORDER BY priority DESC, id LIMIT ?4)
 		RETURNING ` + claimColumns
+}
+
+// sqlNamedQueue is the part of idx_qm_claim_queue's predicate that keeps
+// the default queue's jobs out of it: most jobs are in the default queue,
+// and its claims walk idx_qm_ready, so they would only pay for an entry in
+// one more index at enqueue and at claim.
+const sqlNamedQueue = `queue <> '` + store.DefaultQueue + `'`
+
+// defaultQueueAt returns the position of the default queue in qs, or -1.
+func defaultQueueAt(qs []store.QueueLimit) int {
+	for i, q := range qs {
+		if store.QueueOf(q.Queue) == store.DefaultQueue {
+			return i
+		}
+	}
+	return -1
+}
+
+// queueCountsSQL counts the unfinished jobs per queue (column col) and
+// status: one branch per status, each on its partial index, so that kept
+// finished rows are never read.
+func queueCountsSQL(col string) string {
+	return `SELECT ` + col + `, 'pending', count(*) FROM fila WHERE status = 'pending' GROUP BY 1
+		UNION ALL SELECT ` + col + `, 'scheduled', count(*) FROM fila WHERE ` + settledScheduled + ` GROUP BY 1
+		UNION ALL SELECT ` + col + `, 'processing', count(*) FROM fila WHERE status = 'processing' GROUP BY 1`
 }
 
 // appendQueueArgs appends each queue's name and cap, as claimQueuesSQL
@@ -99,8 +132,7 @@ func (s *Store) QueueList(ctx context.Context) ([]store.QueueState, error) {
 		if strings.Contains(sh.cols, "NULL AS queue") {
 			col = "NULL"
 		}
-		rows, err := sh.r.QueryContext(ctx, `SELECT `+col+`, status, count(*) FROM fila
-			WHERE status IN ('pending', 'scheduled', 'processing') AND `+notStaged+` GROUP BY 1, 2`)
+		rows, err := sh.r.QueryContext(ctx, queueCountsSQL(col))
 		if err != nil {
 			return nil, fmt.Errorf("shard %d: queue counts: %w", sh.idx, err)
 		}

@@ -2,7 +2,7 @@ package sqlitestore
 
 // schemaVersion is the version written to shard_metadata.version once every
 // migration has run. Versions 1 and 2 are queue-max's; 3 and later are ours.
-const schemaVersion = 10
+const schemaVersion = 11
 
 // baseSchema creates queue-max's tables exactly as queue-max 0.2.0 does
 // (same names, columns, types, defaults and CHECK), so that files written by
@@ -245,6 +245,27 @@ var migrations = []migration{
 				paused_at TEXT,
 				updated_at TEXT NOT NULL
 			)`,
+		},
+	},
+	{
+		version: 11,
+		name:    "the hot path's indexes: each status change touches the fewest entries",
+		stmts: []string{
+			// The claim index holds only ready rows: a claim removes the
+			// row's entry and its completion touches nothing here, where
+			// (status, priority, id) took an entry out and put one back at
+			// every status change, and held every kept completed row.
+			`DROP INDEX IF EXISTS idx_qm_claim`,
+			`CREATE INDEX IF NOT EXISTS idx_qm_ready ON fila(priority DESC, id) WHERE status = 'pending'`,
+			// Finished rows by status, then finish time: pruning and the
+			// counts of Stats read it (cancelled rows too, which the old
+			// idx_qm_finished left to a scan).
+			`DROP INDEX IF EXISTS idx_qm_finished`,
+			`CREATE INDEX IF NOT EXISTS idx_qm_done ON fila(status, completed_at) WHERE status IN ('failed', 'completed', 'cancelled')`,
+			// Named queues only: the default queue's jobs (most jobs) are
+			// claimed through idx_qm_ready and need no entry here.
+			`DROP INDEX IF EXISTS idx_qm_claim_queue`,
+			`CREATE INDEX IF NOT EXISTS idx_qm_claim_queue ON fila(queue, priority DESC, id) WHERE status = 'pending' AND ` + sqlNamedQueue,
 		},
 	},
 }

@@ -90,14 +90,21 @@ const (
 	failEndRows = `WITH u AS (SELECT e.key AS k, e.value ->> 0 AS id, e.value ->> 1 AS status,
 		CAST(unhex(e.value ->> 2) AS TEXT) AS err, CAST(unhex(e.value ->> 3) AS TEXT) AS etype,
 		CAST(unhex(e.value ->> 4) AS TEXT) AS stack, e.value ->> 5 AS at FROM json_each(?1) e) `
-	// sqlCompleteKeepSet is sqlCompleteKeep for a batch, also for jobs
-	// kept without a result (CompleteParams.Keep): rows of [id, result
-	// (hex, or null), completed_at].
-	sqlCompleteKeepSet = `WITH u AS (SELECT e.value ->> 0 AS id, CAST(unhex(e.value ->> 1) AS TEXT) AS result, e.value ->> 2 AS at
-			FROM json_each(?1) e)
-		UPDATE fila SET status = 'completed', result = u.result, completed_at = u.at, worker_id = NULL,
+	// Completions of a batch, the fence and the write in one statement
+	// each: ?1 is a JSON array of [id, lease, worker (hex)] rows (then, to
+	// keep the row, its result (hex, or null) and completed_at); a row is
+	// written only while it is processing under that lease (and worker,
+	// when one is given), and RETURNING says which were.
+	completeRows = `WITH u AS (SELECT e.value ->> 0 AS id, e.value ->> 1 AS lease, CAST(unhex(e.value ->> 2) AS TEXT) AS worker,
+		CAST(unhex(e.value ->> 3) AS TEXT) AS result, e.value ->> 4 AS at FROM json_each(?1) e) `
+	sqlCompleteDeleteSet = completeRows + `DELETE FROM fila WHERE id IN (SELECT f.id FROM u JOIN fila f ON f.id = u.id
+			WHERE f.lease = u.lease AND f.status = 'processing' AND (u.worker = '' OR f.worker_id = u.worker))
+		RETURNING id`
+	sqlCompleteKeepSet = completeRows + `UPDATE fila SET status = 'completed', result = u.result, completed_at = u.at, worker_id = NULL,
 			heartbeat = NULL, lease = NULL, last_error = NULL, error_type = NULL, error_stack = NULL
-		FROM u WHERE fila.id = u.id`
+		FROM u WHERE fila.id = u.id AND fila.lease = u.lease AND fila.status = 'processing'
+			AND (u.worker = '' OR fila.worker_id = u.worker)
+		RETURNING fila.id`
 	// sqlFailRetrySet is sqlFailRetry for a batch.
 	sqlFailRetrySet = failRetryRows + `UPDATE fila SET status = CASE WHEN cancel_requested = 1 THEN 'cancelled' ELSE u.status END,
 		next_retry_at = CASE WHEN cancel_requested = 1 THEN NULL ELSE u.next END,
@@ -140,7 +147,7 @@ type stmts struct {
 	insert, promote, claim, completeDelete, completeKeep,
 	failRetry, failDead, failCancel, insertDLQ, heartbeat, release,
 	countProcessed, countFailed,
-	fence, deleteIDs, completeKeepSet, heartbeatIDs, failRetrySet, failDLQSet, failEndSet *sql.Stmt
+	fence, deleteIDs, completeDeleteSet, completeKeepSet, heartbeatIDs, failRetrySet, failDLQSet, failEndSet *sql.Stmt
 	// insertUnique and uniqueHolder serve unique jobs only.
 	insertUnique, uniqueHolder *sql.Stmt
 
@@ -152,32 +159,36 @@ type stmts struct {
 	hasReady *sql.Stmt
 
 	// claimTasks holds claim statements filtered by n task names and q
-	// queues (key {n, q}, q = 0: no queue filter), prepared on first use:
-	// parsing the claim costs more than running it.
+	// queues, the default queue at position d (key {n, q, d}, q = 0: no
+	// queue filter), prepared on first use: parsing the claim costs more
+	// than running it.
 	mu         sync.Mutex
-	claimTasks map[[2]int]*sql.Stmt
+	claimTasks map[[3]int]*sql.Stmt
 }
 
 // claimFor returns the claim statement filtered by n task names and, when
-// q > 0, capped per queue for q queues (see claimQueuesSQL), preparing it
-// on w the first time.
-func (s *stmts) claimFor(ctx context.Context, w *sql.DB, n, q int) (*sql.Stmt, error) {
+// q > 0, capped per queue for q queues, the default queue at position def
+// (see claimQueuesSQL), preparing it on w the first time.
+func (s *stmts) claimFor(ctx context.Context, w *sql.DB, n, q, def int) (*sql.Stmt, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	key := [2]int{n, q}
+	if q == 0 {
+		def = -1
+	}
+	key := [3]int{n, q, def}
 	if st, ok := s.claimTasks[key]; ok {
 		return st, nil
 	}
 	text := claimSQLFor(n)
 	if q > 0 {
-		text = claimQueuesSQL(n, q)
+		text = claimQueuesSQL(n, q, def)
 	}
 	st, err := w.PrepareContext(ctx, text)
 	if err != nil {
 		return nil, err
 	}
 	if s.claimTasks == nil {
-		s.claimTasks = make(map[[2]int]*sql.Stmt)
+		s.claimTasks = make(map[[3]int]*sql.Stmt)
 	}
 	s.claimTasks[key] = st
 	return st, nil
@@ -213,7 +224,7 @@ func (s *stmts) prepare(ctx context.Context, db *sql.DB) error {
 		{&s.failRetry, sqlFailRetry}, {&s.failDead, sqlFailDead}, {&s.insertDLQ, sqlInsertDLQ},
 		{&s.heartbeat, sqlHeartbeat}, {&s.release, sqlRelease}, {&s.failCancel, sqlFailCancel},
 		{&s.countProcessed, sqlCountProcessed}, {&s.countFailed, sqlCountFailed},
-		{&s.fence, sqlFence}, {&s.deleteIDs, sqlDeleteIDs}, {&s.completeKeepSet, sqlCompleteKeepSet}, {&s.heartbeatIDs, sqlHeartbeatIDs},
+		{&s.fence, sqlFence}, {&s.deleteIDs, sqlDeleteIDs}, {&s.completeDeleteSet, sqlCompleteDeleteSet}, {&s.completeKeepSet, sqlCompleteKeepSet}, {&s.heartbeatIDs, sqlHeartbeatIDs},
 		{&s.failRetrySet, sqlFailRetrySet}, {&s.failDLQSet, sqlFailDLQSet}, {&s.failEndSet, sqlFailEndSet},
 		{&s.insertUnique, sqlInsertUnique}, {&s.uniqueHolder, sqlUniqueHolder},
 	} {
@@ -247,7 +258,7 @@ func (s *stmts) close() error {
 	var errs []error
 	all := append([]*sql.Stmt{s.insert, s.promote, s.claim, s.completeDelete, s.completeKeep,
 		s.failRetry, s.failDead, s.failCancel, s.insertDLQ, s.heartbeat, s.release, s.hasReady,
-		s.countProcessed, s.countFailed, s.fence, s.deleteIDs, s.completeKeepSet, s.heartbeatIDs,
+		s.countProcessed, s.countFailed, s.fence, s.deleteIDs, s.completeDeleteSet, s.completeKeepSet, s.heartbeatIDs,
 		s.failRetrySet, s.failDLQSet, s.failEndSet,
 		s.insertUnique, s.uniqueHolder}, s.insertRows...)
 	s.mu.Lock()

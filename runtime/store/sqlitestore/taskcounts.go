@@ -10,6 +10,15 @@ import (
 	"github.com/queuemax/queuemax/runtime/store"
 )
 
+// sqlTaskBacklog and sqlWaitingCount read one partial index per status
+// (idx_qm_ready, idx_qm_due): kept finished rows are never read.
+const (
+	sqlTaskBacklog = `SELECT coalesce(task, ''), 'pending', count(*) FROM fila WHERE status = 'pending' GROUP BY 1
+		UNION ALL SELECT coalesce(task, ''), 'scheduled', count(*) FROM fila WHERE ` + settledScheduled + ` GROUP BY 1`
+	sqlWaitingCount = `SELECT (SELECT count(*) FROM fila WHERE status = 'pending')
+		+ (SELECT count(*) FROM fila WHERE ` + settledScheduled + `)`
+)
+
 // TaskBacklog counts pending and scheduled jobs per task; see
 // store.Store. It reads the claim and due indexes' rows only.
 func (s *Store) TaskBacklog(ctx context.Context) (map[string]store.TaskBacklog, error) {
@@ -18,13 +27,12 @@ func (s *Store) TaskBacklog(ctx context.Context) (map[string]store.TaskBacklog, 
 	}
 	out := make(map[string]store.TaskBacklog)
 	for _, sh := range s.shards {
-		rows, err := sh.r.QueryContext(ctx, `SELECT coalesce(task, ''), status, count(*) FROM fila
-			WHERE status IN ('pending', 'scheduled') AND `+notStaged+` GROUP BY 1, 2`)
+		rows, err := sh.r.QueryContext(ctx, sqlTaskBacklog)
 		if err != nil && sh.w == nil && strings.Contains(err.Error(), "no such column") {
 			// A read-only look at a queue-max file never migrated: its
 			// jobs have no task name.
 			rows, err = sh.r.QueryContext(ctx, `SELECT '', status, count(*) FROM fila
-				WHERE status IN ('pending', 'scheduled') AND `+notStaged+` GROUP BY 2`)
+				WHERE status IN ('pending', 'scheduled') GROUP BY 2`)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("shard %d: task backlog: %w", sh.idx, err)
@@ -81,7 +89,7 @@ func (s *Store) WaitingCount(ctx context.Context) (int64, error) {
 	var total int64
 	for _, sh := range s.shards {
 		var n int64
-		if err := sh.r.QueryRowContext(ctx, `SELECT count(*) FROM fila WHERE status IN ('pending', 'scheduled') AND `+notStaged).Scan(&n); err != nil {
+		if err := sh.r.QueryRowContext(ctx, sqlWaitingCount).Scan(&n); err != nil {
 			return 0, fmt.Errorf("shard %d: waiting count: %w", sh.idx, err)
 		}
 		total += n

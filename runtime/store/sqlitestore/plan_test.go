@@ -1,0 +1,75 @@
+package sqlitestore
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestQueryPlans pins the statements of the hot path and of everything an
+// idle Run or a dashboard repeats to their indexes: none may scan the
+// whole job table, whose kept finished rows can outnumber the waiting
+// ones by far (the idle cost must not grow with them), and the claims
+// must walk a claim index in order rather than sort.
+func TestQueryPlans(t *testing.T) {
+	st, err := Open(t.Context(), Options{Dir: t.TempDir(), Shards: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	sh := st.shards[0]
+	const now = "2026-01-01T00:00:00.000Z"
+	tests := []struct {
+		name, sql string
+		args      []any
+		want      []string // plan lines that must appear
+	}{
+		{"claim", sqlClaim, []any{"w", now, 1, 10}, []string{"SCAN fila USING INDEX idx_qm_ready"}},
+		{"claim by tasks", claimSQLFor(2), []any{"w", now, 1, 10, "a", "b"}, []string{"SCAN fila USING INDEX idx_qm_ready"}},
+		{"claim by queues", claimQueuesSQL(0, 2, 1), []any{"w", now, 1, 10, "q1", 5, "default", 5},
+			[]string{"SEARCH fila USING INDEX idx_qm_claim_queue (queue=?)", "SCAN fila USING INDEX idx_qm_ready"}},
+		{"probe", sqlHasReady, []any{now}, []string{"SCAN fila USING COVERING INDEX idx_qm_ready"}},
+		{"promote", sqlPromote, []any{now}, []string{"SEARCH fila USING INDEX idx_qm_due (next_retry_at<?)"}},
+		{"waiting counts", sqlWaitingCounts, nil, []string{"SCAN fila USING COVERING INDEX idx_heartbeat"}},
+		{"finished counts", sqlFinishedCounts, nil, []string{"SEARCH fila USING COVERING INDEX idx_qm_done (status=?)"}},
+		{"has work", sqlHasWork, nil, nil},
+		{"task backlog", sqlTaskBacklog, nil, nil},
+		{"waiting count", sqlWaitingCount, nil, nil},
+		{"queue counts", queueCountsSQL("queue"), nil, nil},
+		{"prune completed", sqlPruneCompleted, []any{now, 10, now}, []string{"SEARCH fila USING INDEX idx_qm_done (status=? AND completed_at<?)"}},
+		{"prune finished", sqlPruneFinished, []any{now}, []string{"SEARCH fila USING INDEX idx_qm_done (status=?)"}},
+		{"fence", sqlFence, []any{"[1]"}, nil},
+		{"complete", sqlCompleteDeleteSet, []any{`[[1,2,""]]`}, nil},
+		{"complete and keep", sqlCompleteKeepSet, []any{`[[1,2,"",null,"x"]]`}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rows, err := sh.w.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+tt.sql, tt.args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rows.Close()
+			var plan []string
+			for rows.Next() {
+				var id, parent, notused int
+				var detail string
+				if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
+					t.Fatal(err)
+				}
+				plan = append(plan, detail)
+			}
+			if err := rows.Err(); err != nil {
+				t.Fatal(err)
+			}
+			text := strings.Join(plan, "\n")
+			if slices.Contains(plan, "SCAN fila") {
+				t.Errorf("scans the whole job table:\n%s", text)
+			}
+			for _, w := range tt.want {
+				if !slices.Contains(plan, w) {
+					t.Errorf("plan lacks %q:\n%s", w, text)
+				}
+			}
+		})
+	}
+}
