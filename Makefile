@@ -1,22 +1,29 @@
 # queuemax — make targets. Only Go is needed.
 GO ?= go
 PKGS := ./...
+# The library's module first, then the modules of the integrations, tools and
+# browser tests (each has its own go.mod, so importing the library pulls in
+# none of their dependencies). Every target below runs over all of them, each
+# module on its own (GOWORK=off), as a user's build would see it; go.work
+# joins them for go build / go run from the root.
+MODULES := . cmd/queuemax cmd/queuemax-bench examples/httpserver queuemaxhttp/browsertest queuemaxotel queuemaxprom
+EACH = set -e; for m in $(MODULES); do echo "== $$m"; (cd $$m && GOWORK=off $(1)); done
 
-.PHONY: all test check-size test-short vet lint fmt generate check-generated golden demo bench bench-pg bench-go clean
+.PHONY: all test check-size tidy test-short vet lint fmt generate check-generated golden demo bench bench-pg bench-go clean
 
 all: test
 
 ## test: vet, check formatting, generated files and tracked-file sizes, then run every test with -race and -shuffle
 test: lint check-generated check-size
-	$(GO) test -race -shuffle=on -timeout 20m $(PKGS)
+	@$(call EACH,$(GO) test -race -shuffle=on -timeout 20m $(PKGS))
 
 ## test-short: the quick run (smaller volume tests, no race detector)
 test-short:
-	$(GO) test -short $(PKGS)
+	@$(call EACH,$(GO) test -short $(PKGS))
 
 ## vet: go vet over the module and the golden test cases
 vet:
-	$(GO) vet $(PKGS)
+	@$(call EACH,$(GO) vet $(PKGS))
 	$(GO) vet ./testdata/golden/...
 
 ## lint: gofmt must be clean, then vet
@@ -31,6 +38,10 @@ fmt:
 check-size:
 	@big=$$(git ls-files -z | xargs -0 -r stat -c '%s %n' 2>/dev/null | awk '$$1 > 1048576 {print "  " $$2 " (" $$1 " bytes)"}'); \
 	if [ -n "$$big" ]; then echo "tracked files over 1 MiB:"; echo "$$big"; exit 1; fi
+
+## tidy: go mod tidy in every module (needs the module proxy)
+tidy:
+	@$(call EACH,$(GO) mod tidy)
 
 ## generate: run the generator over the examples
 generate:

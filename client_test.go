@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
 
 	"github.com/queuemax/queuemax/queuemaxtype"
@@ -319,38 +318,6 @@ func TestClient_SurvivesReopen(t *testing.T) {
 		if err != nil || string(j.Payload) != fmt.Sprintf(`{"i":%d}`, i) || j.Status != StatusPending {
 			t.Fatalf("job %d after reopen = %+v, %v", i, j, err)
 		}
-	}
-}
-
-func TestConfigFromEnv(t *testing.T) {
-	t.Parallel()
-	env := map[string]string{
-		"NUM_SHARDS": "4", "DATA_DIR": "/tmp/x", "QUEUE_MAX_RETRIES": "0", "RATE_LIMIT_MAX": "120",
-		"DB_BUSY_TIMEOUT": "1000", "CACHE_SIZE": "500", "MMAP_SIZE": "0", "HEARTBEAT_INTERVAL": "2000",
-		"STUCK_TIMEOUT": "9000", "RECOVERY_INTERVAL": "3000", "CLEANUP_DAYS": "2", "QUEUE_ALERT_THRESHOLD": "50",
-		"CIRCUIT_FAILURE_THRESHOLD": "3", "CIRCUIT_TIMEOUT": "30", "QUEUE_MAX_LOG_LEVEL": "debug",
-	}
-	cfg, level, err := ConfigFromEnv(func(k string) string { return env[k] })
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := Config{Dir: "/tmp/x", Shards: 4, MaxRetries: Ptr(0), RateLimit: Rate{120, time.Minute}, BusyTimeout: time.Second,
-		CacheSize: 500, HeartbeatInterval: 2 * time.Second, StuckTimeout: 9 * time.Second, RecoveryInterval: 3 * time.Second,
-		CleanupAge: 48 * time.Hour, AlertThreshold: 50, CircuitThreshold: 3, CircuitTimeout: 30 * time.Second, MmapSize: -1}
-	if diff := cmp.Diff(want, cfg, cmp.AllowUnexported(Config{})); diff != "" {
-		t.Errorf("ConfigFromEnv mismatch (-want +got):\n%s", diff)
-	}
-	if level != slog.LevelDebug {
-		t.Errorf("level = %v, want DEBUG", level)
-	}
-	_, _, err = ConfigFromEnv(func(k string) string {
-		if k == "NUM_SHARDS" {
-			return "six"
-		}
-		return ""
-	})
-	if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "NUM_SHARDS") {
-		t.Errorf("bad NUM_SHARDS error = %v, want one naming NUM_SHARDS", err)
 	}
 }
 

@@ -1,14 +1,12 @@
 package queuemax
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
-	"strconv"
-	"strings"
 	"time"
 
+	"github.com/queuemax/queuemax/internal/clock"
 	"github.com/queuemax/queuemax/runtime/shard"
 )
 
@@ -26,7 +24,7 @@ const (
 )
 
 // Config configures a Client. Every field's zero value means its default,
-// so Config{} opens six shards in ./data. ConfigFromEnv fills it from
+// so Config{} opens six shards in ./data. queuemaxenv.Config fills it from
 // queue-max's environment variables.
 type Config struct {
 	// DSN, when it is a postgres:// or postgresql:// URL, selects the
@@ -37,6 +35,13 @@ type Config struct {
 	// database can serve several applications. Empty means "queuemax" (env
 	// QUEUE_MAX_SCHEMA). Ignored for SQLite.
 	Schema string
+	// MaxConns caps the connections to PostgreSQL this client opens in
+	// all: its LISTEN session, its claim pool and its main pool (see
+	// docs/postgres.md, Connection budget). Zero means the DSN's
+	// pool_max_conns if it sets one, else 4 — so 20 processes stay within
+	// 80, under the server's default max_connections of 100. At least 3.
+	// Ignored for SQLite.
+	MaxConns int
 	// Dir is the data directory holding shard_0.db … shard_N-1.db. It is
 	// created if missing. Empty means "./data" (env DATA_DIR).
 	Dir string
@@ -282,7 +287,7 @@ func (c Config) withDefaults() Config {
 		c.Logger = slog.Default()
 	}
 	if c.now == nil {
-		c.now = time.Now
+		c.now = clock.Now // time.Now, unless a test skews this process's clock
 	}
 	return c
 }
@@ -340,130 +345,4 @@ func (c Config) validate() error {
 		return err
 	}
 	return checkMiddleware(c.Middleware)
-}
-
-// ConfigFromEnv returns a Config read from queue-max's environment variables
-// through getenv (pass os.Getenv). Unset variables leave fields at zero, so
-// defaults apply. Explicit values are honoured or refused, never replaced by
-// a default: QUEUE_ALERT_THRESHOLD=0, CIRCUIT_FAILURE_THRESHOLD=0,
-// RATE_LIMIT_MAX=0 and QUEUE_MAX_COMPLETED_RETENTION=0 switch alerts,
-// breakers, the rate limit and completed-job retention off, while
-// NUM_SHARDS=0 and a malformed or out-of-range value are a *ConfigError
-// naming the variable (several are joined). It also returns the level named
-// by QUEUE_MAX_LOG_LEVEL (default WARNING) for programs that build their
-// own logger.
-func ConfigFromEnv(getenv func(string) string) (Config, slog.Level, error) {
-	var c Config
-	var errs []error
-	bad := func(name, format string, args ...any) {
-		errs = append(errs, &ConfigError{name, fmt.Sprintf(format, args...)})
-	}
-	intVar := func(name string, set func(int64)) {
-		v := strings.TrimSpace(getenv(name))
-		if v == "" {
-			return
-		}
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			bad(name, "%q is not an integer", v)
-			return
-		}
-		set(n)
-	}
-	atLeast := func(name string, lo int64, set func(int64)) func(int64) {
-		return func(n int64) {
-			if n < lo {
-				bad(name, "%d is out of range (want at least %d)", n, lo)
-				return
-			}
-			set(n)
-		}
-	}
-	ms := func(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
-	if v := getenv("DATA_DIR"); v != "" {
-		c.Dir = v
-	}
-	if v := getenv("QUEUE_MAX_DSN"); v != "" {
-		c.DSN = v
-	}
-	if v := getenv("QUEUE_MAX_SCHEMA"); v != "" {
-		c.Schema = v
-	}
-	intVar("NUM_SHARDS", func(n int64) {
-		if n < 1 || n > shard.MaxShards {
-			bad("NUM_SHARDS", "%d is out of range (want 1–%d)", n, shard.MaxShards)
-			return
-		}
-		c.Shards = int(n)
-	})
-	intVar("QUEUE_MAX_RETRIES", func(n int64) {
-		if n < 0 || n > MaxRetriesLimit {
-			bad("QUEUE_MAX_RETRIES", "%d is out of range (want 0–%d)", n, MaxRetriesLimit)
-			return
-		}
-		c.MaxRetries = Ptr(int(n))
-	})
-	intVar("RATE_LIMIT_MAX", atLeast("RATE_LIMIT_MAX", 0, func(n int64) {
-		if n > 0 { // 0: no limit
-			c.RateLimit = Rate{Limit: int(n), Per: time.Minute}
-		}
-	}))
-	// Zero would mean "the default" in Config, so it is refused here.
-	intVar("DB_BUSY_TIMEOUT", atLeast("DB_BUSY_TIMEOUT", 1, func(n int64) { c.BusyTimeout = ms(n) }))
-	intVar("CACHE_SIZE", atLeast("CACHE_SIZE", 1, func(n int64) { c.CacheSize = int(n) }))
-	intVar("MMAP_SIZE", atLeast("MMAP_SIZE", 0, func(n int64) {
-		c.MmapSize = n
-		if n == 0 {
-			c.MmapSize = -1 // no mmap
-		}
-	}))
-	intVar("HEARTBEAT_INTERVAL", atLeast("HEARTBEAT_INTERVAL", 1, func(n int64) { c.HeartbeatInterval = ms(n) }))
-	intVar("STUCK_TIMEOUT", atLeast("STUCK_TIMEOUT", 1, func(n int64) { c.StuckTimeout = ms(n) }))
-	intVar("RECOVERY_INTERVAL", atLeast("RECOVERY_INTERVAL", 1, func(n int64) { c.RecoveryInterval = ms(n) }))
-	intVar("CLEANUP_DAYS", atLeast("CLEANUP_DAYS", 1, func(n int64) { c.CleanupAge = time.Duration(n) * 24 * time.Hour }))
-	if v := strings.TrimSpace(getenv("QUEUE_MAX_COMPLETED_RETENTION")); v != "" {
-		d, err := time.ParseDuration(v)
-		if n, nerr := strconv.ParseInt(v, 10, 64); nerr == nil {
-			d, err = time.Duration(n)*time.Second, nil
-		}
-		switch {
-		case err != nil:
-			bad("QUEUE_MAX_COMPLETED_RETENTION", "%q is not a duration (24h) or a number of seconds", v)
-		case d < 0:
-			bad("QUEUE_MAX_COMPLETED_RETENTION", "%q is negative", v)
-		case d == 0:
-			c.CompletedRetention = RetentionOff
-		default:
-			c.CompletedRetention = d
-		}
-	}
-	intVar("QUEUE_ALERT_THRESHOLD", atLeast("QUEUE_ALERT_THRESHOLD", 0, func(n int64) {
-		c.AlertThreshold = int(n)
-		if n == 0 {
-			c.AlertThreshold = AlertOff
-		}
-	}))
-	intVar("CIRCUIT_FAILURE_THRESHOLD", atLeast("CIRCUIT_FAILURE_THRESHOLD", 0, func(n int64) {
-		c.CircuitThreshold = int(n)
-		if n == 0 {
-			c.CircuitThreshold = CircuitOff
-		}
-	}))
-	intVar("CIRCUIT_TIMEOUT", atLeast("CIRCUIT_TIMEOUT", 1, func(n int64) { c.CircuitTimeout = time.Duration(n) * time.Second }))
-	level := slog.LevelWarn
-	if v := strings.ToUpper(strings.TrimSpace(getenv("QUEUE_MAX_LOG_LEVEL"))); v != "" {
-		switch v {
-		case "DEBUG":
-			level = slog.LevelDebug
-		case "INFO":
-			level = slog.LevelInfo
-		case "WARNING", "WARN":
-			level = slog.LevelWarn
-		case "ERROR", "CRITICAL":
-			level = slog.LevelError
-		default:
-			bad("QUEUE_MAX_LOG_LEVEL", "%q is not DEBUG, INFO, WARNING or ERROR", v)
-		}
-	}
-	return c, level, errors.Join(errs...)
 }

@@ -9,45 +9,6 @@ import (
 	"time"
 )
 
-func TestConfigFromEnv_ExplicitValues(t *testing.T) {
-	t.Parallel()
-	env := func(kv ...string) func(string) string {
-		return func(k string) string {
-			for i := 0; i < len(kv); i += 2 {
-				if kv[i] == k {
-					return kv[i+1]
-				}
-			}
-			return ""
-		}
-	}
-	// Zero means off where off makes sense.
-	cfg, _, err := ConfigFromEnv(env("QUEUE_ALERT_THRESHOLD", "0", "CIRCUIT_FAILURE_THRESHOLD", "0",
-		"RATE_LIMIT_MAX", "0", "MMAP_SIZE", "0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cfg.AlertThreshold != AlertOff || cfg.CircuitThreshold != CircuitOff || cfg.RateLimit != (Rate{}) || cfg.MmapSize != -1 {
-		t.Errorf("zeros read as alert=%d circuit=%d rate=%+v mmap=%d; want AlertOff, CircuitOff, no limit, no mmap",
-			cfg.AlertThreshold, cfg.CircuitThreshold, cfg.RateLimit, cfg.MmapSize)
-	}
-	// Otherwise a zero (or an out-of-range value) is refused, naming the
-	// variable.
-	for _, kv := range [][2]string{
-		{"NUM_SHARDS", "0"}, {"NUM_SHARDS", "-1"}, {"NUM_SHARDS", "1025"},
-		{"QUEUE_MAX_RETRIES", "-1"}, {"QUEUE_MAX_RETRIES", "1001"}, {"QUEUE_MAX_RETRIES", "9223372036854775807"},
-		{"RATE_LIMIT_MAX", "-5"}, {"QUEUE_ALERT_THRESHOLD", "-1"}, {"CIRCUIT_FAILURE_THRESHOLD", "-2"},
-		{"DB_BUSY_TIMEOUT", "0"}, {"STUCK_TIMEOUT", "0"}, {"HEARTBEAT_INTERVAL", "0"}, {"CIRCUIT_TIMEOUT", "0"},
-		{"CLEANUP_DAYS", "0"}, {"CACHE_SIZE", "0"}, {"MMAP_SIZE", "-1"},
-	} {
-		_, _, err := ConfigFromEnv(env(kv[0], kv[1]))
-		ce, ok := errors.AsType[*ConfigError](err)
-		if !ok || ce.Field != kv[0] || !errors.Is(err, ErrInvalidConfig) {
-			t.Errorf("%s=%s: error %v, want a *ConfigError naming %s", kv[0], kv[1], err, kv[0])
-		}
-	}
-}
-
 func TestConfig_RetriesBound(t *testing.T) {
 	t.Parallel()
 	_, err := Open(t.Context(), Config{Dir: t.TempDir(), MaxRetries: Ptr(MaxRetriesLimit + 1)})

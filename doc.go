@@ -35,7 +35,7 @@
 //
 // Open does I/O but starts no goroutine; Run owns every goroutine it starts
 // and returns only after all have exited. A Config works at its zero value
-// (six shards in ./data); ConfigFromEnv reads queue-max's environment
+// (six shards in ./data); queuemaxenv.Config reads queue-max's environment
 // variables.
 //
 // # Types

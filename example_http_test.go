@@ -2,62 +2,16 @@ package queuemax_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"time"
 
 	"github.com/queuemax/queuemax"
 	"github.com/queuemax/queuemax/examples/tasks"
 )
-
-// ExampleNewAdminHandler mounts the admin API under /admin/ and drives it
-// over HTTP: reads are open, mutations need the bearer token.
-func ExampleNewAdminHandler() {
-	ctx := context.Background()
-	c, closeClient := openBusExample(ctx, tasks.Handlers()...)
-	defer closeClient()
-
-	mux := http.NewServeMux()
-	mux.Handle("/admin/", http.StripPrefix("/admin", queuemax.NewAdminHandler(c, queuemax.AdminOptions{Token: "s3cret"})))
-	srv := httptest.NewServer(mux)
-	defer srv.Close()
-
-	call := func(method, path, token, body string) {
-		req, _ := http.NewRequestWithContext(ctx, method, srv.URL+path, strings.NewReader(body))
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			fmt.Println(err)
-			return
-		}
-		defer res.Body.Close()
-		var out map[string]any
-		json.NewDecoder(res.Body).Decode(&out)
-		fmt.Println(res.StatusCode, out["error"], out["job_id"], out["pending"], out["retried"])
-	}
-	enqueue := `{"task": "github.com/queuemax/queuemax/examples/tasks.SendEmail",
-		"payload": {"to": "ada@example.com", "subject": "hi"}, "opts": {"priority": 2}}`
-	call("POST", "/admin/enqueue", "", enqueue)
-	call("POST", "/admin/enqueue", "wrong", enqueue)
-	call("POST", "/admin/enqueue", "s3cret", enqueue)
-	call("GET", "/admin/stats", "", "")
-	call("POST", "/admin/retry", "s3cret", "")
-	call("DELETE", "/admin/stats", "", "")
-	// Output:
-	// 401 missing bearer token (Authorization: Bearer <token>) <nil> <nil> <nil>
-	// 401 invalid bearer token <nil> <nil> <nil>
-	// 201 <nil> 1024 <nil> <nil>
-	// 200 <nil> <nil> 1 <nil>
-	// 200 <nil> <nil> <nil> 0
-	// 405 method DELETE not allowed (allowed: GET, HEAD) <nil> <nil> <nil>
-}
 
 // ExampleMiddleware enqueues a typed task from an HTTP handler: the
 // middleware puts the client into the request context.

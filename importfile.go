@@ -1,32 +1,19 @@
 package queuemax
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"time"
 
+	"github.com/queuemax/queuemax/internal/jsonl"
 	"github.com/queuemax/queuemax/runtime/store"
 )
 
-// FileRecord is one job in an import file. Payload is required; the other
-// keys are optional. pagina_id is accepted as queue-max's name for key.
-type FileRecord struct {
-	Task       string          `json:"task,omitempty"`
-	Payload    json.RawMessage `json:"payload"`
-	Priority   *Priority       `json:"priority,omitempty"`
-	MaxRetries *int            `json:"max_retries,omitempty"`
-	Key        *int64          `json:"key,omitempty"`
-	PaginaID   *int64          `json:"pagina_id,omitempty"`
-	RunAt      *time.Time      `json:"run_at,omitempty"`
-	// UniqueKey makes the job unique by it (Opts.UniqueKey).
-	UniqueKey string `json:"unique_key,omitempty"`
-}
+// FileRecord is one job in an import file (see EnqueueFile). Payload is
+// required; the other keys are optional. pagina_id is accepted as
+// queue-max's name for key.
+type FileRecord = jsonl.Record
 
 // EnqueueFile enqueues every record of a JSON Lines file (one FileRecord
 // object per line; blank lines are skipped) or of a file holding one JSON
@@ -43,13 +30,12 @@ func (c *Client) EnqueueFile(ctx context.Context, path string, progress func(don
 	if err != nil {
 		return 0, err
 	}
-	recs, lines, err := parseRecords(data)
+	recs, lines, err := jsonl.Parse(data, MaxPayloadBytes+(1<<20))
+	if le, ok := errors.AsType[*jsonl.LineError](err); ok {
+		return 0, &LineError{Path: path, Line: le.Line, Err: le.Err}
+	}
 	if err != nil {
-		var le *LineError
-		if errors.As(err, &le) {
-			le.Path = path
-		}
-		return 0, err
+		return 0, fmt.Errorf("queuemax: %w", err)
 	}
 	params := make([]store.InsertParams, len(recs))
 	for i, r := range recs {
@@ -81,81 +67,4 @@ func (c *Client) EnqueueFile(ctx context.Context, path string, progress func(don
 		}
 	}
 	return stored, err
-}
-
-// parseRecords decodes JSON Lines or a JSON array, strictly (unknown keys
-// are errors), returning each record's starting line.
-func parseRecords(data []byte) ([]FileRecord, []int, error) {
-	trimmed := bytes.TrimLeft(data, " \t\r\n\ufeff")
-	if len(trimmed) > 0 && trimmed[0] == '[' {
-		return parseArray(data)
-	}
-	var recs []FileRecord
-	var lines []int
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 0, 64<<10), MaxPayloadBytes+(1<<20))
-	for n := 1; sc.Scan(); n++ {
-		line := bytes.TrimSpace(sc.Bytes())
-		if len(line) == 0 {
-			continue
-		}
-		r, err := decodeRecord(line)
-		if err != nil {
-			return nil, nil, &LineError{Line: n, Err: err}
-		}
-		recs = append(recs, r)
-		lines = append(lines, n)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, nil, fmt.Errorf("queuemax: read records: %w", err)
-	}
-	return recs, lines, nil
-}
-
-func decodeRecord(b []byte) (FileRecord, error) {
-	var r FileRecord
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&r); err != nil {
-		return r, fmt.Errorf("invalid record: %w", err)
-	}
-	if dec.More() {
-		return r, errors.New("invalid record: extra data after the object")
-	}
-	if r.Payload == nil {
-		return r, errors.New(`invalid record: missing "payload"`)
-	}
-	if r.Key != nil && r.PaginaID != nil {
-		return r, errors.New(`invalid record: both "key" and "pagina_id" set`)
-	}
-	return r, nil
-}
-
-func parseArray(data []byte) ([]FileRecord, []int, error) {
-	lineAt := func(off int64) int { return 1 + bytes.Count(data[:off], []byte("\n")) }
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if _, err := dec.Token(); err != nil {
-		return nil, nil, &LineError{Line: 1, Err: err}
-	}
-	var recs []FileRecord
-	var lines []int
-	for dec.More() {
-		var raw json.RawMessage
-		start := dec.InputOffset()
-		if err := dec.Decode(&raw); err != nil {
-			return nil, nil, &LineError{Line: lineAt(dec.InputOffset()), Err: fmt.Errorf("invalid JSON: %w", err)}
-		}
-		// InputOffset before Decode may sit before the separating comma.
-		line := lineAt(start + int64(len(data[start:dec.InputOffset()])-len(bytes.TrimLeft(data[start:dec.InputOffset()], " \t\r\n,"))))
-		r, err := decodeRecord(raw)
-		if err != nil {
-			return nil, nil, &LineError{Line: line, Err: err}
-		}
-		recs = append(recs, r)
-		lines = append(lines, line)
-	}
-	if _, err := dec.Token(); err != nil && !errors.Is(err, io.EOF) {
-		return nil, nil, &LineError{Line: lineAt(dec.InputOffset()), Err: err}
-	}
-	return recs, lines, nil
 }

@@ -374,17 +374,12 @@ func (c *Client) Stats(ctx context.Context) (Stats, error) {
 	if c.cfg.RateLimit.Limit > 0 {
 		s.RateLimitPer = c.cfg.RateLimit.Per.String()
 	}
+	sum := queuemaxtype.SumShards(ss)
+	s.Pending, s.Scheduled, s.Processing = sum.Pending, sum.Scheduled, sum.Processing
+	s.Failed, s.Completed, s.DeadLetters = sum.Failed, sum.Completed, sum.DeadLetters
+	s.TotalProcessed, s.TotalFailed, s.IsHealthy = sum.TotalProcessed, sum.TotalFailed, sum.Healthy
 	var errs []error
 	for _, sh := range ss {
-		s.Pending += sh.Pending
-		s.Scheduled += sh.Scheduled
-		s.Processing += sh.Processing
-		s.Failed += sh.Failed
-		s.Completed += sh.Completed
-		s.DeadLetters += sh.DeadLetters
-		s.TotalProcessed += sh.TotalProcessed
-		s.TotalFailed += sh.TotalFailed
-		s.IsHealthy = s.IsHealthy && sh.Healthy
 		if !sh.Healthy {
 			errs = append(errs, fmt.Errorf("%w: shard %d: %s", ErrShardUnavailable, sh.Shard, sh.LastError))
 		}

@@ -2,7 +2,10 @@ package queuemax
 
 import (
 	"context"
+	"log/slog"
 	"slices"
+
+	"github.com/queuemax/queuemax/runtime/breaker"
 )
 
 // JobCounts returns how many jobs each shard holds per task and status
@@ -47,3 +50,60 @@ func (c *Client) CircuitStates() map[string]string {
 	}
 	return out
 }
+
+// CountsByTask is JobCounts plus, for each shard and task with dead
+// letters, a row counting them (JobCount.IsDeadLetters reports which): what
+// the dashboard's task table shows. It costs what JobCounts costs.
+func (c *Client) CountsByTask(ctx context.Context) ([]JobCount, error) {
+	return c.st.JobCounts(ctx)
+}
+
+// ShardStats reads each shard's counts and lifetime totals from the store,
+// without the registry and breaker figures Stats adds: the cheap read for
+// a poller. A shard it could not read is returned with Healthy false.
+func (c *Client) ShardStats(ctx context.Context) ([]ShardStats, error) {
+	return c.st.Stats(ctx)
+}
+
+// Tasks returns the names of the tasks this client has handlers for,
+// sorted (the catch-all Config.DefaultHandler is not listed).
+func (c *Client) Tasks() []string {
+	out := make([]string, 0, len(c.handlers))
+	for name := range c.handlers {
+		if name != "" {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// CircuitBreakerStats is a snapshot of one circuit breaker.
+type CircuitBreakerStats = breaker.Stats
+
+// TaskBreaker is one task's circuit breaker in the running (or last) Run.
+// Task is "" for the breaker of Config.DefaultHandler.
+type TaskBreaker struct {
+	Task  string
+	Stats CircuitBreakerStats
+}
+
+// Breakers returns every task breaker of the running (or last) Run, in the
+// order Run built them, read from memory, and whether Run has ever started
+// in this process (false: no breaker exists yet).
+func (c *Client) Breakers() ([]TaskBreaker, bool) {
+	e := c.engine.Load()
+	if e == nil {
+		return nil, false
+	}
+	bs, order := e.Breakers()
+	out := make([]TaskBreaker, 0, len(order))
+	for _, name := range order {
+		out = append(out, TaskBreaker{Task: name, Stats: bs[name].Stats()})
+	}
+	return out, true
+}
+
+// Logger returns the logger the client writes to (Config.Logger, or the
+// default it chose), for add-ons that log on its behalf.
+func (c *Client) Logger() *slog.Logger { return c.log }

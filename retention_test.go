@@ -110,33 +110,6 @@ func TestClient_RetentionOff(t *testing.T) {
 
 func TestConfig_CompletedRetention(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		env  string
-		want time.Duration
-		bad  bool
-	}{
-		{"0", RetentionOff, false},
-		{"90", 90 * time.Second, false},
-		{"2h", 2 * time.Hour, false},
-		{" 30m ", 30 * time.Minute, false},
-		{"-1", 0, true},
-		{"-1h", 0, true},
-		{"soon", 0, true},
-	} {
-		cfg, _, err := ConfigFromEnv(func(k string) string {
-			if k == "QUEUE_MAX_COMPLETED_RETENTION" {
-				return tc.env
-			}
-			return ""
-		})
-		var ce *ConfigError
-		switch {
-		case tc.bad && (!errors.As(err, &ce) || ce.Field != "QUEUE_MAX_COMPLETED_RETENTION"):
-			t.Errorf("QUEUE_MAX_COMPLETED_RETENTION=%q: error %v, want a ConfigError naming it", tc.env, err)
-		case !tc.bad && (err != nil || cfg.CompletedRetention != tc.want):
-			t.Errorf("QUEUE_MAX_COMPLETED_RETENTION=%q: %v, %v; want %v", tc.env, cfg.CompletedRetention, err, tc.want)
-		}
-	}
 	if d := (Config{}).withDefaults().CompletedRetention; d != time.Hour {
 		t.Errorf("default CompletedRetention = %v, want 1h", d)
 	}

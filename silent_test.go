@@ -4,10 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -368,54 +365,6 @@ func TestAlert_ProducerOnly(t *testing.T) {
 	}
 }
 
-func TestAdmin_EnqueueChecksAndWorkers(t *testing.T) {
-	t.Parallel()
-	const task = "example.com/jobs.Mail"
-	b := setup(t, Config{Shards: 1, Handlers: []Handler{Define(task, TaskOptions{}, nopMail)},
-		HeartbeatInterval: 50 * time.Millisecond, StuckTimeout: 10 * time.Second})
-	srv := httptest.NewServer(NewAdminHandler(b.c, AdminOptions{Token: "tok"}))
-	defer srv.Close()
-	do := func(method, path, body string) (int, map[string]any) {
-		t.Helper()
-		req, _ := http.NewRequestWithContext(b.ctx, method, srv.URL+path, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer tok")
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var out map[string]any
-		json.NewDecoder(resp.Body).Decode(&out)
-		return resp.StatusCode, out
-	}
-	code, out := do("POST", "/enqueue", `{"task": "Mail", "payload": {"to": "a", "n": "x", "tags": [], "meta": {}, "msg": {}}}`)
-	if code != 400 || !strings.Contains(out["error"].(string), `field "n"`) {
-		t.Errorf("bad payload: %d %v, want 400 naming the field", code, out)
-	}
-	code, out = do("POST", "/enqueue", `{"task": "Mial", "payload": {}}`)
-	if code != 400 || !strings.Contains(out["error"].(string), `did you mean "`+task+`"`) {
-		t.Errorf("unknown task: %d %v", code, out)
-	}
-	if n := pendingJobs(t, b.c); n != 0 {
-		t.Errorf("refused enqueues stored %d jobs", n)
-	}
-	code, out = do("POST", "/enqueue", `{"task": "Mail", "payload": {"to": "a", "n": 1, "tags": [], "meta": {}, "msg": {"S": ""}}}`)
-	if code != 201 {
-		t.Fatalf("good enqueue: %d %v", code, out)
-	}
-	if j, err := b.c.Job(b.ctx, JobID(out["job_id"].(float64))); err != nil || j.Task != task {
-		t.Errorf("stored job = %+v, %v; want the full task name", j, err)
-	}
-
-	run(t, b.c)
-	waitFor(t, "the worker in GET /workers", func() bool {
-		code, out := do("GET", "/workers", "")
-		ws, _ := out["workers"].([]any)
-		return code == 200 && len(ws) == 1
-	})
-}
-
 func TestDecodeArgs_OtherShapes(t *testing.T) {
 	t.Parallel()
 	var m map[string]int
@@ -479,47 +428,5 @@ func TestRun_LogsTasksNobodyRuns(t *testing.T) {
 	})
 	if n := strings.Count(logs.String(), "no live worker runs it"); n != 1 {
 		t.Errorf("warned %d times, want once while nothing changes:\n%s", n, logs.String())
-	}
-}
-
-// TestAdmin_HandlerlessChecksPublishedSchema: the admin API of a producer
-// that has no handler of a task refuses a payload that does not fit the
-// schema the task's live worker publishes.
-func TestAdmin_HandlerlessChecksPublishedSchema(t *testing.T) {
-	t.Parallel()
-	const task = "example.com/jobs.Mail"
-	w := setup(t, Config{Handlers: []Handler{Define(task, TaskOptions{}, nopMail)}})
-	p := setup(t, Config{Dir: w.dir})
-	run(t, w.c)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		ws, err := p.c.Workers(p.ctx)
-		if err == nil && len(ws) == 1 && ws[0].Schemas[task] != nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no published schema: %v, %v", ws, err)
-		}
-		time.Sleep(10 * time.Millisecond) // polling the registry for Run's first write
-	}
-	srv := httptest.NewServer(NewAdminHandler(p.c, AdminOptions{Token: "tok"}))
-	defer srv.Close()
-	post := func(body string) (int, string) {
-		req, _ := http.NewRequestWithContext(p.ctx, "POST", srv.URL+"/enqueue", strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer tok")
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
-	if code, body := post(`{"task": "` + task + `", "payload": {"to": "a", "n": "x", "tags": [], "meta": {}, "msg": {"S": ""}}}`); code != 400 || !strings.Contains(body, `field \"n\"`) {
-		t.Errorf("bad payload: %d %s, want 400 naming the field", code, body)
-	}
-	if code, body := post(`{"task": "` + task + `", "payload": {"to": "a", "n": 1, "tags": [], "meta": {}, "msg": {"S": ""}}}`); code != 201 {
-		t.Errorf("good payload: %d %s", code, body)
 	}
 }

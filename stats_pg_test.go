@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/queuemax/queuemax"
+	"github.com/queuemax/queuemax/queuemaxhttp"
 )
 
 // TestPostgres_CountsAndStats checks the counting features on the
@@ -93,7 +94,7 @@ func TestPostgres_CountsAndStats(t *testing.T) {
 	}
 
 	rec := httptest.NewRecorder()
-	queuemax.NewAdminHandler(c, queuemax.AdminOptions{}).ServeHTTP(rec, httptest.NewRequestWithContext(ctx, "GET", "/tasks", nil))
+	queuemaxhttp.NewHandler(c, queuemaxhttp.Options{}).ServeHTTP(rec, httptest.NewRequestWithContext(ctx, "GET", "/tasks", nil))
 	type task struct {
 		Task        string `json:"task"`
 		Pending     int64  `json:"pending"`

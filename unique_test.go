@@ -323,33 +323,6 @@ func TestUniqueMiddlewareKey(t *testing.T) {
 	}
 }
 
-// TestAdminHandler_Unique: POST /enqueue with opts.unique_key creates one
-// job (201), answers a duplicate with 200 and "duplicate": true, and the
-// job's JSON carries its unique_key.
-func TestAdminHandler_Unique(t *testing.T) {
-	t.Parallel()
-	f := newAdminFixture(t, AdminOptions{Token: adminTestToken})
-	bearer := "Bearer " + adminTestToken
-	body := `{"task": "test.ok", "payload": {"n": 5}, "opts": {"unique_key": "nightly"}}`
-	first := f.do(t, "POST", "/admin/enqueue", bearer, "application/json", body)
-	if first.status != 201 || first.body["duplicate"] != nil {
-		t.Fatalf("first enqueue: %d %s; want 201 without duplicate", first.status, first.raw)
-	}
-	again := f.do(t, "POST", "/admin/enqueue", bearer, "application/json", body)
-	if again.status != 200 || again.body["duplicate"] != true || again.body["job_id"] != first.body["job_id"] {
-		t.Errorf("second enqueue: %d %s; want 200, duplicate of %v", again.status, again.raw, first.body["job_id"])
-	}
-	id := JobID(first.body["job_id"].(float64))
-	job := f.do(t, "GET", "/admin/jobs/"+id.String(), bearer, "", "")
-	if key, _ := job.body["unique_key"].(string); len(key) != 64 {
-		t.Errorf("GET /jobs/%s: unique_key %v; want the 64-digit key\n%s", id, job.body["unique_key"], job.raw)
-	}
-	plain := f.do(t, "GET", "/admin/jobs/"+f.pending.String(), bearer, "", "")
-	if _, ok := plain.body["unique_key"]; ok {
-		t.Errorf("plain job has a unique_key: %s", plain.raw)
-	}
-}
-
 // BenchmarkEnqueueUnique compares concurrent single enqueues of plain and
 // unique jobs (distinct keys, so every unique insert stores a job), and
 // duplicates of one held key:

@@ -36,6 +36,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -80,6 +81,11 @@ type Program struct {
 	// Configure, when set, adjusts every Config after the environment and
 	// the flags have been applied (to add Hooks, say).
 	Configure func(*queuemax.Config)
+	// Metrics, when set, gives the dashboard command a GET /metrics
+	// handler for the client it opened (the queuemax command sets
+	// queuemaxprom.Handler). Nil: the dashboard serves no /metrics, and the
+	// program's module needs no metrics library.
+	Metrics func(*queuemax.Client) (http.Handler, error)
 
 	// Stdin, Stdout and Stderr default to the process's. Progress bars and
 	// live status lines are drawn only when the stream is a terminal.

@@ -11,10 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/queuemax/queuemax"
-	"github.com/queuemax/queuemax/queuemaxprom"
+	"github.com/queuemax/queuemax/queuemaxhttp"
 )
 
 // TokenEnv is the environment variable holding the admin token of
@@ -27,9 +25,10 @@ var dashboardCommand = &command{
 	summary: "serve the web dashboard and the JSON admin API",
 	help: `
 Dashboard serves the web dashboard at http://ADDR/ui/ and the JSON admin API
-under http://ADDR/ (the endpoints of queuemax.NewAdminHandler) until SIGINT
+under http://ADDR/ (the endpoints of queuemaxhttp.NewHandler) until SIGINT
 or SIGTERM. It runs no workers: it shows the queue that worker processes
-fill and drain.
+fill and drain. The queuemax command also serves Prometheus metrics at
+GET /metrics (job counts by shard, task and status, the live workers).
 
 Without an admin token the queue is opened read-only and every action
 (retry, requeue, purge, recover) is refused. With a token, from
@@ -78,17 +77,19 @@ func runDashboard(r *runner, ctx context.Context, cmd *command, args []string) (
 	}
 	defer closeClient(c, &err)
 
-	admin := queuemax.NewAdminHandler(c, queuemax.AdminOptions{Token: token, ProtectReads: *protect})
+	admin := queuemaxhttp.NewHandler(c, queuemaxhttp.Options{Token: token, ProtectReads: *protect})
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, req *http.Request) {
 		http.Redirect(w, req, "/ui/", http.StatusFound)
 	})
 	mux.Handle("/", admin)
-	metrics, err := dashboardMetrics(c, token, *protect)
+	metrics, err := r.dashboardMetrics(c, token, *protect)
 	if err != nil {
 		return err
 	}
-	mux.Handle("GET /metrics", metrics)
+	if metrics != nil {
+		mux.Handle("GET /metrics", metrics)
+	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 
 	var lc net.ListenConfig
@@ -137,22 +138,16 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// dashboardMetrics serves the queue's Prometheus metrics (package
-// queuemaxprom): job counts by shard, task and status, breaker states and
-// the live workers of the registry, read from the store at most every 15s.
-// The per-task event counters and histograms stay at zero here, since the
-// dashboard runs no jobs; scrape the worker processes for those. With
-// protectReads the scrape needs the admin token as a bearer token.
-func dashboardMetrics(c *queuemax.Client, token string, protectReads bool) (http.Handler, error) {
-	col := queuemaxprom.NewCollector(queuemaxprom.Options{}) // live workers: the registry
-	col.Attach(c)
-	reg := prometheus.NewRegistry()
-	if err := reg.Register(col); err != nil {
-		return nil, err
+// dashboardMetrics wraps Program.Metrics' handler for GET /metrics: with
+// protectReads the scrape needs the admin token as a bearer token. It
+// returns nil when the program serves no metrics.
+func (r *runner) dashboardMetrics(c *queuemax.Client, token string, protectReads bool) (http.Handler, error) {
+	if r.p.Metrics == nil {
+		return nil, nil
 	}
-	h := promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
-	if !protectReads {
-		return h, nil
+	h, err := r.p.Metrics(c)
+	if err != nil || !protectReads {
+		return h, err
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), []byte("Bearer "+token)) != 1 {

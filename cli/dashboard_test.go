@@ -21,7 +21,13 @@ import (
 // (not through t.Context, which ends before cleanups run).
 func startDashboard(t *testing.T, dir string, env []string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(queuemaxBin, append([]string{"--data-dir", dir, "dashboard", "--addr", "127.0.0.1:0"}, args...)...)
+	return startDashboardOf(t, queuemaxBin, dir, env, args...)
+}
+
+// startDashboardOf is startDashboard for the binary bin.
+func startDashboardOf(t *testing.T, bin, dir string, env []string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"--data-dir", dir, "dashboard", "--addr", "127.0.0.1:0"}, args...)...)
 	cmd.Env = cleanEnv(env...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -143,4 +149,19 @@ func TestDashboard(t *testing.T) {
 		wantFail(t, qm(t, "--data-dir", dir, "dashboard", "--addr", "8080"), cli.ExitUsage, `--addr "8080"`)
 		wantFail(t, qm(t, "--data-dir", filepath.Join(dir, "nope"), "dashboard"), cli.ExitFailure, "does not exist")
 	})
+}
+
+// TestDashboard_NoMetricsWithoutProgramMetrics: a binary built on cli
+// without Program.Metrics (the example registry) serves the dashboard and
+// the API but no /metrics, so it needs no metrics library.
+func TestDashboard_NoMetricsWithoutProgramMetrics(t *testing.T) {
+	t.Parallel()
+	dir := newQueue(t, 1)
+	base := startDashboardOf(t, tasksBin, dir, nil)
+	if code, _, _ := httpDo(t, "GET", base+"/stats", ""); code != 200 {
+		t.Errorf("GET /stats = %d, want 200", code)
+	}
+	if code, body, _ := httpDo(t, "GET", base+"/metrics", ""); code != http.StatusNotFound {
+		t.Errorf("GET /metrics = %d, want 404 without Program.Metrics\n%s", code, body)
+	}
 }

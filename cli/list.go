@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/queuemax/queuemax"
+	"github.com/queuemax/queuemax/internal/jsonview"
 )
 
 var listCommand = &command{
@@ -173,9 +174,9 @@ func runList(r *runner, ctx context.Context, cmd *command, args []string) (err e
 		return err
 	}
 	if f.json {
-		out := make([]jobOut, len(jobs))
+		out := make([]jsonview.Job, len(jobs))
 		for i, j := range jobs {
-			out[i] = toJobOut(j)
+			out[i] = jsonview.NewJob(j)
 		}
 		return writeJSON(r.stdout, out)
 	}
@@ -292,9 +293,9 @@ func (r *runner) printDeadLetters(ctx context.Context, c *queuemax.Client, p que
 		return err
 	}
 	if asJSON {
-		out := make([]deadOut, len(dls))
+		out := make([]jsonview.DeadLetter, len(dls))
 		for i, d := range dls {
-			out[i] = toDeadOut(d)
+			out[i] = jsonview.NewDeadLetter(d)
 		}
 		return writeJSON(r.stdout, out)
 	}

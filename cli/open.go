@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/queuemax/queuemax"
+	"github.com/queuemax/queuemax/queuemaxenv"
 )
 
 // access says what a command may do to the data directory.
@@ -32,7 +33,7 @@ const (
 // config returns the Config from the environment and the global flags, and
 // the log level of QUEUE_MAX_LOG_LEVEL.
 func (r *runner) config() (queuemax.Config, slog.Level, error) {
-	cfg, level, err := queuemax.ConfigFromEnv(r.getenv)
+	cfg, level, err := queuemaxenv.Config(r.getenv)
 	if err != nil {
 		return cfg, level, fmt.Errorf("environment: %w", err)
 	}
@@ -160,4 +161,17 @@ func whereLong(c *queuemax.Client) string {
 		return "PostgreSQL"
 	}
 	return "data dir " + c.Dir()
+}
+
+// openListing is the prologue of a read-only listing command, which takes
+// the common flags and --json only: it parses args and opens the queue
+// read-only. The caller closes the client.
+func (r *runner) openListing(ctx context.Context, cmd *command, args []string) (c *queuemax.Client, jsonOut bool, err error) {
+	fs := r.newFlagSet(cmd.name)
+	j := fs.Bool("json", false, "print JSON")
+	if err := r.parse(fs, cmd, args); err != nil {
+		return nil, false, err
+	}
+	c, err = r.open(ctx, readOnly, "", nil)
+	return c, *j, err
 }

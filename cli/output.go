@@ -11,7 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/mattn/go-isatty"
-	"github.com/queuemax/queuemax"
+	"github.com/queuemax/queuemax/internal/jsonview"
 )
 
 // isTerminal reports whether v is an *os.File open on a terminal.
@@ -113,14 +113,8 @@ func stamp(t time.Time) string {
 }
 
 // timePtr returns nil for a zero time, for JSON fields that are omitted
-// when unset.
-func timePtr(t time.Time) *time.Time {
-	if t.IsZero() {
-		return nil
-	}
-	t = t.UTC()
-	return &t
-}
+// when unset, and the time in UTC otherwise.
+func timePtr(t time.Time) *time.Time { return jsonview.Time(t) }
 
 func yesNo(b bool) string {
 	if b {
@@ -204,68 +198,4 @@ func bar(done, total int64, width int) string {
 		s += ">" + strings.Repeat(" ", width-full-1)
 	}
 	return fmt.Sprintf("[%s] %3d%%", s, done*100/total)
-}
-
-// jobOut is a job in --json output.
-type jobOut struct {
-	ID           queuemax.JobID  `json:"id"`
-	Shard        int             `json:"shard"`
-	Task         string          `json:"task"`
-	Status       queuemax.Status `json:"status"`
-	Priority     int             `json:"priority"`
-	Attempts     int             `json:"attempts"`
-	MaxAttempts  int             `json:"max_attempts"`
-	Key          *int64          `json:"key,omitempty"`
-	Payload      json.RawMessage `json:"payload"`
-	Result       json.RawMessage `json:"result,omitempty"`
-	LastError    string          `json:"last_error,omitempty"`
-	ErrorType    string          `json:"error_type,omitempty"`
-	WorkerID     string          `json:"worker_id,omitempty"`
-	CreatedAt    *time.Time      `json:"created_at,omitempty"`
-	RunAt        *time.Time      `json:"run_at,omitempty"`
-	StartedAt    *time.Time      `json:"started_at,omitempty"`
-	Heartbeat    *time.Time      `json:"heartbeat,omitempty"`
-	CompletedAt  *time.Time      `json:"completed_at,omitempty"`
-	RetryDelayMS int64           `json:"retry_delay_ms,omitempty"`
-	// CancelRequested: cancel was called while the job runs.
-	CancelRequested bool `json:"cancel_requested,omitempty"`
-	Snoozes         int  `json:"snoozes"`
-	// TimeoutMS is the job's own timeout (Opts.Timeout), if any.
-	TimeoutMS int64           `json:"timeout_ms,omitempty"`
-	Tags      []string        `json:"tags,omitempty"`
-	Metadata  json.RawMessage `json:"metadata,omitempty"`
-	Queue     string          `json:"queue"`
-	// UniqueKey is a unique job's key (see queuemax.UniqueOpts).
-	UniqueKey string `json:"unique_key,omitempty"`
-}
-
-func toJobOut(j *queuemax.Job) jobOut {
-	return jobOut{
-		ID: j.ID, Shard: j.Shard, Task: j.Task, Status: j.Status, Priority: int(j.Priority),
-		Attempts: j.Attempts, MaxAttempts: j.MaxAttempts, Key: j.PartitionKey,
-		Payload: j.Payload, Result: j.Result, LastError: j.LastError, ErrorType: j.ErrorType,
-		WorkerID: j.WorkerID, CreatedAt: timePtr(j.CreatedAt), RunAt: timePtr(j.NextRetryAt),
-		StartedAt: timePtr(j.StartedAt), Heartbeat: timePtr(j.Heartbeat), CompletedAt: timePtr(j.CompletedAt),
-		RetryDelayMS: j.RetryDelay.Milliseconds(), CancelRequested: j.CancelRequested,
-		Snoozes: j.Snoozes, TimeoutMS: j.Timeout.Milliseconds(), Tags: j.Tags, Metadata: j.Metadata, Queue: j.Queue,
-		UniqueKey: j.UniqueKey,
-	}
-}
-
-// deadOut is a dead letter in --json output.
-type deadOut struct {
-	ID        int64           `json:"id"`
-	Shard     int             `json:"shard"`
-	JobID     queuemax.JobID  `json:"job_id,omitempty"`
-	Task      string          `json:"task"`
-	Payload   json.RawMessage `json:"payload"`
-	Error     string          `json:"error"`
-	ErrorType string          `json:"error_type,omitempty"`
-	Attempts  int             `json:"attempts"`
-	FailedAt  *time.Time      `json:"failed_at,omitempty"`
-}
-
-func toDeadOut(d *queuemax.DeadLetter) deadOut {
-	return deadOut{ID: d.ID, Shard: d.Shard, JobID: d.OriginalJobID, Task: d.Task, Payload: d.Payload,
-		Error: d.Error, ErrorType: d.ErrorType, Attempts: d.Attempts, FailedAt: timePtr(d.FailedAt)}
 }

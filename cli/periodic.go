@@ -34,12 +34,7 @@ type periodicOut struct {
 }
 
 func runPeriodic(r *runner, ctx context.Context, cmd *command, args []string) (err error) {
-	fs := r.newFlagSet(cmd.name)
-	jsonOut := fs.Bool("json", false, "print JSON")
-	if err := r.parse(fs, cmd, args); err != nil {
-		return err
-	}
-	c, err := r.open(ctx, readOnly, "", nil)
+	c, jsonOut, err := r.openListing(ctx, cmd, args)
 	if err != nil {
 		return err
 	}
@@ -60,7 +55,7 @@ func runPeriodic(r *runner, ctx context.Context, cmd *command, args []string) (e
 			out = append(out, periodicOut{Task: h.Name, Schedule: describeSchedule(h.Periodic)})
 		}
 	}
-	if *jsonOut {
+	if jsonOut {
 		return writeJSON(r.stdout, out)
 	}
 	if len(out) == 0 {

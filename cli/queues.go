@@ -23,12 +23,7 @@ without a queue are in the queue named default.`,
 }
 
 func runQueues(r *runner, ctx context.Context, cmd *command, args []string) (err error) {
-	fs := r.newFlagSet(cmd.name)
-	jsonOut := fs.Bool("json", false, "print JSON")
-	if err := r.parse(fs, cmd, args); err != nil {
-		return err
-	}
-	c, err := r.open(ctx, readOnly, "", nil)
+	c, jsonOut, err := r.openListing(ctx, cmd, args)
 	if err != nil {
 		return err
 	}
@@ -37,7 +32,7 @@ func runQueues(r *runner, ctx context.Context, cmd *command, args []string) (err
 	if err != nil {
 		return err
 	}
-	if *jsonOut {
+	if jsonOut {
 		if qs == nil {
 			qs = []queuemax.QueueInfo{}
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/queuemax/queuemax"
+	"github.com/queuemax/queuemax/internal/jsonview"
 )
 
 var statsCommand = &command{
@@ -33,38 +34,11 @@ command then exits 1.`,
 	run: runStats,
 }
 
-// shardOut is one shard in stats --json.
-type shardOut struct {
-	Shard                int        `json:"shard"`
-	Pending              int64      `json:"pending"`
-	Scheduled            int64      `json:"scheduled"`
-	Processing           int64      `json:"processing"`
-	Failed               int64      `json:"failed"`
-	Completed            int64      `json:"completed"`
-	DeadLetters          int64      `json:"dead_letters"`
-	TotalProcessed       int64      `json:"total_processed"`
-	TotalFailed          int64      `json:"total_failed"`
-	OldestPending        *time.Time `json:"oldest_pending,omitempty"`
-	AvgProcessingSeconds float64    `json:"avg_processing_seconds"`
-	Healthy              bool       `json:"healthy"`
-	LastError            string     `json:"last_error,omitempty"`
-}
-
 // statsOut is stats --json: every Stats field, with snake_case shards.
 type statsOut struct {
 	DataDir string `json:"data_dir"`
 	queuemax.Stats
-	PerShard []shardOut `json:"shards"` // shadows Stats.PerShard
-}
-
-func toShardOut(s queuemax.ShardStats) shardOut {
-	return shardOut{
-		Shard: s.Shard, Pending: s.Pending, Scheduled: s.Scheduled, Processing: s.Processing,
-		Failed: s.Failed, Completed: s.Completed, DeadLetters: s.DeadLetters,
-		TotalProcessed: s.TotalProcessed, TotalFailed: s.TotalFailed,
-		OldestPending: timePtr(s.OldestPending), AvgProcessingSeconds: s.AvgProcessingTime.Seconds(),
-		Healthy: s.Healthy, LastError: s.LastError,
-	}
+	PerShard []jsonview.Shard `json:"shards"` // shadows Stats.PerShard
 }
 
 func runStats(r *runner, ctx context.Context, cmd *command, args []string) (err error) {
@@ -100,7 +74,7 @@ func runStats(r *runner, ctx context.Context, cmd *command, args []string) (err 
 	statsErr = err
 	out := statsOut{DataDir: c.Dir(), Stats: s}
 	for _, sh := range s.PerShard {
-		out.PerShard = append(out.PerShard, toShardOut(sh))
+		out.PerShard = append(out.PerShard, jsonview.NewShard(sh))
 	}
 	if *jsonOut {
 		if *shard >= 0 {

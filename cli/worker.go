@@ -172,19 +172,22 @@ func runWorker(r *runner, ctx context.Context, cmd *command, args []string) (err
 		}
 	}
 	draining := runCtx.Done()
+	announceDrain := func() {
+		draining = nil
+		ws := m.totals()
+		p.done()
+		fmt.Fprintf(r.stdout, "draining: waiting up to %s for %d running %s (signal again to release them and stop)\n",
+			*drain, ws.Running, plural(ws.Running, "job"))
+		if signals >= 2 {
+			abort()
+		}
+	}
 	for running := true; running; {
 		select {
 		case <-tick.C:
 			p.line(m.status(), false)
 		case <-draining:
-			draining = nil
-			ws := m.totals()
-			p.done()
-			fmt.Fprintf(r.stdout, "draining: waiting up to %s for %d running %s (signal again to release them and stop)\n",
-				*drain, ws.Running, plural(ws.Running, "job"))
-			if signals >= 2 {
-				abort()
-			}
+			announceDrain()
 		case <-sigs:
 			// The first signal is the one that cancelled ctx; one that
 			// comes while an engine error drains is a second already.
@@ -193,6 +196,11 @@ func runWorker(r *runner, ctx context.Context, cmd *command, args []string) (err
 				abort()
 			}
 		case <-stopped:
+			// A stop that comes with the signal (nothing was running) is
+			// still announced as a drain, whichever case select picked.
+			if draining != nil && runCtx.Err() != nil {
+				announceDrain()
+			}
 			running = false
 		}
 	}

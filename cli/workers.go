@@ -29,12 +29,7 @@ The data directory is opened read-only.`,
 }
 
 func runWorkers(r *runner, ctx context.Context, cmd *command, args []string) (err error) {
-	fs := r.newFlagSet(cmd.name)
-	jsonOut := fs.Bool("json", false, "print JSON")
-	if err := r.parse(fs, cmd, args); err != nil {
-		return err
-	}
-	c, err := r.open(ctx, readOnly, "", nil)
+	c, jsonOut, err := r.openListing(ctx, cmd, args)
 	if err != nil {
 		return err
 	}
@@ -43,7 +38,7 @@ func runWorkers(r *runner, ctx context.Context, cmd *command, args []string) (er
 	if err != nil {
 		return err
 	}
-	if *jsonOut {
+	if jsonOut {
 		return writeJSON(r.stdout, map[string]any{"workers": ws})
 	}
 	if len(ws) == 0 {

@@ -57,11 +57,13 @@ package queuemaxprom
 import (
 	"context"
 	"errors"
+	"net/http"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/queuemax/queuemax"
 )
 
@@ -331,3 +333,20 @@ var (
 	_ queuemax.WorkMiddleware = (*Collector)(nil)
 	_ queuemax.JobMiddleware  = (*Collector)(nil)
 )
+
+// Handler serves c's metrics in the Prometheus text format from a
+// registry of their own: a Collector attached to c (job counts by shard,
+// task and status, dead letters, breaker states and the live workers of
+// the registry, read from the store at most every RefreshInterval). It is
+// what the queuemax command's dashboard serves at GET /metrics
+// (cli.Program.Metrics). Its event counters and histograms count only this
+// process's work, so a process that runs no jobs shows them at zero.
+func Handler(c *queuemax.Client) (http.Handler, error) {
+	col := NewCollector(Options{})
+	col.Attach(c)
+	reg := prometheus.NewRegistry()
+	if err := reg.Register(col); err != nil {
+		return nil, err
+	}
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), nil
+}

@@ -19,6 +19,36 @@ type ShardStats struct {
 	LastError         string
 }
 
+// SumShards adds up the counts and lifetime totals of ss, the one place
+// shard figures are summed: Shard is -1, Healthy is whether every shard is,
+// LastError the first unhealthy shard's, OldestPending the earliest, and
+// AvgProcessingTime the mean over the shards' running claims.
+func SumShards(ss []ShardStats) ShardStats {
+	sum := ShardStats{Shard: -1, Healthy: true}
+	var running time.Duration
+	for _, s := range ss {
+		sum.Pending += s.Pending
+		sum.Scheduled += s.Scheduled
+		sum.Processing += s.Processing
+		sum.Failed += s.Failed
+		sum.Completed += s.Completed
+		sum.DeadLetters += s.DeadLetters
+		sum.TotalProcessed += s.TotalProcessed
+		sum.TotalFailed += s.TotalFailed
+		if !s.OldestPending.IsZero() && (sum.OldestPending.IsZero() || s.OldestPending.Before(sum.OldestPending)) {
+			sum.OldestPending = s.OldestPending
+		}
+		running += s.AvgProcessingTime * time.Duration(s.Processing)
+		if !s.Healthy && sum.Healthy {
+			sum.Healthy, sum.LastError = false, s.LastError
+		}
+	}
+	if sum.Processing > 0 {
+		sum.AvgProcessingTime = running / time.Duration(sum.Processing)
+	}
+	return sum
+}
+
 // JobCount is one row of Client.JobCounts: how many jobs of one task have
 // one status in one shard, or, when Status is "" (see IsDeadLetters), how
 // many dead-letter rows of one task one shard holds. Jobs and dead letters

@@ -50,7 +50,7 @@
 // as many as the data dir holds). The runtime's environment variables
 // apply too (DATA_DIR, NUM_SHARDS, QUEUE_MAX_RETRIES, RATE_LIMIT_MAX,
 // STUCK_TIMEOUT, QUEUE_MAX_LOG_LEVEL and the others read by
-// queuemax.ConfigFromEnv); flags override them.
+// queuemaxenv.Config); flags override them.
 //
 // Output is a human table by default and JSON with --json. Errors are one
 // line on standard error. The exit status is 0 on success, 1 on failure
@@ -81,8 +81,10 @@ import (
 	"os"
 
 	"github.com/queuemax/queuemax/cli"
+	"github.com/queuemax/queuemax/queuemaxprom"
 )
 
 func main() {
-	os.Exit((&cli.Program{Name: "queuemax"}).Run(context.Background(), os.Args[1:]))
+	p := &cli.Program{Name: "queuemax", Metrics: queuemaxprom.Handler} // the dashboard's GET /metrics
+	os.Exit(p.Run(context.Background(), os.Args[1:]))
 }

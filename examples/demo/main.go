@@ -3,7 +3,7 @@
 // progress, then prints the queue's statistics. Run it with make demo (which
 // regenerates the task stubs first) or go run ./examples/demo.
 //
-// The runtime's environment variables apply, as queuemax.ConfigFromEnv reads
+// The runtime's environment variables apply, as queuemaxenv.Config reads
 // them: DATA_DIR, NUM_SHARDS, QUEUE_MAX_RETRIES, CIRCUIT_TIMEOUT,
 // QUEUE_MAX_LOG_LEVEL and the others. The demo picks a short retry backoff
 // and breaker timeout of its own only where the environment sets none.
@@ -36,6 +36,7 @@ import (
 
 	"github.com/queuemax/queuemax"
 	"github.com/queuemax/queuemax/examples/tasks"
+	"github.com/queuemax/queuemax/queuemaxenv"
 )
 
 func main() {
@@ -54,11 +55,11 @@ func main() {
 	}
 }
 
-// demoConfig returns the demo's Config: the environment's (ConfigFromEnv),
+// demoConfig returns the demo's Config: the environment's (queuemaxenv.Config),
 // the -dir flag over DATA_DIR, and the demo's own choices where the
 // environment leaves a field unset.
 func demoConfig(getenv func(string) string, dir string) (queuemax.Config, error) {
-	cfg, level, err := queuemax.ConfigFromEnv(getenv)
+	cfg, level, err := queuemaxenv.Config(getenv)
 	if err != nil {
 		return cfg, fmt.Errorf("environment: %w", err)
 	}

@@ -16,7 +16,7 @@
 //
 //	POST /signup?email=ADDR  enqueues tasks.SendEmail; 202 {"job_id": ...}
 //	GET  /outbox             the messages sent so far (an in-memory outbox)
-//	/admin/...               the admin API (see queuemax.NewAdminHandler)
+//	/admin/...               the admin API (see queuemaxhttp.NewHandler)
 //	GET  /metrics            Prometheus metrics (see package queuemaxprom)
 //
 // Ctrl-C stops accepting requests, finishes those in flight and drains the
@@ -42,6 +42,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/queuemax/queuemax"
 	"github.com/queuemax/queuemax/examples/tasks"
+	"github.com/queuemax/queuemax/queuemaxhttp"
 	"github.com/queuemax/queuemax/queuemaxprom"
 )
 
@@ -149,7 +150,7 @@ func newHandler(c *queuemax.Client, token string, outbox *tasks.Outbox, metrics 
 		writeJSON(w, http.StatusOK, map[string]any{"messages": out})
 	})
 	mux.Handle("GET /metrics", metrics)
-	mux.Handle("/admin/", http.StripPrefix("/admin", queuemax.NewAdminHandler(c, queuemax.AdminOptions{Token: token})))
+	mux.Handle("/admin/", http.StripPrefix("/admin", queuemaxhttp.NewHandler(c, queuemaxhttp.Options{Token: token})))
 	return queuemax.Middleware(c)(mux)
 }
 

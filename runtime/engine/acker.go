@@ -99,10 +99,13 @@ func (a *acker) RunOnce() int {
 }
 
 // ackRetry are the waits before the retries of an acknowledgement (or a
-// failure record) that failed with a storage error: a short, bounded
-// backoff, after which the job is left to orphan recovery. A lost lease
-// is never retried.
-var ackRetry = []time.Duration{5 * time.Millisecond, 20 * time.Millisecond, 100 * time.Millisecond, 500 * time.Millisecond}
+// failure record) that failed with a storage error: a bounded backoff,
+// about 10 s in all, long enough to ride out a database server's restart
+// (the job stays held meanwhile and heartbeats keep its lease once the
+// server is back), after which the job is left to orphan recovery. A
+// lost lease is never retried: the fence makes a late retry harmless.
+var ackRetry = []time.Duration{5 * time.Millisecond, 20 * time.Millisecond, 100 * time.Millisecond, 250 * time.Millisecond,
+	500 * time.Millisecond, time.Second, time.Second, 2 * time.Second, 2 * time.Second, 3 * time.Second}
 
 // transient reports whether an acknowledgement's error may pass on retry:
 // a storage error, not a lost lease or a closed store.

@@ -78,7 +78,16 @@ func (s *Store) Insert(ctx context.Context, jobs []store.InsertParams) ([]store.
 		}
 		return ids, err
 	}
-	ids, err := s.insertBatch(ctx, jobs)
+	var ids []store.JobID
+	var err error
+	if copyable(jobs) {
+		err = s.retryInsert(ctx, func() (err error) {
+			ids, err = s.insertCopy(ctx, jobs)
+			return err
+		})
+	} else {
+		ids, err = s.insertBatch(ctx, jobs)
+	}
 	if err == nil {
 		s.lis.bump()
 	}
@@ -93,11 +102,14 @@ func (s *Store) insertBatch(ctx context.Context, jobs []store.InsertParams) (ids
 	if !loud {
 		one, many = s.q.insertOneQuiet, s.q.insertQuiet
 	}
-	if len(jobs) == 1 {
-		ids, err = insertOne(ctx, poolQuerier{s}, one, jobs[0])
-	} else {
-		ids, err = insertWith(ctx, poolQuerier{s}, many, jobs)
-	}
+	err = s.retryInsert(ctx, func() (err error) {
+		if len(jobs) == 1 {
+			ids, err = insertOne(ctx, poolQuerier{s}, one, jobs[0])
+		} else {
+			ids, err = insertWith(ctx, poolQuerier{s}, many, jobs)
+		}
+		return err
+	})
 	if !loud || err != nil {
 		// A quiet insert, even after an error (the statement may have
 		// committed), or a notifying one that failed and so covers none
@@ -326,9 +338,12 @@ func (s *Store) claimShard(ctx context.Context, p store.ClaimParams, lease int64
 	q, args := s.claimQuery(p, lease, shard, want)
 	rows, err := s.claims.Query(ctx, q, args...)
 	if err != nil {
+		s.lost(err)
 		return nil, err
 	}
-	return scanClaimed(rows, p, lease)
+	jobs, err := scanClaimed(rows, p, lease)
+	s.lost(err)
+	return jobs, err
 }
 
 // claimQuery returns the claim statement for p and its arguments.
@@ -539,9 +554,12 @@ func (s *Store) completeBatch(ctx context.Context, acks []store.CompleteParams) 
 	leases, args := s.completeArgs(acks)
 	rows, err := s.pool.Query(ctx, s.q.complete, args...)
 	if err != nil {
+		s.lost(err)
 		return nil, fmt.Errorf("queuemax: complete jobs: %w", err)
 	}
-	return matched(rows, leases)
+	ok, err := matched(rows, leases)
+	s.lost(err)
+	return ok, err
 }
 
 // completeArgs returns the leases of acks and the complete statement's
@@ -675,9 +693,12 @@ func (s *Store) failBatch(ctx context.Context, fails []store.FailParams) ([]bool
 	ids, tokens, workers := leaseArrays(leases, order)
 	rows, err := s.pool.Query(ctx, s.q.fail, ids, tokens, dead, delay, msg, etype, stack, at, counterSlot(), workers, cancel, snooze)
 	if err != nil {
+		s.lost(err)
 		return nil, fmt.Errorf("queuemax: fail jobs: %w", err)
 	}
-	return matched(rows, leases)
+	ok, err := matched(rows, leases)
+	s.lost(err)
+	return ok, err
 }
 
 // Heartbeat renews heartbeats in one statement; see store.Store.
@@ -694,6 +715,7 @@ func (s *Store) Heartbeat(ctx context.Context, leases []store.Lease, now time.Ti
 	ids, tokens, workers := leaseArrays(leases, byID(leases))
 	rows, err := s.pool.Query(ctx, s.q.heartbeat, now, ids, tokens, workers)
 	if err != nil {
+		s.lost(err)
 		return itemErrors(len(leases), nil, fmt.Errorf("queuemax: heartbeat: %w", err))
 	}
 	got := make(map[leaseKey]bool)
@@ -708,6 +730,7 @@ func (s *Store) Heartbeat(ctx context.Context, leases []store.Lease, now time.Ti
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
+		s.lost(err)
 		return itemErrors(len(leases), nil, fmt.Errorf("queuemax: heartbeat: %w", err))
 	}
 	errs := make([]error, len(leases))

@@ -41,7 +41,7 @@ func TestMigrationsConcurrent(t *testing.T) {
 	errs := make([]error, n)
 	for i := range n {
 		wg.Go(func() {
-			st, err := pgstore.Open(t.Context(), pgstore.Options{DSN: dsn, Schema: schema, MaxConns: 2})
+			st, err := pgstore.Open(t.Context(), pgstore.Options{DSN: dsn, Schema: schema, MaxConns: 3})
 			if err == nil {
 				_, err = st.Insert(t.Context(), []store.InsertParams{job(time.Now())})
 				st.Close()

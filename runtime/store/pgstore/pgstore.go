@@ -66,13 +66,38 @@ type Options struct {
 	// anything: every write returns store.ErrReadOnly, and the sessions
 	// are read-only (default_transaction_read_only) as a second fence.
 	ReadOnly bool
-	// MaxConns bounds the connection pool; zero means the DSN's
-	// pool_max_conns, or 16.
+	// MaxConns is the most connections to the server the store opens in
+	// all: one for the listener (LISTEN needs a session of its own), a
+	// quarter of the rest for the claim pool (at least one), the others
+	// for the main pool (inserts, acknowledgements, heartbeats,
+	// maintenance, listings). Zero means the DSN's pool_max_conns if it
+	// sets one, else DefaultMaxConns. Less than MinConns is an error.
+	// Pools open connections only as they need them and close those idle
+	// for half an hour.
 	MaxConns int32
 	// PollInterval is how often the store checks for inserts it was not
 	// notified of (a lost notification, a listener reconnecting); zero
 	// means one second. Notifications wake waiters within milliseconds.
 	PollInterval time.Duration
+}
+
+// DefaultMaxConns is Options.MaxConns when neither it nor the DSN sets
+// one: the listener, one claim connection and two for the rest. A client
+// keeps its statements few and batched (group commits of inserts and
+// acknowledgements), so these serve many workers; 20 processes stay
+// within 80 connections, under PostgreSQL's default max_connections of
+// 100.
+const DefaultMaxConns = 4
+
+// MinConns is the smallest Options.MaxConns: the listener, a claim
+// connection and one for the rest.
+const MinConns = 3
+
+// connSplit divides total connections between the claim pool and the
+// main pool; the listener has the one left.
+func connSplit(total int32) (claims, main int32) {
+	claims = max(1, (total-1)/4)
+	return claims, total - 1 - claims
 }
 
 // Store is a PostgreSQL store.Store. It is safe for concurrent use.
@@ -94,6 +119,9 @@ type Store struct {
 	failures  *batcher[store.FailParams, bool]
 
 	lis *listener
+
+	lastReset atomic.Int64 // unix ns of the last pool reset (conn.go)
+	resets    atomic.Int64
 }
 
 // Open connects to PostgreSQL, creates or migrates the schema (under an
@@ -119,11 +147,20 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("queuemax: DSN: %w", err)
 	}
-	if o.MaxConns > 0 {
-		cfg.MaxConns = o.MaxConns
-	} else if !strings.Contains(o.DSN, "pool_max_conns") {
-		cfg.MaxConns = 16
+	total := o.MaxConns
+	if total == 0 {
+		total = DefaultMaxConns
+		if strings.Contains(o.DSN, "pool_max_conns") {
+			total = cfg.MaxConns
+		}
 	}
+	if total < MinConns {
+		return nil, fmt.Errorf("queuemax: %d connections is too few (MaxConns or the DSN's pool_max_conns): the store needs at least %d, one each for the listener, claims and the rest", total, MinConns)
+	}
+	claimConns, mainConns := connSplit(total)
+	cfg.MaxConns = mainConns
+	cfg.MinConns = min(cfg.MinConns, mainConns)
+	cfg.MinIdleConns = min(cfg.MinIdleConns, mainConns)
 	var sets []string
 	if o.ReadOnly {
 		sets = append(sets, `SET default_transaction_read_only = on`)
@@ -133,10 +170,15 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("queuemax: connect to PostgreSQL: %w", err)
 	}
-	claims, err := openClaims(ctx, cfg, sets)
+	claims, err := openClaims(ctx, cfg, claimConns, sets)
 	if err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("queuemax: connect to PostgreSQL: %w", err)
+	}
+	if err := checkSessions(ctx, pool, claims); err != nil {
+		pool.Close()
+		claims.Close()
+		return nil, err
 	}
 	s := &Store{pool: pool, claims: claims, schema: o.Schema, shards: o.Shards, host: o.HostClock, ro: o.ReadOnly}
 	check := s.migrate
@@ -157,8 +199,8 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	return s, nil
 }
 
-// openClaims opens the pool the claim statements run on: a quarter of the
-// main pool's connections (at least two), whose sessions set enable_sort
+// openClaims opens the pool the claim statements run on: conns
+// connections (see connSplit), whose sessions set enable_sort
 // off. A claim wants the first ready rows in (priority DESC, id) order,
 // which the jobs_claim index hands out in that order, so the LIMIT stops
 // after the rows it takes. The planner picks that plan only when it
@@ -175,10 +217,11 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 // counts on the main pool keep the planner's full choice.
 //
 // sets are the main pool's session settings, which these sessions share.
-func openClaims(ctx context.Context, cfg *pgxpool.Config, sets []string) (*pgxpool.Pool, error) {
+func openClaims(ctx context.Context, cfg *pgxpool.Config, conns int32, sets []string) (*pgxpool.Pool, error) {
 	cc := cfg.Copy()
-	cc.MaxConns = max(2, cfg.MaxConns/4)
+	cc.MaxConns = conns
 	cc.MinConns = 0
+	cc.MinIdleConns = 0
 	// A sort the planner cannot avoid costs it a penalty of 1e10, far
 	// above jit_above_cost: without jit off every claim would be
 	// JIT-compiled (0.6 s).

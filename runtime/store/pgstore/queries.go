@@ -19,6 +19,8 @@ type queries struct {
 	// claim is indexed by [filtered by tasks][filtered by shard], and
 	// claimQueues (capped per queue, see claimQueuesSQL) the same way.
 	claim, claimQueues [2][2]string
+	// nextIDs takes $1 ids from the jobs sequence, for COPY (copy.go).
+	nextIDs string
 }
 
 // Clock placeholders in the statement texts:
@@ -215,6 +217,7 @@ func buildQueries(schema string, host bool) queries {
 		heartbeat:      expand(sqlHeartbeat, schema, host),
 		release:        expand(sqlRelease, schema, host),
 	}
+	q.nextIDs = `SELECT array_agg(nextval('` + strings.ReplaceAll(schema, "'", "''") + `.jobs_id_seq')) FROM generate_series(1, $1)`
 	// Unique jobs only; see unique.go.
 	q.insertUnique = expand(loud.Replace(sqlInsertUnique), schema, host)
 	q.insertUniqueQuiet = expand(quiet.Replace(sqlInsertUnique), schema, host)

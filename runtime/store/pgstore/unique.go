@@ -57,7 +57,11 @@ func (s *Store) insertUnique(ctx context.Context, jobs []store.InsertParams) ([]
 		if !loud {
 			stmt = s.q.insertUniqueQuiet
 		}
-		id, err := insertUniqueOne(ctx, poolQuerier{s}, stmt, jobs[0])
+		var id store.JobID
+		err := s.retryInsert(ctx, func() (err error) {
+			id, err = insertUniqueOne(ctx, poolQuerier{s}, stmt, jobs[0])
+			return err
+		})
 		if !loud || err != nil {
 			s.notifies.quietDone() // see insertBatch
 		}
@@ -68,10 +72,12 @@ func (s *Store) insertUnique(ctx context.Context, jobs []store.InsertParams) ([]
 		return []store.JobID{id}, nil
 	}
 	var ids []store.JobID
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		var err error
-		ids, err = s.insertMixed(ctx, pgxQuerier{tx}, jobs)
-		return err
+	err := s.retryInsert(ctx, func() error {
+		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			var err error
+			ids, err = s.insertMixed(ctx, pgxQuerier{tx}, jobs)
+			return err
+		})
 	})
 	if err != nil {
 		return nil, err

@@ -12,6 +12,11 @@ import (
 	"github.com/queuemax/queuemax/runtime/store"
 )
 
+// testQueuesArea runs the Queues area.
+func testQueuesArea(t *testing.T, s *suite) {
+	testQueues(t, func(shards int) store.Store { return s.setup(t, shards).st })
+}
+
 // testQueues checks named queues: the queue stored with each job (the
 // default queue when none is given), claims capped per queue (ready and
 // due scheduled jobs, priority order kept within and across queues),

@@ -5,8 +5,51 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queuemax/queuemax/queuemaxtype"
 	"github.com/queuemax/queuemax/runtime/store"
 )
+
+// testRetentionArea runs the Retention area.
+func testRetentionArea(t *testing.T, s *suite) {
+	t.Run("KeepAndPrune", func(t *testing.T) {
+		t.Parallel()
+		testRetention(t, s.setup(t, 2).st)
+	})
+
+	t.Run("CleanupByFinishTime", func(t *testing.T) {
+		t.Parallel()
+		b := s.setup(t, 1)
+		insert(t, b, store.InsertParams{}, store.InsertParams{}, store.InsertParams{})
+		jobs := claim(t, b, 3, t0)
+		b.st.Fail(b.ctx, []store.FailParams{{Lease: store.Lease{ID: jobs[0].ID, Token: jobs[0].Lease}, Dead: true, Error: "x", ErrorType: "x", Now: t0}})
+		b.st.Fail(b.ctx, []store.FailParams{{Lease: store.Lease{ID: jobs[1].ID, Token: jobs[1].Lease}, Dead: true, Error: "x", ErrorType: "x", Now: t0.Add(48 * time.Hour)}})
+		res, err := b.st.Cleanup(b.ctx, t0.Add(24*time.Hour))
+		if err != nil || res != (store.CleanupResult{Jobs: 1, DeadLetters: 1}) {
+			t.Fatalf("Cleanup = %+v, %v; want 1 job and 1 dead letter", res, err)
+		}
+		if s := stats(t, b); counts(s) != [6]int64{0, 0, 1, 1, 0, 1} {
+			t.Errorf("stats after cleanup = %v", counts(s))
+		}
+	})
+
+	t.Run("PurgeByStatus", func(t *testing.T) {
+		t.Parallel()
+		b := s.setup(t, 2)
+		insert(t, b, store.InsertParams{Shard: 0}, store.InsertParams{Shard: 1}, store.InsertParams{Shard: 1, RunAt: t0.Add(time.Hour)})
+		claim(t, b, 1, t0)
+		n, err := b.st.Purge(b.ctx, []store.Status{store.StatusScheduled})
+		if err != nil || n != 1 {
+			t.Fatalf("Purge(scheduled) = %d, %v; want 1", n, err)
+		}
+		n, err = b.st.Purge(b.ctx, nil)
+		if err != nil || n != 1 {
+			t.Fatalf("Purge(all but processing) = %d, %v; want 1", n, err)
+		}
+		if s := stats(t, b); counts(s) != [6]int64{0, 0, 1, 0, 0, 0} {
+			t.Errorf("stats after purge = %v, want the processing job kept", counts(s))
+		}
+	})
+}
 
 // testRetention checks CompleteParams.Keep and Prune: a kept job without a
 // result stays listed as completed with its finish time (and counted), a
@@ -74,12 +117,8 @@ func testRetention(t *testing.T, st store.Store) {
 	if err != nil {
 		t.Fatalf("Stats: %v", err)
 	}
-	var completed, processed int64
-	for _, s := range ss {
-		completed += s.Completed
-		processed += s.TotalProcessed
-	}
-	if completed != 2 || processed != 3 {
+	sum := queuemaxtype.SumShards(ss)
+	if completed, processed := sum.Completed, sum.TotalProcessed; completed != 2 || processed != 3 {
 		t.Errorf("Stats: %d completed, %d processed; want 2, 3", completed, processed)
 	}
 

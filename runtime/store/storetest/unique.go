@@ -12,6 +12,29 @@ import (
 	"github.com/queuemax/queuemax/runtime/store"
 )
 
+// testUniqueArea runs the Unique area.
+func testUniqueArea(t *testing.T, s *suite) {
+	t.Run("Insert", func(t *testing.T) {
+		t.Parallel()
+		testUniqueInsert(t, s.setup(t, 2).st)
+	})
+
+	t.Run("Release", func(t *testing.T) {
+		t.Parallel()
+		testUniqueRelease(t, s.setup(t, 1).st)
+	})
+
+	t.Run("Retry", func(t *testing.T) {
+		t.Parallel()
+		testUniqueRetry(t, s.setup(t, 1).st)
+	})
+
+	t.Run("Concurrent", func(t *testing.T) {
+		t.Parallel()
+		testUniqueConcurrent(t, s.setup(t, 2).st)
+	})
+}
+
 // uniqueEnv holds the helpers of the unique-job cases.
 type uniqueEnv struct {
 	t  *testing.T

@@ -16,13 +16,13 @@ import (
 	"log/slog"
 	"os"
 
-	"github.com/queuemax/queuemax"
 	"github.com/queuemax/queuemax/cli"
 	"github.com/queuemax/queuemax/examples/tasks"
+	"github.com/queuemax/queuemax/queuemaxenv"
 )
 
 func main() {
-	_, level, _ := queuemax.ConfigFromEnv(os.Getenv) // the CLI reports a bad environment
+	_, level, _ := queuemaxenv.Config(os.Getenv) // the CLI reports a bad environment
 	mailer := logMailer{slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))}
 	p := &cli.Program{
 		Name:     "tasks",
