@@ -36,7 +36,7 @@ func TestAdmin_UIAssets(t *testing.T) {
 	if csp := rec.Header().Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") || !strings.Contains(csp, "frame-ancestors 'none'") {
 		t.Errorf("Content-Security-Policy = %q", csp)
 	}
-	for path, ctype := range map[string]string{"/admin/ui/app.js": "text/javascript; charset=utf-8", "/admin/ui/style.css": "text/css; charset=utf-8"} {
+	for path, ctype := range map[string]string{"/admin/ui/core.js": "text/javascript; charset=utf-8", "/admin/ui/app.js": "text/javascript; charset=utf-8", "/admin/ui/style.css": "text/css; charset=utf-8"} {
 		if rec := get(path); rec.Code != 200 || rec.Header().Get("Content-Type") != ctype || rec.Body.Len() == 0 {
 			t.Errorf("GET %s = %d %q (%d bytes)", path, rec.Code, rec.Header().Get("Content-Type"), rec.Body.Len())
 		}
@@ -58,7 +58,7 @@ func TestAdmin_UIAssets(t *testing.T) {
 		t.Errorf("POST /admin/ui/ = %d, want 405", rec.Code)
 	}
 	// Nothing the page needs comes from elsewhere.
-	for _, name := range []string{"ui/index.html", "ui/app.js", "ui/style.css"} {
+	for _, name := range []string{"ui/index.html", "ui/core.js", "ui/app.js", "ui/style.css"} {
 		b, err := uiFiles.ReadFile(name)
 		if err != nil {
 			t.Fatal(err)

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -80,35 +79,6 @@ func nullString(s string) any {
 		return nil
 	}
 	return s
-}
-
-// Insert stores jobs; see store.Store. Jobs of one shard are written in
-// one transaction; a batch spanning several shards is staged, committed and
-// published in two phases (see batch.go).
-func (s *Store) Insert(ctx context.Context, jobs []store.InsertParams) ([]store.JobID, error) {
-	if s.closed.Load() {
-		return nil, store.ErrClosed
-	}
-	ids := make([]store.JobID, len(jobs))
-	byShard := make(map[int][]int) // shard -> indexes into jobs
-	for i, j := range jobs {
-		if _, err := s.shard(j.Shard); err != nil {
-			return nil, err
-		}
-		byShard[j.Shard] = append(byShard[j.Shard], i)
-	}
-	insert := func(sh *shardDB, idxs []int) error {
-		return sh.commit.do(ctx, func(ctx context.Context, tx *sql.Tx, counts *groupCounts) error {
-			return insertJobs(ctx, tx, counts, sh, jobs, idxs, ids, "")
-		})
-	}
-	if len(byShard) == 1 {
-		for sh, idxs := range byShard {
-			return ids, insert(s.shards[sh], idxs)
-		}
-	}
-	// Several shards: two phases, so the batch is all or nothing.
-	return s.insertBatch(ctx, jobs, byShard)
 }
 
 // Claim claims ready jobs; see store.Store.
@@ -543,87 +513,4 @@ func (s *Store) Release(ctx context.Context, leases []store.Lease) []error {
 // seconds, rounding up so that a sub-second base is not stored as zero.
 func retrySeconds(d time.Duration) int64 {
 	return int64((d + time.Second - 1) / time.Second)
-}
-
-// insertAny writes one job with the shard's insert, or, for a unique job, with the
-// shard's unique insert: a duplicate writes nothing, returns the holder's
-// ID and sets j.Unique.Duplicate. The unique index decides inside the
-// shard's write transaction, so concurrent inserts (any process) agree.
-// Its arguments are insertRow's plus the key and statuses. A plain job is
-// staged for batch when batch is not ""; a unique one never is (the
-// caller stages it).
-func insertAny(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shardDB, j store.InsertParams, batch string) (store.JobID, error) {
-	u := j.Unique
-	if u == nil {
-		return insertJob(ctx, counts.stmt(ctx, tx, sh.stmts.insert), sh, j, batch)
-	}
-	u.Duplicate = false
-	args := make(argRow, 0, len(insertColumns)+2)
-	insertRow(&args, sh, j, "")
-	args = append(args, u.Key, uniqueStates(u.States))
-	res, err := counts.stmt(ctx, tx, sh.stmts.insertUnique).ExecContext(ctx, args...)
-	if err != nil {
-		return 0, fmt.Errorf("shard %d: insert unique job: %w", sh.idx, err)
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return 0, err
-	} else if n == 1 {
-		seq, err := res.LastInsertId()
-		if err != nil {
-			return 0, err
-		}
-		return store.NewJobID(sh.idx, seq), nil
-	}
-	var seq int64
-	if err := counts.stmt(ctx, tx, sh.stmts.uniqueHolder).QueryRowContext(ctx, u.Key).Scan(&seq); err != nil {
-		return 0, fmt.Errorf("shard %d: unique job skipped, find its holder: %w", sh.idx, err)
-	}
-	u.Duplicate = true
-	return store.NewJobID(sh.idx, seq), nil
-}
-
-// uniqueStates encodes counted statuses as the unique_states column:
-// ",pending,scheduled,processing,".
-func uniqueStates(states []store.Status) string {
-	var b strings.Builder
-	b.WriteByte(',')
-	for _, s := range states {
-		b.WriteString(string(s))
-		b.WriteByte(',')
-	}
-	return b.String()
-}
-
-// sqlYieldKey is the unique_key of a failed job going back to pending
-// (RetryJob, RetryFailed, RequeueDead): it drops its key, running as a
-// plain job, when another job holds the key now or when a failed job of
-// the same key with a smaller id is retried by the same statement (?1 =
-// 1), which keeps it. Without this, the move would violate idx_qm_unique.
-const sqlYieldKey = `unique_key = CASE WHEN unique_key IS NOT NULL AND (
-		EXISTS (SELECT 1 FROM fila o WHERE o.unique_key = fila.unique_key AND o.id <> fila.id
-			AND o.unique_key IS NOT NULL AND instr(o.unique_states, ',' || o.status || ',') > 0)
-		OR (?1 = 1 AND EXISTS (SELECT 1 FROM fila o WHERE o.unique_key = fila.unique_key AND o.id < fila.id AND o.status = 'failed')))
-	THEN NULL ELSE unique_key END`
-
-// nullTimeout is the timeout_ms column of a job timeout: NULL for none.
-func nullTimeout(d time.Duration) any {
-	if d <= 0 {
-		return nil
-	}
-	return max(1, d.Milliseconds())
-}
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
-
-// metadataOf returns a stored metadata column as a JSON value, nil if NULL.
-func metadataOf(s sql.NullString) []byte {
-	if !s.Valid {
-		return nil
-	}
-	return []byte(s.String)
 }
