@@ -43,6 +43,8 @@ type Client struct {
 	closed  atomic.Bool
 
 	alertMu    sync.Mutex
+	schemaMu   sync.Mutex
+	schemas    schemaCache // see publishedSchemas
 	alertAt    time.Time   // last alert check (wall clock, for the throttle)
 	alertTimer *time.Timer // the pending trailing check, if any
 	alertHigh  bool        // pending was above the threshold at the last check
@@ -66,6 +68,9 @@ type EnqueueParams struct {
 	Opts Opts
 
 	defaults *TaskOptions
+	// validate is a typed handle's payload check (DecodeArgs into its
+	// type), used when no handler of the task is registered here.
+	validate func(json.RawMessage) error
 }
 
 // Open opens (creating if needed) the data directory and every shard file,
@@ -240,21 +245,23 @@ func (c *Client) notify() {
 // Enqueue returns ErrUnknownTask with a suggestion, unless
 // Config.AllowUnknownTasks is set; a client without handlers accepts any
 // name. The payload of a registered task is checked against its parameters
-// (see DecodeArgs): a *PayloadShapeError names the bad field. It returns
+// (see DecodeArgs), and that of a task registered only in other processes
+// against the payload schema their live workers publish (see
+// WorkerInfo.Schemas): a *PayloadShapeError names the bad field. It returns
 // ErrInvalidPayload, ErrInvalidPriority or ErrInvalidRetries for other bad
 // input, and ErrClosed after Close.
 func (c *Client) Enqueue(ctx context.Context, task string, payload any, o Opts) (JobID, error) {
-	return c.enqueueOne(ctx, task, nil, payload, o)
+	return c.enqueueOne(ctx, EnqueueParams{Task: task, Payload: payload, Opts: o})
 }
 
-func (c *Client) enqueueOne(ctx context.Context, task string, def *TaskOptions, payload any, o Opts) (JobID, error) {
-	r, err := c.enqueueResult(ctx, task, def, payload, o)
+func (c *Client) enqueueOne(ctx context.Context, e EnqueueParams) (JobID, error) {
+	r, err := c.enqueueResult(ctx, e)
 	return r.ID, err
 }
 
 // enqueueResult stores one job and says whether it was a duplicate.
-func (c *Client) enqueueResult(ctx context.Context, task string, def *TaskOptions, payload any, o Opts) (EnqueueResult, error) {
-	p, err := c.prepare(EnqueueParams{Task: task, Payload: payload, Opts: o, defaults: def})
+func (c *Client) enqueueResult(ctx context.Context, e EnqueueParams) (EnqueueResult, error) {
+	p, err := c.prepare(e)
 	if err != nil {
 		return EnqueueResult{}, err
 	}
@@ -299,8 +306,18 @@ func (c *Client) prepare(e EnqueueParams) (store.InsertParams, error) {
 	if err != nil {
 		return store.InsertParams{}, err
 	}
-	if h, ok := c.handlers[task]; ok && !typed && h.Validate != nil {
+	// One check, the decode the worker runs: the registered handler's,
+	// else the typed handle's, else the shape a live worker published.
+	if h, ok := c.handlers[task]; ok && h.Validate != nil {
 		if err := h.Validate(raw); err != nil {
+			return store.InsertParams{}, err
+		}
+	} else if e.validate != nil {
+		if err := e.validate(raw); err != nil {
+			return store.InsertParams{}, err
+		}
+	} else if !ok {
+		if err := c.checkPublished(task, raw); err != nil {
 			return store.InsertParams{}, err
 		}
 	}
@@ -501,13 +518,27 @@ func (c *Client) TaskStats(ctx context.Context, task string) (TaskStats, error) 
 
 // Job returns one stored job, or ErrJobNotFound (a job that completed
 // without a result is deleted).
-func (c *Client) Job(ctx context.Context, id JobID) (*Job, error) { return c.st.Job(ctx, id) }
+func (c *Client) Job(ctx context.Context, id JobID) (*Job, error) {
+	if err := c.checkJobID(id); err != nil {
+		return nil, err
+	}
+	return c.st.Job(ctx, id)
+}
+
+// checkJobID refuses, as ErrJobNotFound, an ID whose shard this queue does
+// not have: no such job can exist.
+func (c *Client) checkJobID(id JobID) error {
+	if sh := id.Shard(); id <= 0 || sh < 0 || sh >= c.cfg.Shards {
+		return fmt.Errorf("%w: job %d (no shard %d: the queue has shards 0–%d)", ErrJobNotFound, id, sh, c.cfg.Shards-1)
+	}
+	return nil
+}
 
 // Result returns the stored JSON result of a completed job: ErrNoResult if
 // it has not completed or returned no result, ErrJobNotFound if no such job
 // is stored.
 func (c *Client) Result(ctx context.Context, id JobID) (json.RawMessage, error) {
-	j, err := c.st.Job(ctx, id)
+	j, err := c.Job(ctx, id)
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/queuemax/queuemax/queuemaxtype"
 )
 
 func TestMain(m *testing.M) {
@@ -67,6 +69,20 @@ func run(t *testing.T, c *Client) (stop func()) {
 	return stop
 }
 
+// TestOpen_OffSentinels: each …Off sentinel is accepted.
+func TestOpen_OffSentinels(t *testing.T) {
+	t.Parallel()
+	for _, cfg := range []Config{{CircuitThreshold: CircuitOff}, {AlertThreshold: AlertOff}, {CompletedRetention: RetentionOff}, {CircuitThreshold: 1, AlertThreshold: 1}} {
+		cfg.Dir = t.TempDir()
+		c, err := Open(t.Context(), cfg)
+		if err != nil {
+			t.Errorf("Open(%+v): %v", cfg, err)
+			continue
+		}
+		c.Close()
+	}
+}
+
 func TestOpen_ConfigErrors(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -79,6 +95,10 @@ func TestOpen_ConfigErrors(t *testing.T) {
 		{"NegativeRetries", Config{MaxRetries: Ptr(-1)}, "MaxRetries"},
 		{"StuckBelowHeartbeat", Config{HeartbeatInterval: time.Minute, StuckTimeout: time.Second}, "StuckTimeout"},
 		{"RateWithoutPer", Config{RateLimit: Rate{Limit: 5}}, "RateLimit"},
+		// Only the documented …Off sentinel (-1) is a valid negative.
+		{"CircuitBelowOff", Config{CircuitThreshold: -2}, "CircuitThreshold"},
+		{"AlertBelowOff", Config{AlertThreshold: -5}, "AlertThreshold"},
+		{"RetentionBelowOff", Config{CompletedRetention: -time.Second}, "CompletedRetention"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -335,5 +355,23 @@ func TestOpen_ReadOnlyAndShardDetection(t *testing.T) {
 	}
 	if s, _ := ro.c.Stats(ro.ctx); s.Pending != 1 {
 		t.Errorf("pending after refused writes = %d, want 1", s.Pending)
+	}
+}
+
+// TestResult_UnknownIDIsNotFound: an ID whose shard the queue lacks is a
+// job that does not exist, like any other.
+func TestResult_UnknownIDIsNotFound(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{Shards: 6})
+	for _, id := range []JobID{671, queuemaxtype.NewJobID(5, 99999), 0, -3} {
+		if _, err := b.c.Result(b.ctx, id); !errors.Is(err, ErrJobNotFound) {
+			t.Errorf("Client.Result(%d) = %v, want ErrJobNotFound", id, err)
+		}
+		if _, err := Result[int](b.ctx, b.c, id); !errors.Is(err, ErrJobNotFound) {
+			t.Errorf("Result(%d) = %v, want ErrJobNotFound", id, err)
+		}
+		if _, err := b.c.Job(b.ctx, id); !errors.Is(err, ErrJobNotFound) {
+			t.Errorf("Job(%d) = %v, want ErrJobNotFound", id, err)
+		}
 	}
 }

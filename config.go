@@ -157,8 +157,9 @@ type Config struct {
 	// an error.
 	MaxSnoozes int
 	// AlertThreshold raises an alert event while more than this many jobs
-	// are pending. Zero means 1000; negative (AlertOff) switches alerts off
-	// (env QUEUE_ALERT_THRESHOLD, where 0 means off).
+	// are pending. Zero means 1000; AlertOff (-1) switches alerts off and
+	// any other negative value is a *ConfigError (env
+	// QUEUE_ALERT_THRESHOLD, where 0 means off).
 	AlertThreshold int
 	// DrainTimeout is how long Run lets running jobs finish after its
 	// context ends; then their contexts are cancelled and unfinished jobs
@@ -169,8 +170,9 @@ type Config struct {
 	// 0 there means no limit too).
 	RateLimit Rate
 	// CircuitThreshold is how many consecutive failures open the circuit
-	// breaker. Zero means 5; negative (CircuitOff) switches the breakers
-	// off (env CIRCUIT_FAILURE_THRESHOLD, where 0 means off). A task can
+	// breaker. Zero means 5; CircuitOff (-1) switches the breakers off and
+	// any other negative value is a *ConfigError (env
+	// CIRCUIT_FAILURE_THRESHOLD, where 0 means off). A task can
 	// switch its own off with TaskOptions.CircuitOff.
 	CircuitThreshold int
 	// CircuitTimeout is how long the breaker stays open before a probe.
@@ -328,6 +330,10 @@ func (c Config) validate() error {
 		return &ConfigError{"CleanupAge", "is negative"}
 	case c.CompletedRetention < 0 && c.CompletedRetention != RetentionOff:
 		return &ConfigError{"CompletedRetention", "is negative (RetentionOff keeps no completed job)"}
+	case c.AlertThreshold < 0 && c.AlertThreshold != AlertOff:
+		return &ConfigError{"AlertThreshold", fmt.Sprintf("%d is negative (AlertOff, -1, switches alerts off)", c.AlertThreshold)}
+	case c.CircuitThreshold < 0 && c.CircuitThreshold != CircuitOff:
+		return &ConfigError{"CircuitThreshold", fmt.Sprintf("%d is negative (CircuitOff, -1, switches the breakers off)", c.CircuitThreshold)}
 	case c.DrainTimeout < 0:
 		return &ConfigError{"DrainTimeout", "is negative"}
 	case c.CircuitTimeout < 0:

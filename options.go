@@ -207,10 +207,11 @@ type Handler struct {
 	// Func runs one job.
 	Func HandlerFunc
 	// Validate, when set, checks a raw JSON payload against the task's
-	// parameters; every enqueue that takes a raw payload (Client.Enqueue,
-	// EnqueueMany, EnqueueFile, the CLI and the admin API) calls it before
-	// storing anything. Define and DefineResult set it to DecodeArgs; their
-	// Func dead-letters a stored payload that fails it at once.
+	// parameters; every enqueue of the task on this client (typed handles,
+	// Client.Enqueue, EnqueueMany, EnqueueFile, the CLI and the admin API)
+	// calls it before storing anything. Define and DefineResult set it to
+	// DecodeArgs, the decode their Func runs, which dead-letters a stored
+	// payload that fails it at once.
 	Validate func(payload json.RawMessage) error
 
 	// args is the payload type of a Handler from Define or DefineResult

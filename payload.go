@@ -97,8 +97,3 @@ func jsonKind(b byte) string {
 		return "number"
 	}
 }
-
-// decodePayload unmarshals a stored payload into v.
-func decodePayload(raw json.RawMessage, v any) error {
-	return json.Unmarshal(raw, v)
-}

@@ -44,6 +44,12 @@ type WorkerInfo struct {
 	// RateLimits maps each rate-limited task to its limiter; the key "*"
 	// is the process-wide Config.RateLimit.
 	RateLimits map[string]RateLimitInfo `json:"rate_limits,omitempty"`
+	// Schemas maps each task it runs through Define or DefineResult to
+	// the JSON Schema of its payload (see PayloadSchema). A client with no
+	// handler of a task (the queuemax CLI, the admin API of a producer)
+	// checks each payload of it against the schemas the live workers
+	// publish, and refuses one that fits none.
+	Schemas map[string]json.RawMessage `json:"schemas,omitempty"`
 }
 
 // Handles reports whether the worker runs task.
@@ -115,6 +121,14 @@ func (e *worker) workerInfo(now time.Time) WorkerInfo {
 	}
 	for name, b := range breakers {
 		w.Breakers[name] = b.Stats().State.String()
+	}
+	for name, h := range e.c.handlers {
+		if h.args != nil {
+			if w.Schemas == nil {
+				w.Schemas = make(map[string]json.RawMessage)
+			}
+			w.Schemas[name] = PayloadSchema(h.args)
+		}
 	}
 	if limiter != nil || len(limiters) > 0 {
 		w.RateLimits = make(map[string]RateLimitInfo)

@@ -110,13 +110,15 @@ func TestEnqueue_PayloadShape(t *testing.T) {
 	tests := []struct {
 		name, payload, field string
 	}{
-		{"UnknownKey", `{"to":"a@b","n":1,"tags":[],"meta":{},"msg":{},"extra":1}`, "extra"},
-		{"CaseMismatch", `{"To":"a@b","n":1,"tags":[],"meta":{},"msg":{}}`, "To"},
-		{"Missing", `{"n":1,"tags":[],"meta":{},"msg":{}}`, "to"},
-		{"WrongType", `{"to":"a@b","n":"one","tags":[],"meta":{},"msg":{}}`, "n"},
-		{"WrongElement", `{"to":"a@b","n":1,"tags":[1],"meta":{},"msg":{}}`, "tags"},
+		{"UnknownKey", `{"to":"a@b","n":1,"tags":[],"meta":{},"msg":{"S":""},"extra":1}`, "extra"},
+		{"CaseMismatch", `{"To":"a@b","n":1,"tags":[],"meta":{},"msg":{"S":""}}`, "To"},
+		{"Missing", `{"n":1,"tags":[],"meta":{},"msg":{"S":""}}`, "to"},
+		{"WrongType", `{"to":"a@b","n":"one","tags":[],"meta":{},"msg":{"S":""}}`, "n"},
+		{"WrongElement", `{"to":"a@b","n":1,"tags":[1],"meta":{},"msg":{"S":""}}`, "tags[0]"},
 		{"NestedUnknown", `{"to":"a@b","n":1,"tags":[],"meta":{},"msg":{"S":"x","T":1}}`, "msg.T"},
-		{"NullScalar", `{"to":null,"n":1,"tags":[],"meta":{},"msg":{}}`, "to"},
+		{"NestedMissing", `{"to":"a@b","n":1,"tags":[],"meta":{},"msg":{}}`, "msg.S"},
+		{"NestedCaseMismatch", `{"to":"a@b","n":1,"tags":[],"meta":{},"msg":{"s":""}}`, "msg.s"},
+		{"NullScalar", `{"to":null,"n":1,"tags":[],"meta":{},"msg":{"S":""}}`, "to"},
 	}
 	for _, tt := range tests {
 		_, err := b.c.Enqueue(b.ctx, task, json.RawMessage(tt.payload), Opts{})
@@ -126,7 +128,7 @@ func TestEnqueue_PayloadShape(t *testing.T) {
 		}
 	}
 	// Pointer parameters are optional; null slices and maps are their zero value.
-	for _, p := range []string{good, `{"to":"a","cc":"c","n":0,"tags":null,"meta":null,"msg":{}}`} {
+	for _, p := range []string{good, `{"to":"a","cc":"c","n":0,"tags":null,"meta":null,"msg":{"S":""}}`} {
 		if _, err := b.c.Enqueue(b.ctx, task, json.RawMessage(p), Opts{}); err != nil {
 			t.Errorf("Enqueue(%s): %v", p, err)
 		}
@@ -146,7 +148,7 @@ func TestEnqueue_PayloadShape(t *testing.T) {
 	if got := pendingJobs(t, b.c); got != before {
 		t.Errorf("pending = %d after refused batches, want %d (nothing stored)", got, before)
 	}
-	// The typed path encodes A itself and is not re-checked.
+	// The typed path runs the same check, which its own encoding passes.
 	if _, err := NewTask[mailArgs](b.c, task, TaskOptions{}).Enqueue(b.ctx, mailArgs{To: "a"}); err != nil {
 		t.Errorf("typed enqueue: %v", err)
 	}

@@ -18,11 +18,13 @@ type Task[A any] struct {
 	name string
 	def  TaskOptions
 	opts Opts
+	// check is DecodeArgs into A: the decode Define's workers run.
+	check func(json.RawMessage) error
 }
 
 // NewTask returns the handle for task name on c with the task's defaults.
 func NewTask[A any](c *Client, name string, defaults TaskOptions) Task[A] {
-	return Task[A]{c: c, name: name, def: defaults}
+	return Task[A]{c: c, name: name, def: defaults, check: validator[A](name)}
 }
 
 // Name returns the task name stored in each job row.
@@ -45,7 +47,12 @@ func (t Task[A]) Enqueue(ctx context.Context, args A) (JobID, error) {
 	if t.c == nil {
 		return 0, ErrNotBound
 	}
-	return t.c.enqueueOne(ctx, t.name, &t.def, args, t.opts)
+	return t.c.enqueueOne(ctx, t.params(args))
+}
+
+// params is the enqueue of one job of args.
+func (t Task[A]) params(args A) EnqueueParams {
+	return EnqueueParams{Task: t.name, Payload: args, Opts: t.opts, defaults: &t.def, validate: t.check}
 }
 
 // EnqueueAt stores one job that becomes ready at at.
@@ -70,7 +77,7 @@ func (t Task[A]) EnqueueMany(ctx context.Context, args []A) ([]JobID, error) {
 	}
 	params := make([]EnqueueParams, len(args))
 	for i, a := range args {
-		params[i] = EnqueueParams{Task: t.name, Payload: a, Opts: t.opts, defaults: &t.def}
+		params[i] = t.params(a)
 	}
 	return t.c.EnqueueMany(ctx, params)
 }
@@ -83,7 +90,7 @@ func (t Task[A]) EnqueueTx(ctx context.Context, tx Tx, args A) (JobID, error) {
 	if t.c == nil {
 		return 0, ErrNotBound
 	}
-	ids, err := t.c.enqueueTx(ctx, tx, []EnqueueParams{{Task: t.name, Payload: args, Opts: t.opts, defaults: &t.def}}, false)
+	ids, err := t.c.enqueueTx(ctx, tx, []EnqueueParams{t.params(args)}, false)
 	if err != nil {
 		return 0, err
 	}
@@ -113,7 +120,7 @@ func (t Task[A]) EnqueueManyTx(ctx context.Context, tx Tx, args []A) ([]JobID, e
 	}
 	params := make([]EnqueueParams, len(args))
 	for i, a := range args {
-		params[i] = EnqueueParams{Task: t.name, Payload: a, Opts: t.opts, defaults: &t.def}
+		params[i] = t.params(a)
 	}
 	return t.c.enqueueTx(ctx, tx, params, true)
 }
@@ -191,8 +198,8 @@ func CallResult[A, R any](ctx context.Context, o TaskOptions, fn func(context.Co
 		return zero, err
 	}
 	var a A
-	if err := decodePayload(raw, &a); err != nil {
-		return zero, fmt.Errorf("queuemax: decode payload: %w", err)
+	if err := DecodeArgs("(Call)", raw, &a); err != nil {
+		return zero, err
 	}
 	if o.Timeout > 0 {
 		var cancel context.CancelFunc

@@ -222,7 +222,7 @@ func isDuplicate(p *store.InsertParams) bool { return p.Unique != nil && p.Uniqu
 // stored unique job: then nothing was inserted and the result's ID is that
 // job's. (Enqueue returns the same ID with a nil error.)
 func (c *Client) EnqueueResult(ctx context.Context, task string, payload any, o Opts) (EnqueueResult, error) {
-	return c.enqueueResult(ctx, task, nil, payload, o)
+	return c.enqueueResult(ctx, EnqueueParams{Task: task, Payload: payload, Opts: o})
 }
 
 // EnqueueResult is Enqueue reporting whether the job was a duplicate of a
@@ -232,7 +232,7 @@ func (t Task[A]) EnqueueResult(ctx context.Context, args A) (EnqueueResult, erro
 	if t.c == nil {
 		return EnqueueResult{}, ErrNotBound
 	}
-	return t.c.enqueueResult(ctx, t.name, &t.def, args, t.opts)
+	return t.c.enqueueResult(ctx, t.params(args))
 }
 
 // EnqueueManyResults is EnqueueMany reporting duplicates per job; see
@@ -243,7 +243,7 @@ func (t Task[A]) EnqueueManyResults(ctx context.Context, args []A) ([]EnqueueRes
 	}
 	params := make([]EnqueueParams, len(args))
 	for i, a := range args {
-		params[i] = EnqueueParams{Task: t.name, Payload: a, Opts: t.opts, defaults: &t.def}
+		params[i] = t.params(a)
 	}
 	return t.c.EnqueueManyResults(ctx, params)
 }

@@ -99,7 +99,8 @@ type Program struct {
 // the exit status: [ExitOK], [ExitFailure] or [ExitUsage]. On failure it
 // has printed one line naming the problem to Stderr. SIGINT and SIGTERM
 // cancel ctx for the running command: worker drains, and a second signal
-// ends the process at once.
+// releases its running jobs to pending (no attempt spent) and stops it,
+// also when SIGINT was ignored at start (nohup).
 func (p *Program) Run(ctx context.Context, args []string) int {
 	r := p.runner()
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
@@ -126,8 +127,9 @@ type runner struct {
 	dsn        string // --dsn
 	schema     string // --schema
 
-	// stopSignals restores the default signal behaviour (so that a second
-	// Ctrl-C ends the process). Nil in tests that build a runner directly.
+	// stopSignals stops the signal context; set by Program.Run, nil in
+	// tests that build a runner directly (the worker then catches no
+	// second signal itself).
 	stopSignals func()
 }
 

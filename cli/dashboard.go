@@ -101,7 +101,12 @@ func runDashboard(r *runner, ctx context.Context, cmd *command, args []string) (
 	if token != "" {
 		access = "actions need the admin token"
 	}
-	fmt.Fprintf(r.stdout, "dashboard: http://%s/ui/ — data dir %s (%d shards), %s\n", ln.Addr(), c.Dir(), c.Shards(), access)
+	target := fmt.Sprintf("data dir %s (%d shards)", c.Dir(), c.Shards())
+	if c.Dir() == "" {
+		cfg, _, _ := r.config()
+		target = pgTarget(cfg.DSN, cfg.Schema)
+	}
+	fmt.Fprintf(r.stdout, "dashboard: http://%s/ui/ — %s, %s\n", ln.Addr(), target, access)
 	if host, _, _ := net.SplitHostPort(ln.Addr().String()); !*protect && !isLoopback(host) {
 		fmt.Fprintf(r.stderr, "%s dashboard: warning: job payloads are readable by anyone reaching %s (use --protect-reads)\n", r.name, ln.Addr())
 	}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -58,6 +59,18 @@ func TestFormatting(t *testing.T) {
 	} {
 		if tt.got != tt.want {
 			t.Errorf("got %q, want %q", tt.got, tt.want)
+		}
+	}
+}
+
+func TestPGTarget(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ dsn, schema, want string }{
+		{"postgres://postgres:secret@127.0.0.1:5432/test?sslmode=disable", "jobs", "PostgreSQL 127.0.0.1:5432/test, schema jobs"},
+		{"host=db port=6432 dbname=app user=u password=secret", "", "PostgreSQL db:6432/app, schema queuemax"},
+	} {
+		if got := pgTarget(tt.dsn, tt.schema); got != tt.want || strings.Contains(got, "secret") {
+			t.Errorf("pgTarget(%q) = %q, want %q", tt.dsn, got, tt.want)
 		}
 	}
 }

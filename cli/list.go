@@ -49,42 +49,109 @@ func (f *listFilters) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.json, "json", false, "print JSON")
 }
 
-// params checks the filters and returns them as ListParams.
-func (f *listFilters) params(r *runner, c *queuemax.Client) (queuemax.ListParams, error) {
+// params checks the filters and returns them as ListParams. --task is
+// resolved as enqueue resolves it: against the binary's registry, or, for
+// a binary without one, the tasks of the live workers (a short name that
+// matches one of them becomes its full name; others are kept as given).
+func (f *listFilters) params(ctx context.Context, r *runner, c *queuemax.Client) (queuemax.ListParams, error) {
 	p := queuemax.ListParams{Limit: f.limit}
 	if f.limit < 1 {
 		return p, usagef("--limit %d: want 1 or more", f.limit)
 	}
-	if f.shard.set && (f.shard.v < 0 || f.shard.v >= c.Shards()) {
-		return p, usagef("--shard %d: the data dir has %d shards (0–%d)", f.shard.v, c.Shards(), c.Shards()-1)
+	if err := checkShard(f.shard, c); err != nil {
+		return p, err
 	}
 	if f.shard.set {
 		p.Shard = queuemax.Ptr(f.shard.v)
 	}
 	task, err := r.filterTask(f.task)
+	if err == nil && task != "" && len(r.handlers) == 0 {
+		if full, lerr := r.liveResolver(ctx, c)(task); lerr == nil {
+			task = full
+		}
+	}
 	p.Task = task
 	return p, err
 }
 
+// checkShard refuses a --shard outside the data dir's shards; list, dlq
+// list and stats share it.
+func checkShard(shard optInt, c *queuemax.Client) error {
+	if shard.set && (shard.v < 0 || shard.v >= c.Shards()) {
+		return usagef("--shard %d: the data dir has %d shards (0–%d)", shard.v, c.Shards(), c.Shards()-1)
+	}
+	return nil
+}
+
+// listJobs lists the jobs of p with any of sts (every status if none),
+// newest first, at most p.Limit.
+func listJobs(ctx context.Context, c *queuemax.Client, p queuemax.ListParams, sts []queuemax.Status) ([]*queuemax.Job, error) {
+	if len(sts) <= 1 {
+		if len(sts) == 1 {
+			p.Status = sts[0]
+		}
+		return c.Jobs(ctx, p)
+	}
+	var all []*queuemax.Job
+	for _, st := range sts {
+		p.Status = st
+		jobs, err := c.Jobs(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, jobs...)
+	}
+	slices.SortStableFunc(all, func(a, b *queuemax.Job) int {
+		if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
+			return c
+		}
+		return cmpInt(int64(b.ID), int64(a.ID))
+	})
+	return all[:min(len(all), p.Limit)], nil
+}
+
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
 func runList(r *runner, ctx context.Context, cmd *command, args []string) (err error) {
 	fs := r.newFlagSet(cmd.name)
-	status := fs.String("status", "", "only jobs with status `S`: pending, scheduled, processing, failed, completed, cancelled, or dead for the dead-letter queue (default all)")
+	var statuses listFlag
+	fs.Var(&statuses, "status", "only jobs with status `S`: pending, scheduled, processing, failed, completed, cancelled (repeatable, or a comma list), or dead for the dead-letter queue (default all)")
 	var f listFilters
 	f.register(fs)
 	tag := fs.String("tag", "", "only jobs with tag `T`")
 	if err := r.parse(fs, cmd, args); err != nil {
 		return err
 	}
-	if *tag != "" && *status == "dead" {
+	dead := slices.Contains(statuses, "dead")
+	if dead && len(statuses) > 1 {
+		return usagef("--status dead lists the dead-letter queue and cannot be combined with other statuses")
+	}
+	if *tag != "" && dead {
 		return usagef("--tag does not apply to --status dead (dead letters keep no tags)")
 	}
-	var st queuemax.Status
-	switch *status {
-	case "", "all", "dead":
-	default:
-		if st, err = queuemax.ParseStatus(*status); err != nil {
-			return usagef("--status %q: want pending, scheduled, processing, failed, completed, cancelled, dead or all", *status)
+	var sts []queuemax.Status
+	for _, s := range statuses {
+		if s == "dead" || s == "all" {
+			continue
 		}
+		st, err := queuemax.ParseStatus(s)
+		if err != nil {
+			return usagef("--status %q: want pending, scheduled, processing, failed, completed, cancelled, dead or all", s)
+		}
+		if !slices.Contains(sts, st) {
+			sts = append(sts, st)
+		}
+	}
+	if slices.Contains(statuses, "all") {
+		sts = nil
 	}
 	if _, err := r.filterTask(f.task); err != nil {
 		return err
@@ -94,15 +161,15 @@ func runList(r *runner, ctx context.Context, cmd *command, args []string) (err e
 		return err
 	}
 	defer closeClient(c, &err)
-	p, err := f.params(r, c)
+	p, err := f.params(ctx, r, c)
 	if err != nil {
 		return err
 	}
-	if *status == "dead" {
+	if dead {
 		return r.printDeadLetters(ctx, c, p, f.json)
 	}
-	p.Status, p.Tag = st, *tag
-	jobs, err := c.Jobs(ctx, p)
+	p.Tag = *tag
+	jobs, err := listJobs(ctx, c, p, sts)
 	if err != nil {
 		return err
 	}
@@ -115,8 +182,12 @@ func runList(r *runner, ctx context.Context, cmd *command, args []string) (err e
 	}
 	if len(jobs) == 0 {
 		what := "jobs"
-		if st != "" {
-			what = string(st) + " jobs"
+		if len(sts) > 0 {
+			names := make([]string, len(sts))
+			for i, st := range sts {
+				names[i] = string(st)
+			}
+			what = strings.Join(names, " or ") + " jobs"
 		}
 		if p.Tag != "" {
 			what += fmt.Sprintf(" tagged %q", p.Tag)

@@ -139,12 +139,14 @@ func runCancel(r *runner, ctx context.Context, cmd *command, args []string) (err
 
 var dlqCommand = &command{
 	name:    "dlq",
-	args:    "[list] [--task T] [--shard N] [--limit N] [--json] | requeue (--shard N --id ID | --all)",
+	args:    "[list] [--task T] [--shard N] [--limit N] [--json] | requeue (--shard N --id ID | --all | --task T | --error TEXT)",
 	summary: "list or re-queue dead letters",
 	help: `
 Dlq lists the dead-letter queue, newest first (dlq or dlq list; opened
 read-only), or re-queues dead letters (dlq requeue): the row --id of shard
---shard, as listed in the DLQ ID column, or --all. A re-queued job starts
+--shard, as listed in the DLQ ID column, --all, or every dead letter of
+--task (full or short name) and/or whose error contains --error TEXT
+(case-sensitive). A re-queued job keeps its payload as it was and starts
 with a fresh attempt budget; if its queue row was cleaned up, it is
 re-created.`,
 	run: runDLQ,
@@ -179,7 +181,7 @@ func (r *runner) dlqList(ctx context.Context, cmd *command, args []string) (err 
 		return err
 	}
 	defer closeClient(c, &err)
-	p, err := f.params(r, c)
+	p, err := f.params(ctx, r, c)
 	if err != nil {
 		return err
 	}
@@ -193,26 +195,33 @@ func (r *runner) dlqRequeue(ctx context.Context, cmd *command, args []string) (e
 	var id optInt64
 	fs.Var(&id, "id", "the dead letter's `ID` in its shard (the DLQ ID column)")
 	all := fs.Bool("all", false, "re-queue every dead letter")
+	task := fs.String("task", "", "re-queue the dead letters of task `NAME`")
+	errText := fs.String("error", "", "re-queue the dead letters whose error contains `TEXT`")
 	jsonOut := fs.Bool("json", false, "print JSON")
 	if err := r.parse(fs, cmd, args); err != nil {
 		return err
 	}
+	filtered := *task != "" || *errText != ""
 	switch {
-	case *all && (shard.set || id.set):
-		return usagef("--all cannot be combined with --shard or --id")
-	case !*all && !(shard.set && id.set):
-		return usagef("dlq requeue needs --shard and --id, or --all")
-	case !*all && (shard.v < 0 || id.v < 1):
+	case (*all || filtered) && (shard.set || id.set):
+		return usagef("--all, --task and --error cannot be combined with --shard or --id")
+	case !*all && !filtered && !(shard.set && id.set):
+		return usagef("dlq requeue needs --shard and --id, or --all, --task or --error")
+	case !*all && !filtered && (shard.v < 0 || id.v < 1):
 		return usagef("--shard and --id must not be negative")
+	}
+	name, err := r.filterTask(*task)
+	if err != nil {
+		return err
 	}
 	c, err := r.open(ctx, readWrite, "", nil)
 	if err != nil {
 		return err
 	}
 	defer closeClient(c, &err)
-	if !*all {
-		if shard.v >= c.Shards() {
-			return usagef("--shard %d: the data dir has %d shards (0–%d)", shard.v, c.Shards(), c.Shards()-1)
+	if !*all && !filtered {
+		if err := checkShard(shard, c); err != nil {
+			return err
 		}
 		job, err := c.RequeueDead(ctx, shard.v, id.v)
 		if err != nil {
@@ -224,25 +233,14 @@ func (r *runner) dlqRequeue(ctx context.Context, cmd *command, args []string) (e
 		fmt.Fprintf(r.stdout, "requeued dead letter %d of shard %d as job %s\n", id.v, shard.v, job)
 		return nil
 	}
-	var jobs []queuemax.JobID
-	for {
-		dls, err := c.DeadLetters(ctx, queuemax.ListParams{Limit: 1000})
-		if err != nil {
-			return fmt.Errorf("after requeueing %d: %w", len(jobs), err)
+	if name != "" && len(r.handlers) == 0 {
+		if full, lerr := r.liveResolver(ctx, c)(name); lerr == nil {
+			name = full
 		}
-		if len(dls) == 0 {
-			break
-		}
-		for _, d := range dls {
-			job, err := c.RequeueDead(ctx, d.Shard, d.ID)
-			if errors.Is(err, queuemax.ErrJobNotFound) {
-				continue // an earlier row of the same job took it along
-			}
-			if err != nil {
-				return fmt.Errorf("after requeueing %d: dead letter %d of shard %d: %w", len(jobs), d.ID, d.Shard, err)
-			}
-			jobs = append(jobs, job)
-		}
+	}
+	jobs, err := requeueMatching(ctx, c, name, *errText)
+	if err != nil {
+		return err
 	}
 	if *jsonOut {
 		if jobs == nil {
@@ -252,6 +250,63 @@ func (r *runner) dlqRequeue(ctx context.Context, cmd *command, args []string) (e
 	}
 	fmt.Fprintf(r.stdout, "requeued %d dead %s\n", len(jobs), plural(len(jobs), "letter"))
 	return nil
+}
+
+// requeueMatching re-queues every dead letter of task (any if "") whose
+// error contains errText. Without errText every listed row matches, so
+// pages of 1000 are taken until none is left; with it, each shard's rows
+// are listed whole first, so rows that do not match never hide others.
+func requeueMatching(ctx context.Context, c *queuemax.Client, task, errText string) ([]queuemax.JobID, error) {
+	var jobs []queuemax.JobID
+	requeue := func(dls []*queuemax.DeadLetter) error {
+		for _, d := range dls {
+			if !strings.Contains(d.Error, errText) {
+				continue
+			}
+			job, err := c.RequeueDead(ctx, d.Shard, d.ID)
+			if errors.Is(err, queuemax.ErrJobNotFound) {
+				continue // an earlier row of the same job took it along
+			}
+			if err != nil {
+				return fmt.Errorf("after requeueing %d: dead letter %d of shard %d: %w", len(jobs), d.ID, d.Shard, err)
+			}
+			jobs = append(jobs, job)
+		}
+		return nil
+	}
+	for errText == "" {
+		dls, err := c.DeadLetters(ctx, queuemax.ListParams{Task: task, Limit: 1000})
+		if err != nil {
+			return jobs, fmt.Errorf("after requeueing %d: %w", len(jobs), err)
+		}
+		if len(dls) == 0 {
+			return jobs, nil
+		}
+		before := len(jobs)
+		if err := requeue(dls); err != nil {
+			return jobs, err
+		}
+		if len(jobs) == before {
+			return jobs, nil // nothing left that can be re-queued
+		}
+	}
+	for sh := range c.Shards() {
+		var dls []*queuemax.DeadLetter
+		for limit := 1000; ; limit *= 4 {
+			var err error
+			dls, err = c.DeadLetters(ctx, queuemax.ListParams{Shard: queuemax.Ptr(sh), Task: task, Limit: limit})
+			if err != nil {
+				return jobs, fmt.Errorf("after requeueing %d: %w", len(jobs), err)
+			}
+			if len(dls) < limit {
+				break
+			}
+		}
+		if err := requeue(dls); err != nil {
+			return jobs, err
+		}
+	}
+	return jobs, nil
 }
 
 var recoverCommand = &command{

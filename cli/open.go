@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net/url"
 	"os"
 	"regexp"
+	"strings"
 
 	"github.com/queuemax/queuemax"
 	"github.com/queuemax/queuemax/queuemaxenv"
@@ -120,6 +122,37 @@ func where(c *queuemax.Client) string {
 		return "PostgreSQL"
 	}
 	return c.Dir()
+}
+
+// pgTarget names a PostgreSQL queue for people, without credentials:
+// "PostgreSQL host:port/db, schema S".
+func pgTarget(dsn, schema string) string {
+	target := ""
+	if u, err := url.Parse(dsn); err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") {
+		target = u.Host + u.Path
+	} else {
+		kv := map[string]string{}
+		for _, f := range strings.Fields(dsn) {
+			if k, v, ok := strings.Cut(f, "="); ok {
+				kv[k] = strings.Trim(v, "'")
+			}
+		}
+		target = kv["host"]
+		if kv["port"] != "" {
+			target += ":" + kv["port"]
+		}
+		if kv["dbname"] != "" {
+			target += "/" + kv["dbname"]
+		}
+	}
+	out := "PostgreSQL"
+	if target != "" {
+		out += " " + target
+	}
+	if schema == "" {
+		schema = "queuemax"
+	}
+	return out + ", schema " + schema
 }
 
 // whereLong is where with a "data dir" label for a directory.

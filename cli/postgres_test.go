@@ -1,7 +1,9 @@
 package cli_test
 
 import (
+	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/queuemax/queuemax/internal/pgtest"
@@ -28,5 +30,32 @@ func TestPostgresDSN(t *testing.T) {
 	res = qm(t, "list", "--dsn", "mysql://x/y")
 	if res.code == 0 || !strings.Contains(res.stderr, "DSN") {
 		t.Errorf("list --dsn mysql://: exit %d, stderr %q; want an error naming DSN", res.code, res.stderr)
+	}
+}
+
+// TestPostgresDashboardBanner: the dashboard names the PostgreSQL queue it
+// serves (no data dir, no credentials).
+func TestPostgresDashboardBanner(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.DSN(t)
+	schema := pgtest.Schema(t, dsn)
+	ok(t, qm(t, "--dsn", dsn, "--schema", schema, "enqueue", "--task", "t.A"), "enqueue --dsn")
+	cmd := exec.Command(queuemaxBin, "--dsn", dsn, "--schema", schema, "dashboard", "--addr", "127.0.0.1:0")
+	cmd.Env = cleanEnv()
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	out := collect(stdout)
+	out.waitFor(t, "/ui/")
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	<-out.done
+	cmd.Wait()
+	banner := out.text()
+	if !strings.Contains(banner, "PostgreSQL ") || !strings.Contains(banner, "schema "+schema) || strings.Contains(banner, "data dir") {
+		t.Errorf("dashboard banner %q, want the PostgreSQL target and schema %s", banner, schema)
 	}
 }

@@ -57,7 +57,7 @@ func TestWorkersAndLiveTasks(t *testing.T) {
 
 	// queuemax has no registry: the live worker's tasks stand in for it.
 	wantFail(t, qm(t, append(d, "enqueue", "--task", "SendMail")...), 2, `unknown task "SendMail"`, `did you mean "`+taskPrefix+`SendEmail"`)
-	res = ok(t, qm(t, append(d, "enqueue", "--task", "GenerateReport", "--in", "1h", "--payload", `{"name":"q","days":1}`, "--json")...), "enqueue short name")
+	res = ok(t, qm(t, append(d, "enqueue", "--task", "GenerateReport", "--in", "1h", "--payload", `{"user_id":1,"month":"2026-01"}`, "--json")...), "enqueue short name")
 	if !strings.Contains(res.stdout, taskPrefix+"GenerateReport") {
 		t.Errorf("enqueue short name: %s", res.stdout)
 	}

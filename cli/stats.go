@@ -45,20 +45,22 @@ func runStats(r *runner, ctx context.Context, cmd *command, args []string) (err 
 	var statsErr error // a shard that could not be read: printed, then returned
 	fs := r.newFlagSet(cmd.name)
 	jsonOut := fs.Bool("json", false, "print JSON")
-	shard := fs.Int("shard", -1, "show only shard `N`")
+	var shardFlag optInt
+	fs.Var(&shardFlag, "shard", "show only shard `N`")
 	if err := r.parse(fs, cmd, args); err != nil {
 		return err
 	}
-	if *shard < -1 {
-		return usagef("--shard %d: want a shard number from 0", *shard)
+	shard := &shardFlag.v
+	if !shardFlag.set {
+		*shard = -1
 	}
 	c, err := r.open(ctx, readOnly, "", nil)
 	if err != nil {
 		return err
 	}
 	defer closeClient(c, &err)
-	if *shard >= c.Shards() {
-		return usagef("--shard %d: the data dir has %d shards (0–%d)", *shard, c.Shards(), c.Shards()-1)
+	if err := checkShard(shardFlag, c); err != nil {
+		return err
 	}
 	s, err := c.Stats(ctx)
 	if err != nil && s.PerShard == nil {

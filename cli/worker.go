@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/queuemax/queuemax"
@@ -144,16 +146,41 @@ func runWorker(r *runner, ctx context.Context, cmd *command, args []string) (err
 	}
 	tick := time.NewTicker(every)
 	defer tick.Stop()
+	// The signals stay caught while the engines drain (also SIGINT when
+	// the process started with it ignored, under nohup): a second one
+	// ends the drain at once, and Run releases the running jobs to pending
+	// without spending an attempt before the process exits.
+	var sigs chan os.Signal
+	if r.stopSignals != nil {
+		sigs = make(chan os.Signal, 4)
+		signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+		defer signal.Stop(sigs)
+	}
+	signals, aborted := 0, false
+	abort := func() {
+		if aborted {
+			return
+		}
+		aborted = true
+		p.done()
+		ws := m.totals()
+		fmt.Fprintf(r.stdout, "stopping now: releasing %d running %s to pending (no attempt spent)\n", ws.Running, plural(ws.Running, "job"))
+		now, cancel := context.WithCancel(context.Background())
+		cancel()
+		for _, c := range clients {
+			go c.Stop(now) // ctx already done: abort the drain
+		}
+	}
 	draining := runCtx.Done()
 	announceDrain := func() {
 		draining = nil
-		if r.stopSignals != nil {
-			r.stopSignals() // a second signal ends the process
-		}
 		ws := m.totals()
 		p.done()
-		fmt.Fprintf(r.stdout, "draining: waiting up to %s for %d running %s (signal again to stop at once)\n",
+		fmt.Fprintf(r.stdout, "draining: waiting up to %s for %d running %s (signal again to release them and stop)\n",
 			*drain, ws.Running, plural(ws.Running, "job"))
+		if signals >= 2 {
+			abort()
+		}
 	}
 	for running := true; running; {
 		select {
@@ -161,6 +188,13 @@ func runWorker(r *runner, ctx context.Context, cmd *command, args []string) (err
 			p.line(m.status(), false)
 		case <-draining:
 			announceDrain()
+		case <-sigs:
+			// The first signal is the one that cancelled ctx; one that
+			// comes while an engine error drains is a second already.
+			signals++
+			if draining == nil && (signals >= 2 || ctx.Err() == nil) {
+				abort()
+			}
 		case <-stopped:
 			// A stop that comes with the signal (nothing was running) is
 			// still announced as a drain, whichever case select picked.

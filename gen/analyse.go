@@ -168,7 +168,7 @@ func analyse(pkg *packages.Package) (m pkgModel, dir string, errs scanner.ErrorL
 		if fatal[d] {
 			continue
 		}
-		if t, ok := a.task(d); ok {
+		if t, ok := a.task(d); ok && !d.badDir {
 			m.Tasks = append(m.Tasks, t)
 		}
 	}
@@ -228,6 +228,9 @@ type funcDirective struct {
 	file    *ast.File
 	comment *ast.Comment
 	dir     *annotations.Directive
+	// badDir: the directive has errors (reported); the function is still
+	// checked, so that all its problems are reported, but not generated.
+	badDir bool
 }
 
 // scanFile finds the directives of one file, reports malformed and
@@ -256,10 +259,7 @@ func (a *analyser) scanFile(f *ast.File) []*funcDirective {
 				a.errorf(c.Slash, "%s: more than one queuemax directive on %s", kindOf(d), fd.Name.Name)
 				continue
 			}
-			first = &funcDirective{fn: fd, file: f, comment: c, dir: d}
-			if err != nil {
-				first.dir = nil
-			}
+			first = &funcDirective{fn: fd, file: f, comment: c, dir: d, badDir: err != nil}
 		}
 		if first != nil && first.dir != nil {
 			out = append(out, first)

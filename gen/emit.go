@@ -104,7 +104,9 @@ func namesOf(t taskSpec) taskNames {
 	}
 }
 
-func (t taskSpec) src() string { return fmt.Sprintf("%s:%d", t.File, t.Line) }
+// src names the task's source file in comments. It has no line number,
+// so that editing above a task does not make the generated file stale.
+func (t taskSpec) src() string { return t.File }
 
 // registry renders the package-wide declarations:
 //

@@ -28,7 +28,7 @@ func TestEmit(t *testing.T) {
 				{Func: "Ping", Name: "p.Ping", File: "ping.go", Line: 3},
 			}},
 			want: []string{
-				"// PingArgs is the payload of Ping (ping.go:3).",
+				"// PingArgs is the payload of Ping (ping.go).",
 				"type PingArgs struct{}",
 				"var pingOptions = queuemax.TaskOptions{}",
 				"func (t PingTask) Delay(ctx context.Context) (queuemax.JobID, error) {",
@@ -222,4 +222,31 @@ func renderCode(t *testing.T, c jen.Code) string {
 		t.Fatalf("render: %v", err)
 	}
 	return strings.TrimPrefix(strings.TrimSpace(buf.String()), "var _ = ")
+}
+
+// TestEmit_SourceLinesDoNotMatter: a comment line added above a task moves
+// it down, and the generated file must stay the same (queuemax-gen -check
+// would call it stale otherwise).
+func TestEmit_SourceLinesDoNotMatter(t *testing.T) {
+	t.Parallel()
+	str := typeRef{Kind: refBasic, Name: "string"}
+	model := func(line int) pkgModel {
+		return pkgModel{Path: "example.com/p", Name: "p", Tasks: []taskSpec{
+			{Func: "Mail", Name: "p.Mail", File: "mail.go", Line: line, Params: []param{{Name: "to", Local: "to", Field: "To", JSON: "to", Type: str}}},
+		}}
+	}
+	a, err := emit(model(12))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := emit(model(13))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(a) != string(b) {
+		t.Errorf("the output depends on the task's line:\n%s", cmp.Diff(string(a), string(b)))
+	}
+	if !strings.Contains(string(a), "(mail.go)") {
+		t.Errorf("the output does not name the source file:\n%s", a)
+	}
 }

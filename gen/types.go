@@ -92,6 +92,17 @@ func (a *analyser) jsonProblem(t types.Type, path string, seen map[types.Type]bo
 		}
 		return a.jsonProblem(u.Elem(), path, seen)
 	case *types.Struct:
+		encoded, hidden := 0, 0
+		for i := range u.NumFields() {
+			if f := u.Field(i); f.Exported() || f.Embedded() {
+				encoded++
+			} else {
+				hidden++
+			}
+		}
+		if encoded == 0 && hidden > 0 {
+			return at("a struct with only unexported fields, whose JSON is always {}: export its fields or give it MarshalJSON and UnmarshalJSON")
+		}
 		for i := range u.NumFields() {
 			f := u.Field(i)
 			if !f.Exported() && !f.Embedded() {

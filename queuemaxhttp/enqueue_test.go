@@ -67,7 +67,7 @@ func TestAdmin_EnqueueChecksAndWorkers(t *testing.T) {
 	if n := pendingJobs(t, b.c); n != 0 {
 		t.Errorf("refused enqueues stored %d jobs", n)
 	}
-	code, out = do("POST", "/enqueue", `{"task": "Mail", "payload": {"to": "a", "n": 1, "tags": [], "meta": {}, "msg": {}}}`)
+	code, out = do("POST", "/enqueue", `{"task": "Mail", "payload": {"to": "a", "n": 1, "tags": [], "meta": {}, "msg": {"S": ""}}}`)
 	if code != 201 {
 		t.Fatalf("good enqueue: %d %v", code, out)
 	}

@@ -16,15 +16,15 @@ import (
 // client from [New]; the zero Tasks holds unbound handles, whose enqueue
 // methods return [queuemax.ErrNotBound] and whose Call methods work.
 type Tasks struct {
-	// CallWebhook enqueues CallWebhook (webhook.go:45).
+	// CallWebhook enqueues CallWebhook (webhook.go).
 	CallWebhook CallWebhookTask
-	// CleanupOldData enqueues CleanupOldData (cleanup.go:16).
+	// CleanupOldData enqueues CleanupOldData (cleanup.go).
 	CleanupOldData CleanupOldDataTask
-	// GenerateReport enqueues GenerateReport (report.go:24).
+	// GenerateReport enqueues GenerateReport (report.go).
 	GenerateReport GenerateReportTask
-	// PingMonitor enqueues PingMonitor (monitor.go:15).
+	// PingMonitor enqueues PingMonitor (monitor.go).
 	PingMonitor PingMonitorTask
-	// SendEmail enqueues SendEmail (email.go:15).
+	// SendEmail enqueues SendEmail (email.go).
 	SendEmail SendEmailTask
 }
 
@@ -56,7 +56,7 @@ func Handlers() []queuemax.Handler {
 	}
 }
 
-// CallWebhookArgs is the payload of CallWebhook (webhook.go:45).
+// CallWebhookArgs is the payload of CallWebhook (webhook.go).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
 // a JSON object with snake_case keys. Every key is required except those
@@ -67,7 +67,7 @@ type CallWebhookArgs struct {
 	Body map[string]string `json:"body"`
 }
 
-// callWebhookOptions are the defaults of CallWebhook from its annotation (webhook.go:45).
+// callWebhookOptions are the defaults of CallWebhook from its annotation (webhook.go).
 var callWebhookOptions = queuemax.TaskOptions{
 	MaxRetries: queuemax.Ptr(3),
 	Timeout:    10 * time.Second,
@@ -82,12 +82,12 @@ var callWebhookOptions = queuemax.TaskOptions{
 	InlineRetries: 2,
 }
 
-// callWebhookFunc calls CallWebhook (webhook.go:45) with the fields of its payload.
+// callWebhookFunc calls CallWebhook (webhook.go) with the fields of its payload.
 func callWebhookFunc(ctx context.Context, a CallWebhookArgs) error {
 	return CallWebhook(ctx, a.URL, a.Body)
 }
 
-// CallWebhookTask enqueues CallWebhook (webhook.go:45).
+// CallWebhookTask enqueues CallWebhook (webhook.go).
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
@@ -211,11 +211,11 @@ func (t CallWebhookTask) Call(ctx context.Context, url string, body map[string]s
 	return queuemax.Call(ctx, callWebhookOptions, callWebhookFunc, CallWebhookArgs{URL: url, Body: body})
 }
 
-// CallWebhook must keep the signature this file was generated from (webhook.go:45):
+// CallWebhook must keep the signature this file was generated from (webhook.go):
 // after changing it, run go generate.
 var _ func(context.Context, string, map[string]string) error = CallWebhook
 
-// CleanupOldDataArgs is the payload of CleanupOldData (cleanup.go:16).
+// CleanupOldDataArgs is the payload of CleanupOldData (cleanup.go).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
 // a JSON object with snake_case keys. Every key is required except those
@@ -223,17 +223,17 @@ var _ func(context.Context, string, map[string]string) error = CallWebhook
 // enqueue and at run time (see [queuemax.DecodeArgs]).
 type CleanupOldDataArgs struct{}
 
-// cleanupOldDataOptions are the defaults of CleanupOldData from its annotation (cleanup.go:16).
+// cleanupOldDataOptions are the defaults of CleanupOldData from its annotation (cleanup.go).
 var cleanupOldDataOptions = queuemax.TaskOptions{
 	MaxRetries: queuemax.Ptr(0),
 }
 
-// cleanupOldDataFunc calls CleanupOldData (cleanup.go:16) with the fields of its payload.
+// cleanupOldDataFunc calls CleanupOldData (cleanup.go) with the fields of its payload.
 func cleanupOldDataFunc(ctx context.Context, a CleanupOldDataArgs) error {
 	return CleanupOldData(ctx)
 }
 
-// CleanupOldDataTask enqueues CleanupOldData (cleanup.go:16).
+// CleanupOldDataTask enqueues CleanupOldData (cleanup.go).
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
@@ -335,11 +335,11 @@ func (t CleanupOldDataTask) Call(ctx context.Context) error {
 	return queuemax.Call(ctx, cleanupOldDataOptions, cleanupOldDataFunc, CleanupOldDataArgs{})
 }
 
-// CleanupOldData must keep the signature this file was generated from (cleanup.go:16):
+// CleanupOldData must keep the signature this file was generated from (cleanup.go):
 // after changing it, run go generate.
 var _ func(context.Context) error = CleanupOldData
 
-// GenerateReportArgs is the payload of GenerateReport (report.go:24).
+// GenerateReportArgs is the payload of GenerateReport (report.go).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
 // a JSON object with snake_case keys. Every key is required except those
@@ -350,18 +350,18 @@ type GenerateReportArgs struct {
 	Month  string `json:"month"`
 }
 
-// generateReportOptions are the defaults of GenerateReport from its annotation (report.go:24).
+// generateReportOptions are the defaults of GenerateReport from its annotation (report.go).
 var generateReportOptions = queuemax.TaskOptions{
 	Priority: 1,
 	Timeout:  2 * time.Minute,
 }
 
-// generateReportFunc calls GenerateReport (report.go:24) with the fields of its payload.
+// generateReportFunc calls GenerateReport (report.go) with the fields of its payload.
 func generateReportFunc(ctx context.Context, a GenerateReportArgs) (Report, error) {
 	return GenerateReport(ctx, a.UserID, a.Month)
 }
 
-// GenerateReportTask enqueues GenerateReport (report.go:24).
+// GenerateReportTask enqueues GenerateReport (report.go).
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
@@ -492,11 +492,11 @@ func (t GenerateReportTask) Result(ctx context.Context, id queuemax.JobID) (Repo
 	return queuemax.Result[Report](ctx, t.Client(), id)
 }
 
-// GenerateReport must keep the signature this file was generated from (report.go:24):
+// GenerateReport must keep the signature this file was generated from (report.go):
 // after changing it, run go generate.
 var _ func(context.Context, int64, string) (Report, error) = GenerateReport
 
-// PingMonitorArgs is the payload of PingMonitor (monitor.go:15).
+// PingMonitorArgs is the payload of PingMonitor (monitor.go).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
 // a JSON object with snake_case keys. Every key is required except those
@@ -504,18 +504,18 @@ var _ func(context.Context, int64, string) (Report, error) = GenerateReport
 // enqueue and at run time (see [queuemax.DecodeArgs]).
 type PingMonitorArgs struct{}
 
-// pingMonitorOptions are the defaults of PingMonitor from its annotation (monitor.go:15).
+// pingMonitorOptions are the defaults of PingMonitor from its annotation (monitor.go).
 var pingMonitorOptions = queuemax.TaskOptions{
 	MaxRetries: queuemax.Ptr(0),
 	Timeout:    time.Second,
 }
 
-// pingMonitorFunc calls PingMonitor (monitor.go:15) with the fields of its payload.
+// pingMonitorFunc calls PingMonitor (monitor.go) with the fields of its payload.
 func pingMonitorFunc(ctx context.Context, a PingMonitorArgs) error {
 	return PingMonitor(ctx)
 }
 
-// PingMonitorTask enqueues PingMonitor (monitor.go:15).
+// PingMonitorTask enqueues PingMonitor (monitor.go).
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
@@ -617,11 +617,11 @@ func (t PingMonitorTask) Call(ctx context.Context) error {
 	return queuemax.Call(ctx, pingMonitorOptions, pingMonitorFunc, PingMonitorArgs{})
 }
 
-// PingMonitor must keep the signature this file was generated from (monitor.go:15):
+// PingMonitor must keep the signature this file was generated from (monitor.go):
 // after changing it, run go generate.
 var _ func(context.Context) error = PingMonitor
 
-// SendEmailArgs is the payload of SendEmail (email.go:15).
+// SendEmailArgs is the payload of SendEmail (email.go).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
 // a JSON object with snake_case keys. Every key is required except those
@@ -632,7 +632,7 @@ type SendEmailArgs struct {
 	Subject string `json:"subject"`
 }
 
-// sendEmailOptions are the defaults of SendEmail from its annotation (email.go:15).
+// sendEmailOptions are the defaults of SendEmail from its annotation (email.go).
 var sendEmailOptions = queuemax.TaskOptions{
 	Priority:   2,
 	MaxRetries: queuemax.Ptr(5),
@@ -640,12 +640,12 @@ var sendEmailOptions = queuemax.TaskOptions{
 	Queue:      "emails",
 }
 
-// sendEmailFunc calls SendEmail (email.go:15) with the fields of its payload.
+// sendEmailFunc calls SendEmail (email.go) with the fields of its payload.
 func sendEmailFunc(ctx context.Context, a SendEmailArgs) error {
 	return SendEmail(ctx, a.To, a.Subject)
 }
 
-// SendEmailTask enqueues SendEmail (email.go:15).
+// SendEmailTask enqueues SendEmail (email.go).
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
@@ -769,6 +769,6 @@ func (t SendEmailTask) Call(ctx context.Context, to string, subject string) erro
 	return queuemax.Call(ctx, sendEmailOptions, sendEmailFunc, SendEmailArgs{To: to, Subject: subject})
 }
 
-// SendEmail must keep the signature this file was generated from (email.go:15):
+// SendEmail must keep the signature this file was generated from (email.go):
 // after changing it, run go generate.
 var _ func(context.Context, string, string) error = SendEmail

@@ -160,10 +160,15 @@ func callOnce(ctx context.Context, h *Handler, j *Job) (result any, err error) {
 		ctx, cancel = context.WithTimeout(ctx, limit)
 		defer cancel()
 		defer func() {
-			// A handler that returns an error after its deadline passed
-			// (and not because the whole run is stopping) timed out.
-			if err != nil && parent.Err() == nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				if _, ok := errors.AsType[*queuemaxtype.TimeoutError](err); !ok {
+			// A handler that returns after its deadline passed (and not
+			// because the whole run is stopping) timed out, whatever it
+			// returned: an attempt that outlived its timeout is a
+			// retryable *TimeoutError, also when the handler ignored its
+			// context and returned nil.
+			if parent.Err() == nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				if err == nil {
+					result, err = nil, &queuemaxtype.TimeoutError{Limit: limit}
+				} else if _, ok := errors.AsType[*queuemaxtype.TimeoutError](err); !ok {
 					err = fmt.Errorf("%w: %w", &queuemaxtype.TimeoutError{Limit: limit}, err)
 				}
 			}

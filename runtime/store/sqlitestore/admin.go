@@ -301,7 +301,7 @@ func (s *Store) Jobs(ctx context.Context, p store.ListParams) ([]*store.Job, err
 	limit := p.MaxRows()
 	var out []*store.Job
 	for _, sh := range list {
-		q := `SELECT ` + sh.cols + ` FROM fila WHERE 1 = 1`
+		q := `SELECT ` + sh.cols + ` FROM fila WHERE ` + notStaged
 		var args []any
 		if p.Status != "" {
 			q += ` AND status = ?`
@@ -426,7 +426,7 @@ func (s *Store) Stats(ctx context.Context) ([]store.ShardStats, error) {
 // idx_qm_done): the status literals are what let SQLite use them.
 const (
 	sqlWaitingCounts = `SELECT (SELECT count(*) FROM fila WHERE status = 'pending'),
-		(SELECT count(*) FROM fila WHERE status = 'scheduled'),
+		(SELECT count(*) FROM fila WHERE ` + settledScheduled + `),
 		(SELECT count(*) FROM fila WHERE status = 'processing')`
 	sqlFinishedCounts = `SELECT status, count(*) FROM fila WHERE ` + sqlFinished + ` GROUP BY status`
 	// sqlFinished is idx_qm_done's predicate: a query that repeats it
@@ -500,7 +500,7 @@ func (s *Store) TaskCounts(ctx context.Context, task string) (map[store.Status]i
 	}
 	out := make(map[store.Status]int64)
 	for _, sh := range s.shards {
-		rows, err := sh.r.QueryContext(ctx, `SELECT status, count(*) FROM fila WHERE `+sh.taskCol+` = ? GROUP BY status`, task)
+		rows, err := sh.r.QueryContext(ctx, `SELECT status, count(*) FROM fila WHERE `+sh.taskCol+` = ? AND `+notStaged+` GROUP BY status`, task)
 		if err != nil {
 			return nil, fmt.Errorf("shard %d: task counts: %w", sh.idx, err)
 		}

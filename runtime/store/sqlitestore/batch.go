@@ -42,6 +42,16 @@ import (
 // stagedNext is the next_retry_at of staged rows: never due.
 const stagedNext = "9999-12-31T23:59:59.999Z"
 
+// notStaged selects the rows that are not staged: listings and counts
+// show only settled rows, so those of a batch that failed to commit (and
+// that recovery will delete) are never seen, on a read-only open too. It
+// needs no batch_id column (files queue-max wrote have none).
+const notStaged = `NOT (status = 'scheduled' AND next_retry_at IS '` + stagedNext + `')`
+
+// settledScheduled is notStaged for a query on scheduled rows only, in a
+// form that keeps their partial index usable.
+const settledScheduled = `status = 'scheduled' AND next_retry_at IS NOT '` + stagedNext + `'`
+
 // stagedTimeout is how long a batch may stay staged without a decision
 // before recovery aborts it, whoever its producer is.
 const stagedTimeout = 10 * time.Minute

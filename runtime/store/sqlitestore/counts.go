@@ -19,8 +19,8 @@ func (s *Store) JobCounts(ctx context.Context) ([]store.JobCount, error) {
 	var out []store.JobCount
 	for _, sh := range s.shards {
 		for _, q := range [][2]string{
-			{`SELECT COALESCE(task, ''), status, count(*) FROM fila GROUP BY 1, 2`,
-				`SELECT '', status, count(*) FROM fila GROUP BY 2`},
+			{`SELECT COALESCE(task, ''), status, count(*) FROM fila WHERE ` + notStaged + ` GROUP BY 1, 2`,
+				`SELECT '', status, count(*) FROM fila WHERE ` + notStaged + ` GROUP BY 2`},
 			{`SELECT COALESCE(task, ''), '', count(*) FROM dead_letter_queue GROUP BY 1`,
 				`SELECT '', '', count(*) FROM dead_letter_queue`},
 		} {

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -227,10 +228,33 @@ func TestOpen_ReadOnlyFileSystem(t *testing.T) {
 		t.Fatalf("read-only Open on a read-only file system: %v", err)
 	}
 	defer ro.Close()
-	if n := rowsIn(t, ro); n != 4 {
-		t.Errorf("listed %d jobs, want 4", n)
+	if jobs, err := ro.Jobs(t.Context(), store.ListParams{Shard: store.AllShards, Limit: 1000}); err != nil || len(jobs) != 4 {
+		t.Errorf("listed %d jobs (%v), want 4", len(jobs), err)
 	}
 	if _, err := ro.Stats(t.Context()); err != nil {
 		t.Errorf("Stats: %v", err)
+	}
+}
+
+// TestOpen_ReadOnlyNotADatabase: a shard file that is not SQLite is
+// ErrNotDatabase on a read-only open too, naming the cause.
+func TestOpen_ReadOnlyNotADatabase(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	st := openStore(t, sqlitestore.Options{Dir: dir, Shards: 2})
+	st.Close()
+	for _, f := range []string{"shard_1.db-wal", "shard_1.db-shm"} {
+		os.Remove(filepath.Join(dir, f))
+	}
+	if err := os.WriteFile(filepath.Join(dir, "shard_1.db"), []byte(strings.Repeat("not a database\n", 400)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	st, err := sqlitestore.Open(t.Context(), sqlitestore.Options{Dir: dir, Shards: 2, ReadOnly: true})
+	if err == nil {
+		st.Close()
+		t.Fatal("read-only Open of a non-database shard succeeded")
+	}
+	if !errors.Is(err, store.ErrNotDatabase) || strings.Contains(err.Error(), "%!") {
+		t.Errorf("read-only Open = %v, want ErrNotDatabase", err)
 	}
 }

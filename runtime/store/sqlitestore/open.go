@@ -352,13 +352,16 @@ func openShard(ctx context.Context, o Options, i int) (*shardDB, error) {
 			// system) SQLite cannot create the WAL index; nobody can write
 			// there either, so the file can be read as immutable.
 			sh.r.Close()
-			if sh.r, err = sql.Open("sqlite", dsn(path, o, true)+"&immutable=1"); err != nil {
-				return nil, wrap("open", err)
+			var oerr error
+			if sh.r, oerr = sql.Open("sqlite", dsn(path, o, true)+"&immutable=1"); oerr != nil {
+				return nil, wrap("open", oerr)
 			}
 			sh.r.SetMaxOpenConns(4)
 			if err2 := checkReadable(ctx, sh.r); err2 != nil {
 				sh.close()
-				return nil, wrap("read", err)
+				// The immutable read says what the file is (not a
+				// database); the first error only that its WAL failed.
+				return nil, wrap("read", err2)
 			}
 		}
 	}

@@ -66,7 +66,7 @@ func defaultQueueAt(qs []store.QueueLimit) int {
 // finished rows are never read.
 func queueCountsSQL(col string) string {
 	return `SELECT ` + col + `, 'pending', count(*) FROM fila WHERE status = 'pending' GROUP BY 1
-		UNION ALL SELECT ` + col + `, 'scheduled', count(*) FROM fila WHERE status = 'scheduled' GROUP BY 1
+		UNION ALL SELECT ` + col + `, 'scheduled', count(*) FROM fila WHERE ` + settledScheduled + ` GROUP BY 1
 		UNION ALL SELECT ` + col + `, 'processing', count(*) FROM fila WHERE status = 'processing' GROUP BY 1`
 }
 

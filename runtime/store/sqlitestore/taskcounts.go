@@ -14,9 +14,9 @@ import (
 // (idx_qm_ready, idx_qm_due): kept finished rows are never read.
 const (
 	sqlTaskBacklog = `SELECT coalesce(task, ''), 'pending', count(*) FROM fila WHERE status = 'pending' GROUP BY 1
-		UNION ALL SELECT coalesce(task, ''), 'scheduled', count(*) FROM fila WHERE status = 'scheduled' GROUP BY 1`
+		UNION ALL SELECT coalesce(task, ''), 'scheduled', count(*) FROM fila WHERE ` + settledScheduled + ` GROUP BY 1`
 	sqlWaitingCount = `SELECT (SELECT count(*) FROM fila WHERE status = 'pending')
-		+ (SELECT count(*) FROM fila WHERE status = 'scheduled')`
+		+ (SELECT count(*) FROM fila WHERE ` + settledScheduled + `)`
 )
 
 // TaskBacklog counts pending and scheduled jobs per task; see

@@ -13,9 +13,9 @@ import (
 // client from [New]; the zero Tasks holds unbound handles, whose enqueue
 // methods return [queuemax.ErrNotBound] and whose Call methods work.
 type Tasks struct {
-	// Resize enqueues Resize (email.go:20).
+	// Resize enqueues Resize (email.go).
 	Resize ResizeTask
-	// SendEmail enqueues SendEmail (email.go:12).
+	// SendEmail enqueues SendEmail (email.go).
 	SendEmail SendEmailTask
 }
 
@@ -37,7 +37,7 @@ func Handlers() []queuemax.Handler {
 	}
 }
 
-// ResizeArgs is the payload of Resize (email.go:20).
+// ResizeArgs is the payload of Resize (email.go).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
 // a JSON object with snake_case keys. Every key is required except those
@@ -52,18 +52,18 @@ type ResizeArgs struct {
 	Crop     *Rect             `json:"crop"`
 }
 
-// resizeOptions are the defaults of Resize from its annotation (email.go:20).
+// resizeOptions are the defaults of Resize from its annotation (email.go).
 var resizeOptions = queuemax.TaskOptions{
 	MaxRetries: queuemax.Ptr(0),
 	RetryDelay: 1500 * time.Millisecond,
 }
 
-// resizeFunc calls Resize (email.go:20) with the fields of its payload.
+// resizeFunc calls Resize (email.go) with the fields of its payload.
 func resizeFunc(ctx context.Context, a ResizeArgs) error {
 	return Resize(ctx, a.ImageURL, a.UserID, a.Sizes, a.Meta, a.Deadline, a.Crop)
 }
 
-// ResizeTask enqueues Resize (email.go:20).
+// ResizeTask enqueues Resize (email.go).
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
@@ -187,11 +187,11 @@ func (t ResizeTask) Call(ctx context.Context, imageURL string, userID int64, siz
 	return queuemax.Call(ctx, resizeOptions, resizeFunc, ResizeArgs{ImageURL: imageURL, UserID: userID, Sizes: sizes, Meta: meta, Deadline: deadline, Crop: crop})
 }
 
-// Resize must keep the signature this file was generated from (email.go:20):
+// Resize must keep the signature this file was generated from (email.go):
 // after changing it, run go generate.
 var _ func(context.Context, string, int64, []int, map[string]string, time.Time, *Rect) error = Resize
 
-// SendEmailArgs is the payload of SendEmail (email.go:12).
+// SendEmailArgs is the payload of SendEmail (email.go).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
 // a JSON object with snake_case keys. Every key is required except those
@@ -202,19 +202,19 @@ type SendEmailArgs struct {
 	Subject string `json:"subject"`
 }
 
-// sendEmailOptions are the defaults of SendEmail from its annotation (email.go:12).
+// sendEmailOptions are the defaults of SendEmail from its annotation (email.go).
 var sendEmailOptions = queuemax.TaskOptions{
 	Priority:   2,
 	MaxRetries: queuemax.Ptr(5),
 	Timeout:    30 * time.Second,
 }
 
-// sendEmailFunc calls SendEmail (email.go:12) with the fields of its payload.
+// sendEmailFunc calls SendEmail (email.go) with the fields of its payload.
 func sendEmailFunc(ctx context.Context, a SendEmailArgs) error {
 	return SendEmail(ctx, a.To, a.Subject)
 }
 
-// SendEmailTask enqueues SendEmail (email.go:12).
+// SendEmailTask enqueues SendEmail (email.go).
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
@@ -338,6 +338,6 @@ func (t SendEmailTask) Call(ctx context.Context, to string, subject string) erro
 	return queuemax.Call(ctx, sendEmailOptions, sendEmailFunc, SendEmailArgs{To: to, Subject: subject})
 }
 
-// SendEmail must keep the signature this file was generated from (email.go:12):
+// SendEmail must keep the signature this file was generated from (email.go):
 // after changing it, run go generate.
 var _ func(context.Context, string, string) error = SendEmail

@@ -13,7 +13,7 @@ import (
 // client from [New]; the zero Tasks holds unbound handles, whose enqueue
 // methods return [queuemax.ErrNotBound] and whose Call methods work.
 type Tasks struct {
-	// Notify enqueues Notify (tasks.go:9).
+	// Notify enqueues Notify (tasks.go).
 	Notify NotifyTask
 }
 
@@ -33,7 +33,7 @@ func Handlers() []queuemax.Handler {
 	}
 }
 
-// NotifyArgs is the payload of Notify (tasks.go:9).
+// NotifyArgs is the payload of Notify (tasks.go).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
 // a JSON object with snake_case keys. Every key is required except those
@@ -43,18 +43,18 @@ type NotifyArgs struct {
 	User string `json:"user"`
 }
 
-// notifyOptions are the defaults of Notify from its annotation (tasks.go:9).
+// notifyOptions are the defaults of Notify from its annotation (tasks.go).
 var notifyOptions = queuemax.TaskOptions{
 	MaxRetries: queuemax.Ptr(1000),
 	CircuitOff: true,
 }
 
-// notifyFunc calls Notify (tasks.go:9) with the fields of its payload.
+// notifyFunc calls Notify (tasks.go) with the fields of its payload.
 func notifyFunc(ctx context.Context, a NotifyArgs) error {
 	return Notify(ctx, a.User)
 }
 
-// NotifyTask enqueues Notify (tasks.go:9).
+// NotifyTask enqueues Notify (tasks.go).
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
@@ -178,6 +178,6 @@ func (t NotifyTask) Call(ctx context.Context, user string) error {
 	return queuemax.Call(ctx, notifyOptions, notifyFunc, NotifyArgs{User: user})
 }
 
-// Notify must keep the signature this file was generated from (tasks.go:9):
+// Notify must keep the signature this file was generated from (tasks.go):
 // after changing it, run go generate.
 var _ func(context.Context, string) error = Notify

@@ -14,9 +14,9 @@ import (
 // client from [New]; the zero Tasks holds unbound handles, whose enqueue
 // methods return [queuemax.ErrNotBound] and whose Call methods work.
 type Tasks struct {
-	// Tick enqueues Tick (clock.go:22).
+	// Tick enqueues Tick (clock.go).
 	Tick TickTask
-	// Wait enqueues Wait (clock.go:30).
+	// Wait enqueues Wait (clock.go).
 	Wait WaitTask
 }
 
@@ -40,7 +40,7 @@ func Handlers() []queuemax.Handler {
 	}
 }
 
-// TickArgs is the payload of Tick (clock.go:22).
+// TickArgs is the payload of Tick (clock.go).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
 // a JSON object with snake_case keys. Every key is required except those
@@ -48,17 +48,17 @@ func Handlers() []queuemax.Handler {
 // enqueue and at run time (see [queuemax.DecodeArgs]).
 type TickArgs struct{}
 
-// tickOptions are the defaults of Tick from its annotation (clock.go:22).
+// tickOptions are the defaults of Tick from its annotation (clock.go).
 var tickOptions = queuemax.TaskOptions{
 	Timeout: 10 * timepkg.Second,
 }
 
-// tickFunc calls Tick (clock.go:22) with the fields of its payload.
+// tickFunc calls Tick (clock.go) with the fields of its payload.
 func tickFunc(ctx context.Context, a TickArgs) error {
 	return Tick(ctx)
 }
 
-// TickTask enqueues Tick (clock.go:22).
+// TickTask enqueues Tick (clock.go).
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
@@ -160,11 +160,11 @@ func (t TickTask) Call(ctx context.Context) error {
 	return queuemax.Call(ctx, tickOptions, tickFunc, TickArgs{})
 }
 
-// Tick must keep the signature this file was generated from (clock.go:22):
+// Tick must keep the signature this file was generated from (clock.go):
 // after changing it, run go generate.
 var _ func(context.Context) error = Tick
 
-// WaitArgs is the payload of Wait (clock.go:30).
+// WaitArgs is the payload of Wait (clock.go).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
 // a JSON object with snake_case keys. Every key is required except those
@@ -174,19 +174,19 @@ type WaitArgs struct {
 	Until timepkg.Time `json:"until"`
 }
 
-// waitOptions are the defaults of Wait from its annotation (clock.go:30).
+// waitOptions are the defaults of Wait from its annotation (clock.go).
 var waitOptions = queuemax.TaskOptions{
 	RetryOn: func(err error) bool {
 		return errors.Is(err, errBusy)
 	},
 }
 
-// waitFunc calls Wait (clock.go:30) with the fields of its payload.
+// waitFunc calls Wait (clock.go) with the fields of its payload.
 func waitFunc(ctx context.Context, a WaitArgs) error {
 	return Wait(ctx, a.Until)
 }
 
-// WaitTask enqueues Wait (clock.go:30).
+// WaitTask enqueues Wait (clock.go).
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
@@ -310,6 +310,6 @@ func (t WaitTask) Call(ctx context.Context, until timepkg.Time) error {
 	return queuemax.Call(ctx, waitOptions, waitFunc, WaitArgs{Until: until})
 }
 
-// Wait must keep the signature this file was generated from (clock.go:30):
+// Wait must keep the signature this file was generated from (clock.go):
 // after changing it, run go generate.
 var _ func(context.Context, timepkg.Time) error = Wait

@@ -13,7 +13,7 @@ import (
 // client from [New]; the zero Tasks holds unbound handles, whose enqueue
 // methods return [queuemax.ErrNotBound] and whose Call methods work.
 type Tasks struct {
-	// SendEmail enqueues SendEmail (email.go:11).
+	// SendEmail enqueues SendEmail (email.go).
 	SendEmail SendEmailTask
 }
 
@@ -33,7 +33,7 @@ func Handlers() []queuemax.Handler {
 	}
 }
 
-// SendEmailArgs is the payload of SendEmail (email.go:11).
+// SendEmailArgs is the payload of SendEmail (email.go).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
 // a JSON object with snake_case keys. Every key is required except those
@@ -43,15 +43,15 @@ type SendEmailArgs struct {
 	To string `json:"to"`
 }
 
-// sendEmailOptions are the defaults of SendEmail from its annotation (email.go:11).
+// sendEmailOptions are the defaults of SendEmail from its annotation (email.go).
 var sendEmailOptions = queuemax.TaskOptions{}
 
-// sendEmailFunc calls SendEmail (email.go:11) with the fields of its payload.
+// sendEmailFunc calls SendEmail (email.go) with the fields of its payload.
 func sendEmailFunc(ctx context.Context, a SendEmailArgs) error {
 	return SendEmail(ctx, a.To)
 }
 
-// SendEmailTask enqueues SendEmail (email.go:11).
+// SendEmailTask enqueues SendEmail (email.go).
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
@@ -175,6 +175,6 @@ func (t SendEmailTask) Call(ctx context.Context, to string) error {
 	return queuemax.Call(ctx, sendEmailOptions, sendEmailFunc, SendEmailArgs{To: to})
 }
 
-// SendEmail must keep the signature this file was generated from (email.go:11):
+// SendEmail must keep the signature this file was generated from (email.go):
 // after changing it, run go generate.
 var _ func(context.Context, string) error = SendEmail

@@ -13,7 +13,7 @@ import (
 // client from [New]; the zero Tasks holds unbound handles, whose enqueue
 // methods return [queuemax.ErrNotBound] and whose Call methods work.
 type Tasks struct {
-	// Ping enqueues Ping (ping.go:10).
+	// Ping enqueues Ping (ping.go).
 	Ping PingTask
 }
 
@@ -33,7 +33,7 @@ func Handlers() []queuemax.Handler {
 	}
 }
 
-// PingArgs is the payload of Ping (ping.go:10).
+// PingArgs is the payload of Ping (ping.go).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
 // a JSON object with snake_case keys. Every key is required except those
@@ -41,15 +41,15 @@ func Handlers() []queuemax.Handler {
 // enqueue and at run time (see [queuemax.DecodeArgs]).
 type PingArgs struct{}
 
-// pingOptions are the defaults of Ping from its annotation (ping.go:10).
+// pingOptions are the defaults of Ping from its annotation (ping.go).
 var pingOptions = queuemax.TaskOptions{}
 
-// pingFunc calls Ping (ping.go:10) with the fields of its payload.
+// pingFunc calls Ping (ping.go) with the fields of its payload.
 func pingFunc(ctx context.Context, a PingArgs) error {
 	return Ping(ctx)
 }
 
-// PingTask enqueues Ping (ping.go:10).
+// PingTask enqueues Ping (ping.go).
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
@@ -151,6 +151,6 @@ func (t PingTask) Call(ctx context.Context) error {
 	return queuemax.Call(ctx, pingOptions, pingFunc, PingArgs{})
 }
 
-// Ping must keep the signature this file was generated from (ping.go:10):
+// Ping must keep the signature this file was generated from (ping.go):
 // after changing it, run go generate.
 var _ func(context.Context) error = Ping

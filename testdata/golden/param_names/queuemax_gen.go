@@ -14,11 +14,11 @@ import (
 // client from [New]; the zero Tasks holds unbound handles, whose enqueue
 // methods return [queuemax.ErrNotBound] and whose Call methods work.
 type Tasks struct {
-	// Blank enqueues Blank (names.go:33).
+	// Blank enqueues Blank (names.go).
 	Blank BlankTask
-	// Raw enqueues Raw (names.go:23).
+	// Raw enqueues Raw (names.go).
 	Raw RawTask
-	// Schedule enqueues Schedule (names.go:15).
+	// Schedule enqueues Schedule (names.go).
 	Schedule ScheduleTask
 }
 
@@ -42,7 +42,7 @@ func Handlers() []queuemax.Handler {
 	}
 }
 
-// BlankArgs is the payload of Blank (names.go:33).
+// BlankArgs is the payload of Blank (names.go).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
 // a JSON object with snake_case keys. Every key is required except those
@@ -53,15 +53,15 @@ type BlankArgs struct {
 	PageSize   int    `json:"page_size"`
 }
 
-// blankOptions are the defaults of Blank from its annotation (names.go:33).
+// blankOptions are the defaults of Blank from its annotation (names.go).
 var blankOptions = queuemax.TaskOptions{}
 
-// blankFunc calls Blank (names.go:33) with the fields of its payload.
+// blankFunc calls Blank (names.go) with the fields of its payload.
 func blankFunc(ctx context.Context, a BlankArgs) error {
 	return Blank(ctx, a.HTTPServer, a.PageSize)
 }
 
-// BlankTask enqueues Blank (names.go:33).
+// BlankTask enqueues Blank (names.go).
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
@@ -185,11 +185,11 @@ func (t BlankTask) Call(ctx context.Context, HTTPServer string, page_size int) e
 	return queuemax.Call(ctx, blankOptions, blankFunc, BlankArgs{HTTPServer: HTTPServer, PageSize: page_size})
 }
 
-// Blank must keep the signature this file was generated from (names.go:33):
+// Blank must keep the signature this file was generated from (names.go):
 // after changing it, run go generate.
 var _ func(context.Context, string, int) error = Blank
 
-// RawArgs is the payload of Raw (names.go:23).
+// RawArgs is the payload of Raw (names.go).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
 // a JSON object with snake_case keys. Every key is required except those
@@ -204,15 +204,15 @@ type RawArgs struct {
 	} `json:"opts"`
 }
 
-// rawOptions are the defaults of Raw from its annotation (names.go:23).
+// rawOptions are the defaults of Raw from its annotation (names.go).
 var rawOptions = queuemax.TaskOptions{}
 
-// rawFunc calls Raw (names.go:23) with the fields of its payload.
+// rawFunc calls Raw (names.go) with the fields of its payload.
 func rawFunc(ctx context.Context, a RawArgs) error {
 	return Raw(ctx, a.Raw, a.Pair, a.Opts)
 }
 
-// RawTask enqueues Raw (names.go:23).
+// RawTask enqueues Raw (names.go).
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
@@ -363,14 +363,14 @@ func (t RawTask) Call(ctx context.Context, raw json.RawMessage, pair [2]int, opt
 	return queuemax.Call(ctx, rawOptions, rawFunc, RawArgs{Raw: raw, Pair: pair, Opts: opts})
 }
 
-// Raw must keep the signature this file was generated from (names.go:23):
+// Raw must keep the signature this file was generated from (names.go):
 // after changing it, run go generate.
 var _ func(context.Context, json.RawMessage, [2]int, struct {
 	Verbose bool `json:"verbose,omitempty"`
 	Level   int
 }) error = Raw
 
-// ScheduleArgs is the payload of Schedule (names.go:15).
+// ScheduleArgs is the payload of Schedule (names.go).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
 // a JSON object with snake_case keys. Every key is required except those
@@ -386,15 +386,15 @@ type ScheduleArgs struct {
 	Tx       string        `json:"tx"`
 }
 
-// scheduleOptions are the defaults of Schedule from its annotation (names.go:15).
+// scheduleOptions are the defaults of Schedule from its annotation (names.go).
 var scheduleOptions = queuemax.TaskOptions{}
 
-// scheduleFunc calls Schedule (names.go:15) with the fields of its payload.
+// scheduleFunc calls Schedule (names.go) with the fields of its payload.
 func scheduleFunc(ctx context.Context, a ScheduleArgs) error {
 	return Schedule(ctx, a.Ctx, a.At, a.D, a.Args, a.T, a.Queuemax, a.Tx)
 }
 
-// ScheduleTask enqueues Schedule (names.go:15).
+// ScheduleTask enqueues Schedule (names.go).
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
@@ -518,6 +518,6 @@ func (t ScheduleTask) Call(ctx context.Context, ctx_ string, at_ time.Time, d_ t
 	return queuemax.Call(ctx, scheduleOptions, scheduleFunc, ScheduleArgs{Ctx: ctx_, At: at_, D: d_, Args: args_, T: t_, Queuemax: queuemax_, Tx: tx_})
 }
 
-// Schedule must keep the signature this file was generated from (names.go:15):
+// Schedule must keep the signature this file was generated from (names.go):
 // after changing it, run go generate.
 var _ func(context.Context, string, time.Time, time.Duration, []string, int, bool, string) error = Schedule

@@ -13,11 +13,11 @@ import (
 // client from [New]; the zero Tasks holds unbound handles, whose enqueue
 // methods return [queuemax.ErrNotBound] and whose Call methods work.
 type Tasks struct {
-	// Hourly enqueues Hourly (nightly.go:23).
+	// Hourly enqueues Hourly (nightly.go).
 	Hourly HourlyTask
-	// Nightly enqueues Nightly (nightly.go:9).
+	// Nightly enqueues Nightly (nightly.go).
 	Nightly NightlyTask
-	// ParisMorning enqueues ParisMorning (nightly.go:16).
+	// ParisMorning enqueues ParisMorning (nightly.go).
 	ParisMorning ParisMorningTask
 }
 
@@ -50,7 +50,7 @@ func Handlers() []queuemax.Handler {
 	}
 }
 
-// HourlyArgs is the payload of Hourly (nightly.go:23).
+// HourlyArgs is the payload of Hourly (nightly.go).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
 // a JSON object with snake_case keys. Every key is required except those
@@ -58,15 +58,15 @@ func Handlers() []queuemax.Handler {
 // enqueue and at run time (see [queuemax.DecodeArgs]).
 type HourlyArgs struct{}
 
-// hourlyOptions are the defaults of Hourly from its annotation (nightly.go:23).
+// hourlyOptions are the defaults of Hourly from its annotation (nightly.go).
 var hourlyOptions = queuemax.TaskOptions{}
 
-// hourlyFunc calls Hourly (nightly.go:23) with the fields of its payload.
+// hourlyFunc calls Hourly (nightly.go) with the fields of its payload.
 func hourlyFunc(ctx context.Context, a HourlyArgs) error {
 	return Hourly(ctx)
 }
 
-// HourlyTask enqueues Hourly (nightly.go:23).
+// HourlyTask enqueues Hourly (nightly.go).
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
@@ -168,11 +168,11 @@ func (t HourlyTask) Call(ctx context.Context) error {
 	return queuemax.Call(ctx, hourlyOptions, hourlyFunc, HourlyArgs{})
 }
 
-// Hourly must keep the signature this file was generated from (nightly.go:23):
+// Hourly must keep the signature this file was generated from (nightly.go):
 // after changing it, run go generate.
 var _ func(context.Context) error = Hourly
 
-// NightlyArgs is the payload of Nightly (nightly.go:9).
+// NightlyArgs is the payload of Nightly (nightly.go).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
 // a JSON object with snake_case keys. Every key is required except those
@@ -180,17 +180,17 @@ var _ func(context.Context) error = Hourly
 // enqueue and at run time (see [queuemax.DecodeArgs]).
 type NightlyArgs struct{}
 
-// nightlyOptions are the defaults of Nightly from its annotation (nightly.go:9).
+// nightlyOptions are the defaults of Nightly from its annotation (nightly.go).
 var nightlyOptions = queuemax.TaskOptions{
 	Timeout: time.Hour,
 }
 
-// nightlyFunc calls Nightly (nightly.go:9) with the fields of its payload.
+// nightlyFunc calls Nightly (nightly.go) with the fields of its payload.
 func nightlyFunc(ctx context.Context, a NightlyArgs) error {
 	return Nightly(ctx)
 }
 
-// NightlyTask enqueues Nightly (nightly.go:9).
+// NightlyTask enqueues Nightly (nightly.go).
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
@@ -292,11 +292,11 @@ func (t NightlyTask) Call(ctx context.Context) error {
 	return queuemax.Call(ctx, nightlyOptions, nightlyFunc, NightlyArgs{})
 }
 
-// Nightly must keep the signature this file was generated from (nightly.go:9):
+// Nightly must keep the signature this file was generated from (nightly.go):
 // after changing it, run go generate.
 var _ func(context.Context) error = Nightly
 
-// ParisMorningArgs is the payload of ParisMorning (nightly.go:16).
+// ParisMorningArgs is the payload of ParisMorning (nightly.go).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
 // a JSON object with snake_case keys. Every key is required except those
@@ -304,15 +304,15 @@ var _ func(context.Context) error = Nightly
 // enqueue and at run time (see [queuemax.DecodeArgs]).
 type ParisMorningArgs struct{}
 
-// parisMorningOptions are the defaults of ParisMorning from its annotation (nightly.go:16).
+// parisMorningOptions are the defaults of ParisMorning from its annotation (nightly.go).
 var parisMorningOptions = queuemax.TaskOptions{}
 
-// parisMorningFunc calls ParisMorning (nightly.go:16) with the fields of its payload.
+// parisMorningFunc calls ParisMorning (nightly.go) with the fields of its payload.
 func parisMorningFunc(ctx context.Context, a ParisMorningArgs) error {
 	return ParisMorning(ctx)
 }
 
-// ParisMorningTask enqueues ParisMorning (nightly.go:16).
+// ParisMorningTask enqueues ParisMorning (nightly.go).
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
@@ -414,6 +414,6 @@ func (t ParisMorningTask) Call(ctx context.Context) error {
 	return queuemax.Call(ctx, parisMorningOptions, parisMorningFunc, ParisMorningArgs{})
 }
 
-// ParisMorning must keep the signature this file was generated from (nightly.go:16):
+// ParisMorning must keep the signature this file was generated from (nightly.go):
 // after changing it, run go generate.
 var _ func(context.Context) error = ParisMorning

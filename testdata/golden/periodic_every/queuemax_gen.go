@@ -13,11 +13,11 @@ import (
 // client from [New]; the zero Tasks holds unbound handles, whose enqueue
 // methods return [queuemax.ErrNotBound] and whose Call methods work.
 type Tasks struct {
-	// CleanupOldData enqueues CleanupOldData (cleanup.go:10).
+	// CleanupOldData enqueues CleanupOldData (cleanup.go).
 	CleanupOldData CleanupOldDataTask
-	// Heartbeat enqueues Heartbeat (cleanup.go:17).
+	// Heartbeat enqueues Heartbeat (cleanup.go).
 	Heartbeat HeartbeatTask
-	// Notify enqueues Notify (cleanup.go:24).
+	// Notify enqueues Notify (cleanup.go).
 	Notify NotifyTask
 }
 
@@ -45,7 +45,7 @@ func Handlers() []queuemax.Handler {
 	}
 }
 
-// CleanupOldDataArgs is the payload of CleanupOldData (cleanup.go:10).
+// CleanupOldDataArgs is the payload of CleanupOldData (cleanup.go).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
 // a JSON object with snake_case keys. Every key is required except those
@@ -53,17 +53,17 @@ func Handlers() []queuemax.Handler {
 // enqueue and at run time (see [queuemax.DecodeArgs]).
 type CleanupOldDataArgs struct{}
 
-// cleanupOldDataOptions are the defaults of CleanupOldData from its annotation (cleanup.go:10).
+// cleanupOldDataOptions are the defaults of CleanupOldData from its annotation (cleanup.go).
 var cleanupOldDataOptions = queuemax.TaskOptions{
 	MaxRetries: queuemax.Ptr(0),
 }
 
-// cleanupOldDataFunc calls CleanupOldData (cleanup.go:10) with the fields of its payload.
+// cleanupOldDataFunc calls CleanupOldData (cleanup.go) with the fields of its payload.
 func cleanupOldDataFunc(ctx context.Context, a CleanupOldDataArgs) error {
 	return CleanupOldData(ctx)
 }
 
-// CleanupOldDataTask enqueues CleanupOldData (cleanup.go:10).
+// CleanupOldDataTask enqueues CleanupOldData (cleanup.go).
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
@@ -165,11 +165,11 @@ func (t CleanupOldDataTask) Call(ctx context.Context) error {
 	return queuemax.Call(ctx, cleanupOldDataOptions, cleanupOldDataFunc, CleanupOldDataArgs{})
 }
 
-// CleanupOldData must keep the signature this file was generated from (cleanup.go:10):
+// CleanupOldData must keep the signature this file was generated from (cleanup.go):
 // after changing it, run go generate.
 var _ func(context.Context) error = CleanupOldData
 
-// HeartbeatArgs is the payload of Heartbeat (cleanup.go:17).
+// HeartbeatArgs is the payload of Heartbeat (cleanup.go).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
 // a JSON object with snake_case keys. Every key is required except those
@@ -177,17 +177,17 @@ var _ func(context.Context) error = CleanupOldData
 // enqueue and at run time (see [queuemax.DecodeArgs]).
 type HeartbeatArgs struct{}
 
-// heartbeatOptions are the defaults of Heartbeat from its annotation (cleanup.go:17).
+// heartbeatOptions are the defaults of Heartbeat from its annotation (cleanup.go).
 var heartbeatOptions = queuemax.TaskOptions{
 	Priority: 2,
 }
 
-// heartbeatFunc calls Heartbeat (cleanup.go:17) with the fields of its payload.
+// heartbeatFunc calls Heartbeat (cleanup.go) with the fields of its payload.
 func heartbeatFunc(ctx context.Context, a HeartbeatArgs) (string, error) {
 	return Heartbeat(ctx)
 }
 
-// HeartbeatTask enqueues Heartbeat (cleanup.go:17).
+// HeartbeatTask enqueues Heartbeat (cleanup.go).
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
@@ -296,11 +296,11 @@ func (t HeartbeatTask) Result(ctx context.Context, id queuemax.JobID) (string, e
 	return queuemax.Result[string](ctx, t.Client(), id)
 }
 
-// Heartbeat must keep the signature this file was generated from (cleanup.go:17):
+// Heartbeat must keep the signature this file was generated from (cleanup.go):
 // after changing it, run go generate.
 var _ func(context.Context) (string, error) = Heartbeat
 
-// NotifyArgs is the payload of Notify (cleanup.go:24).
+// NotifyArgs is the payload of Notify (cleanup.go).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
 // a JSON object with snake_case keys. Every key is required except those
@@ -310,15 +310,15 @@ type NotifyArgs struct {
 	Message string `json:"message"`
 }
 
-// notifyOptions are the defaults of Notify from its annotation (cleanup.go:24).
+// notifyOptions are the defaults of Notify from its annotation (cleanup.go).
 var notifyOptions = queuemax.TaskOptions{}
 
-// notifyFunc calls Notify (cleanup.go:24) with the fields of its payload.
+// notifyFunc calls Notify (cleanup.go) with the fields of its payload.
 func notifyFunc(ctx context.Context, a NotifyArgs) error {
 	return Notify(ctx, a.Message)
 }
 
-// NotifyTask enqueues Notify (cleanup.go:24).
+// NotifyTask enqueues Notify (cleanup.go).
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
@@ -442,6 +442,6 @@ func (t NotifyTask) Call(ctx context.Context, message string) error {
 	return queuemax.Call(ctx, notifyOptions, notifyFunc, NotifyArgs{Message: message})
 }
 
-// Notify must keep the signature this file was generated from (cleanup.go:24):
+// Notify must keep the signature this file was generated from (cleanup.go):
 // after changing it, run go generate.
 var _ func(context.Context, string) error = Notify

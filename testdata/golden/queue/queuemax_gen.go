@@ -13,9 +13,9 @@ import (
 // client from [New]; the zero Tasks holds unbound handles, whose enqueue
 // methods return [queuemax.ErrNotBound] and whose Call methods work.
 type Tasks struct {
-	// Resize enqueues Resize (tasks.go:16).
+	// Resize enqueues Resize (tasks.go).
 	Resize ResizeTask
-	// SendEmail enqueues SendEmail (tasks.go:9).
+	// SendEmail enqueues SendEmail (tasks.go).
 	SendEmail SendEmailTask
 }
 
@@ -37,7 +37,7 @@ func Handlers() []queuemax.Handler {
 	}
 }
 
-// ResizeArgs is the payload of Resize (tasks.go:16).
+// ResizeArgs is the payload of Resize (tasks.go).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
 // a JSON object with snake_case keys. Every key is required except those
@@ -47,17 +47,17 @@ type ResizeArgs struct {
 	Path string `json:"path"`
 }
 
-// resizeOptions are the defaults of Resize from its annotation (tasks.go:16).
+// resizeOptions are the defaults of Resize from its annotation (tasks.go).
 var resizeOptions = queuemax.TaskOptions{
 	Queue: "media.resize_v2-hi",
 }
 
-// resizeFunc calls Resize (tasks.go:16) with the fields of its payload.
+// resizeFunc calls Resize (tasks.go) with the fields of its payload.
 func resizeFunc(ctx context.Context, a ResizeArgs) error {
 	return Resize(ctx, a.Path)
 }
 
-// ResizeTask enqueues Resize (tasks.go:16).
+// ResizeTask enqueues Resize (tasks.go).
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
@@ -181,11 +181,11 @@ func (t ResizeTask) Call(ctx context.Context, path string) error {
 	return queuemax.Call(ctx, resizeOptions, resizeFunc, ResizeArgs{Path: path})
 }
 
-// Resize must keep the signature this file was generated from (tasks.go:16):
+// Resize must keep the signature this file was generated from (tasks.go):
 // after changing it, run go generate.
 var _ func(context.Context, string) error = Resize
 
-// SendEmailArgs is the payload of SendEmail (tasks.go:9).
+// SendEmailArgs is the payload of SendEmail (tasks.go).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
 // a JSON object with snake_case keys. Every key is required except those
@@ -195,18 +195,18 @@ type SendEmailArgs struct {
 	To string `json:"to"`
 }
 
-// sendEmailOptions are the defaults of SendEmail from its annotation (tasks.go:9).
+// sendEmailOptions are the defaults of SendEmail from its annotation (tasks.go).
 var sendEmailOptions = queuemax.TaskOptions{
 	Priority: 1,
 	Queue:    "emails",
 }
 
-// sendEmailFunc calls SendEmail (tasks.go:9) with the fields of its payload.
+// sendEmailFunc calls SendEmail (tasks.go) with the fields of its payload.
 func sendEmailFunc(ctx context.Context, a SendEmailArgs) error {
 	return SendEmail(ctx, a.To)
 }
 
-// SendEmailTask enqueues SendEmail (tasks.go:9).
+// SendEmailTask enqueues SendEmail (tasks.go).
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
@@ -330,6 +330,6 @@ func (t SendEmailTask) Call(ctx context.Context, to string) error {
 	return queuemax.Call(ctx, sendEmailOptions, sendEmailFunc, SendEmailArgs{To: to})
 }
 
-// SendEmail must keep the signature this file was generated from (tasks.go:9):
+// SendEmail must keep the signature this file was generated from (tasks.go):
 // after changing it, run go generate.
 var _ func(context.Context, string) error = SendEmail

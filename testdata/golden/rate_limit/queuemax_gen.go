@@ -13,13 +13,13 @@ import (
 // client from [New]; the zero Tasks holds unbound handles, whose enqueue
 // methods return [queuemax.ErrNotBound] and whose Call methods work.
 type Tasks struct {
-	// Archive enqueues Archive (api.go:30).
+	// Archive enqueues Archive (api.go).
 	Archive ArchiveTask
-	// CallAPI enqueues CallAPI (api.go:9).
+	// CallAPI enqueues CallAPI (api.go).
 	CallAPI CallAPITask
-	// Export enqueues Export (api.go:23).
+	// Export enqueues Export (api.go).
 	Export ExportTask
-	// SyncAccount enqueues SyncAccount (api.go:16).
+	// SyncAccount enqueues SyncAccount (api.go).
 	SyncAccount SyncAccountTask
 }
 
@@ -45,7 +45,7 @@ func Handlers() []queuemax.Handler {
 	}
 }
 
-// ArchiveArgs is the payload of Archive (api.go:30).
+// ArchiveArgs is the payload of Archive (api.go).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
 // a JSON object with snake_case keys. Every key is required except those
@@ -55,7 +55,7 @@ type ArchiveArgs struct {
 	ID int `json:"id"`
 }
 
-// archiveOptions are the defaults of Archive from its annotation (api.go:30).
+// archiveOptions are the defaults of Archive from its annotation (api.go).
 var archiveOptions = queuemax.TaskOptions{
 	RateLimit: queuemax.Rate{
 		Limit: 1000,
@@ -63,12 +63,12 @@ var archiveOptions = queuemax.TaskOptions{
 	},
 }
 
-// archiveFunc calls Archive (api.go:30) with the fields of its payload.
+// archiveFunc calls Archive (api.go) with the fields of its payload.
 func archiveFunc(ctx context.Context, a ArchiveArgs) error {
 	return Archive(ctx, a.ID)
 }
 
-// ArchiveTask enqueues Archive (api.go:30).
+// ArchiveTask enqueues Archive (api.go).
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
@@ -192,11 +192,11 @@ func (t ArchiveTask) Call(ctx context.Context, id_ int) error {
 	return queuemax.Call(ctx, archiveOptions, archiveFunc, ArchiveArgs{ID: id_})
 }
 
-// Archive must keep the signature this file was generated from (api.go:30):
+// Archive must keep the signature this file was generated from (api.go):
 // after changing it, run go generate.
 var _ func(context.Context, int) error = Archive
 
-// CallAPIArgs is the payload of CallAPI (api.go:9).
+// CallAPIArgs is the payload of CallAPI (api.go).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
 // a JSON object with snake_case keys. Every key is required except those
@@ -206,7 +206,7 @@ type CallAPIArgs struct {
 	Endpoint string `json:"endpoint"`
 }
 
-// callAPIOptions are the defaults of CallAPI from its annotation (api.go:9).
+// callAPIOptions are the defaults of CallAPI from its annotation (api.go).
 var callAPIOptions = queuemax.TaskOptions{
 	RateLimit: queuemax.Rate{
 		Limit: 10,
@@ -214,12 +214,12 @@ var callAPIOptions = queuemax.TaskOptions{
 	},
 }
 
-// callAPIFunc calls CallAPI (api.go:9) with the fields of its payload.
+// callAPIFunc calls CallAPI (api.go) with the fields of its payload.
 func callAPIFunc(ctx context.Context, a CallAPIArgs) error {
 	return CallAPI(ctx, a.Endpoint)
 }
 
-// CallAPITask enqueues CallAPI (api.go:9).
+// CallAPITask enqueues CallAPI (api.go).
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
@@ -343,11 +343,11 @@ func (t CallAPITask) Call(ctx context.Context, endpoint string) error {
 	return queuemax.Call(ctx, callAPIOptions, callAPIFunc, CallAPIArgs{Endpoint: endpoint})
 }
 
-// CallAPI must keep the signature this file was generated from (api.go:9):
+// CallAPI must keep the signature this file was generated from (api.go):
 // after changing it, run go generate.
 var _ func(context.Context, string) error = CallAPI
 
-// ExportArgs is the payload of Export (api.go:23).
+// ExportArgs is the payload of Export (api.go).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
 // a JSON object with snake_case keys. Every key is required except those
@@ -357,7 +357,7 @@ type ExportArgs struct {
 	Format string `json:"format"`
 }
 
-// exportOptions are the defaults of Export from its annotation (api.go:23).
+// exportOptions are the defaults of Export from its annotation (api.go).
 var exportOptions = queuemax.TaskOptions{
 	RateLimit: queuemax.Rate{
 		Limit: 5,
@@ -365,12 +365,12 @@ var exportOptions = queuemax.TaskOptions{
 	},
 }
 
-// exportFunc calls Export (api.go:23) with the fields of its payload.
+// exportFunc calls Export (api.go) with the fields of its payload.
 func exportFunc(ctx context.Context, a ExportArgs) error {
 	return Export(ctx, a.Format)
 }
 
-// ExportTask enqueues Export (api.go:23).
+// ExportTask enqueues Export (api.go).
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
@@ -494,11 +494,11 @@ func (t ExportTask) Call(ctx context.Context, format string) error {
 	return queuemax.Call(ctx, exportOptions, exportFunc, ExportArgs{Format: format})
 }
 
-// Export must keep the signature this file was generated from (api.go:23):
+// Export must keep the signature this file was generated from (api.go):
 // after changing it, run go generate.
 var _ func(context.Context, string) error = Export
 
-// SyncAccountArgs is the payload of SyncAccount (api.go:16).
+// SyncAccountArgs is the payload of SyncAccount (api.go).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
 // a JSON object with snake_case keys. Every key is required except those
@@ -508,7 +508,7 @@ type SyncAccountArgs struct {
 	AccountID string `json:"account_id"`
 }
 
-// syncAccountOptions are the defaults of SyncAccount from its annotation (api.go:16).
+// syncAccountOptions are the defaults of SyncAccount from its annotation (api.go).
 var syncAccountOptions = queuemax.TaskOptions{
 	RetryDelay: 10 * time.Second,
 	RateLimit: queuemax.Rate{
@@ -517,12 +517,12 @@ var syncAccountOptions = queuemax.TaskOptions{
 	},
 }
 
-// syncAccountFunc calls SyncAccount (api.go:16) with the fields of its payload.
+// syncAccountFunc calls SyncAccount (api.go) with the fields of its payload.
 func syncAccountFunc(ctx context.Context, a SyncAccountArgs) error {
 	return SyncAccount(ctx, a.AccountID)
 }
 
-// SyncAccountTask enqueues SyncAccount (api.go:16).
+// SyncAccountTask enqueues SyncAccount (api.go).
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
@@ -646,6 +646,6 @@ func (t SyncAccountTask) Call(ctx context.Context, accountID string) error {
 	return queuemax.Call(ctx, syncAccountOptions, syncAccountFunc, SyncAccountArgs{AccountID: accountID})
 }
 
-// SyncAccount must keep the signature this file was generated from (api.go:16):
+// SyncAccount must keep the signature this file was generated from (api.go):
 // after changing it, run go generate.
 var _ func(context.Context, string) error = SyncAccount

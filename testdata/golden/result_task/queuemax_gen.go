@@ -13,11 +13,11 @@ import (
 // client from [New]; the zero Tasks holds unbound handles, whose enqueue
 // methods return [queuemax.ErrNotBound] and whose Call methods work.
 type Tasks struct {
-	// Count enqueues Count (report.go:30).
+	// Count enqueues Count (report.go).
 	Count CountTask
-	// GenerateReport enqueues GenerateReport (report.go:16).
+	// GenerateReport enqueues GenerateReport (report.go).
 	GenerateReport GenerateReportTask
-	// Lookup enqueues Lookup (report.go:23).
+	// Lookup enqueues Lookup (report.go).
 	Lookup LookupTask
 }
 
@@ -41,7 +41,7 @@ func Handlers() []queuemax.Handler {
 	}
 }
 
-// CountArgs is the payload of Count (report.go:30).
+// CountArgs is the payload of Count (report.go).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
 // a JSON object with snake_case keys. Every key is required except those
@@ -49,17 +49,17 @@ func Handlers() []queuemax.Handler {
 // enqueue and at run time (see [queuemax.DecodeArgs]).
 type CountArgs struct{}
 
-// countOptions are the defaults of Count from its annotation (report.go:30).
+// countOptions are the defaults of Count from its annotation (report.go).
 var countOptions = queuemax.TaskOptions{
 	Priority: 1,
 }
 
-// countFunc calls Count (report.go:30) with the fields of its payload.
+// countFunc calls Count (report.go) with the fields of its payload.
 func countFunc(ctx context.Context, a CountArgs) (int, error) {
 	return Count(ctx)
 }
 
-// CountTask enqueues Count (report.go:30).
+// CountTask enqueues Count (report.go).
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
@@ -168,11 +168,11 @@ func (t CountTask) Result(ctx context.Context, id queuemax.JobID) (int, error) {
 	return queuemax.Result[int](ctx, t.Client(), id)
 }
 
-// Count must keep the signature this file was generated from (report.go:30):
+// Count must keep the signature this file was generated from (report.go):
 // after changing it, run go generate.
 var _ func(context.Context) (int, error) = Count
 
-// GenerateReportArgs is the payload of GenerateReport (report.go:16).
+// GenerateReportArgs is the payload of GenerateReport (report.go).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
 // a JSON object with snake_case keys. Every key is required except those
@@ -183,17 +183,17 @@ type GenerateReportArgs struct {
 	Month  string `json:"month"`
 }
 
-// generateReportOptions are the defaults of GenerateReport from its annotation (report.go:16).
+// generateReportOptions are the defaults of GenerateReport from its annotation (report.go).
 var generateReportOptions = queuemax.TaskOptions{
 	Timeout: 2 * time.Minute,
 }
 
-// generateReportFunc calls GenerateReport (report.go:16) with the fields of its payload.
+// generateReportFunc calls GenerateReport (report.go) with the fields of its payload.
 func generateReportFunc(ctx context.Context, a GenerateReportArgs) (Report, error) {
 	return GenerateReport(ctx, a.UserID, a.Month)
 }
 
-// GenerateReportTask enqueues GenerateReport (report.go:16).
+// GenerateReportTask enqueues GenerateReport (report.go).
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
@@ -324,11 +324,11 @@ func (t GenerateReportTask) Result(ctx context.Context, id queuemax.JobID) (Repo
 	return queuemax.Result[Report](ctx, t.Client(), id)
 }
 
-// GenerateReport must keep the signature this file was generated from (report.go:16):
+// GenerateReport must keep the signature this file was generated from (report.go):
 // after changing it, run go generate.
 var _ func(context.Context, int64, string) (Report, error) = GenerateReport
 
-// LookupArgs is the payload of Lookup (report.go:23).
+// LookupArgs is the payload of Lookup (report.go).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
 // a JSON object with snake_case keys. Every key is required except those
@@ -338,15 +338,15 @@ type LookupArgs struct {
 	Keys []string `json:"keys"`
 }
 
-// lookupOptions are the defaults of Lookup from its annotation (report.go:23).
+// lookupOptions are the defaults of Lookup from its annotation (report.go).
 var lookupOptions = queuemax.TaskOptions{}
 
-// lookupFunc calls Lookup (report.go:23) with the fields of its payload.
+// lookupFunc calls Lookup (report.go) with the fields of its payload.
 func lookupFunc(ctx context.Context, a LookupArgs) (*Report, error) {
 	return Lookup(ctx, a.Keys)
 }
 
-// LookupTask enqueues Lookup (report.go:23).
+// LookupTask enqueues Lookup (report.go).
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
@@ -477,6 +477,6 @@ func (t LookupTask) Result(ctx context.Context, id queuemax.JobID) (*Report, err
 	return queuemax.Result[*Report](ctx, t.Client(), id)
 }
 
-// Lookup must keep the signature this file was generated from (report.go:23):
+// Lookup must keep the signature this file was generated from (report.go):
 // after changing it, run go generate.
 var _ func(context.Context, []string) (*Report, error) = Lookup

@@ -17,9 +17,9 @@ import (
 // client from [New]; the zero Tasks holds unbound handles, whose enqueue
 // methods return [queuemax.ErrNotBound] and whose Call methods work.
 type Tasks struct {
-	// Fetch enqueues Fetch (fetch.go:28).
+	// Fetch enqueues Fetch (fetch.go).
 	Fetch FetchTask
-	// Store enqueues Store (fetch.go:39).
+	// Store enqueues Store (fetch.go).
 	Store StoreTask
 }
 
@@ -41,7 +41,7 @@ func Handlers() []queuemax.Handler {
 	}
 }
 
-// FetchArgs is the payload of Fetch (fetch.go:28).
+// FetchArgs is the payload of Fetch (fetch.go).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
 // a JSON object with snake_case keys. Every key is required except those
@@ -51,7 +51,7 @@ type FetchArgs struct {
 	URL string `json:"url"`
 }
 
-// fetchOptions are the defaults of Fetch from its annotation (fetch.go:28).
+// fetchOptions are the defaults of Fetch from its annotation (fetch.go).
 var fetchOptions = queuemax.TaskOptions{
 	RetryOn: func(err error) bool {
 		return errors.Is(err, io.ErrUnexpectedEOF) ||
@@ -61,12 +61,12 @@ var fetchOptions = queuemax.TaskOptions{
 	InlineRetries: 5,
 }
 
-// fetchFunc calls Fetch (fetch.go:28) with the fields of its payload.
+// fetchFunc calls Fetch (fetch.go) with the fields of its payload.
 func fetchFunc(ctx context.Context, a FetchArgs) error {
 	return Fetch(ctx, a.URL)
 }
 
-// FetchTask enqueues Fetch (fetch.go:28).
+// FetchTask enqueues Fetch (fetch.go).
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
@@ -190,11 +190,11 @@ func (t FetchTask) Call(ctx context.Context, url string) error {
 	return queuemax.Call(ctx, fetchOptions, fetchFunc, FetchArgs{URL: url})
 }
 
-// Fetch must keep the signature this file was generated from (fetch.go:28):
+// Fetch must keep the signature this file was generated from (fetch.go):
 // after changing it, run go generate.
 var _ func(context.Context, string) error = Fetch
 
-// StoreArgs is the payload of Store (fetch.go:39).
+// StoreArgs is the payload of Store (fetch.go).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
 // a JSON object with snake_case keys. Every key is required except those
@@ -204,7 +204,7 @@ type StoreArgs struct {
 	Key string `json:"key"`
 }
 
-// storeOptions are the defaults of Store from its annotation (fetch.go:39).
+// storeOptions are the defaults of Store from its annotation (fetch.go).
 var storeOptions = queuemax.TaskOptions{
 	RetryOn: func(err error) bool {
 		return errors.As(err, new(*BusyError)) ||
@@ -214,12 +214,12 @@ var storeOptions = queuemax.TaskOptions{
 	},
 }
 
-// storeFunc calls Store (fetch.go:39) with the fields of its payload.
+// storeFunc calls Store (fetch.go) with the fields of its payload.
 func storeFunc(ctx context.Context, a StoreArgs) error {
 	return Store(ctx, a.Key)
 }
 
-// StoreTask enqueues Store (fetch.go:39).
+// StoreTask enqueues Store (fetch.go).
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
@@ -343,6 +343,6 @@ func (t StoreTask) Call(ctx context.Context, key string) error {
 	return queuemax.Call(ctx, storeOptions, storeFunc, StoreArgs{Key: key})
 }
 
-// Store must keep the signature this file was generated from (fetch.go:39):
+// Store must keep the signature this file was generated from (fetch.go):
 // after changing it, run go generate.
 var _ func(context.Context, string) error = Store

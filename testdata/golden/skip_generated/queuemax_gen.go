@@ -13,7 +13,7 @@ import (
 // client from [New]; the zero Tasks holds unbound handles, whose enqueue
 // methods return [queuemax.ErrNotBound] and whose Call methods work.
 type Tasks struct {
-	// Real enqueues Real (task.go:10).
+	// Real enqueues Real (task.go).
 	Real RealTask
 }
 
@@ -33,7 +33,7 @@ func Handlers() []queuemax.Handler {
 	}
 }
 
-// RealArgs is the payload of Real (task.go:10).
+// RealArgs is the payload of Real (task.go).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
 // a JSON object with snake_case keys. Every key is required except those
@@ -41,15 +41,15 @@ func Handlers() []queuemax.Handler {
 // enqueue and at run time (see [queuemax.DecodeArgs]).
 type RealArgs struct{}
 
-// realOptions are the defaults of Real from its annotation (task.go:10).
+// realOptions are the defaults of Real from its annotation (task.go).
 var realOptions = queuemax.TaskOptions{}
 
-// realFunc calls Real (task.go:10) with the fields of its payload.
+// realFunc calls Real (task.go) with the fields of its payload.
 func realFunc(ctx context.Context, a RealArgs) error {
 	return Real(ctx)
 }
 
-// RealTask enqueues Real (task.go:10).
+// RealTask enqueues Real (task.go).
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
@@ -151,6 +151,6 @@ func (t RealTask) Call(ctx context.Context) error {
 	return queuemax.Call(ctx, realOptions, realFunc, RealArgs{})
 }
 
-// Real must keep the signature this file was generated from (task.go:10):
+// Real must keep the signature this file was generated from (task.go):
 // after changing it, run go generate.
 var _ func(context.Context) error = Real

@@ -13,7 +13,7 @@ import (
 // client from [New]; the zero Tasks holds unbound handles, whose enqueue
 // methods return [queuemax.ErrNotBound] and whose Call methods work.
 type Tasks struct {
-	// Invoice enqueues Invoice (tasks.go:10).
+	// Invoice enqueues Invoice (tasks.go).
 	Invoice InvoiceTask
 }
 
@@ -33,7 +33,7 @@ func Handlers() []queuemax.Handler {
 	}
 }
 
-// InvoiceArgs is the payload of Invoice (tasks.go:10).
+// InvoiceArgs is the payload of Invoice (tasks.go).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
 // a JSON object with snake_case keys. Every key is required except those
@@ -43,17 +43,17 @@ type InvoiceArgs struct {
 	Customer string `json:"customer"`
 }
 
-// invoiceOptions are the defaults of Invoice from its annotation (tasks.go:10).
+// invoiceOptions are the defaults of Invoice from its annotation (tasks.go).
 var invoiceOptions = queuemax.TaskOptions{
 	Tags: []string{"billing", "eu"},
 }
 
-// invoiceFunc calls Invoice (tasks.go:10) with the fields of its payload.
+// invoiceFunc calls Invoice (tasks.go) with the fields of its payload.
 func invoiceFunc(ctx context.Context, a InvoiceArgs) error {
 	return Invoice(ctx, a.Customer)
 }
 
-// InvoiceTask enqueues Invoice (tasks.go:10).
+// InvoiceTask enqueues Invoice (tasks.go).
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
@@ -177,6 +177,6 @@ func (t InvoiceTask) Call(ctx context.Context, customer string) error {
 	return queuemax.Call(ctx, invoiceOptions, invoiceFunc, InvoiceArgs{Customer: customer})
 }
 
-// Invoice must keep the signature this file was generated from (tasks.go:10):
+// Invoice must keep the signature this file was generated from (tasks.go):
 // after changing it, run go generate.
 var _ func(context.Context, string) error = Invoice

@@ -13,11 +13,11 @@ import (
 // client from [New]; the zero Tasks holds unbound handles, whose enqueue
 // methods return [queuemax.ErrNotBound] and whose Call methods work.
 type Tasks struct {
-	// Digest enqueues Digest (tasks.go:19).
+	// Digest enqueues Digest (tasks.go).
 	Digest DigestTask
-	// Report enqueues Report (tasks.go:14).
+	// Report enqueues Report (tasks.go).
 	Report ReportTask
-	// SyncUser enqueues SyncUser (tasks.go:9).
+	// SyncUser enqueues SyncUser (tasks.go).
 	SyncUser SyncUserTask
 }
 
@@ -41,7 +41,7 @@ func Handlers() []queuemax.Handler {
 	}
 }
 
-// DigestArgs is the payload of Digest (tasks.go:19).
+// DigestArgs is the payload of Digest (tasks.go).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
 // a JSON object with snake_case keys. Every key is required except those
@@ -51,17 +51,17 @@ type DigestArgs struct {
 	Since string `json:"since"`
 }
 
-// digestOptions are the defaults of Digest from its annotation (tasks.go:19).
+// digestOptions are the defaults of Digest from its annotation (tasks.go).
 var digestOptions = queuemax.TaskOptions{
 	Unique: queuemax.UniqueOpts{ByPeriod: time.Hour},
 }
 
-// digestFunc calls Digest (tasks.go:19) with the fields of its payload.
+// digestFunc calls Digest (tasks.go) with the fields of its payload.
 func digestFunc(ctx context.Context, a DigestArgs) error {
 	return Digest(ctx, a.Since)
 }
 
-// DigestTask enqueues Digest (tasks.go:19).
+// DigestTask enqueues Digest (tasks.go).
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
@@ -203,11 +203,11 @@ func (t DigestTask) Call(ctx context.Context, since string) error {
 	return queuemax.Call(ctx, digestOptions, digestFunc, DigestArgs{Since: since})
 }
 
-// Digest must keep the signature this file was generated from (tasks.go:19):
+// Digest must keep the signature this file was generated from (tasks.go):
 // after changing it, run go generate.
 var _ func(context.Context, string) error = Digest
 
-// ReportArgs is the payload of Report (tasks.go:14).
+// ReportArgs is the payload of Report (tasks.go).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
 // a JSON object with snake_case keys. Every key is required except those
@@ -217,7 +217,7 @@ type ReportArgs struct {
 	Name string `json:"name"`
 }
 
-// reportOptions are the defaults of Report from its annotation (tasks.go:14).
+// reportOptions are the defaults of Report from its annotation (tasks.go).
 var reportOptions = queuemax.TaskOptions{
 	Unique: queuemax.UniqueOpts{
 		ByKey:    true,
@@ -226,12 +226,12 @@ var reportOptions = queuemax.TaskOptions{
 	},
 }
 
-// reportFunc calls Report (tasks.go:14) with the fields of its payload.
+// reportFunc calls Report (tasks.go) with the fields of its payload.
 func reportFunc(ctx context.Context, a ReportArgs) error {
 	return Report(ctx, a.Name)
 }
 
-// ReportTask enqueues Report (tasks.go:14).
+// ReportTask enqueues Report (tasks.go).
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
@@ -373,11 +373,11 @@ func (t ReportTask) Call(ctx context.Context, name string) error {
 	return queuemax.Call(ctx, reportOptions, reportFunc, ReportArgs{Name: name})
 }
 
-// Report must keep the signature this file was generated from (tasks.go:14):
+// Report must keep the signature this file was generated from (tasks.go):
 // after changing it, run go generate.
 var _ func(context.Context, string) error = Report
 
-// SyncUserArgs is the payload of SyncUser (tasks.go:9).
+// SyncUserArgs is the payload of SyncUser (tasks.go).
 //
 // Each field holds one parameter after ctx; a job stores the payload as
 // a JSON object with snake_case keys. Every key is required except those
@@ -387,17 +387,17 @@ type SyncUserArgs struct {
 	UserID int64 `json:"user_id"`
 }
 
-// syncUserOptions are the defaults of SyncUser from its annotation (tasks.go:9).
+// syncUserOptions are the defaults of SyncUser from its annotation (tasks.go).
 var syncUserOptions = queuemax.TaskOptions{
 	Unique: queuemax.UniqueOpts{ByArgs: true},
 }
 
-// syncUserFunc calls SyncUser (tasks.go:9) with the fields of its payload.
+// syncUserFunc calls SyncUser (tasks.go) with the fields of its payload.
 func syncUserFunc(ctx context.Context, a SyncUserArgs) error {
 	return SyncUser(ctx, a.UserID)
 }
 
-// SyncUserTask enqueues SyncUser (tasks.go:9).
+// SyncUserTask enqueues SyncUser (tasks.go).
 //
 // Get one bound to a client from [New]. An unbound handle (the zero
 // value) returns [queuemax.ErrNotBound] from its enqueue methods, while
@@ -539,6 +539,6 @@ func (t SyncUserTask) Call(ctx context.Context, userID int64) error {
 	return queuemax.Call(ctx, syncUserOptions, syncUserFunc, SyncUserArgs{UserID: userID})
 }
 
-// SyncUser must keep the signature this file was generated from (tasks.go:9):
+// SyncUser must keep the signature this file was generated from (tasks.go):
 // after changing it, run go generate.
 var _ func(context.Context, int64) error = SyncUser
