@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/queuemax/queuemax/internal/codec"
 	"github.com/queuemax/queuemax/queuemaxtype"
 	"github.com/queuemax/queuemax/runtime/store"
 )
@@ -35,7 +36,7 @@ var (
 	ErrInvalidShard = store.ErrInvalidShard
 	// ErrInvalidPayload is returned for a payload that is not a JSON object,
 	// is larger than MaxPayloadBytes, or nests deeper than MaxPayloadDepth.
-	ErrInvalidPayload = errors.New("queuemax: invalid payload")
+	ErrInvalidPayload = codec.ErrInvalidPayload
 	// ErrInvalidPriority is returned for a priority outside 0–2.
 	ErrInvalidPriority = errors.New("queuemax: invalid priority (want 0, 1 or 2)")
 	// ErrInvalidRetries is returned for a negative retry count.
@@ -57,7 +58,7 @@ var (
 	// keys or value types do not fit the task's parameters. An enqueue
 	// refuses such a payload; a stored job whose payload no longer fits is
 	// dead-lettered at once, never run on zero values.
-	ErrPayloadShape = errors.New("queuemax: payload does not fit the task's parameters")
+	ErrPayloadShape = codec.ErrPayloadShape
 	// ErrDuplicateTask is returned by Open when two handlers share a name.
 	ErrDuplicateTask = errors.New("queuemax: duplicate task name")
 	// ErrNotBound is returned by a Task that is not bound to a Client.

@@ -1,4 +1,4 @@
-package queuemax
+package codec
 
 import (
 	"bytes"
