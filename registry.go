@@ -3,7 +3,6 @@ package queuemax
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/queuemax/queuemax/runtime/breaker"
 	"github.com/queuemax/queuemax/runtime/ratelimit"
-	"github.com/queuemax/queuemax/runtime/store"
 )
 
 // WorkerInfo is one running process's entry in the live worker registry,
@@ -98,9 +96,6 @@ func newRegistryKey(workerID string) string {
 	return workerID + "#" + strconv.FormatInt(workerSeq.Add(1), 10)
 }
 
-// registryKey is this engine's registry row.
-func (e *worker) registryKey() string { return e.regKey }
-
 // workerInfo describes this engine for the registry.
 func (e *worker) workerInfo(now time.Time) WorkerInfo {
 	host, _ := os.Hostname()
@@ -146,66 +141,13 @@ func limiterInfo(st ratelimit.Stats) RateLimitInfo {
 	return RateLimitInfo{Limit: st.Limit, Per: st.Per.String(), Tokens: st.Tokens, Denied: st.Denied}
 }
 
-// register writes (or refreshes) this engine's registry entry.
-func (e *worker) register(ctx context.Context) error {
-	now := e.c.now()
+// describe is this engine's registry entry as JSON, for the engine's
+// Registry service (runtime/engine/registry.go), which writes it.
+func (e *worker) describe(now, expires time.Time) (json.RawMessage, time.Time, error) {
 	w := e.workerInfo(now)
+	w.ExpiresAt = expires
 	info, err := json.Marshal(w)
-	if err != nil {
-		return err
-	}
-	return e.c.st.WorkerPut(ctx, store.WorkerRecord{ID: e.registryKey(), Info: info,
-		StartedAt: w.StartedAt, UpdatedAt: now, ExpiresAt: w.ExpiresAt})
-}
-
-// registerFirst writes this engine's first registry entry; Run calls it
-// before it claims anything, so that a process that runs jobs is listed.
-// A failure is logged, never fatal: the registry is for observers.
-func (e *worker) registerFirst(ctx context.Context) {
-	if err := e.register(ctx); err != nil && ctx.Err() == nil {
-		e.c.log.WarnContext(ctx, "worker registry: first entry failed", "err", err)
-	}
-}
-
-// registry is the engine service that keeps this Run's entry fresh every
-// registryRefresh and removes it when the engine stops (Close). Failures
-// are logged: a registry that cannot be written makes the process look
-// absent, never stops it from running jobs.
-type registry struct {
-	w       *worker
-	started bool // registerFirst wrote the first entry
-	failing bool
-}
-
-// Name names the service.
-func (r *registry) Name() string { return "registry" }
-
-// Interval is how often the entry is refreshed.
-func (r *registry) Interval() time.Duration { return r.w.c.registryRefresh() }
-
-// RunOnce refreshes the entry (the first round at start is registerFirst's).
-func (r *registry) RunOnce(ctx context.Context, _ time.Time) {
-	if !r.started {
-		r.started = true
-		return
-	}
-	if err := r.w.register(ctx); err != nil && ctx.Err() == nil {
-		if !r.failing {
-			r.w.c.log.WarnContext(ctx, "worker registry: refresh failed", "err", err)
-		}
-		r.failing = true
-	} else {
-		r.failing = false
-	}
-}
-
-// Close removes the entry.
-func (r *registry) Close(ctx context.Context) {
-	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	if err := r.w.c.st.WorkerDelete(dctx, r.w.registryKey()); err != nil && !errors.Is(err, ErrClosed) {
-		r.w.c.log.WarnContext(dctx, "worker registry: remove entry", "err", err)
-	}
+	return info, w.StartedAt, err
 }
 
 // Workers returns the live entries of the worker registry: every process

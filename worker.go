@@ -113,8 +113,8 @@ func (c *Client) newEngine() (*worker, error) {
 			c.checkAlert(ctx, true)
 			w.warnUnhandled(ctx)
 		},
-		Start:    w.registerFirst,
-		Services: []engine.Service{&registry{w: w}},
+		Registry: &engine.Registry{Store: c.st, Key: w.regKey, Every: c.registryRefresh(), TTL: c.registryTTL(),
+			Now: c.now, Log: c.log, Describe: w.describe},
 	}
 	if c.claimAuto {
 		cfg.ClaimMax = min(maxAutoClaim, autoClaimFactor*c.cfg.Workers)

@@ -85,11 +85,10 @@ type Config struct {
 	CheckAlert func(ctx context.Context)
 	// Periodic, when set, runs the periodic scheduler while claiming.
 	Periodic Periodic
-	// Services are extra services run beside maintenance until the drain
-	// has ended (e.g. the worker registry).
-	Services []Service
-	// Start, when set, runs once before the first claim.
-	Start func(ctx context.Context)
+	// Registry, when set, keeps this Run's worker-registry entry: written
+	// once before the first claim, refreshed beside maintenance until the
+	// drain has ended, removed at the stop.
+	Registry *Registry
 }
 
 // Periodic is a periodic scheduler: Register once, then Tick at each slot.
@@ -236,8 +235,8 @@ func (e *Engine) Run(ctx context.Context) {
 	for _, s := range e.backgroundServices() {
 		svc.Go(func() { run(bg, s) })
 	}
-	if e.cfg.Start != nil {
-		e.cfg.Start(ctx)
+	if e.cfg.Registry != nil {
+		e.cfg.Registry.RegisterFirst(ctx)
 	}
 	stopAcks := make(chan struct{})
 	go e.acks.run(stopAcks)
@@ -297,7 +296,10 @@ func (e *Engine) backgroundServices() []Service {
 	if e.cfg.Autoscale != nil {
 		ss = append(ss, &autoscaler{e: e})
 	}
-	return append(ss, e.cfg.Services...)
+	if e.cfg.Registry != nil {
+		ss = append(ss, e.cfg.Registry)
+	}
+	return ss
 }
 
 // cancelRunning cancels the running jobs' contexts and waits up to
