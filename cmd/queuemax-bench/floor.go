@@ -208,20 +208,38 @@ func floorInsertBatched(ctx context.Context, dbs []*sql.DB, ins []*sql.Stmt, job
 // a second transaction, one goroutine per shard, until every shard is
 // empty, and returns how many rows it processed.
 func floorProcess(ctx context.Context, dbs []*sql.DB, batch int) (int, error) {
+	return drainShards(ctx, dbs, floorClaim, floorDelete,
+		func() []any { return []any{"floor", store.FormatTime(time.Now()), rand.Int64(), batch} },
+		func(rows *sql.Rows) (int64, error) {
+			var (
+				id, attempts  int64
+				payload, task string
+			)
+			err := rows.Scan(&id, &payload, &task, &attempts)
+			return id, err
+		})
+}
+
+// drainShards is both floors' processing loop: one goroutine per shard
+// claims rows with claimSQL (its arguments from args, its rows read by
+// scan, which returns the row's id) in one transaction, deletes them by id
+// with deleteSQL in a second, and stops when a claim finds nothing. It
+// returns how many rows it processed.
+func drainShards(ctx context.Context, dbs []*sql.DB, claimSQL, deleteSQL string, args func() []any, scan func(*sql.Rows) (int64, error)) (int, error) {
 	var mu sync.Mutex
 	processed := 0
 	err := eachShard(len(dbs), func(i int) error {
-		claim, err := dbs[i].PrepareContext(ctx, floorClaim)
+		claim, err := dbs[i].PrepareContext(ctx, claimSQL)
 		if err != nil {
 			return err
 		}
 		defer claim.Close()
-		del, err := dbs[i].PrepareContext(ctx, floorDelete)
+		del, err := dbs[i].PrepareContext(ctx, deleteSQL)
 		if err != nil {
 			return err
 		}
 		defer del.Close()
-		ids := make([]int64, 0, batch)
+		var ids []int64
 		n := 0
 		for {
 			ids = ids[:0]
@@ -229,17 +247,14 @@ func floorProcess(ctx context.Context, dbs []*sql.DB, batch int) (int, error) {
 			if err != nil {
 				return err
 			}
-			rows, err := tx.StmtContext(ctx, claim).QueryContext(ctx, "floor", store.FormatTime(time.Now()), rand.Int64(), batch)
+			rows, err := tx.StmtContext(ctx, claim).QueryContext(ctx, args()...)
 			if err != nil {
 				tx.Rollback()
 				return err
 			}
 			for rows.Next() {
-				var (
-					id, attempts  int64
-					payload, task string
-				)
-				if err := rows.Scan(&id, &payload, &task, &attempts); err != nil {
+				id, err := scan(rows)
+				if err != nil {
 					rows.Close()
 					tx.Rollback()
 					return err

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
-	"sync"
 	"time"
 )
 
@@ -153,71 +152,14 @@ func measureMinFloor(ctx context.Context, dir string, shards, jobs, smallBatch i
 // minProcess claims batch rows per transaction and deletes them by id in
 // a second one, one goroutine per shard, until every shard is empty.
 func minProcess(ctx context.Context, dbs []*sql.DB, batch int) (int, error) {
-	var mu sync.Mutex
-	processed := 0
-	err := eachShard(len(dbs), func(i int) error {
-		claim, err := dbs[i].PrepareContext(ctx, minClaim)
-		if err != nil {
-			return err
-		}
-		defer claim.Close()
-		del, err := dbs[i].PrepareContext(ctx, minDelete)
-		if err != nil {
-			return err
-		}
-		defer del.Close()
-		ids := make([]int64, 0, batch)
-		n := 0
-		for {
-			ids = ids[:0]
-			tx, err := dbs[i].BeginTx(ctx, nil)
-			if err != nil {
-				return err
-			}
-			rows, err := tx.StmtContext(ctx, claim).QueryContext(ctx, time.Now().Add(time.Minute).UnixMilli(), batch)
-			if err != nil {
-				tx.Rollback()
-				return err
-			}
-			for rows.Next() {
-				var id int64
-				var payload string
-				if err := rows.Scan(&id, &payload); err != nil {
-					rows.Close()
-					tx.Rollback()
-					return err
-				}
-				ids = append(ids, id)
-			}
-			rows.Close()
-			if err := tx.Commit(); err != nil {
-				return err
-			}
-			if len(ids) == 0 {
-				break
-			}
-			tx, err = dbs[i].BeginTx(ctx, nil)
-			if err != nil {
-				return err
-			}
-			st := tx.StmtContext(ctx, del)
-			for _, id := range ids {
-				if _, err := st.ExecContext(ctx, id); err != nil {
-					tx.Rollback()
-					return err
-				}
-			}
-			if err := tx.Commit(); err != nil {
-				return err
-			}
-			n += len(ids)
-		}
-		mu.Lock()
-		processed += n
-		mu.Unlock()
-		return nil
-	})
-	return processed, err
+	return drainShards(ctx, dbs, minClaim, minDelete,
+		func() []any { return []any{time.Now().Add(time.Minute).UnixMilli(), batch} },
+		func(rows *sql.Rows) (int64, error) {
+			var id int64
+			var payload string
+			err := rows.Scan(&id, &payload)
+			return id, err
+		})
 }
 
 func perJob(d time.Duration, n int) time.Duration { return d / time.Duration(max(n, 1)) }
