@@ -9,11 +9,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/queuemax/queuemax"
+	"github.com/queuemax/queuemax/queuemaxtest"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -76,26 +76,6 @@ func setup(t *testing.T, o Options, cfg queuemax.Config) *testBundle {
 	}
 	t.Cleanup(detach)
 	return &testBundle{c: c, mw: mw, spans: spans, tp: tp, reader: reader, ctx: t.Context()}
-}
-
-// run starts Run and returns a function that stops it and checks that it
-// returned nil.
-func run(t *testing.T, c *queuemax.Client) (stop func()) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.WithoutCancel(t.Context()))
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("Run = %v, want nil", err)
-			}
-		})
-	}
-	t.Cleanup(stop)
-	return stop
 }
 
 func spanNamed(t *testing.T, spans tracetest.SpanStubs, name string) tracetest.SpanStub {
@@ -199,7 +179,7 @@ func TestMiddleware_TracesAndMeasures(t *testing.T) {
 		t.Fatalf("job metadata = %s (%v), want a traceparent under %q", j.Metadata, err, MetadataKey)
 	}
 
-	stop := run(t, b.c)
+	stop := queuemaxtest.Run(t, b.c)
 	<-completed
 	<-dead
 	stop()
@@ -284,7 +264,7 @@ func TestMiddleware_LinkOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	req.End()
-	stop := run(t, b.c)
+	stop := queuemaxtest.Run(t, b.c)
 	<-completed
 	stop()
 	spans := b.spans.GetSpans()

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/queuemax/queuemax"
+	"github.com/queuemax/queuemax/queuemaxtest"
 	"go.uber.org/goleak"
 )
 
@@ -46,26 +47,6 @@ func setup(t *testing.T, o Options, cfg queuemax.Config) *testBundle {
 		t.Fatalf("Register: %v", err)
 	}
 	return &testBundle{c: c, col: col, reg: reg, ctx: t.Context()}
-}
-
-// run starts Run and returns a function that stops it and checks that it
-// returned nil.
-func run(t *testing.T, c *queuemax.Client) (stop func()) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.WithoutCancel(t.Context()))
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("Run = %v, want nil", err)
-			}
-		})
-	}
-	t.Cleanup(stop)
-	return stop
 }
 
 // gather returns the samples of family name, keyed by their label values
@@ -140,7 +121,7 @@ func TestCollector_CountsMatchStats(t *testing.T) {
 	if _, err := b.c.EnqueueMany(b.ctx, params); err != nil {
 		t.Fatal(err)
 	}
-	stop := run(t, b.c)
+	stop := queuemaxtest.Run(t, b.c)
 	for range 4 { // three t.OK and t.Retry's second attempt
 		<-completed
 	}
@@ -284,7 +265,7 @@ func TestCollector_EngineState(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	stop := run(t, b.c)
+	stop := queuemaxtest.Run(t, b.c)
 	<-dead
 	// The second t.Limited job waits for a token: poll until a claim round
 	// has left it out.
