@@ -1,11 +1,9 @@
 package queuemax
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"reflect"
-	"slices"
 	"time"
 
 	"github.com/queuemax/queuemax/internal/codec"
@@ -29,20 +27,21 @@ func CheckSchema(task string, raw json.RawMessage, schema json.RawMessage) error
 	return codec.CheckSchema(task, raw, schema)
 }
 
-// schemaCache holds the payload schemas the live workers published, for
-// a client's enqueues of tasks it has no handler for; it reads the
-// registry again at most every registryRefresh.
+// schemaCache holds the payload schemas the live workers published, parsed,
+// for a client's enqueues of tasks it has no handler for; it reads the
+// registry again at most every registryRefresh, whether the last read
+// worked or not (a failing registry must not cost a read per enqueue).
 type schemaCache struct {
-	at      time.Time // monotonic: when byTask was read
-	byTask  map[string][]json.RawMessage
+	at      time.Time // monotonic: when byTask was last read (or tried)
+	byTask  map[string][]codec.Schema
 	reading bool
 }
 
 // publishedSchemas returns the schemas live workers published for task,
 // reading the registry when the cached copy is older than one refresh
-// interval. A registry that cannot be read means no check, never a
-// refused enqueue.
-func (c *Client) publishedSchemas(task string) []json.RawMessage {
+// interval. A registry that cannot be read keeps the last copy; it never
+// refuses an enqueue.
+func (c *Client) publishedSchemas(task string) []codec.Schema {
 	c.schemaMu.Lock()
 	fresh := !c.schemas.at.IsZero() && time.Since(c.schemas.at) < c.registryRefresh()
 	if fresh || c.schemas.reading {
@@ -54,20 +53,25 @@ func (c *Client) publishedSchemas(task string) []json.RawMessage {
 	c.schemaMu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	byTask := map[string][]json.RawMessage{}
+	byTask := map[string][]codec.Schema{}
+	seen := map[string]bool{}
 	workers, err := c.Workers(ctx)
 	for _, w := range workers {
-		for name, s := range w.Schemas {
-			if !slices.ContainsFunc(byTask[name], func(o json.RawMessage) bool { return bytes.Equal(o, s) }) {
-				byTask[name] = append(byTask[name], s)
+		for name, raw := range w.Schemas {
+			if key := name + "\x00" + string(raw); !seen[key] {
+				seen[key] = true
+				if s, perr := codec.ParseSchema(raw); perr == nil {
+					byTask[name] = append(byTask[name], s)
+				}
 			}
 		}
 	}
 	c.schemaMu.Lock()
 	defer c.schemaMu.Unlock()
 	c.schemas.reading = false
+	c.schemas.at = time.Now()
 	if err == nil {
-		c.schemas.at, c.schemas.byTask = time.Now(), byTask
+		c.schemas.byTask = byTask
 	}
 	return c.schemas.byTask[task]
 }
@@ -76,10 +80,9 @@ func (c *Client) publishedSchemas(task string) []json.RawMessage {
 // for task: it must fit one of them (several differ while a new version
 // rolls out). No published schema means no check.
 func (c *Client) checkPublished(task string, raw json.RawMessage) error {
-	schemas := c.publishedSchemas(task)
 	var first error
-	for _, s := range schemas {
-		err := CheckSchema(task, raw, s)
+	for _, s := range c.publishedSchemas(task) {
+		err := s.Check(task, raw)
 		if err == nil {
 			return nil
 		}

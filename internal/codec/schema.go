@@ -114,11 +114,27 @@ func schemaOf(t reflect.Type, stack map[reflect.Type]bool) map[string]any {
 // additionalProperties, items, minItems, maxItems, minimum, maximum,
 // anyOf and not; others are ignored). Errors are *PayloadShapeError.
 func CheckSchema(task string, raw json.RawMessage, schema json.RawMessage) error {
-	var s any
-	if err := json.Unmarshal(schema, &s); err != nil {
+	s, err := ParseSchema(schema)
+	if err != nil {
 		return fmt.Errorf("queuemax: payload schema of task %s: %w", task, err)
 	}
-	return checkSchema(task, bytes.TrimSpace(raw), s, "")
+	return s.Check(task, raw)
+}
+
+// Schema is a parsed payload schema, for checking many payloads against
+// one schema without parsing it each time.
+type Schema struct{ s any }
+
+// ParseSchema parses a schema from PayloadSchema.
+func ParseSchema(schema json.RawMessage) (Schema, error) {
+	var s any
+	err := json.Unmarshal(schema, &s)
+	return Schema{s}, err
+}
+
+// Check is CheckSchema against the parsed schema.
+func (s Schema) Check(task string, raw json.RawMessage) error {
+	return checkSchema(task, bytes.TrimSpace(raw), s.s, "")
 }
 
 func checkSchema(task string, raw []byte, schema any, path string) error {
