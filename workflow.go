@@ -1,0 +1,285 @@
+package queuemax
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// ErrInvalidWorkflow is wrapped by the errors of Workflow.Add and
+// Client.EnqueueWorkflow for a workflow that cannot be stored: an empty or
+// duplicate step name, a dependency on an unknown step, or a cycle. The
+// error names the steps.
+var ErrInvalidWorkflow = errors.New("queuemax: invalid workflow")
+
+// WorkflowID identifies a stored workflow.
+type WorkflowID int64
+
+// Workflow is a set of steps (jobs) that wait for each other: a step added
+// with After runs only once every step it names has completed. Build one
+// with NewWorkflow and Add, then store every step at once with
+// Client.EnqueueWorkflow. A Workflow is not safe for concurrent use.
+type Workflow struct {
+	name  string
+	steps []*workflowStep
+	index map[string]int
+	err   error // the first error of Add, reported again by Validate
+}
+
+// workflowStep is one step as added, before it is stored.
+type workflowStep struct {
+	name, task string
+	args       any
+	after      []string
+	settled    []string // the dependencies named by AfterSettled
+	binds      []StepBinding
+	opts       Opts
+}
+
+// StepBinding makes a top-level payload key of a step take the stored
+// result of an earlier step, substituted when the step is released.
+type StepBinding struct {
+	Param string // top-level key of the step's payload
+	From  string // the step whose result it takes
+}
+
+// StepOption configures one step of a workflow (After, AfterSettled,
+// Bind, StepOpts).
+type StepOption interface{ applyStep(*workflowStep) }
+
+type stepOptionFunc func(*workflowStep)
+
+func (f stepOptionFunc) applyStep(s *workflowStep) { f(s) }
+
+// After makes a step wait until every named step has completed. If one of
+// them ends failed (dead-lettered) or cancelled, the step is cancelled
+// with that reason and never runs.
+func After(steps ...string) StepOption {
+	steps = slices.Clone(steps)
+	return stepOptionFunc(func(s *workflowStep) { s.after = append(s.after, steps...) })
+}
+
+// AfterSettled makes a step wait until every named step has ended, however
+// it ended (completed, failed or cancelled): the step runs in every case.
+func AfterSettled(steps ...string) StepOption {
+	steps = slices.Clone(steps)
+	return stepOptionFunc(func(s *workflowStep) { s.settled = append(s.settled, steps...) })
+}
+
+// Bind makes the step's top-level payload key param take the stored result
+// of step from (the JSON its handler returned), substituted into the
+// payload when the step is released. It implies After(from).
+func Bind(param, from string) StepOption {
+	return stepOptionFunc(func(s *workflowStep) {
+		s.binds = append(s.binds, StepBinding{Param: param, From: from})
+	})
+}
+
+// StepOpts sets the enqueue options of a step's job (priority, queue, run
+// at, ...), as Opts does for Client.Enqueue.
+func StepOpts(o Opts) StepOption {
+	return stepOptionFunc(func(s *workflowStep) { s.opts = o })
+}
+
+// NewWorkflow returns an empty workflow with a name for listings (the name
+// need not be unique).
+func NewWorkflow(name string) *Workflow {
+	return &Workflow{name: name, index: map[string]int{}}
+}
+
+// Name returns the workflow's name.
+func (w *Workflow) Name() string { return w.name }
+
+// Len returns the number of steps added.
+func (w *Workflow) Len() int { return len(w.steps) }
+
+// Steps returns the step names in the order they were added.
+func (w *Workflow) Steps() []string {
+	names := make([]string, len(w.steps))
+	for i, s := range w.steps {
+		names[i] = s.name
+	}
+	return names
+}
+
+// Add adds a step named step that runs task with args (a payload, as for
+// Client.Enqueue). Dependencies may name steps added later; Validate (and
+// EnqueueWorkflow) checks they exist and form no cycle. Add reports an
+// empty or duplicate step name, or a step that depends on itself, at once;
+// the error wraps ErrInvalidWorkflow, and the workflow keeps it, so
+// EnqueueWorkflow refuses the workflow even if the error was ignored.
+func (w *Workflow) Add(step, task string, args any, opts ...StepOption) error {
+	s := &workflowStep{name: step, task: task, args: args}
+	for _, o := range opts {
+		if o != nil {
+			o.applyStep(s)
+		}
+	}
+	err := w.checkStep(s)
+	if err != nil {
+		if w.err == nil {
+			w.err = err
+		}
+		return err
+	}
+	w.index[step] = len(w.steps)
+	w.steps = append(w.steps, s)
+	return nil
+}
+
+func (w *Workflow) checkStep(s *workflowStep) error {
+	switch {
+	case s.name == "":
+		return fmt.Errorf("%w %q: a step has an empty name", ErrInvalidWorkflow, w.name)
+	case s.task == "":
+		return fmt.Errorf("%w %q: step %q has no task", ErrInvalidWorkflow, w.name, s.name)
+	}
+	if _, dup := w.index[s.name]; dup {
+		return fmt.Errorf("%w %q: step %q is added twice", ErrInvalidWorkflow, w.name, s.name)
+	}
+	for _, d := range s.deps() {
+		if d == s.name {
+			return fmt.Errorf("%w %q: step %q depends on itself", ErrInvalidWorkflow, w.name, s.name)
+		}
+	}
+	for _, b := range s.binds {
+		if b.Param == "" {
+			return fmt.Errorf("%w %q: step %q binds an empty parameter name to step %q", ErrInvalidWorkflow, w.name, s.name, b.From)
+		}
+	}
+	return nil
+}
+
+// deps returns every step s waits for (After, AfterSettled and Bind),
+// each once, in the order first named.
+func (s *workflowStep) deps() []string {
+	var out []string
+	add := func(n string) {
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	for _, n := range s.after {
+		add(n)
+	}
+	for _, n := range s.settled {
+		add(n)
+	}
+	for _, b := range s.binds {
+		add(b.From)
+	}
+	return out
+}
+
+// Validate reports the first problem of the workflow: an error Add
+// returned, no steps, a dependency on an unknown step, or a cycle (named
+// step by step). The error wraps ErrInvalidWorkflow.
+func (w *Workflow) Validate() error {
+	if w.err != nil {
+		return w.err
+	}
+	if len(w.steps) == 0 {
+		return fmt.Errorf("%w %q: no steps", ErrInvalidWorkflow, w.name)
+	}
+	for _, s := range w.steps {
+		for _, d := range s.deps() {
+			if _, ok := w.index[d]; !ok {
+				return fmt.Errorf("%w %q: step %q depends on unknown step %q", ErrInvalidWorkflow, w.name, s.name, d)
+			}
+		}
+	}
+	if cyc := w.cycle(); cyc != nil {
+		return fmt.Errorf("%w %q: cycle %s", ErrInvalidWorkflow, w.name, strings.Join(cyc, " -> "))
+	}
+	return nil
+}
+
+// cycle returns the steps of one dependency cycle, first step repeated at
+// the end (a -> b -> a), or nil if there is none.
+func (w *Workflow) cycle() []string {
+	const (
+		unseen = iota
+		onPath
+		done
+	)
+	state := make([]int, len(w.steps))
+	var path []int
+	var found []string
+	var visit func(i int) bool
+	visit = func(i int) bool {
+		state[i] = onPath
+		path = append(path, i)
+		for _, d := range w.steps[i].deps() {
+			j := w.index[d]
+			switch state[j] {
+			case onPath:
+				start := slices.Index(path, j)
+				for _, k := range path[start:] {
+					found = append(found, w.steps[k].name)
+				}
+				found = append(found, w.steps[j].name)
+				return true
+			case unseen:
+				if visit(j) {
+					return true
+				}
+			}
+		}
+		path = path[:len(path)-1]
+		state[i] = done
+		return false
+	}
+	for i := range w.steps {
+		if state[i] == unseen && visit(i) {
+			return found
+		}
+	}
+	return nil
+}
+
+// WorkflowStatus is the state of a stored workflow.
+type WorkflowStatus string
+
+// Workflow statuses. A workflow is running until every step has ended; it
+// is then completed if every step completed, cancelled if it was cancelled
+// (Client.CancelWorkflow), and failed otherwise.
+const (
+	WorkflowRunning   WorkflowStatus = "running"
+	WorkflowCompleted WorkflowStatus = "completed"
+	WorkflowFailed    WorkflowStatus = "failed"
+	WorkflowCancelled WorkflowStatus = "cancelled"
+)
+
+// StepWaiting is the status of a workflow step whose dependencies have not
+// all ended yet: it has no claimable job. The other statuses of a step are
+// its job's.
+const StepWaiting Status = "waiting"
+
+// WorkflowInfo is a stored workflow as Client.Workflow returns it.
+type WorkflowInfo struct {
+	ID         WorkflowID
+	Name       string
+	Status     WorkflowStatus
+	CreatedAt  time.Time
+	FinishedAt time.Time // zero while running
+	Steps      []WorkflowStep
+}
+
+// WorkflowStep is one step of a stored workflow.
+type WorkflowStep struct {
+	Name string
+	Task string
+	// JobID is the step's job (zero while the step is waiting, if the
+	// store creates the job only at release).
+	JobID JobID
+	// Status is StepWaiting or the status of the step's job.
+	Status       Status
+	After        []string      // steps it waits to complete
+	AfterSettled []string      // steps it waits to end, however they end
+	Binds        []StepBinding // payload keys taken from other steps' results
+	// Reason says why a step was cancelled without running (a dependency
+	// that failed or was cancelled, or CancelWorkflow).
+	Reason string
+}
