@@ -151,6 +151,13 @@ type Job struct {
 	// While the job's status is among its counted ones, an enqueue with
 	// the same key returns this job instead of inserting another.
 	UniqueKey string
+	// Held says why a job that is ready to run is not being claimed: its
+	// task's circuit breaker is open, or a global limit of its task or
+	// queue is reached (rate or concurrency, per key with limit_by). It is
+	// filled by listings (Client.Job, Client.Jobs, the CLI, the admin
+	// API) from the limits' stored state; empty when nothing holds it.
+	// A held job is neither failed nor counted as retried.
+	Held string
 }
 
 // IsPending reports whether the job waits to run (now or at a later time).
