@@ -4,8 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/queuemax/queuemax/queuemaxtype"
 )
 
 // ErrInvalidWorkflow is wrapped by the errors of Workflow.Add and
@@ -14,8 +17,48 @@ import (
 // error names the steps.
 var ErrInvalidWorkflow = errors.New("queuemax: invalid workflow")
 
-// WorkflowID identifies a stored workflow.
+// ErrWorkflowNotFound is returned when a WorkflowID names no stored
+// workflow.
+var ErrWorkflowNotFound = errors.New("queuemax: workflow not found")
+
+// WorkflowID identifies a stored workflow. Like a JobID it packs the shard
+// that holds the workflow (every step of a workflow is stored on one shard)
+// with a shard-local sequence number.
 type WorkflowID int64
+
+// NewWorkflowID returns the WorkflowID of workflow seq in shard.
+func NewWorkflowID(shard int, seq int64) WorkflowID {
+	return WorkflowID(queuemaxtype.NewJobID(shard, seq))
+}
+
+// Shard returns the shard index that holds the workflow.
+func (id WorkflowID) Shard() int { return JobID(id).Shard() }
+
+// Seq returns the shard-local sequence number.
+func (id WorkflowID) Seq() int64 { return JobID(id).Seq() }
+
+// String returns the decimal form of id, which ParseWorkflowID accepts.
+func (id WorkflowID) String() string { return strconv.FormatInt(int64(id), 10) }
+
+// ParseWorkflowID parses the decimal form of a WorkflowID.
+func ParseWorkflowID(s string) (WorkflowID, error) {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("queuemax: invalid workflow id %q (want a positive number)", s)
+	}
+	return WorkflowID(n), nil
+}
+
+// WorkflowListParams selects workflows for Client.Workflows. The zero
+// value lists the newest 100 of every status.
+type WorkflowListParams struct {
+	Status WorkflowStatus // "" for every status
+	Name   string         // "" for every name
+	Limit  int            // 0 means 100
+	// Before, when not zero, lists only workflows older than this one
+	// (for paging, newest first).
+	Before WorkflowID
+}
 
 // Workflow is a set of steps (jobs) that wait for each other: a step added
 // with After runs only once every step it names has completed. Build one
