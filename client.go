@@ -188,6 +188,9 @@ func checkHandler(h *Handler) error {
 	if err := o.Unique.check(); err != nil {
 		return fmt.Errorf("handler %q: %w", h.Name, err)
 	}
+	if err := checkGlobalLimits(h); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
 	if err := checkTags(o.Tags); err != nil {
 		return fmt.Errorf("%w: handler %q: %w", ErrInvalidConfig, h.Name, err)
 	}

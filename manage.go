@@ -343,6 +343,9 @@ type Stats struct {
 	// Queues lists the queues with their counts and paused state (see
 	// Client.Queues).
 	Queues []QueueInfo `json:"queues,omitempty"`
+	// GlobalLimits lists the global limits of this client's tasks and of
+	// the queues, with their use over every process (see GlobalLimits).
+	GlobalLimits []GlobalLimitInfo `json:"global_limits,omitempty"`
 }
 
 // Stats returns queue statistics. Counts come from the status index, not
@@ -400,6 +403,9 @@ func (c *Client) Stats(ctx context.Context) (Stats, error) {
 		errs = append(errs, err)
 	} else {
 		s.Queues = qs
+	}
+	if s.GlobalLimits, err = c.globalLimits(ctx); err != nil {
+		errs = append(errs, err)
 	}
 	return s, errors.Join(errs...)
 }

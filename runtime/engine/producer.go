@@ -216,6 +216,14 @@ func (p *producer) RunOnce(ctx context.Context, now time.Time) (claimed int, ret
 		n = got
 	}
 	groups, retryIn := p.plan(n)
+	takeAt := now
+	if e.glim != nil {
+		var r time.Duration
+		groups, r = e.glim.take(ctx, groups, takeAt)
+		retryIn = min(retryIn, r)
+	}
+	var unused []store.LimitGive
+	var limited []*store.Job
 	if p.versioned {
 		if v, err := e.cfg.Store.DataVersion(ctx); err == nil {
 			p.lastVersion = v
@@ -225,8 +233,16 @@ func (p *producer) RunOnce(ctx context.Context, now time.Time) (claimed int, ret
 	}
 	for _, g := range groups {
 		var jobs []*store.Job
-		if room := min(g.max, n-claimed); room > 0 {
+		room := min(g.max, n-claimed)
+		if g.global {
+			room = min(room, g.granted)
+		}
+		if room > 0 {
 			jobs, _ = p.claim(ctx, g.tasks, room, now)
+		}
+		if g.global {
+			unused = e.glim.give(unused, g, len(jobs), takeAt)
+			limited = append(limited, jobs...)
 		}
 		if g.limiter != nil {
 			for range g.max - len(jobs) {
@@ -242,6 +258,9 @@ func (p *producer) RunOnce(ctx context.Context, now time.Time) (claimed int, ret
 			e.queue <- rj // never blocks: the queue holds the largest capacity
 		}
 		claimed += len(jobs)
+	}
+	if e.glim != nil {
+		e.glim.settle(ctx, unused, limited)
 	}
 	if l := e.cfg.Limiter; l != nil {
 		for range n - claimed {
@@ -259,6 +278,10 @@ type claimGroup struct {
 	max     int
 	probe   *breaker.Ticket
 	limiter *ratelimit.Limiter // tokens for max jobs were taken; unused ones are refunded
+	// global: the task has a global limit (limits.go), which granted
+	// starts for granted jobs; unused ones are given back.
+	global  bool
+	granted int
 }
 
 // plan decides what a round of up to n jobs may claim. Tasks whose breaker
@@ -299,9 +322,9 @@ func (p *producer) plan(n int) (groups []claimGroup, retryIn time.Duration) {
 		}
 		switch {
 		case t.Probe():
-			groups = append(groups, claimGroup{tasks: []string{name}, max: 1, probe: &t, limiter: l})
-		case l != nil:
-			groups = append(groups, claimGroup{tasks: []string{name}, max: want, limiter: l})
+			groups = append(groups, claimGroup{tasks: []string{name}, max: 1, probe: &t, limiter: l, global: e.glim.limited(name)})
+		case l != nil || e.glim.limited(name):
+			groups = append(groups, claimGroup{tasks: []string{name}, max: want, limiter: l, global: e.glim.limited(name)})
 		default:
 			free = append(free, name)
 		}

@@ -45,6 +45,9 @@ func (e *Engine) unhold(rj *runningJob) {
 	e.mu.Lock()
 	delete(e.running, rj.job.ID)
 	e.mu.Unlock()
+	if e.glim != nil {
+		e.glim.ended(rj.job) // before jobWG.Done: its flush joins jobWG
+	}
 	e.active.Add(-1)
 	e.jobWG.Done()
 	e.queues.add(rj.job.Queue, -1)

@@ -36,6 +36,12 @@ type LimitRule struct {
 	Concurrency int `json:"concurrency,omitempty"`
 }
 
+// window is how long a spent token stays out: Per and a margin of Per/100
+// (at least a millisecond) for the time between a start's record and the
+// handler's start, so that no window of Per sees more than Rate starts
+// measured where the handlers run.
+func (r LimitRule) window() time.Duration { return r.Per + max(r.Per/100, time.Millisecond) }
+
 // IsZero reports whether r limits nothing.
 func (r LimitRule) IsZero() bool { return r.Rate <= 0 && r.Concurrency <= 0 }
 
@@ -59,12 +65,17 @@ type LimitGrant struct {
 
 // LimitGive gives back what a take granted and a claim did not use
 // (Tokens and Slots, with At the take's time), or the slots of jobs that
-// ended (Slots only).
+// ended (Slots only). Used, with StartedAt, moves that many tokens of the
+// take at At to StartedAt, when the claimed jobs started: the bucket then
+// counts a start from when it happened rather than from when its token
+// was taken.
 type LimitGive struct {
 	Scope, Key string
 	Slots      int
 	Tokens     int
 	At         time.Time
+	Used       int
+	StartedAt  time.Time
 }
 
 // LimitUsage is one state row as Limiter.LimitUsage reports it.
@@ -132,7 +143,7 @@ func (st *LimitState) Encode() string {
 func (st *LimitState) prune(now time.Time) {
 	ms := now.UnixMilli()
 	if st.Rule.Rate > 0 && st.Rule.Per > 0 {
-		cut := ms - st.Rule.Per.Milliseconds()
+		cut := ms - st.Rule.window().Milliseconds()
 		i := 0
 		for i < len(st.Log) && st.Log[i][0] <= cut {
 			i++
@@ -178,7 +189,7 @@ func (st *LimitState) Take(owner string, rule LimitRule, want int, now, expires 
 			for _, e := range st.Log {
 				sum += int(e[1])
 				if sum >= need {
-					retry = time.UnixMilli(e[0]).Add(rule.Per + time.Millisecond)
+					retry = time.UnixMilli(e[0]).Add(rule.window() + time.Millisecond)
 					break
 				}
 			}
@@ -212,8 +223,12 @@ func (st *LimitState) Give(owner string, g LimitGive, now time.Time) {
 		h[0] = max(h[0]-int64(g.Slots), 0)
 		st.Slots[owner] = h
 	}
-	if g.Tokens > 0 {
+	if g.Tokens > 0 || g.Used > 0 && !g.StartedAt.IsZero() {
 		at, left := g.At.UnixMilli(), int64(g.Tokens)
+		moved := int64(0)
+		if !g.StartedAt.IsZero() {
+			left += int64(g.Used)
+		}
 		for i := len(st.Log) - 1; i >= 0 && left > 0; i-- {
 			if st.Log[i][0] > at {
 				continue
@@ -221,8 +236,18 @@ func (st *LimitState) Give(owner string, g LimitGive, now time.Time) {
 			d := min(left, st.Log[i][1])
 			st.Log[i][1] -= d
 			left -= d
+			moved += d
 		}
 		st.Log = slices.DeleteFunc(st.Log, func(e [2]int64) bool { return e[1] <= 0 })
+		if n := min(moved, int64(max(g.Used, 0))); n > 0 && !g.StartedAt.IsZero() {
+			ms := max(g.StartedAt.UnixMilli(), at)
+			i, _ := slices.BinarySearchFunc(st.Log, ms, func(e [2]int64, t int64) int { return int(e[0] - t) })
+			if i < len(st.Log) && st.Log[i][0] == ms {
+				st.Log[i][1] += n
+			} else {
+				st.Log = slices.Insert(st.Log, i, [2]int64{ms, n})
+			}
+		}
 	}
 	st.prune(now)
 }

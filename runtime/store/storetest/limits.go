@@ -84,8 +84,11 @@ func testLimitsArea(t *testing.T, s *suite) {
 			t.Fatalf("first take = %+v; want 3 (a full bucket)", g)
 		}
 		g := take(t0.Add(400*time.Millisecond), 10)
-		if g.N != 2 || !g.RetryAt.After(t0.Add(time.Second)) || g.RetryAt.After(t0.Add(time.Second+10*time.Millisecond)) {
-			t.Fatalf("second take = %+v; want 2 and a retry just after %v", g, t0.Add(time.Second))
+		// A token comes back one period and a margin of a hundredth of it
+		// after its start.
+		back := t0.Add(time.Second + 10*time.Millisecond)
+		if g.N != 2 || !g.RetryAt.After(back) || g.RetryAt.After(back.Add(5*time.Millisecond)) {
+			t.Fatalf("second take = %+v; want 2 and a retry just after %v", g, back)
 		}
 		// Unused tokens come back at once.
 		if err := l.LimitGive(ctx, "p", []store.LimitGive{{Scope: sc, Tokens: 2, At: t0.Add(400 * time.Millisecond)}}, t0.Add(500*time.Millisecond)); err != nil {
@@ -96,11 +99,26 @@ func testLimitsArea(t *testing.T, s *suite) {
 		}
 		// No window of one second holds more than 5 starts: the first 3
 		// come back only at t0+1s.
-		if g := take(t0.Add(999*time.Millisecond), 10); g.N != 0 {
-			t.Fatalf("take before a second passed = %+v; want 0", g)
+		if g := take(t0.Add(1005*time.Millisecond), 10); g.N != 0 {
+			t.Fatalf("take before the period and margin passed = %+v; want 0", g)
 		}
-		if g := take(t0.Add(1001*time.Millisecond), 10); g.N != 3 {
-			t.Fatalf("take after a second = %+v; want the 3 first tokens back", g)
+		if g := take(back.Add(time.Millisecond), 10); g.N != 3 {
+			t.Fatalf("take after the period = %+v; want the 3 first tokens back", g)
+		}
+		// A take's tokens moved to when its jobs started come back a period
+		// after that.
+		at := t0.Add(3 * time.Second)
+		if g := take(at, 5); g.N != 5 {
+			t.Fatalf("take of a full bucket = %+v; want 5", g)
+		}
+		if err := l.LimitGive(ctx, "p", []store.LimitGive{{Scope: sc, Tokens: 1, At: at, Used: 4, StartedAt: at.Add(500 * time.Millisecond)}}, at.Add(500*time.Millisecond)); err != nil {
+			t.Fatalf("LimitGive: %v", err)
+		}
+		if g := take(at.Add(1200*time.Millisecond), 10); g.N != 1 {
+			t.Fatalf("take a period after the take, before a period after the starts = %+v; want the 1 unused token", g)
+		}
+		if g := take(at.Add(1600*time.Millisecond), 10); g.N != 4 {
+			t.Fatalf("take a period after the starts = %+v; want their 4 tokens back", g)
 		}
 	})
 	t.Run("ConcurrentTakes", func(t *testing.T) {

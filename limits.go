@@ -1,0 +1,134 @@
+package queuemax
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/queuemax/queuemax/runtime/store"
+)
+
+// ErrInvalidLimit is wrapped by the errors of a bad global limit
+// (TaskOptions.GlobalRateLimit, GlobalConcurrency, QueueLimits).
+var ErrInvalidLimit = store.ErrInvalidLimit
+
+// GlobalLimitInfo is one global limit and its current use, over every
+// process on the same data directory or database (Stats.GlobalLimits).
+type GlobalLimitInfo struct {
+	// Scope is "task" or "queue"; Name the task's or queue's name.
+	Scope string `json:"scope"`
+	Name  string `json:"name"`
+	// Rate starts per Per (zero: no rate limit); Concurrency the most
+	// jobs running at once (zero: no cap).
+	Rate        int    `json:"rate,omitempty"`
+	Per         string `json:"per,omitempty"`
+	Concurrency int    `json:"concurrency,omitempty"`
+	// Running is how many slots running jobs hold now; Started how many
+	// jobs started in the last Per.
+	Running int `json:"running"`
+	Started int `json:"started"`
+}
+
+// String is the limit's use as the CLI prints it, e.g.
+// "task shop.Charge: running 2/2, started 37/50 per 1s".
+func (g GlobalLimitInfo) String() string {
+	var parts []string
+	if g.Concurrency > 0 {
+		parts = append(parts, fmt.Sprintf("running %d/%d", g.Running, g.Concurrency))
+	}
+	if g.Rate > 0 {
+		parts = append(parts, fmt.Sprintf("started %d/%d per %s", g.Started, g.Rate, g.Per))
+	}
+	return fmt.Sprintf("%s %s: %s", g.Scope, g.Name, strings.Join(parts, ", "))
+}
+
+// checkGlobalLimits validates a handler's global limits.
+func checkGlobalLimits(h *Handler) error {
+	o := h.Options
+	if err := globalRule(o).Check(); err != nil {
+		return fmt.Errorf("handler %q: global limit: %w", h.Name, err)
+	}
+	return nil
+}
+
+// globalRule is a task's global limits as the store takes them.
+func globalRule(o TaskOptions) store.LimitRule {
+	return store.LimitRule{Rate: o.GlobalRateLimit.Limit, Per: o.GlobalRateLimit.Per, Concurrency: o.GlobalConcurrency}
+}
+
+// globalRules returns the global limits of the client's handlers (nil if
+// none has one).
+func (c *Client) globalRules() map[string]store.LimitRule {
+	var out map[string]store.LimitRule
+	for name, h := range c.handlers {
+		if r := globalRule(h.Options); !r.IsZero() {
+			if out == nil {
+				out = make(map[string]store.LimitRule)
+			}
+			out[name] = r
+		}
+	}
+	return out
+}
+
+// errNoLimiter is returned when the store holds no global limits.
+var errNoLimiter = errors.New("queuemax: this store does not support global limits")
+
+// globalLimits lists the global limits this client's handlers set and the
+// queues' limits, with their use from the store.
+func (c *Client) globalLimits(ctx context.Context) ([]GlobalLimitInfo, error) {
+	l, ok := c.st.(store.Limiter)
+	if !ok {
+		return nil, nil
+	}
+	now := c.now()
+	usage, err := l.LimitUsage(ctx, now)
+	if err != nil {
+		return nil, err
+	}
+	used := make(map[string]store.LimitUsage, len(usage))
+	for _, u := range usage {
+		if u.Key == "" {
+			used[u.Scope] = u
+		}
+	}
+	qrules, err := l.QueueLimits(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []GlobalLimitInfo
+	add := func(scope, name string, r store.LimitRule) {
+		u := used[scope+":"+name]
+		g := GlobalLimitInfo{Scope: scope, Name: name, Rate: r.Rate, Concurrency: r.Concurrency, Running: u.Running, Started: u.Started}
+		if r.Rate > 0 {
+			g.Per = r.Per.String()
+		} else {
+			g.Started = 0
+		}
+		out = append(out, g)
+	}
+	for name, r := range c.globalRules() {
+		add("task", name, r)
+	}
+	for name, r := range qrules {
+		add("queue", name, r)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Scope != out[j].Scope {
+			return out[i].Scope > out[j].Scope // tasks first
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out, nil
+}
+
+// GlobalLimits returns every global limit this client's handlers set and
+// every queue's limits, with their current use over every process.
+func (c *Client) GlobalLimits(ctx context.Context) ([]GlobalLimitInfo, error) {
+	if _, ok := c.st.(store.Limiter); !ok {
+		return nil, errNoLimiter
+	}
+	return c.globalLimits(ctx)
+}
