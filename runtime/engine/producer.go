@@ -186,6 +186,7 @@ func (p *producer) releaseQueued() {
 		if rj.ticket != nil {
 			rj.ticket.Release()
 		}
+		e.glim.ended(rj.job)
 		e.dequeued()
 		e.unhold(rj)
 	}
@@ -223,7 +224,6 @@ func (p *producer) RunOnce(ctx context.Context, now time.Time) (claimed int, ret
 		retryIn = min(retryIn, r)
 	}
 	var unused []store.LimitGive
-	var limited []*store.Job
 	if p.versioned {
 		if v, err := e.cfg.Store.DataVersion(ctx); err == nil {
 			p.lastVersion = v
@@ -241,8 +241,7 @@ func (p *producer) RunOnce(ctx context.Context, now time.Time) (claimed int, ret
 			jobs, _ = p.claim(ctx, g.tasks, room, now)
 		}
 		if g.global {
-			unused = e.glim.give(unused, g, len(jobs), takeAt)
-			limited = append(limited, jobs...)
+			unused = e.glim.give(unused, g, room, len(jobs), takeAt)
 		}
 		if g.limiter != nil {
 			for range g.max - len(jobs) {
@@ -260,7 +259,7 @@ func (p *producer) RunOnce(ctx context.Context, now time.Time) (claimed int, ret
 		claimed += len(jobs)
 	}
 	if e.glim != nil {
-		e.glim.settle(ctx, unused, limited)
+		e.glim.settle(ctx, unused)
 	}
 	if l := e.cfg.Limiter; l != nil {
 		for range n - claimed {
@@ -450,6 +449,8 @@ func (p *producer) idle(ctx context.Context, retryIn time.Duration) {
 		case <-e.cfg.Wake:
 			return
 		case <-e.queues.freed():
+			return
+		case <-e.glim.freed():
 			return
 		case <-changes:
 			return

@@ -45,9 +45,6 @@ func (e *Engine) unhold(rj *runningJob) {
 	e.mu.Lock()
 	delete(e.running, rj.job.ID)
 	e.mu.Unlock()
-	if e.glim != nil {
-		e.glim.ended(rj.job) // before jobWG.Done: its flush joins jobWG
-	}
 	e.active.Add(-1)
 	e.jobWG.Done()
 	e.queues.add(rj.job.Queue, -1)
@@ -107,6 +104,7 @@ func (e *Engine) runJob(rj *runningJob) {
 			rj.ticket.Release()
 		}
 		e.lostCnt.Add(1)
+		e.glim.ended(rj.job)
 		e.dequeued()
 		e.unhold(rj)
 		return
@@ -114,6 +112,7 @@ func (e *Engine) runJob(rj *runningJob) {
 	e.executing.Add(1)
 	result, err := e.cfg.Exec.Execute(rj.ctx, rj.job)
 	e.executing.Add(-1)
+	e.glim.ended(rj.job) // the job no longer runs: its global slot is free
 	e.dequeued()
 	e.outcome(rj, result, err)
 }
