@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -225,19 +226,23 @@ func testProcessConcurrency(t *testing.T, cfg Config) {
 func testProcessConcurrencyKill(t *testing.T, cfg Config) {
 	const n = 30
 	r, _ := startLimitKids(t, cfg, n, glConcEnv+"=2", glSleepEnv+"=100ms")
-	victim := r.kids[0]
-	r.wait(t, "the victim to start a job", 60*time.Second, func(evs []glEvent) bool {
+	// The victim is the first process that starts a job: it holds a slot.
+	vi := -1
+	r.wait(t, "a job to start", 60*time.Second, func(evs []glEvent) bool {
 		for _, e := range evs {
-			if e.kid == 0 && e.start {
+			if e.start {
+				vi = e.kid
 				return true
 			}
 		}
 		return false
 	})
+	victim := r.kids[vi]
 	victim.cmd.Process.Signal(syscall.SIGKILL)
 	killed := time.Now()
 	victim.cmd.Wait()
 	r.wait(t, "every job to end", 90*time.Second, endedAll(n))
+	r.kids = slices.Delete(r.kids, vi, vi+1)
 	r.stop()
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -247,7 +252,7 @@ func testProcessConcurrencyKill(t *testing.T, cfg Config) {
 	// The first moment after the kill when the survivors ran 2 at once.
 	var surv []glEvent
 	for _, e := range r.evs {
-		if e.kid != 0 {
+		if e.kid != vi {
 			surv = append(surv, e)
 		}
 	}
