@@ -17,7 +17,7 @@ var ErrInvalidLimit = store.ErrInvalidLimit
 // GlobalLimitInfo is one global limit and its current use, over every
 // process on the same data directory or database (Stats.GlobalLimits).
 type GlobalLimitInfo struct {
-	// Scope is "task" or "queue"; Name the task's or queue's name.
+	// Scope is "task"; Name the task's name.
 	Scope string `json:"scope"`
 	Name  string `json:"name"`
 	// Rate starts per Per (zero: no rate limit); Concurrency the most
@@ -76,8 +76,8 @@ func (c *Client) globalRules() map[string]store.LimitRule {
 // errNoLimiter is returned when the store holds no global limits.
 var errNoLimiter = errors.New("queuemax: this store does not support global limits")
 
-// globalLimits lists the global limits this client's handlers set and the
-// queues' limits, with their use from the store.
+// globalLimits lists the global limits this client's handlers set, with
+// their use from the store.
 func (c *Client) globalLimits(ctx context.Context) ([]GlobalLimitInfo, error) {
 	l, ok := c.st.(store.Limiter)
 	if !ok {
@@ -94,10 +94,6 @@ func (c *Client) globalLimits(ctx context.Context) ([]GlobalLimitInfo, error) {
 			used[u.Scope] = u
 		}
 	}
-	qrules, err := l.QueueLimits(ctx)
-	if err != nil {
-		return nil, err
-	}
 	var out []GlobalLimitInfo
 	add := func(scope, name string, r store.LimitRule) {
 		u := used[scope+":"+name]
@@ -112,9 +108,6 @@ func (c *Client) globalLimits(ctx context.Context) ([]GlobalLimitInfo, error) {
 	for name, r := range c.globalRules() {
 		add("task", name, r)
 	}
-	for name, r := range qrules {
-		add("queue", name, r)
-	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Scope != out[j].Scope {
 			return out[i].Scope > out[j].Scope // tasks first
@@ -124,11 +117,58 @@ func (c *Client) globalLimits(ctx context.Context) ([]GlobalLimitInfo, error) {
 	return out, nil
 }
 
-// GlobalLimits returns every global limit this client's handlers set and
-// every queue's limits, with their current use over every process.
+// GlobalLimits returns every global limit this client's handlers set,
+// with its current use over every process.
 func (c *Client) GlobalLimits(ctx context.Context) ([]GlobalLimitInfo, error) {
 	if _, ok := c.st.(store.Limiter); !ok {
 		return nil, errNoLimiter
 	}
 	return c.globalLimits(ctx)
+}
+
+// fillHeld sets Held on the ready jobs among jobs whose task's global
+// limit is reached, from the limits' stored state (one read for the whole
+// listing; nothing is read when no job is ready). A reason already set
+// (a breaker's) is kept.
+func (c *Client) fillHeld(ctx context.Context, jobs ...*Job) {
+	l, ok := c.st.(store.Limiter)
+	if !ok {
+		return
+	}
+	ready := false
+	for _, j := range jobs {
+		ready = ready || j != nil && j.Status == StatusPending && j.Held == ""
+	}
+	if !ready {
+		return
+	}
+	usage, err := l.LimitUsage(ctx, c.now())
+	if err != nil || len(usage) == 0 {
+		return
+	}
+	reasons := make(map[string]string, len(usage))
+	for _, u := range usage {
+		task, ok := strings.CutPrefix(u.Scope, "task:")
+		if !ok || u.Key != "" {
+			continue
+		}
+		reasons[task] = heldReason(task, u)
+	}
+	for _, j := range jobs {
+		if j != nil && j.Status == StatusPending && j.Held == "" {
+			j.Held = reasons[j.Task]
+		}
+	}
+}
+
+// heldReason says which limit of task u reached, or "" if none is.
+func heldReason(task string, u store.LimitUsage) string {
+	r := u.Rule
+	switch {
+	case r.Concurrency > 0 && u.Running >= r.Concurrency:
+		return fmt.Sprintf("global concurrency of task %s reached (%d/%d running)", task, u.Running, r.Concurrency)
+	case r.Rate > 0 && u.Started >= r.Rate:
+		return fmt.Sprintf("global rate limit of task %s reached (%d/%d started in the last %s)", task, u.Started, r.Rate, r.Per)
+	}
+	return ""
 }

@@ -181,3 +181,54 @@ func TestGlobalLimits_Invalid(t *testing.T) {
 		}
 	}
 }
+
+// TestGlobalLimits_Held: a ready job waiting for its task's global limit
+// says so in Job and Jobs, and is neither failed nor retried.
+func TestGlobalLimits_Held(t *testing.T) {
+	t.Parallel()
+	var holding atomic.Bool
+	release := make(chan struct{})
+	h := Define("t.Held", TaskOptions{GlobalConcurrency: 1}, func(ctx context.Context, a echoArgs) error {
+		holding.Store(true)
+		<-release
+		return nil
+	})
+	b := setup(t, Config{Shards: 1, Workers: 4, Handlers: []Handler{h}})
+	var ids []JobID
+	for i := range 3 {
+		id, err := b.c.Enqueue(b.ctx, "t.Held", echoArgs{i}, Opts{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	evs := collect(b.c, EventCompleted)
+	run(t, b.c)
+	waitFor(t, "a job to hold the slot", holding.Load)
+	const want = "global concurrency of task t.Held reached (1/1 running)"
+	j, err := b.c.Job(b.ctx, ids[2])
+	if err != nil || j.Status != StatusPending || j.Held != want || j.Attempts != 0 {
+		t.Errorf("Job = %+v, %v; want pending, never attempted, held: %q", j, err, want)
+	}
+	pending, err := b.c.Jobs(b.ctx, ListParams{Status: StatusPending})
+	if err != nil || len(pending) != 2 {
+		t.Fatalf("Jobs(pending) = %d jobs, %v; want 2", len(pending), err)
+	}
+	for _, p := range pending {
+		if p.Held != want {
+			t.Errorf("job %d Held = %q; want %q", p.ID, p.Held, want)
+		}
+	}
+	running, _ := b.c.Jobs(b.ctx, ListParams{Status: StatusProcessing})
+	if len(running) != 1 || running[0].Held != "" {
+		t.Errorf("running jobs = %+v; want one, not held", running)
+	}
+	close(release)
+	waitEvents(t, evs, 3)
+	if s, err := b.c.Stats(b.ctx); err != nil || s.Failed != 0 {
+		t.Errorf("Stats = %+v, %v; want nothing failed", s, err)
+	}
+	if ws, _ := b.c.WorkerStats(); ws.Retried != 0 || ws.Failed != 0 {
+		t.Errorf("WorkerStats = %+v; want nothing retried or failed", ws)
+	}
+}

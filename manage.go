@@ -279,7 +279,11 @@ func (c *Client) Jobs(ctx context.Context, p ListParams) ([]*Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.st.Jobs(ctx, sp)
+	jobs, err := c.st.Jobs(ctx, sp)
+	if err == nil {
+		c.fillHeld(ctx, jobs...)
+	}
+	return jobs, err
 }
 
 // FailedJobs lists up to limit failed jobs, newest first.
