@@ -95,9 +95,8 @@ func (c *Client) globalLimits(ctx context.Context) ([]GlobalLimitInfo, error) {
 		}
 	}
 	var out []GlobalLimitInfo
-	add := func(scope, name string, r store.LimitRule) {
-		u := used[scope+":"+name]
-		g := GlobalLimitInfo{Scope: scope, Name: name, Rate: r.Rate, Concurrency: r.Concurrency, Running: u.Running, Started: u.Started}
+	add := func(name string, r store.LimitRule, u store.LimitUsage) {
+		g := GlobalLimitInfo{Scope: "task", Name: name, Rate: r.Rate, Concurrency: r.Concurrency, Running: u.Running, Started: u.Started}
 		if r.Rate > 0 {
 			g.Per = r.Per.String()
 		} else {
@@ -105,8 +104,17 @@ func (c *Client) globalLimits(ctx context.Context) ([]GlobalLimitInfo, error) {
 		}
 		out = append(out, g)
 	}
-	for name, r := range c.globalRules() {
-		add("task", name, r)
+	// This client's rules, then those other processes stored (a client
+	// without handlers, such as the CLI's, sees the limits in use).
+	rules := c.globalRules()
+	for name, r := range rules {
+		add(name, r, used[store.TaskScope(name)])
+	}
+	for _, u := range usage {
+		name, ok := strings.CutPrefix(u.Scope, "task:")
+		if _, mine := rules[name]; ok && u.Key == "" && !mine && !u.Rule.IsZero() {
+			add(name, u.Rule, u)
+		}
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Scope != out[j].Scope {
