@@ -183,19 +183,23 @@ func TestGlobalLimits_Invalid(t *testing.T) {
 }
 
 // TestGlobalLimits_Held: a ready job waiting for its task's global limit
-// says so in Job and Jobs, and is neither failed nor retried.
+// says so in Job and Jobs, and is neither failed nor retried. (The process
+// holding the only slot claims up to three jobs ahead for it, which wait
+// in the process, processing, for the slot.)
 func TestGlobalLimits_Held(t *testing.T) {
 	t.Parallel()
-	var holding atomic.Bool
+	var holding, started atomic.Int64
 	release := make(chan struct{})
 	h := Define("t.Held", TaskOptions{GlobalConcurrency: 1}, func(ctx context.Context, a echoArgs) error {
-		holding.Store(true)
+		holding.Add(1)
+		started.Add(1)
+		defer holding.Add(-1)
 		<-release
 		return nil
 	})
 	b := setup(t, Config{Shards: 1, Workers: 4, Handlers: []Handler{h}})
 	var ids []JobID
-	for i := range 3 {
+	for i := range 6 {
 		id, err := b.c.Enqueue(b.ctx, "t.Held", echoArgs{i}, Opts{})
 		if err != nil {
 			t.Fatal(err)
@@ -204,9 +208,19 @@ func TestGlobalLimits_Held(t *testing.T) {
 	}
 	evs := collect(b.c, EventCompleted)
 	run(t, b.c)
-	waitFor(t, "a job to hold the slot", holding.Load)
+	closed := false
+	defer func() {
+		if !closed {
+			close(release)
+		}
+	}()
+	waitFor(t, "a job to hold the slot", func() bool { return holding.Load() == 1 })
+	waitFor(t, "the jobs claimed ahead", func() bool {
+		js, _ := b.c.Jobs(b.ctx, ListParams{Status: StatusProcessing})
+		return len(js) == 4
+	})
 	const want = "global concurrency of task t.Held reached (1/1 running)"
-	j, err := b.c.Job(b.ctx, ids[2])
+	j, err := b.c.Job(b.ctx, ids[5])
 	if err != nil || j.Status != StatusPending || j.Held != want || j.Attempts != 0 {
 		t.Errorf("Job = %+v, %v; want pending, never attempted, held: %q", j, err, want)
 	}
@@ -219,12 +233,12 @@ func TestGlobalLimits_Held(t *testing.T) {
 			t.Errorf("job %d Held = %q; want %q", p.ID, p.Held, want)
 		}
 	}
-	running, _ := b.c.Jobs(b.ctx, ListParams{Status: StatusProcessing})
-	if len(running) != 1 || running[0].Held != "" {
-		t.Errorf("running jobs = %+v; want one, not held", running)
+	if n := started.Load(); n != 1 {
+		t.Errorf("%d handlers started; want 1 (the global concurrency)", n)
 	}
 	close(release)
-	waitEvents(t, evs, 3)
+	closed = true
+	waitEvents(t, evs, 6)
 	if s, err := b.c.Stats(b.ctx); err != nil || s.Failed != 0 {
 		t.Errorf("Stats = %+v, %v; want nothing failed", s, err)
 	}

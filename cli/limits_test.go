@@ -12,8 +12,8 @@ import (
 )
 
 // TestGlobalLimitsShown: while a worker process holds its task's only
-// global slot, stats shows the limit's use and list says why the other
-// job waits.
+// global slot, stats shows the limit's use and list says why a pending job
+// waits.
 func TestGlobalLimitsShown(t *testing.T) {
 	t.Parallel()
 	dir := newQueue(t, 1)
@@ -30,7 +30,7 @@ func TestGlobalLimitsShown(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	for range 2 {
+	for range 6 { // one runs, three wait in their process for the slot, two are pending
 		if _, err := c.Enqueue(t.Context(), "t.Global", struct{}{}, queuemax.Opts{}); err != nil {
 			t.Fatal(err)
 		}

@@ -2,8 +2,10 @@ package engine
 
 import (
 	"context"
+	"math"
 	"runtime"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,9 +31,11 @@ type globalLimits struct {
 
 	mu       sync.Mutex
 	toGive   map[store.ScopeKey]int  // slots to give back
-	held     map[store.ScopeKey]int  // slots held in the store: running, spare or being claimed
-	spare    map[store.ScopeKey]int  // held slots no job uses (pooled rules)
-	touched  map[store.ScopeKey]bool // spare slots used since the last renewal
+	held     map[store.ScopeKey]int  // slots held in the store
+	running  map[store.ScopeKey]int  // pooled: jobs running on a held slot
+	queued   map[store.ScopeKey]int  // pooled: jobs claimed that have not started
+	slot     *sync.Cond              // on mu: a pooled slot came free for a starting job
+	touched  map[store.ScopeKey]bool // pooled slots used since the last renewal
 	flushing bool
 	free     chan struct{}            // buffer 1: a slot became spare or went back
 	waits    map[string]*atomic.Int64 // claim rounds a task's limit left out
@@ -43,7 +47,8 @@ func newGlobalLimits(e *Engine) *globalLimits {
 		return nil
 	}
 	g := &globalLimits{e: e, st: st, rules: e.cfg.GlobalLimits, toGive: make(map[store.ScopeKey]int),
-		free: make(chan struct{}, 1), held: make(map[store.ScopeKey]int), spare: make(map[store.ScopeKey]int), touched: make(map[store.ScopeKey]bool), waits: make(map[string]*atomic.Int64)}
+		free: make(chan struct{}, 1), held: make(map[store.ScopeKey]int), running: make(map[store.ScopeKey]int), queued: make(map[store.ScopeKey]int), touched: make(map[store.ScopeKey]bool), waits: make(map[string]*atomic.Int64)}
+	g.slot = sync.NewCond(&g.mu)
 	for name := range g.rules {
 		g.waits[name] = new(atomic.Int64)
 	}
@@ -68,16 +73,32 @@ func (g *globalLimits) expiry() time.Duration {
 }
 
 // pooled reports whether r's slots are kept by the process between jobs:
-// a cap of running jobs without a rate. A job's end then puts its slot in
-// the process's spare pool, which the next round claims with before it
-// asks the store for more, so a busy process pays no store call per
-// round; the spare slots go back when a claim finds fewer jobs than it
-// could take, when they sat unused for a renewal period, and at the stop.
+// a cap of running jobs without a rate. A pooled slot is held from the
+// store by the process and used by one running job at a time: a job takes
+// one when it starts (a worker waits for one if every held slot runs a
+// job) and frees it when its handler returns, so the next job of the
+// process reuses it without a store call, and the process may claim ahead
+// (prefetch) up to as many jobs again as it holds slots. Held slots go back
+// when a claim finds fewer jobs than it could take, when they sat unused
+// for a renewal period, and at the stop.
 func pooled(r store.LimitRule) bool { return r.Rate <= 0 && r.Concurrency > 0 }
 
-// take sets each global group's granted: spare slots first, then what the
-// store grants, in one call for every group. It returns how soon a group
-// granted less than it asked for may be granted more.
+// room is how many more jobs key k's pool may claim: as many as the
+// producer wants while the process holds a slot per worker (no worker
+// ever waits for one), otherwise up to four times its held slots in all,
+// claimed or running. g.mu is held.
+func (g *globalLimits) room(k store.ScopeKey) int {
+	if g.held[k] >= int(g.e.limit.Load()) {
+		return math.MaxInt32 // every worker can run on a held slot: the usual prefetch
+	}
+	return max(0, 4*g.held[k]-g.queued[k]-g.running[k])
+}
+
+// take sets each global group's granted: for a pooled rule the room its
+// held slots leave, after asking the store for more slots when they leave
+// too little; for any other, what the store grants, in one call for every
+// group. It returns how soon a group granted less than it asked for may be
+// granted more.
 func (g *globalLimits) take(ctx context.Context, groups []claimGroup, now time.Time) ([]claimGroup, time.Duration) {
 	retryIn := time.Hour
 	var takes []store.LimitTake
@@ -90,22 +111,18 @@ func (g *globalLimits) take(ctx context.Context, groups []claimGroup, now time.T
 		r, k := g.rules[gr.tasks[0]], store.ScopeKey{Scope: store.TaskScope(gr.tasks[0])}
 		want := gr.max
 		if pooled(r) {
-			from := min(g.spare[k], want)
-			g.spare[k] -= from
-			if from > 0 {
-				g.touched[k] = true
-			}
-			groups[i].granted = from
-			want = min(want-from, r.Concurrency-g.held[k])
-			if want <= 0 {
-				if from < gr.max && g.held[k] < r.Concurrency {
+			if g.room(k) >= want || g.held[k] >= r.Concurrency {
+				groups[i].granted = min(want, g.room(k))
+				g.queued[k] += groups[i].granted
+				if groups[i].granted < want && g.held[k] < r.Concurrency {
 					retryIn = min(retryIn, g.poll())
 				}
-				if from == 0 {
+				if groups[i].granted == 0 {
 					g.waits[gr.tasks[0]].Add(1)
 				}
 				continue
 			}
+			want = min(want-g.room(k), r.Concurrency-g.held[k])
 		}
 		takes = append(takes, store.LimitTake{Scope: k.Scope, Key: k.Key, Rule: r, Want: want})
 		idx = append(idx, i)
@@ -122,13 +139,21 @@ func (g *globalLimits) take(ctx context.Context, groups []claimGroup, now time.T
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	for k, i := range idx {
-		gr := grants[k]
-		if takes[k].Rule.Concurrency > 0 {
-			g.held[store.ScopeKey{Scope: takes[k].Scope, Key: takes[k].Key}] += gr.N
+	for n, i := range idx {
+		gr := grants[n]
+		k := store.ScopeKey{Scope: takes[n].Scope, Key: takes[n].Key}
+		if takes[n].Rule.Concurrency > 0 {
+			g.held[k] += gr.N
 		}
-		groups[i].granted += gr.N
-		if gr.N < takes[k].Want {
+		short := gr.N < takes[n].Want
+		if pooled(takes[n].Rule) {
+			groups[i].granted = min(groups[i].max, g.room(k))
+			g.queued[k] += groups[i].granted
+			short = groups[i].granted < groups[i].max && short
+		} else {
+			groups[i].granted = gr.N
+		}
+		if short {
 			if groups[i].granted == 0 {
 				g.waits[groups[i].tasks[0]].Add(1)
 			}
@@ -151,8 +176,9 @@ func (g *globalLimits) poll() time.Duration {
 // give appends what group gr of a round must give back after claiming n
 // of the granted jobs (room was the most it asked the claim for): unused
 // slots and tokens, and, under a rate, the used tokens restamped to now,
-// when the jobs start (see store.LimitGive). Unused pooled slots stay
-// spare while the claim found all it asked for.
+// when the jobs start (see store.LimitGive). A pooled rule keeps its held
+// slots while the claim found all it asked for, and gives back those its
+// claimed and running jobs do not need otherwise.
 func (g *globalLimits) give(gives []store.LimitGive, gr claimGroup, room, n int, at time.Time) []store.LimitGive {
 	r := g.rules[gr.tasks[0]]
 	k := store.ScopeKey{Scope: store.TaskScope(gr.tasks[0])}
@@ -160,12 +186,12 @@ func (g *globalLimits) give(gives []store.LimitGive, gr claimGroup, room, n int,
 	unused := gr.granted - n
 	g.mu.Lock()
 	switch {
-	case pooled(r) && n < room:
-		// The backlog is shallower than the room: no use for spare slots.
-		out.Slots = unused + g.spare[k]
-		g.spare[k] = 0
 	case pooled(r):
-		g.spare[k] += unused
+		g.queued[k] -= unused
+		if n == 0 && room > 0 {
+			// No job to claim: no use for the spare slots.
+			out.Slots = max(0, g.held[k]-g.running[k]-g.queued[k])
+		}
 	case r.Concurrency > 0:
 		out.Slots = unused
 	}
@@ -195,11 +221,33 @@ func (g *globalLimits) settle(ctx context.Context, gives []store.LimitGive) {
 	}
 }
 
-// ended records that j no longer runs (its handler returned, or it was
-// dropped before it ran); the caller still holds it (jobWG). A pooled slot becomes spare
-// while the engine claims; any other goes back with the next flush, which
-// ended starts unless one is running.
-func (g *globalLimits) ended(j *store.Job) {
+// start waits, for a job of a pooled rule, until one of the slots the
+// process holds is free and takes it. A job of any other rule holds its
+// slot since its claim.
+func (g *globalLimits) start(j *store.Job) {
+	if g == nil {
+		return
+	}
+	r, ok := g.rules[j.Task]
+	if !ok || !pooled(r) {
+		return
+	}
+	k := store.ScopeKey{Scope: store.TaskScope(j.Task)}
+	g.mu.Lock()
+	for g.running[k] >= g.held[k] {
+		g.slot.Wait()
+	}
+	g.queued[k]--
+	g.running[k]++
+	g.touched[k] = true
+	g.mu.Unlock()
+}
+
+// ended records that j's handler returned, or, with !started, that j was
+// dropped before it started; the caller still holds j (jobWG). A pooled
+// slot stays held for the next job; any other goes back with the next
+// flush, which ended starts unless one is running.
+func (g *globalLimits) ended(j *store.Job, started bool) {
 	if g == nil {
 		return
 	}
@@ -209,9 +257,13 @@ func (g *globalLimits) ended(j *store.Job) {
 	}
 	k := store.ScopeKey{Scope: store.TaskScope(j.Task)}
 	g.mu.Lock()
-	if pooled(r) && g.e.state.Load() == Running {
-		g.spare[k]++
-		g.touched[k] = true
+	if pooled(r) {
+		if started {
+			g.running[k]--
+			g.slot.Broadcast()
+		} else {
+			g.queued[k]--
+		}
 		g.mu.Unlock()
 		g.wake()
 		return
@@ -267,17 +319,20 @@ func (g *globalLimits) freed() <-chan struct{} {
 	return g.free
 }
 
-// idleSpare takes out the spare slots not used since the last call (all
-// of them with all), to give back.
+// idleSpare takes out the pooled slots no claimed or running job needs
+// and that were not used since the last call (all of them with all), to
+// give back.
 func (g *globalLimits) idleSpare(all bool) []store.LimitGive {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	var gives []store.LimitGive
-	for k, n := range g.spare {
-		if n > 0 && (all || !g.touched[k]) {
-			gives = append(gives, store.LimitGive{Scope: k.Scope, Key: k.Key, Slots: n})
-			g.held[k] -= n
-			delete(g.spare, k)
+	for k, n := range g.held {
+		if !pooled(g.rules[strings.TrimPrefix(k.Scope, "task:")]) {
+			continue
+		}
+		if spare := n - g.running[k] - g.queued[k]; spare > 0 && (all || !g.touched[k]) {
+			gives = append(gives, store.LimitGive{Scope: k.Scope, Key: k.Key, Slots: spare})
+			g.held[k] -= spare
 		}
 	}
 	clear(g.touched)

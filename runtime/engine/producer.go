@@ -186,7 +186,7 @@ func (p *producer) releaseQueued() {
 		if rj.ticket != nil {
 			rj.ticket.Release()
 		}
-		e.glim.ended(rj.job)
+		e.glim.ended(rj.job, false)
 		e.dequeued()
 		e.unhold(rj)
 	}
