@@ -38,6 +38,7 @@ type sharedBreakers struct {
 	rows    map[string]store.BreakerRow // by breaker name
 	readAt  time.Time                   // monotonic: when rows were last read
 	pending map[string]*breaker.Outcomes
+	marks   []store.DependencyMark // jobs whose attempt failed on a dependency, to write
 
 	flushMu sync.Mutex
 }
@@ -169,13 +170,14 @@ func (s *sharedBreakers) store(rows []store.BreakerRow) {
 	s.mirror(m, false)
 }
 
-// record notes the outcome of a job of task (err nil: a success); probe is
-// set when the job was its breaker's probe. Only dependency failures
+// record notes the outcome of an attempt of job j (err nil: a success);
+// probe is set when the job was its breaker's probe. A counted failure
+// also marks the job (for the probe's choice, see ClaimProbe). Only dependency failures
 // count (DependencyFailure); a success is written only when the breaker
 // counts failures or is not closed; other failures count for nothing,
 // but a probe's end is always written (its hold is released).
-func (s *sharedBreakers) record(task string, err error, probe bool) {
-	name := s.nameOf(task)
+func (s *sharedBreakers) record(j *store.Job, err error, probe bool) {
+	name := s.nameOf(j.Task)
 	if s.off[name] {
 		return
 	}
@@ -199,6 +201,7 @@ func (s *sharedBreakers) record(task string, err error, probe bool) {
 	case counted:
 		o.Failures++
 		o.LastError = err.Error()
+		s.marks = append(s.marks, store.DependencyMark{ID: j.ID, Attempt: j.Attempts})
 	case err == nil:
 		o.Success, o.Failures = true, 0
 	}
@@ -234,11 +237,11 @@ func (s *sharedBreakers) flush() {
 			return
 		}
 		s.mu.Lock()
-		batch := s.pending
-		s.pending = make(map[string]*breaker.Outcomes)
+		batch, marks := s.pending, s.marks
+		s.pending, s.marks = make(map[string]*breaker.Outcomes), nil
 		s.mu.Unlock()
 		if len(batch) > 0 {
-			s.write(batch)
+			s.write(batch, marks)
 		}
 		s.flushMu.Unlock()
 		s.mu.Lock()
@@ -251,7 +254,7 @@ func (s *sharedBreakers) flush() {
 }
 
 // write applies one batch in one store transaction.
-func (s *sharedBreakers) write(batch map[string]*breaker.Outcomes) {
+func (s *sharedBreakers) write(batch map[string]*breaker.Outcomes, marks []store.DependencyMark) {
 	names := make([]string, 0, len(batch))
 	for name := range batch {
 		names = append(names, name)
@@ -271,6 +274,11 @@ func (s *sharedBreakers) write(batch map[string]*breaker.Outcomes) {
 		return
 	}
 	s.store(rows)
+	if len(marks) > 0 {
+		if err := s.st.MarkDependencyFailures(ctx, marks); err != nil {
+			s.e.log.Warn("mark dependency failures", "err", err)
+		}
+	}
 }
 
 // Held returns why breaker name holds its jobs at now, from this

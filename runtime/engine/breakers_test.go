@@ -192,3 +192,47 @@ func TestBreakers_ProbeOfKilledProcessExpires(t *testing.T) {
 		t.Fatalf("breaker = %+v, want closed after the probe succeeded", b)
 	}
 }
+
+// TestBreakers_ProbePrefersDependencyFailure: with no job that never ran,
+// the probe takes one whose last attempt failed on the dependency, not
+// the one that failed on its own input (of higher priority).
+func TestBreakers_ProbePrefersDependencyFailure(t *testing.T) {
+	r := newRig(t, 2)
+	r.cfg.Workers, r.cfg.ClaimBatch = 1, 1
+	r.run = func(_ context.Context, j *store.Job) (any, error) {
+		if string(j.Payload) == `{"bad":true}` {
+			return nil, errors.New("bad input")
+		}
+		if j.Attempts == 1 {
+			return nil, context.DeadlineExceeded
+		}
+		return nil, nil
+	}
+	if _, err := r.st.Insert(t.Context(), []store.InsertParams{{Task: "t", Payload: []byte(`{"bad":true}`), Priority: 2, MaxAttempts: 5, Now: r.now}}); err != nil {
+		t.Fatal(err)
+	}
+	r.enqueue("t", 0, 2)
+	e := r.engine()
+	p := newProducer(e)
+	for range 3 {
+		if n, _, _ := p.RunOnce(t.Context(), r.now); n != 1 {
+			t.Fatalf("claimed %d, want 1", n)
+		}
+		settle(e, -1)
+	}
+	if b := r.breakerRow(); b.State != store.BreakerOpen {
+		t.Fatalf("breaker = %+v, want open", b)
+	}
+	r.now = r.now.Add(time.Minute) // every retry is due
+	r.ran = make(chan *store.Job, 10)
+	if n, _, _ := p.RunOnce(t.Context(), r.now); n != 1 {
+		t.Fatalf("claimed %d, want the probe", n)
+	}
+	settle(e, -1)
+	if j := <-r.ran; string(j.Payload) == `{"bad":true}` {
+		t.Fatalf("the probe ran the job that failed on its own input (attempt %d)", j.Attempts)
+	}
+	if b := r.breakerRow(); !b.Closed() {
+		t.Fatalf("breaker = %+v, want closed after the probe succeeded", b)
+	}
+}

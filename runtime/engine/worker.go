@@ -149,7 +149,7 @@ func (e *Engine) outcome(rj *runningJob, result any, err error) {
 		e.unhold(rj)
 		return
 	}
-	e.brk.record(j.Task, err, rj.probe)
+	e.brk.record(j, err, rj.probe)
 	if rj.lost.Load() {
 		e.lostCnt.Add(1)
 		e.log.WarnContext(rj.ctx, "job lease lost while running; result discarded", "task", j.Task, "job_id", int64(j.ID))

@@ -53,10 +53,23 @@ type BreakerStore interface {
 	// for each and writes back every row for which fn returns true. It
 	// returns the rows as they are after the transaction, in tasks' order.
 	BreakerUpdate(ctx context.Context, tasks []string, fn func(*BreakerRow) bool) ([]BreakerRow, error)
-	// ClaimProbe claims at most one ready job of p.Tasks (one task) for a
-	// half-open breaker's probe: a job that never ran if there is one,
-	// else one whose last attempt failed (the oldest by priority then id).
+	// ClaimProbe claims at most one ready job of p.Tasks for a half-open
+	// breaker's probe, by preference: a job that never ran; else one whose
+	// last attempt was a dependency failure (MarkDependencyFailures); else
+	// any (highest priority, then oldest, within each).
 	ClaimProbe(ctx context.Context, p ClaimParams) ([]*Job, error)
+	// MarkDependencyFailures records that each job's attempt Attempt
+	// failed on a dependency (not on its own input), for ClaimProbe's
+	// preference. A later attempt's failure that is not marked supersedes
+	// it. Unknown jobs are skipped.
+	MarkDependencyFailures(ctx context.Context, marks []DependencyMark) error
+}
+
+// DependencyMark says that attempt Attempt of job ID was a dependency
+// failure.
+type DependencyMark struct {
+	ID      JobID
+	Attempt int
 }
 
 // MemBreakers is a BreakerStore held in memory, for one process: what an
@@ -106,6 +119,9 @@ func (m *MemBreakers) ClaimProbe(ctx context.Context, p ClaimParams) ([]*Job, er
 	p.Max = 1
 	return m.Store.Claim(ctx, p)
 }
+
+// MarkDependencyFailures does nothing: ClaimProbe has no preference.
+func (m *MemBreakers) MarkDependencyFailures(context.Context, []DependencyMark) error { return nil }
 
 // BreakersOf returns st's BreakerStore, or a MemBreakers over it.
 func BreakersOf(st Store) BreakerStore {

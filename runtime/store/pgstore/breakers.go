@@ -19,6 +19,10 @@ var _ store.BreakerStore = (*Store)(nil)
 
 // migrationBreakers creates the breakers' table.
 var migrationBreakers = []string{
+	// The attempt whose failure said the job's dependency was failing:
+	// a breaker's probe prefers such a job to one that failed on its own
+	// input.
+	`ALTER TABLE {s}.jobs ADD COLUMN IF NOT EXISTS dep_attempt integer`,
 	`CREATE TABLE IF NOT EXISTS {s}.breakers (
 		task text PRIMARY KEY,
 		state text NOT NULL DEFAULT 'closed' CHECK (state IN ('closed', 'open', 'half_open')),
@@ -117,12 +121,14 @@ func (s *Store) BreakerUpdate(ctx context.Context, tasks []string, fn func(*stor
 	return out, nil
 }
 
-// sqlClaimProbe claims one job for a breaker's probe: a ready job that
-// never ran when $5 is true. $1 now, $2 unused but typed, $3 worker, $4
-// lease, $6 the task names (NULL: any), $7 the queues (NULL: any).
+// sqlClaimProbe claims one job for a breaker's probe of tier $5: 0 a
+// ready job that never ran, 1 one whose last attempt failed on a
+// dependency, 2 any. $1 now, $2 unused but typed, $3 worker, $4 lease, $6
+// the task names (NULL: any), $7 the queues (NULL: any).
 const sqlClaimProbe = claimSet + `
 	WHERE j.id = (SELECT id FROM {s}.jobs WHERE (status = 'pending' OR status = 'scheduled' AND next_retry_at <= @now)
-		AND $2::integer > 0 AND (NOT $5::boolean OR attempts = 0)
+		AND $2::integer > 0
+		AND CASE $5::integer WHEN 0 THEN attempts = 0 WHEN 1 THEN dep_attempt = attempts ELSE true END
 		AND ($6::text[] IS NULL OR coalesce(task, '') = ANY($6::text[]))
 		AND ($7::text[] IS NULL OR queue = ANY($7::text[]))` + sqlNotPaused + `
 		ORDER BY priority DESC, id LIMIT 1 FOR UPDATE SKIP LOCKED)
@@ -153,9 +159,9 @@ func (s *Store) ClaimProbe(ctx context.Context, p store.ClaimParams) ([]*store.J
 		}
 	}
 	p.Max = 1
-	for _, fresh := range []bool{true, false} {
+	for tier := range int32(3) {
 		lease := rand.Int64N(1<<62) + 1
-		rows, err := s.query(ctx, sqlClaimProbe, now, 1, p.WorkerID, lease, fresh, tasks, queues)
+		rows, err := s.query(ctx, sqlClaimProbe, now, 1, p.WorkerID, lease, tier, tasks, queues)
 		if err != nil {
 			s.lost(err)
 			return nil, fmt.Errorf("queuemax: claim probe: %w", err)
@@ -170,4 +176,23 @@ func (s *Store) ClaimProbe(ctx context.Context, p store.ClaimParams) ([]*store.J
 		}
 	}
 	return nil, nil
+}
+
+// MarkDependencyFailures records dependency failures on the jobs' rows in
+// one statement; see store.BreakerStore.
+func (s *Store) MarkDependencyFailures(ctx context.Context, marks []store.DependencyMark) error {
+	if err := s.writable(); err != nil {
+		return err
+	}
+	ids := make([]int64, len(marks))
+	atts := make([]int32, len(marks))
+	for i, m := range marks {
+		ids[i], atts[i] = m.ID.Seq(), int32(m.Attempt)
+	}
+	if _, err := s.exec(ctx, `UPDATE {s}.jobs j SET dep_attempt = m.att
+		FROM unnest($1::bigint[], $2::integer[]) AS m(id, att) WHERE j.id = m.id`, ids, atts); err != nil {
+		s.lost(err)
+		return fmt.Errorf("queuemax: mark dependency failures: %w", err)
+	}
+	return nil
 }

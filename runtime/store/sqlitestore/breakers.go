@@ -155,13 +155,13 @@ func (s *Store) ClaimProbe(ctx context.Context, p store.ClaimParams) ([]*store.J
 	if order == nil {
 		order = randomOrder(len(s.shards))
 	}
-	for _, fresh := range []bool{true, false} {
+	for _, tier := range []string{probeFresh, probeDependency, ""} {
 		for _, i := range order {
 			sh, err := s.shard(i)
 			if err != nil {
 				return nil, err
 			}
-			j, err := s.claimProbeShard(ctx, sh, p, fresh)
+			j, err := s.claimProbeShard(ctx, sh, p, tier)
 			if err != nil {
 				return nil, fmt.Errorf("shard %d: claim probe: %w", i, err)
 			}
@@ -173,13 +173,18 @@ func (s *Store) ClaimProbe(ctx context.Context, p store.ClaimParams) ([]*store.J
 	return nil, nil
 }
 
-func (s *Store) claimProbeShard(ctx context.Context, sh *shardDB, p store.ClaimParams, fresh bool) (*store.Job, error) {
+// The probe's preference tiers: a job that never ran, then one whose
+// last attempt failed on a dependency (dep_attempt, written by
+// MarkDependencyFailures, equals its attempts), then any.
+const (
+	probeFresh      = ` AND tentativas = 0`
+	probeDependency = ` AND dep_attempt = tentativas`
+)
+
+func (s *Store) claimProbeShard(ctx context.Context, sh *shardDB, p store.ClaimParams, tier string) (*store.Job, error) {
 	lease := rand.Int64N(1<<62) + 1
 	start := time.Now()
-	where := `status = 'pending' AND (next_retry_at IS NULL OR next_retry_at <= ?2)` + sqlNotPaused
-	if fresh {
-		where += ` AND tentativas = 0`
-	}
+	where := `status = 'pending' AND (next_retry_at IS NULL OR next_retry_at <= ?2)` + sqlNotPaused + tier
 	args := []any{p.WorkerID, nil, lease}
 	if len(p.Tasks) > 0 {
 		where += ` AND coalesce(task, '') IN (SELECT value FROM json_each(?4))`
@@ -221,6 +226,38 @@ func (s *Store) claimProbeShard(ctx context.Context, sh *shardDB, p store.ClaimP
 		return rows.Err()
 	})
 	return j, err
+}
+
+// MarkDependencyFailures records dependency failures on the jobs' rows,
+// one transaction per shard; see store.BreakerStore.
+func (s *Store) MarkDependencyFailures(ctx context.Context, marks []store.DependencyMark) error {
+	if s.closed.Load() {
+		return store.ErrClosed
+	}
+	byShard := make(map[int][]store.DependencyMark)
+	for _, m := range marks {
+		byShard[m.ID.Shard()] = append(byShard[m.ID.Shard()], m)
+	}
+	for i, ms := range byShard {
+		sh, err := s.shard(i)
+		if err != nil {
+			return err
+		}
+		if sh.w == nil {
+			return store.ErrReadOnly
+		}
+		if err := sh.commit.do(ctx, func(ctx context.Context, tx *sql.Tx, _ *groupCounts) error {
+			for _, m := range ms {
+				if _, err := tx.ExecContext(ctx, `UPDATE fila SET dep_attempt = ?2 WHERE id = ?1`, m.ID.Seq(), m.Attempt); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			return fmt.Errorf("queuemax: mark dependency failures: shard %d: %w", i, err)
+		}
+	}
+	return nil
 }
 
 // jsonStrings encodes names as a JSON array of strings.

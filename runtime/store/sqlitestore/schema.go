@@ -271,6 +271,10 @@ var migrations = []migration{
 	{
 		version: 12,
 		name:    "circuit breakers shared by every process (shard 0's file only; breakers.go)",
-		stmts:   migrationBreakers,
+		// dep_attempt is the attempt of the job whose failure said its
+		// dependency was failing: a breaker's probe prefers such a job to
+		// one that failed on its own input.
+		addColumns: [][3]string{{"fila", "dep_attempt", "INTEGER"}},
+		stmts:      migrationBreakers,
 	},
 }

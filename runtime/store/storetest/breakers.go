@@ -154,30 +154,36 @@ func testBreakerProbeExpires(t *testing.T, s *suite) {
 	}
 }
 
-// testClaimProbe: a probe claims a job that never ran before one that
-// did (and failed), of its task only; with none left that never ran it
-// takes one that did.
+// testClaimProbe: a probe claims a job that never ran first, then one
+// whose last attempt failed on a dependency (marked), and only then one
+// that failed on its own input, whatever their priorities; of its tasks
+// only.
 func testClaimProbe(t *testing.T, s *suite) {
 	b := s.setup(t, 2)
 	bs := breakers(t, b)
-	insert(t, b, store.InsertParams{Shard: 0, Task: "t", Priority: 2})
-	bad := claim(t, b, 1, t0)
-	if len(bad) != 1 {
-		t.Fatal("no job claimed")
+	// bad (priority 2) and dep (priority 1) run once and fail.
+	run := insert(t, b, store.InsertParams{Shard: 0, Task: "t", Priority: 2}, store.InsertParams{Shard: 1, Task: "t", Priority: 1})
+	claimed := claim(t, b, 2, t0)
+	if len(claimed) != 2 {
+		t.Fatalf("claimed %d, want 2", len(claimed))
 	}
-	if errs := b.st.Fail(b.ctx, []store.FailParams{{Lease: store.Lease{ID: bad[0].ID, Token: bad[0].Lease, WorkerID: "w1"},
-		Error: "bad input", ErrorType: "*errors.errorString", RetryAt: t0, Now: t0}}); errs[0] != nil {
-		t.Fatal(errs[0])
+	for _, j := range claimed {
+		if errs := b.st.Fail(b.ctx, []store.FailParams{{Lease: store.Lease{ID: j.ID, Token: j.Lease, WorkerID: "w1"},
+			Error: "failed", ErrorType: "*errors.errorString", RetryAt: t0, Now: t0}}); errs[0] != nil {
+			t.Fatal(errs[0])
+		}
+	}
+	bad, dep := run[0], run[1]
+	if err := bs.MarkDependencyFailures(b.ctx, []store.DependencyMark{{ID: dep, Attempt: 1}, {ID: bad, Attempt: 0}}); err != nil {
+		t.Fatal(err)
 	}
 	fresh := insert(t, b, store.InsertParams{Shard: 1, Task: "t"}, store.InsertParams{Shard: 1, Task: "other", Priority: 2})
 	p := store.ClaimParams{WorkerID: "w1", Max: 1, Now: t0.Add(time.Second), Tasks: []string{"t"}}
-	got, err := bs.ClaimProbe(b.ctx, p)
-	if err != nil || len(got) != 1 || got[0].ID != fresh[0] || got[0].Attempts != 1 || got[0].Task != "t" {
-		t.Fatalf("ClaimProbe = %v, %v; want the job that never ran (%v), not the failed one of higher priority", got, err, fresh[0])
-	}
-	got, err = bs.ClaimProbe(b.ctx, p)
-	if err != nil || len(got) != 1 || got[0].ID != bad[0].ID {
-		t.Fatalf("ClaimProbe with only a failed job left = %v, %v; want it (%v)", got, err, bad[0].ID)
+	for _, want := range []store.JobID{fresh[0], dep, bad} {
+		got, err := bs.ClaimProbe(b.ctx, p)
+		if err != nil || len(got) != 1 || got[0].ID != want || got[0].Task != "t" || got[0].Status != store.StatusProcessing {
+			t.Fatalf("ClaimProbe = %v, %v; want job %v (fresh %v, dependency failure %v, bad input %v)", got, err, want, fresh[0], dep, bad)
+		}
 	}
 	if got, err := bs.ClaimProbe(b.ctx, p); err != nil || len(got) != 0 {
 		t.Fatalf("ClaimProbe with no job of t left = %v, %v; want none", got, err)
