@@ -390,10 +390,3 @@ func (e *Engine) Stats() Stats {
 	return s
 }
 
-// breakerFor returns the breaker that guards task.
-func (e *Engine) breakerFor(task string) *breaker.Breaker {
-	if b, ok := e.cfg.Breakers[task]; ok {
-		return b
-	}
-	return e.cfg.Breakers[""]
-}
