@@ -358,7 +358,8 @@ type Stats struct {
 // that only want a complete answer check the error alone. Tasks, Warnings
 // and Workers come from the live worker registry, so Stats in a process
 // that runs no workers (the CLI, a dashboard) shows the running workers'
-// breaker and rate-limit states.
+// rate-limit states; the circuit breakers are read from the store, which
+// every process shares (CircuitBreakers).
 func (c *Client) Stats(ctx context.Context) (Stats, error) {
 	if err := ctx.Err(); err != nil {
 		return Stats{}, context.Cause(ctx)

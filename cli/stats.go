@@ -24,8 +24,10 @@ and still in the queue table; completed ones are kept for their result.
 Processed and failed totals count every completion and dead-lettering ever
 recorded. The data directory is opened read-only.
 
-The rate limits, tokens and circuit states are those of the live workers
-(from the worker registry; see workers), and the uptime is the queue's:
+The circuit breakers are the stored ones every process shares (state, until
+when, consecutive dependency failures, last counted error); the rate limits
+and tokens are those of the live workers (from the worker registry; see
+workers), and the uptime is the queue's:
 since the earliest live worker started, or since the queue was created.
 Every task with waiting jobs is listed with how many live workers run it;
 a task with pending jobs and no live worker is reported as a warning. A
