@@ -178,8 +178,10 @@ type Config struct {
 	// CIRCUIT_FAILURE_THRESHOLD, where 0 means off). A task can
 	// switch its own off with TaskOptions.CircuitOff.
 	CircuitThreshold int
-	// CircuitTimeout is how long the breaker stays open before a probe.
-	// Zero means 60s (env CIRCUIT_TIMEOUT, in seconds).
+	// CircuitTimeout is how long the breaker stays open before a probe,
+	// and how long a process holds the probe before another may take it
+	// (a process killed while it probes frees it then). Zero means 60s
+	// (env CIRCUIT_TIMEOUT, in seconds).
 	CircuitTimeout time.Duration
 	// Queues gives named queues their own share of Workers, so that a
 	// flood of one queue's jobs cannot take every worker: each queue runs
