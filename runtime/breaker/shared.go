@@ -50,9 +50,9 @@ func (o Outcomes) Empty() bool { return !o.Success && o.Failures == 0 && !o.Prob
 
 // Apply folds o into r at now and reports whether r changed. A closed
 // breaker opens at Threshold consecutive failures, a half-open one at the
-// first; a success closes a half-open breaker; failures recorded while
-// open (jobs that started before it opened) count but do not postpone its
-// Until.
+// first; a success zeroes the count and closes a half-open breaker;
+// outcomes recorded while open (jobs that started before it opened) do not
+// postpone its Until, and a success then changes nothing.
 func Apply(r *store.BreakerRow, o Outcomes, p Policy, now time.Time) bool {
 	changed := false
 	if r.State == "" {
@@ -62,7 +62,9 @@ func Apply(r *store.BreakerRow, o Outcomes, p Policy, now time.Time) bool {
 		r.ProbeOwner, r.ProbeExpires = "", time.Time{}
 		changed = true
 	}
-	if o.Success {
+	// While open, a success (of a job that started before it opened)
+	// changes nothing: the count says why it opened.
+	if o.Success && r.State != store.BreakerOpen {
 		if r.Failures != 0 {
 			r.Failures = 0
 			changed = true

@@ -34,8 +34,8 @@ func TestApply(t *testing.T) {
 	// does not close it.
 	Apply(&r, Outcomes{Failures: 2}, pol, t0.Add(30*time.Second))
 	Apply(&r, Outcomes{Success: true}, pol, t0.Add(31*time.Second))
-	if r.State != store.BreakerOpen || !r.Until.Equal(t0.Add(time.Minute)) {
-		t.Fatalf("after late outcomes: %+v, want still open until t0+1m", r)
+	if r.State != store.BreakerOpen || !r.Until.Equal(t0.Add(time.Minute)) || r.Failures != 5 {
+		t.Fatalf("after late outcomes: %+v, want still open until t0+1m with 5 failures", r)
 	}
 	if g, d := Check(r, t0.Add(50*time.Second)); g != GateHold || d != 10*time.Second {
 		t.Errorf("Check while open = %v, %v; want hold for 10s", g, d)

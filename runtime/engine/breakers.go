@@ -36,6 +36,7 @@ type sharedBreakers struct {
 
 	mu      sync.Mutex
 	rows    map[string]store.BreakerRow // by breaker name
+	wrote   map[string]time.Time        // monotonic: when this engine last wrote each row (store)
 	readAt  time.Time                   // monotonic: when rows were last read
 	pending map[string]*breaker.Outcomes
 	marks   []store.DependencyMark // jobs whose attempt failed on a dependency, to write
@@ -51,6 +52,7 @@ func newSharedBreakers(e *Engine) *sharedBreakers {
 		pols:    make(map[string]breaker.Policy, len(e.cfg.Breakers)),
 		off:     make(map[string]bool),
 		rows:    make(map[string]store.BreakerRow),
+		wrote:   make(map[string]time.Time),
 		pending: make(map[string]*breaker.Outcomes),
 	}
 	for name, b := range e.cfg.Breakers {
@@ -83,6 +85,7 @@ func (s *sharedBreakers) refresh(ctx context.Context, force bool) {
 	if !stale {
 		return
 	}
+	start := time.Now()
 	rows, err := s.st.BreakerList(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -100,6 +103,15 @@ func (s *sharedBreakers) refresh(ctx context.Context, force bool) {
 		}
 	}
 	s.mu.Lock()
+	for name, at := range s.wrote {
+		if at.After(start) {
+			// Written by this engine while the list was read: the copy
+			// is newer than what the list saw.
+			if r, ok := s.rows[name]; ok {
+				byName[name] = r
+			}
+		}
+	}
 	s.rows, s.readAt = byName, time.Now()
 	s.mu.Unlock()
 	s.mirror(byName, true)
@@ -162,8 +174,10 @@ func (s *sharedBreakers) takeProbe(ctx context.Context, name string, now time.Ti
 func (s *sharedBreakers) store(rows []store.BreakerRow) {
 	m := make(map[string]store.BreakerRow, len(rows))
 	s.mu.Lock()
+	now := time.Now()
 	for _, r := range rows {
 		s.rows[r.Task] = r
+		s.wrote[r.Task] = now
 		m[r.Task] = r
 	}
 	s.mu.Unlock()
