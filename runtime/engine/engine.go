@@ -389,4 +389,3 @@ func (e *Engine) Stats() Stats {
 	e.mu.Unlock()
 	return s
 }
-
