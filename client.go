@@ -527,7 +527,8 @@ func (c *Client) Job(ctx context.Context, id JobID) (*Job, error) {
 	}
 	j, err := c.st.Job(ctx, id)
 	if err == nil {
-		c.fillHeld(ctx, j)
+		c.fillLimitHeld(ctx, []*Job{j})
+		c.fillHeld(ctx, []*Job{j})
 	}
 	return j, err
 }

@@ -134,11 +134,11 @@ func (c *Client) GlobalLimits(ctx context.Context) ([]GlobalLimitInfo, error) {
 	return c.globalLimits(ctx)
 }
 
-// fillHeld sets Held on the ready jobs among jobs whose task's global
+// fillLimitHeld sets Held on the ready jobs among jobs whose task's global
 // limit is reached, from the limits' stored state (one read for the whole
 // listing; nothing is read when no job is ready). A reason already set
 // (a breaker's) is kept.
-func (c *Client) fillHeld(ctx context.Context, jobs ...*Job) {
+func (c *Client) fillLimitHeld(ctx context.Context, jobs []*Job) {
 	l, ok := c.st.(store.Limiter)
 	if !ok {
 		return

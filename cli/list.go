@@ -279,7 +279,7 @@ func detail(j *queuemax.Job, now time.Time) string {
 		return clip(s, 60)
 	case queuemax.StatusPending:
 		if j.Held != "" {
-			return clip("held: "+j.Held, 90)
+			return clip("held: "+j.Held, 120)
 		}
 		if j.LastError != "" {
 			return clip("retry after: "+j.LastError, 60)

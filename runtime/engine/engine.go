@@ -127,6 +127,7 @@ type Engine struct {
 	cfg     Config
 	log     *slog.Logger
 	order   []string // breaker names, sorted, for a stable claim plan
+	brk     *sharedBreakers
 	rlWaits map[string]*atomic.Int64
 
 	limit     atomic.Int64  // how many jobs may run at once
@@ -203,6 +204,7 @@ func New(cfg Config) *Engine {
 		e.order = append(e.order, name)
 	}
 	slices.Sort(e.order)
+	e.brk = newSharedBreakers(e)
 	e.queues = newQueueSlots(e, cfg.Queues)
 	e.glim = newGlobalLimits(e)
 	e.state.Store(Running)
@@ -394,12 +396,4 @@ func (e *Engine) Stats() Stats {
 	}
 	e.mu.Unlock()
 	return s
-}
-
-// breakerFor returns the breaker that guards task.
-func (e *Engine) breakerFor(task string) *breaker.Breaker {
-	if b, ok := e.cfg.Breakers[task]; ok {
-		return b
-	}
-	return e.cfg.Breakers[""]
 }

@@ -29,7 +29,7 @@ package pgstore
 // notifyWindow ago (see notify.go).
 
 // schemaVersion is the newest migration this binary knows.
-const schemaVersion = 7
+const schemaVersion = 8
 
 type migration struct {
 	version int
@@ -209,6 +209,11 @@ var migrations = []migration{
 	},
 	{
 		version: 7,
+		name:    "circuit breakers shared by every process (breakers.go)",
+		stmts:   migrationBreakers,
+	},
+	{
+		version: 8,
 		name:    "global limits: state rows and queue rules",
 		stmts:   limitsMigration,
 	},
