@@ -301,8 +301,16 @@ func testProcessRate(t *testing.T, cfg Config) {
 			kids[e.kid]++
 		}
 	}
-	if len(starts) < 1425 || len(starts) > 1575 {
-		t.Errorf("%d starts in 30 s; want 1,500 ± 5%%", len(starts))
+	// Each token comes back one period after its job started and is taken
+	// again at the next claim: the claims' latency is lost once per period.
+	// The race detector makes every claim several times slower, so under
+	// it the count may fall further below the rate (never above it).
+	lo := 1425
+	if raceEnabled {
+		lo = 1300
+	}
+	if len(starts) < lo || len(starts) > 1575 {
+		t.Errorf("%d starts in 30 s; want 1,500 ± 5%% (at least %d under the race detector)", len(starts), lo)
 	}
 	if m := maxInWindow(starts, time.Second); m > 50 {
 		t.Errorf("%d starts within one second; want at most the burst, 50", m)

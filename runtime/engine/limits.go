@@ -29,16 +29,19 @@ type globalLimits struct {
 	st    store.Limiter
 	rules map[string]store.LimitRule // task → rule
 
-	mu       sync.Mutex
-	toGive   map[store.ScopeKey]int  // slots to give back
-	held     map[store.ScopeKey]int  // slots held in the store
-	running  map[store.ScopeKey]int  // pooled: jobs running on a held slot
-	queued   map[store.ScopeKey]int  // pooled: jobs claimed that have not started
-	slot     *sync.Cond              // on mu: a pooled slot came free for a starting job
-	touched  map[store.ScopeKey]bool // pooled slots used since the last renewal
-	flushing bool
-	free     chan struct{}            // buffer 1: a slot became spare or went back
-	waits    map[string]*atomic.Int64 // claim rounds a task's limit left out
+	mu      sync.Mutex
+	toGive  map[store.ScopeKey]int  // slots to give back
+	held    map[store.ScopeKey]int  // slots held in the store
+	running map[store.ScopeKey]int  // pooled: jobs running on a held slot
+	queued  map[store.ScopeKey]int  // pooled: jobs claimed that have not started
+	slot    *sync.Cond              // on mu: a pooled slot came free for a starting job
+	touched map[store.ScopeKey]bool // pooled slots used since the last renewal
+	// notBefore is, per rate-limited key, when the store said its next
+	// token comes back: rounds before it do not ask again.
+	notBefore map[store.ScopeKey]time.Time
+	flushing  bool
+	free      chan struct{}            // buffer 1: a slot became spare or went back
+	waits     map[string]*atomic.Int64 // claim rounds a task's limit left out
 }
 
 func newGlobalLimits(e *Engine) *globalLimits {
@@ -49,6 +52,7 @@ func newGlobalLimits(e *Engine) *globalLimits {
 	g := &globalLimits{e: e, st: st, rules: e.cfg.GlobalLimits, toGive: make(map[store.ScopeKey]int),
 		free: make(chan struct{}, 1), held: make(map[store.ScopeKey]int), running: make(map[store.ScopeKey]int), queued: make(map[store.ScopeKey]int), touched: make(map[store.ScopeKey]bool), waits: make(map[string]*atomic.Int64)}
 	g.slot = sync.NewCond(&g.mu)
+	g.notBefore = make(map[store.ScopeKey]time.Time)
 	for name := range g.rules {
 		g.waits[name] = new(atomic.Int64)
 	}
@@ -110,6 +114,11 @@ func (g *globalLimits) take(ctx context.Context, groups []claimGroup, now time.T
 		}
 		r, k := g.rules[gr.tasks[0]], store.ScopeKey{Scope: store.TaskScope(gr.tasks[0])}
 		want := gr.max
+		if r.Rate > 0 {
+			// Tokens only for the workers free now: a token's period runs
+			// from its claim, so its job must not wait in the process.
+			want = min(want, max(int(g.e.limit.Load()-g.e.executing.Load()), 1))
+		}
 		if pooled(r) {
 			if g.room(k) >= want || g.held[k] >= r.Concurrency {
 				groups[i].granted = min(want, g.room(k))
@@ -123,6 +132,11 @@ func (g *globalLimits) take(ctx context.Context, groups []claimGroup, now time.T
 				continue
 			}
 			want = min(want-g.room(k), r.Concurrency-g.held[k])
+		}
+		if nb := g.notBefore[k]; now.Before(nb) {
+			g.waits[gr.tasks[0]].Add(1)
+			retryIn = min(retryIn, max(nb.Sub(now), time.Millisecond))
+			continue
 		}
 		takes = append(takes, store.LimitTake{Scope: k.Scope, Key: k.Key, Rule: r, Want: want})
 		idx = append(idx, i)
@@ -145,7 +159,11 @@ func (g *globalLimits) take(ctx context.Context, groups []claimGroup, now time.T
 		if takes[n].Rule.Concurrency > 0 {
 			g.held[k] += gr.N
 		}
+		groups[i].takenAt = gr.At
 		short := gr.N < takes[n].Want
+		if short && !gr.RetryAt.IsZero() {
+			g.notBefore[k] = gr.RetryAt
+		}
 		if pooled(takes[n].Rule) {
 			groups[i].granted = min(groups[i].max, g.room(k))
 			g.queued[k] += groups[i].granted
@@ -179,10 +197,10 @@ func (g *globalLimits) poll() time.Duration {
 // when the jobs start (see store.LimitGive). A pooled rule keeps its held
 // slots while the claim found all it asked for, and gives back those its
 // claimed and running jobs do not need otherwise.
-func (g *globalLimits) give(gives []store.LimitGive, gr claimGroup, room, n int, at time.Time) []store.LimitGive {
+func (g *globalLimits) give(gives []store.LimitGive, gr claimGroup, room, n int, _ time.Time) []store.LimitGive {
 	r := g.rules[gr.tasks[0]]
 	k := store.ScopeKey{Scope: store.TaskScope(gr.tasks[0])}
-	out := store.LimitGive{Scope: k.Scope, Key: k.Key, At: at}
+	out := store.LimitGive{Scope: k.Scope, Key: k.Key, At: gr.takenAt}
 	unused := gr.granted - n
 	g.mu.Lock()
 	switch {

@@ -281,6 +281,7 @@ type claimGroup struct {
 	// starts for granted jobs; unused ones are given back.
 	global  bool
 	granted int
+	takenAt time.Time // the store's LimitGrant.At
 }
 
 // plan decides what a round of up to n jobs may claim at now. Tasks whose

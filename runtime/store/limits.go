@@ -36,11 +36,11 @@ type LimitRule struct {
 	Concurrency int `json:"concurrency,omitempty"`
 }
 
-// window is how long a spent token stays out: Per and a margin of Per/500
+// window is how long a spent token stays out: Per and a margin of Per/100
 // (at least a millisecond) for the time between a start's record and the
 // handler's start, so that no window of Per sees more than Rate starts
 // measured where the handlers run.
-func (r LimitRule) window() time.Duration { return r.Per + max(r.Per/500, time.Millisecond) }
+func (r LimitRule) window() time.Duration { return r.Per + max(r.Per/100, time.Millisecond) }
 
 // IsZero reports whether r limits nothing.
 func (r LimitRule) IsZero() bool { return r.Rate <= 0 && r.Concurrency <= 0 }
@@ -61,12 +61,16 @@ type LimitTake struct {
 type LimitGrant struct {
 	N       int
 	RetryAt time.Time
+	// At is when the store recorded the starts, on its clock: pass it
+	// back unchanged as LimitGive.At.
+	At time.Time
 }
 
 // LimitGive gives back what a take granted and a claim did not use
 // (Tokens and Slots, with At the take's time), or the slots of jobs that
-// ended (Slots only). Used, with StartedAt, moves that many tokens of the
-// take at At to StartedAt, when the claimed jobs started: the bucket then
+// ended (Slots only); At is the take's LimitGrant.At. Used, with StartedAt
+// (the caller's clock), moves that many tokens of the take at At to
+// StartedAt, when the claimed jobs started: the bucket then
 // counts a start from when it happened rather than from when its token
 // was taken.
 type LimitGive struct {
@@ -202,6 +206,7 @@ func (st *LimitState) Take(owner string, rule LimitRule, want int, now, expires 
 	ms := now.UnixMilli()
 	if rule.Rate > 0 && rule.Per > 0 {
 		if l := len(st.Log); l > 0 && st.Log[l-1][0] >= ms {
+			ms = st.Log[l-1][0]
 			st.Log[l-1][1] += int64(n) // a clock step back joins the last entry
 		} else {
 			st.Log = append(st.Log, [2]int64{ms, int64(n)})
@@ -214,7 +219,7 @@ func (st *LimitState) Take(owner string, rule LimitRule, want int, now, expires 
 		h := st.Slots[owner]
 		st.Slots[owner] = [2]int64{h[0] + int64(n), max(h[1], expires.UnixMilli())}
 	}
-	return LimitGrant{N: n, RetryAt: retry}
+	return LimitGrant{N: n, RetryAt: retry, At: time.UnixMilli(ms)}
 }
 
 // Give gives back owner's slots and the tokens of its take at g.At.

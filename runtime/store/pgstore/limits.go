@@ -158,7 +158,9 @@ func (s *Store) LimitGive(ctx context.Context, owner string, gives []store.Limit
 	return s.limitUpdate(ctx, keys, now, func(_ pgx.Tx, at time.Time, skew time.Duration, states []*store.LimitState) ([]bool, error) {
 		changed := make([]bool, len(gives))
 		for i, g := range gives {
-			g.At = g.At.Add(skew)
+			if !g.StartedAt.IsZero() {
+				g.StartedAt = g.StartedAt.Add(skew) // At is the store's clock already
+			}
 			states[i].Give(owner, g, at)
 			changed[i] = true
 		}
