@@ -36,11 +36,11 @@ type LimitRule struct {
 	Concurrency int `json:"concurrency,omitempty"`
 }
 
-// window is how long a spent token stays out: Per and a margin of Per/100
+// window is how long a spent token stays out: Per and a margin of Per/50
 // (at least a millisecond) for the time between a start's record and the
 // handler's start, so that no window of Per sees more than Rate starts
 // measured where the handlers run.
-func (r LimitRule) window() time.Duration { return r.Per + max(r.Per/100, time.Millisecond) }
+func (r LimitRule) window() time.Duration { return r.Per + max(r.Per/50, time.Millisecond) }
 
 // IsZero reports whether r limits nothing.
 func (r LimitRule) IsZero() bool { return r.Rate <= 0 && r.Concurrency <= 0 }

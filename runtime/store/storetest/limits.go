@@ -84,9 +84,9 @@ func testLimitsArea(t *testing.T, s *suite) {
 			t.Fatalf("first take = %+v; want 3 (a full bucket)", g)
 		}
 		g := take(t0.Add(400*time.Millisecond), 10)
-		// A token comes back one period and a margin of a hundredth of it
-		// after its start.
-		back := t0.Add(time.Second + 10*time.Millisecond)
+		// A token comes back one period and a margin of a 50th of it after
+		// its start.
+		back := t0.Add(time.Second + 20*time.Millisecond)
 		if g.N != 2 || !g.RetryAt.After(back) || g.RetryAt.After(back.Add(5*time.Millisecond)) {
 			t.Fatalf("second take = %+v; want 2 and a retry just after %v", g, back)
 		}
@@ -99,7 +99,7 @@ func testLimitsArea(t *testing.T, s *suite) {
 		}
 		// No window of one second holds more than 5 starts: the first 3
 		// come back only at t0+1s.
-		if g := take(t0.Add(1005*time.Millisecond), 10); g.N != 0 {
+		if g := take(t0.Add(1015*time.Millisecond), 10); g.N != 0 {
 			t.Fatalf("take before the period and margin passed = %+v; want 0", g)
 		}
 		if g := take(back.Add(time.Millisecond), 10); g.N != 3 {
