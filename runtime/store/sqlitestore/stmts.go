@@ -148,6 +148,8 @@ type stmts struct {
 	failRetry, failDead, failCancel, insertDLQ, heartbeat, release,
 	countProcessed, countFailed,
 	fence, deleteIDs, completeDeleteSet, completeKeepSet, heartbeatIDs, failRetrySet, failDLQSet, failEndSet *sql.Stmt
+	// completeDeleteLite and completeKeepLite acknowledge plain rounds (acklite.go).
+	completeDeleteLite, completeKeepLite *sql.Stmt
 	// insertUnique and uniqueHolder serve unique jobs only.
 	insertUnique, uniqueHolder *sql.Stmt
 
@@ -227,6 +229,7 @@ func (s *stmts) prepare(ctx context.Context, db *sql.DB) error {
 		{&s.fence, sqlFence}, {&s.deleteIDs, sqlDeleteIDs}, {&s.completeDeleteSet, sqlCompleteDeleteSet}, {&s.completeKeepSet, sqlCompleteKeepSet}, {&s.heartbeatIDs, sqlHeartbeatIDs},
 		{&s.failRetrySet, sqlFailRetrySet}, {&s.failDLQSet, sqlFailDLQSet}, {&s.failEndSet, sqlFailEndSet},
 		{&s.insertUnique, sqlInsertUnique}, {&s.uniqueHolder, sqlUniqueHolder},
+		{&s.completeDeleteLite, sqlCompleteDeleteLite}, {&s.completeKeepLite, sqlCompleteKeepLite},
 	} {
 		st, err := db.PrepareContext(ctx, p.sql)
 		if err != nil {
@@ -260,7 +263,7 @@ func (s *stmts) close() error {
 		s.failRetry, s.failDead, s.failCancel, s.insertDLQ, s.heartbeat, s.release, s.hasReady,
 		s.countProcessed, s.countFailed, s.fence, s.deleteIDs, s.completeDeleteSet, s.completeKeepSet, s.heartbeatIDs,
 		s.failRetrySet, s.failDLQSet, s.failEndSet,
-		s.insertUnique, s.uniqueHolder}, s.insertRows...)
+		s.insertUnique, s.uniqueHolder, s.completeDeleteLite, s.completeKeepLite}, s.insertRows...)
 	s.mu.Lock()
 	for _, st := range s.claimTasks {
 		all = append(all, st)
