@@ -2,7 +2,7 @@ package sqlitestore
 
 // schemaVersion is the version written to shard_metadata.version once every
 // migration has run. Versions 1 and 2 are queue-max's; 3 and later are ours.
-const schemaVersion = 11
+const schemaVersion = 12
 
 // baseSchema creates queue-max's tables exactly as queue-max 0.2.0 does
 // (same names, columns, types, defaults and CHECK), so that files written by
@@ -267,5 +267,14 @@ var migrations = []migration{
 			`DROP INDEX IF EXISTS idx_qm_claim_queue`,
 			`CREATE INDEX IF NOT EXISTS idx_qm_claim_queue ON fila(queue, priority DESC, id) WHERE status = 'pending' AND ` + sqlNamedQueue,
 		},
+	},
+	{
+		version: 12,
+		name:    "circuit breakers shared by every process (shard 0's file only; breakers.go)",
+		// dep_attempt is the attempt of the job whose failure said its
+		// dependency was failing: a breaker's probe prefers such a job to
+		// one that failed on its own input.
+		addColumns: [][3]string{{"fila", "dep_attempt", "INTEGER"}},
+		stmts:      migrationBreakers,
 	},
 }
