@@ -312,8 +312,17 @@ func testProcessRate(t *testing.T, cfg Config) {
 	if len(starts) < lo || len(starts) > 1575 {
 		t.Errorf("%d starts in 30 s; want 1,500 ± 5%% (at least %d under the race detector)", len(starts), lo)
 	}
-	if m := maxInWindow(starts, time.Second); m > 50 {
-		t.Errorf("%d starts within one second; want at most the burst, 50", m)
+	// A token's period runs from its claim (plus a margin of 20 ms), its
+	// handler's start is measured here: under the race detector on a busy
+	// machine a handler may start later than the margin, and the window
+	// may hold the next claim's starts too, so there it may exceed the
+	// burst by a claim's worth (10, the free workers of one process).
+	most := 50
+	if raceEnabled {
+		most = 60
+	}
+	if m := maxInWindow(starts, time.Second); m > most {
+		t.Errorf("%d starts within one second; want at most the burst, 50 (%d under the race detector)", m, most)
 	}
 	t.Logf("%d starts in 30 s, per process %v", len(starts), kids)
 }
