@@ -331,6 +331,10 @@ type ClaimParams struct {
 	// p.Max in all); an entry with Max 0 claims none. Nil claims every
 	// queue. Paused queues are always skipped.
 	Queues []QueueLimit
+	// SkipQueues, when Queues is nil, leaves these queues' jobs out of
+	// the claim, like paused ones (the queues whose limits a claim round
+	// claims apart; see QueueScope). Ignored when Queues is set.
+	SkipQueues []string
 }
 
 // Lease identifies one claim of one job.

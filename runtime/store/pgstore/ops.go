@@ -125,6 +125,9 @@ func (s *Store) claimQuery(p store.ClaimParams, lease int64, shard, want int) (s
 	if len(p.Queues) > 0 {
 		return s.q.claimQueues[t][sh], appendQueueArgs(args, p.Queues)
 	}
+	if p.Queues == nil && len(p.SkipQueues) > 0 {
+		return s.q.claimSkip[t][sh], append(args, p.SkipQueues)
+	}
 	return s.q.claim[t][sh], args
 }
 

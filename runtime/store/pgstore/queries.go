@@ -18,7 +18,7 @@ type queries struct {
 	insertUnique, insertUniqueQuiet string
 	// claim is indexed by [filtered by tasks][filtered by shard], and
 	// claimQueues (capped per queue, see claimQueuesSQL) the same way.
-	claim, claimQueues [2][2]string
+	claim, claimQueues, claimSkip [2][2]string // claimSkip: see limits_queue.go
 	// nextIDs takes $1 ids from the jobs sequence, for COPY (copy.go).
 	nextIDs string
 }
@@ -225,6 +225,7 @@ func buildQueries(schema string, host bool) queries {
 		for sh := range 2 {
 			q.claim[t][sh] = expand(claimSQL(t == 1, sh == 1), schema, host)
 			q.claimQueues[t][sh] = expand(claimQueuesSQL(t == 1, sh == 1), schema, host)
+			q.claimSkip[t][sh] = expand(claimSkipSQL(t == 1, sh == 1), schema, host)
 		}
 	}
 	return q

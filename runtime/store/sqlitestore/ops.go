@@ -158,11 +158,11 @@ func (s *Store) claimShard(ctx context.Context, sh *shardDB, p store.ClaimParams
 		return nil, store.ErrReadOnly
 	}
 	var filtered *sql.Stmt
-	if len(p.Tasks) > 0 || len(p.Queues) > 0 {
+	if len(p.Tasks) > 0 || len(p.Queues) > 0 || skipsQueues(p) {
 		// Prepared before joining a group: the writer's only connection is
 		// busy inside one.
 		var err error
-		if filtered, err = sh.stmts.claimFor(ctx, sh.w, len(p.Tasks), len(p.Queues), defaultQueueAt(p.Queues)); err != nil {
+		if filtered, err = sh.stmts.claimFor(ctx, sh.w, len(p.Tasks), len(p.Queues), claimVariant(p)); err != nil {
 			return nil, err
 		}
 	}
@@ -186,6 +186,9 @@ func (s *Store) claimShard(ctx context.Context, sh *shardDB, p store.ClaimParams
 				args = append(args, t)
 			}
 			args = appendQueueArgs(args, p.Queues)
+			if skipsQueues(p) {
+				args = append(args, jsonStrings(p.SkipQueues))
+			}
 			rows, err = tx.StmtContext(ctx, filtered).QueryContext(ctx, args...)
 		}
 		if err != nil {

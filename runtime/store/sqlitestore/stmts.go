@@ -177,7 +177,7 @@ type stmts struct {
 func (s *stmts) claimFor(ctx context.Context, w *sql.DB, n, q, def int) (*sql.Stmt, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if q == 0 {
+	if q == 0 && def != skipVariant {
 		def = -1
 	}
 	key := [3]int{n, q, def}
@@ -185,7 +185,9 @@ func (s *stmts) claimFor(ctx context.Context, w *sql.DB, n, q, def int) (*sql.St
 		return st, nil
 	}
 	text := claimSQLFor(n)
-	if q > 0 {
+	if def == skipVariant {
+		text = claimSkipSQL(n)
+	} else if q > 0 {
 		text = claimQueuesSQL(n, q, def)
 	}
 	st, err := w.PrepareContext(ctx, text)
