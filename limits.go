@@ -17,7 +17,7 @@ var ErrInvalidLimit = store.ErrInvalidLimit
 // GlobalLimitInfo is one global limit and its current use, over every
 // process on the same data directory or database (Stats.GlobalLimits).
 type GlobalLimitInfo struct {
-	// Scope is "task"; Name the task's name.
+	// Scope is "task" or "queue"; Name the task's or the queue's name.
 	Scope string `json:"scope"`
 	Name  string `json:"name"`
 	// Rate starts per Per (zero: no rate limit); Concurrency the most
@@ -116,6 +116,11 @@ func (c *Client) globalLimits(ctx context.Context) ([]GlobalLimitInfo, error) {
 			add(name, u.Rule, u)
 		}
 	}
+	qs, err := c.queueLimitInfos(ctx, usage) // limits_queue.go
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, qs...)
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Scope != out[j].Scope {
 			return out[i].Scope > out[j].Scope // tasks first
@@ -167,6 +172,7 @@ func (c *Client) fillLimitHeld(ctx context.Context, jobs []*Job) {
 			j.Held = reasons[j.Task]
 		}
 	}
+	fillQueueHeld(usage, jobs) // limits_queue.go
 }
 
 // heldReason says which limit of task u reached, or "" if none is.

@@ -55,6 +55,9 @@ type QueueInfo struct {
 	// the default queue, the workers the named queues leave; 0 for a
 	// queue this client does not configure.
 	MaxWorkers int `json:"max_workers,omitempty"`
+	// Limits are the queue's global limits (Client.SetQueueLimits); zero
+	// if it has none.
+	Limits QueueLimits `json:"limits,omitzero"`
 }
 
 // checkQueues validates Config.Queues against Workers (and Autoscale.Min,
@@ -186,6 +189,9 @@ func (c *Client) Queues(ctx context.Context) ([]QueueInfo, error) {
 		q := byName[DefaultQueue]
 		q.Name, q.MaxWorkers = DefaultQueue, rest
 		byName[DefaultQueue] = q
+	}
+	if err := c.addQueueLimits(ctx, byName); err != nil {
+		return nil, err
 	}
 	out := make([]QueueInfo, 0, len(byName))
 	for _, name := range slices.Sorted(maps.Keys(byName)) {

@@ -139,6 +139,7 @@ type Engine struct {
 
 	queues *queueSlots   // nil without Config.Queues (see queues.go)
 	glim   *globalLimits // nil without Config.GlobalLimits (see limits.go)
+	qlim   *queueLimits  // nil if the store holds no limits (see limits_queue.go)
 
 	// queue holds claimed jobs for the workers; its capacity is the most
 	// jobs a claim may queue (ClaimBatch, or the largest worker limit).
@@ -207,6 +208,7 @@ func New(cfg Config) *Engine {
 	e.brk = newSharedBreakers(e)
 	e.queues = newQueueSlots(e, cfg.Queues)
 	e.glim = newGlobalLimits(e)
+	e.qlim = newQueueLimits(e)
 	e.state.Store(Running)
 	e.limit.Store(int64(cfg.Workers))
 	if p := cfg.Autoscale; p != nil {
@@ -308,6 +310,9 @@ func (e *Engine) backgroundServices() []Service {
 	}
 	if e.glim != nil {
 		ss = append(ss, e.glim)
+	}
+	if e.qlim != nil {
+		ss = append(ss, e.qlim)
 	}
 	return ss
 }

@@ -113,7 +113,7 @@ func (p *producer) run(ctx context.Context) {
 
 // ahead reports whether claims prefetch beyond the free workers.
 func (p *producer) ahead(limit int) bool {
-	return p.e.cfg.Limiter == nil && len(p.e.cfg.TaskLimiters) == 0 && max(p.e.cfg.ClaimBatch, p.e.cfg.ClaimMax) > limit && p.e.queues == nil
+	return p.e.cfg.Limiter == nil && len(p.e.cfg.TaskLimiters) == 0 && max(p.e.cfg.ClaimBatch, p.e.cfg.ClaimMax) > limit && p.e.queues == nil && !p.e.qlim.active()
 }
 
 // sizes returns how many jobs may be held queued or running at once
@@ -187,6 +187,7 @@ func (p *producer) releaseQueued() {
 			e.brk.releaseProbe(rj.job.Task)
 		}
 		e.glim.ended(rj.job, false)
+		e.qlim.ended(rj.job)
 		e.dequeued()
 		e.unhold(rj)
 	}
@@ -223,6 +224,7 @@ func (p *producer) RunOnce(ctx context.Context, now time.Time) (claimed int, ret
 		groups, r = e.glim.take(ctx, groups, takeAt)
 		retryIn = min(retryIn, r)
 	}
+	retryIn = min(retryIn, e.qlim.take(ctx, n, takeAt)) // limits_queue.go
 	var unused []store.LimitGive
 	if p.versioned {
 		if v, err := e.cfg.Store.DataVersion(ctx); err == nil {
@@ -261,6 +263,7 @@ func (p *producer) RunOnce(ctx context.Context, now time.Time) (claimed int, ret
 	if e.glim != nil {
 		e.glim.settle(ctx, unused)
 	}
+	e.qlim.settle(ctx)
 	if l := e.cfg.Limiter; l != nil {
 		for range n - claimed {
 			l.Refund()
@@ -361,7 +364,7 @@ func (p *producer) claim(ctx context.Context, tasks []string, max int, now time.
 	defer cancel()
 	grace := claimStopGrace
 	defer context.AfterFunc(ctx, func() { time.AfterFunc(grace, cancel) })()
-	jobs, err := e.cfg.Store.Claim(cctx, store.ClaimParams{WorkerID: e.cfg.WorkerID, Max: max, Now: now, Tasks: tasks,
+	jobs, err := e.qlim.claim(cctx, e.cfg.Store, store.ClaimParams{WorkerID: e.cfg.WorkerID, Max: max, Now: now, Tasks: tasks,
 		Order: p.claimOrder(), Queues: e.queues.limits()})
 	if err != nil && ctx.Err() == nil && !errors.Is(err, store.ErrClosed) {
 		e.log.WarnContext(ctx, "claim failed", "err", err)
@@ -455,6 +458,8 @@ func (p *producer) idle(ctx context.Context, retryIn time.Duration) {
 		case <-e.queues.freed():
 			return
 		case <-e.glim.freed():
+			return
+		case <-e.qlim.freed():
 			return
 		case <-changes:
 			return

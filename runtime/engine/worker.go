@@ -104,6 +104,7 @@ func (e *Engine) runJob(rj *runningJob) {
 		}
 		e.lostCnt.Add(1)
 		e.glim.ended(rj.job, false)
+		e.qlim.ended(rj.job)
 		e.dequeued()
 		e.unhold(rj)
 		return
@@ -113,6 +114,7 @@ func (e *Engine) runJob(rj *runningJob) {
 	result, err := e.cfg.Exec.Execute(rj.ctx, rj.job)
 	e.executing.Add(-1)
 	e.glim.ended(rj.job, true) // the job no longer runs: its global slot is free
+	e.qlim.ended(rj.job)
 	e.dequeued()
 	e.outcome(rj, result, err)
 }

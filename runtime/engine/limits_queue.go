@@ -1,0 +1,386 @@
+package engine
+
+import (
+	"context"
+	"maps"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/queuemax/queuemax/runtime/store"
+)
+
+// Queue limits (store.Limiter.SetQueueLimits): a rate and a concurrency
+// cap on a named queue, over every process, stored and changed while
+// processes run. The engine caches which queues have a rule, re-read at
+// most every queueRulesRefresh (and at once after QueueLimitsChanged), so
+// no claim round pays a read for them. A round takes starts for every
+// limited queue in one store call (the store applies the rule it holds
+// now, so a changed rule binds from the next round on), claims each
+// limited queue capped by what it was granted (ClaimParams.Queues) and
+// the other queues without them (ClaimParams.SkipQueues), and gives back
+// what it did not claim in one more call. A job of a limited queue holds a
+// slot from its claim to its end; slots go back batched, and the slots
+// held are renewed like the task limits' (a process killed with kill -9
+// lets them expire after StuckTimeout).
+
+// queueRulesRefresh is the least time between two reads of the queue
+// rules (at least PollInterval).
+const queueRulesRefresh = 50 * time.Millisecond
+
+// queueLimits is the engine's side of the queue limits; nil when the store
+// holds no limits.
+type queueLimits struct {
+	e  *Engine
+	st store.Limiter
+
+	// The cached rules and when they were read (producer goroutine only);
+	// stale forces a read at the next round.
+	rules  map[string]store.LimitRule
+	names  []string
+	readAt time.Time
+	stale  atomic.Bool
+	any    atomic.Bool // some queue has a rule
+	// notBefore is, per rate-limited queue, when its next token comes
+	// back; round is this round's grants (producer goroutine only).
+	notBefore map[string]time.Time
+	round     map[string]*queueGrant
+
+	mu       sync.Mutex
+	held     map[store.JobID]string // claimed jobs holding a slot → queue
+	count    map[string]int         // slots held per queue
+	toGive   map[string]int
+	flushing bool
+	free     chan struct{} // buffer 1: a slot went back
+}
+
+// queueGrant is one limited queue's starts in a round.
+type queueGrant struct {
+	granted, used int
+	at            time.Time
+}
+
+func newQueueLimits(e *Engine) *queueLimits {
+	st, ok := e.cfg.Store.(store.Limiter)
+	if !ok {
+		return nil
+	}
+	q := &queueLimits{e: e, st: st, notBefore: make(map[string]time.Time), round: make(map[string]*queueGrant),
+		held: make(map[store.JobID]string), count: make(map[string]int), toGive: make(map[string]int), free: make(chan struct{}, 1)}
+	q.stale.Store(true)
+	return q
+}
+
+// active reports whether some queue has limits (claims do not prefetch
+// then: a prefetched job would hold its slot while it waits).
+func (q *queueLimits) active() bool { return q != nil && q.any.Load() }
+
+// changed makes the next round read the rules again.
+func (q *queueLimits) changed() {
+	if q != nil {
+		q.stale.Store(true)
+	}
+}
+
+// QueueLimitsChanged makes the next claim round read the queue limits
+// again (a Client that changed them) and wakes the producer.
+func (e *Engine) QueueLimitsChanged() {
+	e.qlim.changed()
+	e.qlim.wake()
+}
+
+// refresh re-reads the rules when they are stale or older than the
+// refresh interval.
+func (q *queueLimits) refresh(ctx context.Context, now time.Time) {
+	every := max(q.e.cfg.PollInterval, queueRulesRefresh)
+	if !q.stale.Load() && now.Sub(q.readAt) < every && now.After(q.readAt) {
+		return
+	}
+	q.stale.Store(false)
+	rules, err := q.st.QueueLimits(ctx)
+	if err != nil {
+		q.e.log.DebugContext(ctx, "queue limits: read rules", "err", err)
+		return // keep the last rules; read again after the interval
+	}
+	q.readAt = now
+	for name := range rules {
+		if q.e.queues != nil && name != store.DefaultQueue {
+			if _, ok := q.e.queues.caps[name]; !ok {
+				delete(rules, name) // a queue this engine does not claim
+			}
+		}
+	}
+	q.rules = rules
+	q.names = slices.Sorted(maps.Keys(rules))
+	q.any.Store(len(rules) > 0)
+}
+
+// take takes, for a round of up to n jobs, starts for every limited
+// queue, in one store call. It returns how soon a queue granted less than
+// it asked for may be granted more.
+func (q *queueLimits) take(ctx context.Context, n int, now time.Time) time.Duration {
+	retryIn := time.Hour
+	if q == nil {
+		return retryIn
+	}
+	clear(q.round)
+	q.refresh(ctx, now)
+	if len(q.names) == 0 {
+		return retryIn
+	}
+	e := q.e
+	var takes []store.LimitTake
+	for _, name := range q.names {
+		want := n
+		if q.rules[name].Rate > 0 {
+			// Tokens only for the workers free now (see globalLimits.take).
+			want = min(want, max(int(e.limit.Load()-e.executing.Load()), 1))
+		}
+		if nb := q.notBefore[name]; now.Before(nb) {
+			q.round[name] = &queueGrant{}
+			retryIn = min(retryIn, max(nb.Sub(now), time.Millisecond))
+			continue
+		}
+		takes = append(takes, store.LimitTake{Scope: store.QueueScope(name), Want: want})
+	}
+	if len(takes) == 0 {
+		return retryIn
+	}
+	grants, err := q.st.LimitTake(ctx, e.cfg.WorkerID, takes, now, now.Add(q.expiry()))
+	if err != nil {
+		e.log.WarnContext(ctx, "queue limits: take failed", "err", err)
+		grants = make([]store.LimitGrant, len(takes)) // claim none of them this round
+		retryIn = min(retryIn, q.poll())
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for i, t := range takes {
+		g, name := grants[i], t.Scope[len("queue:"):]
+		q.round[name] = &queueGrant{granted: g.N, at: g.At}
+		q.count[name] += g.N
+		if g.N < t.Want {
+			if g.RetryAt.IsZero() {
+				retryIn = min(retryIn, q.poll()) // slots other processes hold
+			} else {
+				q.notBefore[name] = g.RetryAt
+				retryIn = min(retryIn, max(g.RetryAt.Sub(now), time.Millisecond))
+			}
+		}
+	}
+	return retryIn
+}
+
+// claim runs one claim of the round under its queue grants: with
+// Config.Queues, a limited queue's cap is at most its starts left;
+// without, the limited queues that have starts left are claimed first,
+// capped, and the other queues then skip them.
+func (q *queueLimits) claim(ctx context.Context, st store.Store, p store.ClaimParams) ([]*store.Job, error) {
+	if q == nil || len(q.round) == 0 {
+		return st.Claim(ctx, p)
+	}
+	left := func(name string) int { g := q.round[name]; return g.granted - g.used }
+	if p.Queues != nil {
+		qs := make([]store.QueueLimit, 0, len(p.Queues))
+		for _, ql := range p.Queues {
+			if _, ok := q.round[store.QueueOf(ql.Queue)]; ok {
+				ql.Max = min(ql.Max, left(store.QueueOf(ql.Queue)))
+			}
+			if ql.Max > 0 {
+				qs = append(qs, ql)
+			}
+		}
+		p.Queues = qs
+		jobs, err := st.Claim(ctx, p)
+		q.claimed(jobs)
+		return jobs, err
+	}
+	var capped []store.QueueLimit
+	skip := make([]string, 0, len(q.round))
+	for _, name := range q.names {
+		if _, ok := q.round[name]; ok {
+			skip = append(skip, name)
+			if n := left(name); n > 0 {
+				capped = append(capped, store.QueueLimit{Queue: name, Max: n})
+			}
+		}
+	}
+	var out []*store.Job
+	var firstErr error
+	if len(capped) > 0 {
+		cp := p
+		cp.Queues = capped
+		jobs, err := st.Claim(ctx, cp)
+		q.claimed(jobs)
+		out, firstErr = jobs, err
+	}
+	if rest := p.Max - len(out); rest > 0 {
+		p.Max, p.SkipQueues = rest, skip
+		jobs, err := st.Claim(ctx, p)
+		out = append(out, jobs...)
+		if firstErr == nil {
+			firstErr = err
+		}
+	}
+	if len(out) > 0 {
+		return out, nil
+	}
+	return out, firstErr
+}
+
+// claimed counts a claim's jobs of limited queues against their grants;
+// each holds its slot until it ends.
+func (q *queueLimits) claimed(jobs []*store.Job) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, j := range jobs {
+		name := store.QueueOf(j.Queue)
+		if g := q.round[name]; g != nil {
+			g.used++
+			q.held[j.ID] = name
+		}
+	}
+}
+
+// settle gives back, in one call, the starts the round did not claim, and
+// moves the used tokens to now, when their jobs start.
+func (q *queueLimits) settle(ctx context.Context) {
+	if q == nil || len(q.round) == 0 {
+		return
+	}
+	now := q.e.cfg.Now()
+	var gives []store.LimitGive
+	q.mu.Lock()
+	for _, name := range q.names {
+		g := q.round[name]
+		if g == nil || g.granted == 0 {
+			continue
+		}
+		unused := g.granted - g.used
+		q.count[name] -= unused
+		out := store.LimitGive{Scope: store.QueueScope(name), Slots: unused, Tokens: unused, At: g.at}
+		if g.used > 0 {
+			out.Used, out.StartedAt = g.used, now
+		}
+		gives = append(gives, out)
+	}
+	q.mu.Unlock()
+	clear(q.round)
+	q.give(ctx, gives)
+}
+
+func (q *queueLimits) give(ctx context.Context, gives []store.LimitGive) {
+	if len(gives) == 0 {
+		return
+	}
+	if err := q.st.LimitGive(context.WithoutCancel(ctx), q.e.cfg.WorkerID, gives, q.e.cfg.Now()); err != nil {
+		// The slots expire with this process's lease instead.
+		q.e.log.WarnContext(ctx, "queue limits: give back", "err", err)
+	}
+}
+
+// ended records that j no longer runs (its handler returned, or it was
+// dropped before it started): its slot goes back with the next flush. The
+// caller still holds j (jobWG).
+func (q *queueLimits) ended(j *store.Job) {
+	if q == nil {
+		return
+	}
+	q.mu.Lock()
+	name, ok := q.held[j.ID]
+	if !ok {
+		q.mu.Unlock()
+		return
+	}
+	delete(q.held, j.ID)
+	q.toGive[name]++
+	start := !q.flushing
+	q.flushing = true
+	q.mu.Unlock()
+	if start {
+		q.e.jobWG.Add(1)
+		go q.flush()
+	}
+}
+
+// flush gives back the ended jobs' slots until none is left.
+func (q *queueLimits) flush() {
+	defer q.e.jobWG.Done()
+	runtime.Gosched() // let the rest of an acknowledgement batch gather
+	for {
+		q.mu.Lock()
+		if len(q.toGive) == 0 {
+			q.flushing = false
+			q.mu.Unlock()
+			return
+		}
+		gives := make([]store.LimitGive, 0, len(q.toGive))
+		for name, n := range q.toGive {
+			gives = append(gives, store.LimitGive{Scope: store.QueueScope(name), Slots: n})
+			q.count[name] -= n
+		}
+		clear(q.toGive)
+		q.mu.Unlock()
+		q.give(q.e.jobCtx, gives)
+		q.wake()
+	}
+}
+
+// wake wakes the producer, claiming or idle, without blocking.
+func (q *queueLimits) wake() {
+	if q == nil {
+		return
+	}
+	q.e.signalSlot()
+	select {
+	case q.free <- struct{}{}:
+	default:
+	}
+}
+
+// freed is signalled when a slot went back (nil without queue limits).
+func (q *queueLimits) freed() <-chan struct{} {
+	if q == nil {
+		return nil
+	}
+	return q.free
+}
+
+func (q *queueLimits) expiry() time.Duration {
+	if d := q.e.cfg.StuckTimeout; d > 0 {
+		return d
+	}
+	return 5 * time.Minute
+}
+
+func (q *queueLimits) poll() time.Duration { return max(q.e.cfg.PollInterval, 20*time.Millisecond) }
+
+// Name, Interval and RunOnce make queueLimits the service that renews the
+// slots this process holds.
+func (q *queueLimits) Name() string { return "queue-limits" }
+func (q *queueLimits) Interval() time.Duration {
+	if d := q.e.cfg.HeartbeatInterval; d > 0 {
+		return min(d, q.expiry()/3)
+	}
+	return q.expiry() / 3
+}
+func (q *queueLimits) RunOnce(ctx context.Context, _ time.Time) {
+	q.mu.Lock()
+	var keys []store.ScopeKey
+	for _, name := range slices.Sorted(maps.Keys(q.count)) {
+		if q.count[name] > 0 {
+			keys = append(keys, store.ScopeKey{Scope: store.QueueScope(name)})
+		} else {
+			delete(q.count, name)
+		}
+	}
+	q.mu.Unlock()
+	if len(keys) == 0 {
+		return
+	}
+	now := q.e.cfg.Now()
+	if err := q.st.LimitRefresh(ctx, q.e.cfg.WorkerID, keys, now, now.Add(q.expiry())); err != nil {
+		q.e.log.WarnContext(ctx, "queue limits: renew slots", "err", err)
+	}
+}
