@@ -13,16 +13,21 @@ import (
 
 var queuesCommand = &command{
 	name:    "queues",
-	args:    "[--json]",
-	summary: "list the named queues: counts and paused state",
+	args:    "[--json] | limit NAME [--rate N/UNIT] [--concurrency N] [--clear]",
+	summary: "list the named queues: counts, paused state and limits; set a queue's global limits",
 	help: `
 Queues lists every queue that has pending, scheduled or running jobs or was
 ever paused, with its counts over every shard and whether it is paused. Jobs
-without a queue are in the queue named default.`,
+without a queue are in the queue named default; LIMITS shows a queue's
+global limits.
+` + queuesLimitHelp,
 	run: runQueues,
 }
 
 func runQueues(r *runner, ctx context.Context, cmd *command, args []string) (err error) {
+	if len(args) > 0 && args[0] == "limit" {
+		return runQueuesLimit(r, ctx, cmd, args[1:]) // queues_limit.go
+	}
 	c, jsonOut, err := r.openListing(ctx, cmd, args)
 	if err != nil {
 		return err
@@ -47,13 +52,22 @@ func runQueues(r *runner, ctx context.Context, cmd *command, args []string) (err
 
 // printQueues writes the queue table of queues and stats.
 func printQueues(w io.Writer, qs []queuemax.QueueInfo, now time.Time) error {
-	t := newTable(w, "QUEUE", "PENDING", "SCHEDULED", "PROCESSING", "PAUSED")
+	cols := []string{"QUEUE", "PENDING", "SCHEDULED", "PROCESSING", "PAUSED"}
+	limits := limitsColumn(qs)
+	if limits {
+		cols = append(cols, "LIMITS")
+	}
+	t := newTable(w, cols...)
 	for _, q := range qs {
 		paused := "no"
 		if q.Paused {
 			paused = "yes, " + ago(q.PausedAt, now)
 		}
-		t.row(q.Name, strconv.FormatInt(q.Pending, 10), strconv.FormatInt(q.Scheduled, 10), strconv.FormatInt(q.Processing, 10), paused)
+		row := []string{q.Name, strconv.FormatInt(q.Pending, 10), strconv.FormatInt(q.Scheduled, 10), strconv.FormatInt(q.Processing, 10), paused}
+		if limits {
+			row = append(row, q.Limits.String())
+		}
+		t.row(row...)
 	}
 	return t.flush()
 }
@@ -71,7 +85,7 @@ func queueTag(q string) string {
 // other than the default one exists, or one is paused.
 func showQueues(qs []queuemax.QueueInfo) bool {
 	for _, q := range qs {
-		if q.Name != queuemax.DefaultQueue || q.Paused {
+		if q.Name != queuemax.DefaultQueue || q.Paused || !q.Limits.IsZero() {
 			return true
 		}
 	}
