@@ -1,9 +1,12 @@
 package queuemax
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/queuemax/queuemax/runtime/store"
 )
@@ -13,9 +16,48 @@ import (
 // Rate starts (a token bucket with a burst of Rate.Limit, as
 // TaskOptions.GlobalRateLimit) and at most Concurrency jobs of the queue
 // running at once. The zero value limits nothing.
+// Its JSON is {"rate": 50, "per": "1s", "concurrency": 4}, each field
+// left out when zero.
 type QueueLimits struct {
-	Rate        Rate `json:"rate,omitzero"`
-	Concurrency int  `json:"concurrency,omitempty"`
+	Rate        Rate
+	Concurrency int
+}
+
+// queueLimitsJSON is QueueLimits' JSON form.
+type queueLimitsJSON struct {
+	Rate        int    `json:"rate,omitempty"`
+	Per         string `json:"per,omitempty"`
+	Concurrency int    `json:"concurrency,omitempty"`
+}
+
+// MarshalJSON writes l as {"rate": N, "per": "1s", "concurrency": N}.
+func (l QueueLimits) MarshalJSON() ([]byte, error) {
+	j := queueLimitsJSON{Rate: l.Rate.Limit, Concurrency: l.Concurrency}
+	if l.Rate.Limit != 0 || l.Rate.Per != 0 {
+		j.Per = l.Rate.Per.String()
+	}
+	return json.Marshal(j)
+}
+
+// UnmarshalJSON reads MarshalJSON's form; "per" is a duration ("1s",
+// "1m"), required with a rate.
+func (l *QueueLimits) UnmarshalJSON(b []byte) error {
+	var j queueLimitsJSON
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&j); err != nil {
+		return err
+	}
+	var per time.Duration
+	if j.Per != "" {
+		d, err := time.ParseDuration(j.Per)
+		if err != nil {
+			return fmt.Errorf("%w: per %q: want a duration such as \"1s\" or \"1m\"", ErrInvalidLimit, j.Per)
+		}
+		per = d
+	}
+	*l = QueueLimits{Rate: Rate{Limit: j.Rate, Per: per}, Concurrency: j.Concurrency}
+	return nil
 }
 
 // IsZero reports whether l limits nothing.

@@ -72,7 +72,7 @@ type Options struct {
 //	GET  /throughput                         completed, failed and retried jobs per 5s step, last 10 minutes
 //	GET  /workers                            {"workers": [WorkerInfo...]}: the live worker registry
 //	GET  /breakers                           {"breakers": [...]}: the tasks' circuit breakers as stored (shared by every process)
-//	GET  /queues                             {"queues": [QueueInfo...]}: counts and paused state per queue
+//	GET  /queues                             {"queues": [QueueInfo...]}: counts, paused state and limits per queue
 //	GET  /info                               what the dashboard may offer (read_only, protect_reads, shards)
 //	GET  /ui/                                the dashboard, a web page over these endpoints (its
 //	                                         assets need no token; with ProtectReads its data does)
@@ -83,6 +83,9 @@ type Options struct {
 //	                                         heartbeat); 409 if it already finished
 //	POST /queues/{name}/pause                pause a queue on every worker: {"queue": name, "paused": true}
 //	POST /queues/{name}/resume               resume it: {"queue": name, "paused": false}
+//	POST /queues/{name}/limits {"rate": 50, "per": "1s", "concurrency": 4}
+//	                                         set the queue's global limits (every process, from its
+//	                                         next claim; {} clears them): {"queue": name, "limits": {...}}
 //	POST /dead-letters/{shard}/{id}/requeue  re-queue a dead letter: {"job_id": id}
 //	POST /purge    {"statuses": ["failed", ...]}    {"purged": n}
 //	POST /recover                            recover orphans: {"requeued": n, "dead_lettered": n}
@@ -142,6 +145,7 @@ func NewHandler(c *queuemax.Client, opts Options) http.Handler {
 		{"GET", "queues", a.queues},
 		{"POST", "queues/{}/pause", a.pauseQueue},
 		{"POST", "queues/{}/resume", a.resumeQueue},
+		{"POST", "queues/{}/limits", a.queueLimits}, // queues_limit.go
 		{"POST", "retry", a.retryAll},
 		{"POST", "jobs/{}/retry", a.retryJob},
 		{"POST", "jobs/{}/cancel", a.cancelJob},
@@ -283,7 +287,7 @@ func (a *admin) fail(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, queuemax.ErrInvalidPayload), errors.Is(err, queuemax.ErrInvalidPriority), errors.Is(err, queuemax.ErrInvalidRetries),
 		errors.Is(err, queuemax.ErrInvalidShard), errors.Is(err, queuemax.ErrUnknownTask), errors.Is(err, queuemax.ErrInvalidTag), errors.Is(err, queuemax.ErrInvalidTimeout),
 		errors.Is(err, queuemax.ErrInvalidQueue), errors.Is(err, queuemax.ErrUnknownQueue),
-		errors.Is(err, queuemax.ErrInvalidUnique):
+		errors.Is(err, queuemax.ErrInvalidUnique), errors.Is(err, queuemax.ErrInvalidLimit):
 		status, msg = http.StatusBadRequest, err.Error()
 	case errors.Is(err, queuemax.ErrReadOnly):
 		status, msg = http.StatusForbidden, err.Error()
