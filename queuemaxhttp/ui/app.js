@@ -95,6 +95,40 @@ function renderTasks(el, tasks) {
   el.replaceChildren(table(["Task", N("Pending"), N("Scheduled"), N("Running"), N("Completed"), N("Failed"), N("Dead"), "Circuit"], rows, "No tasks have jobs."));
 }
 
+// limitsText is a queue's limits, e.g. "50/1s, 4 running"; "–" if none.
+function limitsText(l) {
+  const parts = [];
+  if (l && l.rate) parts.push(`${l.rate}/${l.per}`);
+  if (l && l.concurrency) parts.push(`${l.concurrency} running`);
+  return parts.length ? parts.join(", ") : h("span", { class: "muted" }, "–");
+}
+
+// setQueueLimits asks for a queue's limits ("50/s 4": a rate, a
+// concurrency, either or both; empty clears them) and sets them.
+async function setQueueLimits(q) {
+  const cur = q.limits || {};
+  const was = [cur.rate ? `${cur.rate}/${cur.per}` : "", cur.concurrency || ""].join(" ").trim();
+  const text = prompt(`Global limits of queue ${q.name}: a rate N/UNIT (UNIT s, m, h or a duration) and/or a concurrency N, e.g. "50/s 4". Empty clears them.`, was);
+  if (text === null) return;
+  const body = {};
+  for (const part of text.trim().split(/[\s,]+/).filter(Boolean)) {
+    const m = part.match(/^(\d+)\/(\w+)$/);
+    if (m) {
+      body.rate = Number(m[1]);
+      body.per = { s: "1s", m: "1m", h: "1h" }[m[2]] || m[2];
+    } else if (/^\d+$/.test(part)) {
+      body.concurrency = Number(part);
+    } else {
+      flash(`Limits: "${part}" is neither a rate N/UNIT nor a concurrency N.`, true);
+      return;
+    }
+  }
+  const out = await act("Limits", `queues/${encodeURIComponent(q.name)}/limits`, body);
+  if (out) {
+    flash(`Queue ${q.name}: ${Object.keys(out.limits || {}).length ? "limits set" : "limits cleared"}; the table updates at the next refresh.`);
+  }
+}
+
 function renderQueues(el, qs) {
   const rows = qs.map((q) => h("tr", { "data-queue": q.name },
     h("td", {}, q.name),
@@ -104,10 +138,13 @@ function renderQueues(el, qs) {
       const verb = q.paused ? "resume" : "pause";
       const out = await act(q.paused ? "Resume" : "Pause", `queues/${encodeURIComponent(q.name)}/${verb}`);
       if (out) flash(`Queue ${q.name} ${out.paused ? "paused: workers start none of its jobs" : "resumed"}.`);
-    }, { id: "queue-toggle-" + q.name }))));
+    }, { id: "queue-toggle-" + q.name })),
+    h("td", {}, limitsText(q.limits)),
+    h("td", {}, actionButton("Limits…", "ghost", () => setQueueLimits(q), { id: "queue-limits-" + q.name }))));
   el.replaceChildren(
-    table(["Queue", N("Pending"), N("Scheduled"), N("Running"), "State", ""], rows, "No queue has jobs."),
-    h("p", { class: "note" }, "A paused queue's jobs wait: every worker of every process skips them from its next claim; running jobs finish."));
+    table(["Queue", N("Pending"), N("Scheduled"), N("Running"), "State", "", "Global limits", ""], rows, "No queue has jobs."),
+    h("p", { class: "note" }, "A paused queue's jobs wait: every worker of every process skips them from its next claim; running jobs finish. " +
+      "A queue's global limits (a rate of starts, a cap on running jobs) hold over every process from its next claim."));
 }
 
 function renderShards(el, shards) {
