@@ -227,3 +227,54 @@ func testQueueRate(t *testing.T, cfg Config) {
 		t.Errorf("25 starts at 10/s took %v; want at least 2s", d)
 	}
 }
+
+// TestQueueLimits_WithTaskLimit: a task with a global limit in a queue with
+// a tighter one (their starts taken in one store call) runs under both; a
+// task without limits in another queue is not held.
+func TestQueueLimits_WithTaskLimit(t *testing.T) {
+	t.Parallel()
+	var running, most, free atomic.Int64
+	h := Define("t.Both", TaskOptions{Queue: "tight", GlobalConcurrency: 3}, func(ctx context.Context, a echoArgs) error {
+		n := running.Add(1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		time.Sleep(time.Millisecond) // the job's work
+		running.Add(-1)
+		return nil
+	})
+	other := Define("t.Other", TaskOptions{}, func(ctx context.Context, a echoArgs) error { free.Add(1); return nil })
+	b := setup(t, Config{Shards: 2, Workers: 4, Handlers: []Handler{h, other}})
+	if err := b.c.SetQueueLimits(b.ctx, "tight", QueueLimits{Concurrency: 1}); err != nil {
+		t.Fatal(err)
+	}
+	const n = 12
+	for i := range n {
+		if _, err := b.c.Enqueue(b.ctx, "t.Both", echoArgs{i}, Opts{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.c.Enqueue(b.ctx, "t.Other", echoArgs{i}, Opts{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	evs := collect(b.c, EventCompleted)
+	run(t, b.c)
+	waitEvents(t, evs, 2*n)
+	if m := most.Load(); m != 1 {
+		t.Errorf("%d jobs of queue tight ran at once; want 1 (its limit, below the task's 3)", m)
+	}
+	if f := free.Load(); f != n {
+		t.Errorf("%d jobs of the default queue ran; want %d", f, n)
+	}
+	waitFor(t, "every slot back", func() bool {
+		s, err := b.c.Stats(b.ctx)
+		if err != nil {
+			return false
+		}
+		for _, g := range s.GlobalLimits {
+			if g.Running != 0 {
+				return false
+			}
+		}
+		return len(s.GlobalLimits) == 2
+	})
+}

@@ -142,10 +142,12 @@ func (g *globalLimits) take(ctx context.Context, groups []claimGroup, now time.T
 		idx = append(idx, i)
 	}
 	g.mu.Unlock()
-	if len(takes) == 0 {
+	riders := g.e.qlim.riders() // the queue limits' takes join this call (limits_queue.go)
+	if len(takes)+len(riders) == 0 {
 		return groups, retryIn
 	}
-	grants, err := g.st.LimitTake(ctx, g.e.cfg.WorkerID, takes, now, now.Add(g.expiry()))
+	grants, err := g.st.LimitTake(ctx, g.e.cfg.WorkerID, append(takes, riders...), now, now.Add(g.expiry()))
+	g.e.qlim.rode(ctx, grants[min(len(takes), len(grants)):], err, now)
 	if err != nil {
 		g.e.log.WarnContext(ctx, "global limits: take failed", "err", err)
 		grants = make([]store.LimitGrant, len(takes)) // take none this round

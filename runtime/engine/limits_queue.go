@@ -47,6 +47,12 @@ type queueLimits struct {
 	// back; round is this round's grants (producer goroutine only).
 	notBefore map[string]time.Time
 	round     map[string]*queueGrant
+	// takes are the round's planned takes; landed is set once they were
+	// made (in the task limits' store call or in their own), retryIn
+	// what their grants said.
+	takes   []store.LimitTake
+	landed  bool
+	retryIn time.Duration
 
 	mu       sync.Mutex
 	held     map[store.JobID]string // claimed jobs holding a slot → queue
@@ -117,21 +123,18 @@ func (q *queueLimits) refresh(ctx context.Context, now time.Time) {
 	q.any.Store(len(rules) > 0)
 }
 
-// take takes, for a round of up to n jobs, starts for every limited
-// queue, in one store call. It returns how soon a queue granted less than
-// it asked for may be granted more.
-func (q *queueLimits) take(ctx context.Context, n int, now time.Time) time.Duration {
+// plan prepares, for a round of up to n jobs, the takes of every limited
+// queue's starts (see take); it returns how soon a queue left out for its
+// rate may be granted more.
+func (q *queueLimits) plan(ctx context.Context, n int, now time.Time) time.Duration {
 	retryIn := time.Hour
 	if q == nil {
 		return retryIn
 	}
 	clear(q.round)
+	q.takes, q.landed = q.takes[:0], false
 	q.refresh(ctx, now)
-	if len(q.names) == 0 {
-		return retryIn
-	}
 	e := q.e
-	var takes []store.LimitTake
 	for _, name := range q.names {
 		want := n
 		if q.rules[name].Rate > 0 {
@@ -143,20 +146,48 @@ func (q *queueLimits) take(ctx context.Context, n int, now time.Time) time.Durat
 			retryIn = min(retryIn, max(nb.Sub(now), time.Millisecond))
 			continue
 		}
-		takes = append(takes, store.LimitTake{Scope: store.QueueScope(name), Want: want})
+		q.takes = append(q.takes, store.LimitTake{Scope: store.QueueScope(name), Want: want})
 	}
-	if len(takes) == 0 {
-		return retryIn
+	return retryIn
+}
+
+// riders returns the planned takes, for the task limits' take to make in
+// its own store call (one transaction for every scope of the round).
+func (q *queueLimits) riders() []store.LimitTake {
+	if q == nil || q.landed {
+		return nil
 	}
-	grants, err := q.st.LimitTake(ctx, e.cfg.WorkerID, takes, now, now.Add(q.expiry()))
+	q.landed = true
+	return q.takes
+}
+
+// take makes the planned takes in their own store call unless they rode
+// along with the task limits' (riders, then grant). It returns how soon a
+// queue granted less than it asked for may be granted more.
+func (q *queueLimits) take(ctx context.Context, now time.Time) time.Duration {
+	if q == nil || len(q.takes) == 0 {
+		return time.Hour
+	}
+	if q.landed {
+		return q.retryIn
+	}
+	q.landed = true
+	grants, err := q.st.LimitTake(ctx, q.e.cfg.WorkerID, q.takes, now, now.Add(q.expiry()))
+	return q.grant(ctx, grants, err, now)
+}
+
+// grant records the grants of the planned takes (err: the take failed,
+// none is granted this round).
+func (q *queueLimits) grant(ctx context.Context, grants []store.LimitGrant, err error, now time.Time) time.Duration {
+	retryIn := time.Hour
 	if err != nil {
-		e.log.WarnContext(ctx, "queue limits: take failed", "err", err)
-		grants = make([]store.LimitGrant, len(takes)) // claim none of them this round
-		retryIn = min(retryIn, q.poll())
+		q.e.log.WarnContext(ctx, "queue limits: take failed", "err", err)
+		grants = make([]store.LimitGrant, len(q.takes)) // claim none of them this round
+		retryIn = q.poll()
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for i, t := range takes {
+	for i, t := range q.takes {
 		g, name := grants[i], t.Scope[len("queue:"):]
 		q.round[name] = &queueGrant{granted: g.N, at: g.At}
 		q.count[name] += g.N
@@ -169,7 +200,16 @@ func (q *queueLimits) take(ctx context.Context, n int, now time.Time) time.Durat
 			}
 		}
 	}
+	q.retryIn = retryIn
 	return retryIn
+}
+
+// rode records the grants of takes that rode along with the task limits'
+// store call.
+func (q *queueLimits) rode(ctx context.Context, grants []store.LimitGrant, err error, now time.Time) {
+	if q != nil && len(q.takes) > 0 {
+		q.grant(ctx, grants, err, now)
+	}
 }
 
 // claim runs one claim of the round under its queue grants: with

@@ -219,12 +219,13 @@ func (p *producer) RunOnce(ctx context.Context, now time.Time) (claimed int, ret
 	}
 	groups, retryIn := p.plan(ctx, n, now)
 	takeAt := now
+	retryIn = min(retryIn, e.qlim.plan(ctx, n, takeAt)) // limits_queue.go
 	if e.glim != nil {
 		var r time.Duration
 		groups, r = e.glim.take(ctx, groups, takeAt)
 		retryIn = min(retryIn, r)
 	}
-	retryIn = min(retryIn, e.qlim.take(ctx, n, takeAt)) // limits_queue.go
+	retryIn = min(retryIn, e.qlim.take(ctx, takeAt))
 	var unused []store.LimitGive
 	if p.versioned {
 		if v, err := e.cfg.Store.DataVersion(ctx); err == nil {
