@@ -283,14 +283,13 @@ func (q *queueLimits) claimed(jobs []*store.Job) {
 	}
 }
 
-// settle gives back, in one call, the starts the round did not claim, and
-// moves the used tokens to now, when their jobs start.
-func (q *queueLimits) settle(ctx context.Context) {
+// settle appends to gives what the round must give back: the starts it
+// did not claim, and the used tokens moved to now, when their jobs start.
+func (q *queueLimits) settle(gives []store.LimitGive) []store.LimitGive {
 	if q == nil || len(q.round) == 0 {
-		return
+		return gives
 	}
 	now := q.e.cfg.Now()
-	var gives []store.LimitGive
 	q.mu.Lock()
 	for _, name := range q.names {
 		g := q.round[name]
@@ -307,11 +306,12 @@ func (q *queueLimits) settle(ctx context.Context) {
 	}
 	q.mu.Unlock()
 	clear(q.round)
-	q.give(ctx, gives)
+	return gives
 }
 
+// give gives back gives in one call.
 func (q *queueLimits) give(ctx context.Context, gives []store.LimitGive) {
-	if len(gives) == 0 {
+	if q == nil || len(gives) == 0 {
 		return
 	}
 	if err := q.st.LimitGive(context.WithoutCancel(ctx), q.e.cfg.WorkerID, gives, q.e.cfg.Now()); err != nil {

@@ -261,10 +261,12 @@ func (p *producer) RunOnce(ctx context.Context, now time.Time) (claimed int, ret
 		}
 		claimed += len(jobs)
 	}
+	unused = e.qlim.settle(unused) // limits_queue.go: the queues' gives join the tasks'
 	if e.glim != nil {
 		e.glim.settle(ctx, unused)
+	} else {
+		e.qlim.give(ctx, unused)
 	}
-	e.qlim.settle(ctx)
 	if l := e.cfg.Limiter; l != nil {
 		for range n - claimed {
 			l.Refund()
