@@ -329,5 +329,6 @@ func (p *producer) claimFor(ctx context.Context, g claimGroup, max int, now time
 	if err != nil && ctx.Err() == nil {
 		e.log.WarnContext(ctx, "claim circuit breaker probe", "tasks", tasks, "err", err)
 	}
+	jobs = e.qlim.probed(ctx, jobs) // limits_queue.go
 	return jobs, err
 }

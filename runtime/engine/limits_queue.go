@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"runtime"
 	"slices"
@@ -423,4 +424,32 @@ func (q *queueLimits) RunOnce(ctx context.Context, _ time.Time) {
 	if err := q.st.LimitRefresh(ctx, q.e.cfg.WorkerID, keys, now, now.Add(q.expiry())); err != nil {
 		q.e.log.WarnContext(ctx, "queue limits: renew slots", "err", err)
 	}
+}
+
+// probed applies the round's queue grants to a breaker probe's claim
+// (ClaimProbe knows no queue limits): a job of a limited queue without a
+// start left goes back to pending, unspent; the others count against
+// their grants.
+func (q *queueLimits) probed(ctx context.Context, jobs []*store.Job) []*store.Job {
+	if q == nil || len(q.round) == 0 || len(jobs) == 0 {
+		return jobs
+	}
+	out := jobs[:0:0]
+	var back []store.Lease
+	for _, j := range jobs {
+		if g := q.round[store.QueueOf(j.Queue)]; g != nil && g.used >= g.granted {
+			back = append(back, Lease(j))
+			continue
+		}
+		out = append(out, j)
+	}
+	if len(back) > 0 {
+		for _, err := range q.e.cfg.Store.Release(context.WithoutCancel(ctx), back) {
+			if err != nil && !errors.Is(err, store.ErrLeaseLost) {
+				q.e.log.WarnContext(ctx, "queue limits: return a probe's job", "err", err)
+			}
+		}
+	}
+	q.claimed(out)
+	return out
 }
