@@ -278,3 +278,62 @@ func TestQueueLimits_WithTaskLimit(t *testing.T) {
 		return len(s.GlobalLimits) == 2
 	})
 }
+
+// TestQueueLimits_SlotRenewed: a job that runs longer than StuckTimeout
+// keeps its queue slot (its process renews it): another client never
+// starts a second job of the queue meanwhile.
+func TestQueueLimits_SlotRenewed(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	var started atomic.Int64
+	release := make(chan struct{})
+	h := Define("t.Long", TaskOptions{Queue: "long"}, func(ctx context.Context, a echoArgs) error {
+		if started.Add(1) == 1 {
+			<-release
+		}
+		return nil
+	})
+	cfg := Config{Dir: dir, Shards: 1, Workers: 2, Handlers: []Handler{h},
+		HeartbeatInterval: 100 * time.Millisecond, StuckTimeout: 500 * time.Millisecond, RecoveryInterval: 100 * time.Millisecond}
+	a := setup(t, cfg)
+	cfg.WorkerID = "second"
+	b := setup(t, cfg)
+	if err := a.c.SetQueueLimits(a.ctx, "long", QueueLimits{Concurrency: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if _, err := a.c.Enqueue(a.ctx, "t.Long", echoArgs{i}, Opts{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	evs := collect(a.c, EventCompleted)
+	evsB := collect(b.c, EventCompleted)
+	run(t, a.c)
+	run(t, b.c)
+	defer func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	}()
+	waitFor(t, "the first job to start", func() bool { return started.Load() == 1 })
+	first := time.Now()
+	// Three times the slot's expiry: without renewals another job would start.
+	waitFor(t, "three stuck timeouts", func() bool { return time.Since(first) > 1500*time.Millisecond })
+	if n := started.Load(); n != 1 {
+		t.Fatalf("%d jobs started while the first held the queue's only slot past its expiry; want 1", n)
+	}
+	close(release)
+	timeout := time.After(30 * time.Second)
+	for done := 0; done < 3; {
+		select {
+		case <-evs:
+			done++
+		case <-evsB:
+			done++
+		case <-timeout:
+			t.Fatalf("%d of 3 jobs completed", done)
+		}
+	}
+}
