@@ -477,7 +477,7 @@ func TestDashboardBrowser(t *testing.T) {
 		if qs, err := f.c.Queues(t.Context()); err != nil || len(qs) == 0 || qs[0].Limits != want {
 			t.Errorf("after the limits button: Queues = %+v, %v; want default with %+v", qs, err, want)
 		}
-		waitJS(t, tab, `document.querySelector("#queues tr[data-queue=default]")?.textContent.includes("50/1s, 4 running")`, textOf("#queues"))
+		waitJS(t, tab, `document.querySelector("#queues tr[data-queue=default]")?.textContent.includes("started 0/50 per 1s, running 0/4")`, textOf("#queues"))
 	})
 
 	t.Run("PurgeAsksFirst", func(t *testing.T) {

@@ -53,7 +53,7 @@ async function overview(view) {
       renderCards(cards, stats);
       renderChart(chart, legend, tp);
       renderTasks(tasks, tk.tasks);
-      renderQueues(queues, stats.queues || []);
+      renderQueues(queues, stats.queues || [], stats.global_limits || []);
       renderShards(shards, stats.shards);
       renderWorkers(workers, wk);
       renderBreakers(breakers, br);
@@ -95,11 +95,13 @@ function renderTasks(el, tasks) {
   el.replaceChildren(table(["Task", N("Pending"), N("Scheduled"), N("Running"), N("Completed"), N("Failed"), N("Dead"), "Circuit"], rows, "No tasks have jobs."));
 }
 
-// limitsText is a queue's limits, e.g. "50/1s, 4 running"; "–" if none.
-function limitsText(l) {
+// limitsText is a queue's limits with their use u over every process
+// (Stats.GlobalLimits), e.g. "started 3/50 per 1s, running 1/4"; "–" if none.
+function limitsText(l, u) {
   const parts = [];
-  if (l && l.rate) parts.push(`${l.rate}/${l.per}`);
-  if (l && l.concurrency) parts.push(`${l.concurrency} running`);
+  u = u || { started: 0, running: 0 };
+  if (l && l.rate) parts.push(`started ${u.started}/${l.rate} per ${l.per}`);
+  if (l && l.concurrency) parts.push(`running ${u.running}/${l.concurrency}`);
   return parts.length ? parts.join(", ") : h("span", { class: "muted" }, "–");
 }
 
@@ -129,7 +131,9 @@ async function setQueueLimits(q) {
   }
 }
 
-function renderQueues(el, qs) {
+function renderQueues(el, qs, limits) {
+  const use = {};
+  for (const g of limits || []) if (g.scope === "queue") use[g.name] = g;
   const rows = qs.map((q) => h("tr", { "data-queue": q.name },
     h("td", {}, q.name),
     ...["pending", "scheduled", "processing"].map((k) => h("td", { class: "num" }, fmt(q[k]))),
@@ -139,7 +143,7 @@ function renderQueues(el, qs) {
       const out = await act(q.paused ? "Resume" : "Pause", `queues/${encodeURIComponent(q.name)}/${verb}`);
       if (out) flash(`Queue ${q.name} ${out.paused ? "paused: workers start none of its jobs" : "resumed"}.`);
     }, { id: "queue-toggle-" + q.name })),
-    h("td", {}, limitsText(q.limits)),
+    h("td", {}, limitsText(q.limits, use[q.name])),
     h("td", {}, actionButton("Limits…", "ghost", () => setQueueLimits(q), { id: "queue-limits-" + q.name }))));
   el.replaceChildren(
     table(["Queue", N("Pending"), N("Scheduled"), N("Running"), "State", "", "Global limits", ""], rows, "No queue has jobs."),
