@@ -57,6 +57,7 @@ type queueLimits struct {
 
 	mu       sync.Mutex
 	held     map[store.JobID]string // claimed jobs holding a slot → queue
+	nheld    atomic.Int64           // len(held): ended costs no lock without any
 	count    map[string]int         // slots held per queue
 	toGive   map[string]int
 	flushing bool
@@ -280,6 +281,7 @@ func (q *queueLimits) claimed(jobs []*store.Job) {
 		if g := q.round[name]; g != nil {
 			g.used++
 			q.held[j.ID] = name
+			q.nheld.Add(1)
 		}
 	}
 }
@@ -325,7 +327,7 @@ func (q *queueLimits) give(ctx context.Context, gives []store.LimitGive) {
 // dropped before it started): its slot goes back with the next flush. The
 // caller still holds j (jobWG).
 func (q *queueLimits) ended(j *store.Job) {
-	if q == nil {
+	if q == nil || q.nheld.Load() == 0 {
 		return
 	}
 	q.mu.Lock()
@@ -335,6 +337,7 @@ func (q *queueLimits) ended(j *store.Job) {
 		return
 	}
 	delete(q.held, j.ID)
+	q.nheld.Add(-1)
 	q.toGive[name]++
 	start := !q.flushing
 	q.flushing = true
