@@ -1,0 +1,147 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+// Workflows: steps (jobs) that wait for each other. A store that supports
+// them implements WorkflowStore; every step of one workflow lives on one
+// shard, so that the transaction that records a step's end also releases
+// (or cancels) the steps that wait for it.
+
+// ErrWorkflowNotFound is returned for a workflow ID that names no stored
+// workflow.
+var ErrWorkflowNotFound = errors.New("queuemax: workflow not found")
+
+// Workflow statuses as stored.
+const (
+	WorkflowRunning   = "running"
+	WorkflowCompleted = "completed"
+	WorkflowFailed    = "failed"
+	WorkflowCancelled = "cancelled"
+)
+
+// Step states as stored: waiting (dependencies not all ended), ready (its
+// job was released or never waited), or the status its job ended with.
+const (
+	StepWaiting = "waiting"
+	StepReady   = "ready"
+)
+
+// WorkflowStore is implemented by stores that run workflows.
+type WorkflowStore interface {
+	// InsertWorkflow stores a workflow and every step's job in one
+	// transaction on p.Shard, and returns the workflow's ID (packed like
+	// a JobID, NewJobID(shard, seq)) and each step's job ID in step
+	// order. A step without dependencies is claimable at once; the
+	// others wait, unclaimable, until their dependencies end.
+	InsertWorkflow(ctx context.Context, p *WorkflowParams) (int64, []JobID, error)
+	// Workflow returns one workflow with its steps in the order added,
+	// or ErrWorkflowNotFound.
+	Workflow(ctx context.Context, id int64) (*WorkflowRecord, error)
+	// Workflows lists workflows, newest first, without their steps.
+	Workflows(ctx context.Context, p WorkflowFilter) ([]*WorkflowRecord, error)
+	// CancelWorkflow cancels every step not ended: waiting and ready
+	// ones at once, running ones through a cancel request (as Cancel).
+	// It returns ErrWorkflowNotFound for an unknown ID and changes
+	// nothing for a workflow already finished.
+	CancelWorkflow(ctx context.Context, id int64, now time.Time) error
+	// StepResult returns the stored result of step of the workflow that
+	// job belongs to (see StepOutput).
+	StepResult(ctx context.Context, job JobID, step string) (StepOutput, error)
+	// TakeFinishedWorkflows returns the workflows among ids (nil: of
+	// every shard) that have finished and whose end no caller took yet,
+	// marking them taken: each finished workflow is returned once, to
+	// emit its event.
+	TakeFinishedWorkflows(ctx context.Context, ids []int64) ([]*WorkflowRecord, error)
+	// WorkflowCounts counts the stored workflows by status.
+	WorkflowCounts(ctx context.Context) (map[string]int64, error)
+}
+
+// WorkflowTxInserter is implemented by stores that can insert a workflow
+// inside a transaction the application owns (see TxInserter).
+type WorkflowTxInserter interface {
+	InsertWorkflowTx(ctx context.Context, tx any, p *WorkflowParams) (int64, []JobID, error)
+}
+
+// WorkflowParams is a workflow to insert. Steps' jobs must all have Shard
+// equal to Shard and no Unique.
+type WorkflowParams struct {
+	Shard int
+	Name  string
+	Steps []WorkflowStepParams
+	Now   time.Time
+}
+
+// WorkflowStepParams is one step to insert. After, Settled and the Binds'
+// From name other steps of the workflow; the caller has checked them
+// (known names, no cycle).
+type WorkflowStepParams struct {
+	Name    string
+	Job     InsertParams
+	After   []string // steps that must complete
+	Settled []string // steps that must end, however
+	Binds   []WorkflowBind
+}
+
+// WorkflowBind makes payload key Param take step From's result.
+type WorkflowBind struct {
+	Param string `json:"param"`
+	From  string `json:"from"`
+}
+
+// WorkflowFilter selects workflows to list. Zero fields do not filter.
+type WorkflowFilter struct {
+	Status string
+	Name   string
+	Limit  int   // 0 means 100
+	Before int64 // only workflows with a smaller ID (per shard: smaller sequence)
+}
+
+// MaxRows returns the listing's row limit (100 when Limit is not
+// positive).
+func (p WorkflowFilter) MaxRows() int {
+	if p.Limit <= 0 {
+		return 100
+	}
+	return p.Limit
+}
+
+// WorkflowRecord is a stored workflow.
+type WorkflowRecord struct {
+	ID         int64
+	Name       string
+	Status     string
+	CreatedAt  time.Time
+	FinishedAt time.Time
+	Steps      []WorkflowStepRecord // nil in listings
+}
+
+// WorkflowStepRecord is one stored step.
+type WorkflowStepRecord struct {
+	Name    string
+	Task    string
+	JobID   JobID
+	State   string // StepWaiting, StepReady, or the status it ended with
+	Job     Status // the job's current status ("" if its row is gone)
+	After   []string
+	Settled []string
+	Binds   []WorkflowBind
+	Reason  string
+}
+
+// StepOutput is what StepResult returns.
+type StepOutput struct {
+	// InWorkflow is false when job is not a workflow step (the other
+	// fields are then empty).
+	InWorkflow bool
+	// Known is false when the workflow has no step of that name.
+	Known bool
+	// State is the step's state; Result its stored result (nil if it
+	// returned none, or has not completed).
+	State  string
+	Result json.RawMessage
+}
