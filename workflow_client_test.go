@@ -13,15 +13,18 @@ import (
 
 // workflowBackends runs fn on SQLite and, when it is reachable, on
 // PostgreSQL, with a worker client running handlers.
-func workflowBackends(t *testing.T, handlers []Handler, fn func(t *testing.T, b *testBundle)) {
+// Each backend gets its own handlers (mk), recording to its own rec.
+func workflowBackends(t *testing.T, mk func(rec *wfRecorder) []Handler, fn func(t *testing.T, b *testBundle, rec *wfRecorder)) {
 	t.Run("SQLite", func(t *testing.T) {
 		t.Parallel()
-		fn(t, setup(t, Config{Shards: 3, Handlers: handlers, HeartbeatInterval: 50 * time.Millisecond}))
+		rec := &wfRecorder{}
+		fn(t, setup(t, Config{Shards: 3, Handlers: mk(rec), HeartbeatInterval: 50 * time.Millisecond}), rec)
 	})
 	t.Run("PostgreSQL", func(t *testing.T) {
 		t.Parallel()
 		dsn := pgTestDSN(t)
-		fn(t, setup(t, Config{DSN: dsn, Schema: pgTestSchema(t, dsn), Handlers: handlers, HeartbeatInterval: 50 * time.Millisecond}))
+		rec := &wfRecorder{}
+		fn(t, setup(t, Config{DSN: dsn, Schema: pgTestSchema(t, dsn), Handlers: mk(rec), HeartbeatInterval: 50 * time.Millisecond}), rec)
 	})
 }
 
@@ -58,33 +61,34 @@ func (r *wfRecorder) list() []string {
 
 func TestWorkflow_RunsInOrderAndPassesResults(t *testing.T) {
 	t.Parallel()
-	rec := &wfRecorder{}
-	handlers := []Handler{
-		DefineResult("wf.Charge", TaskOptions{}, func(ctx context.Context, a wfCharge) (wfReceipt, error) {
-			rec.add("charge")
-			return wfReceipt{No: a.Amount * 2}, nil
-		}),
-		Define("wf.Ship", TaskOptions{}, func(ctx context.Context, a struct{}) error {
-			var r wfReceipt
-			if err := StepResult(ctx, "charge", &r); err != nil {
-				return Permanent(err)
-			}
-			rec.add("ship:" + itoa(r.No))
-			return nil
-		}),
-		DefineResult("wf.Mail", TaskOptions{}, func(ctx context.Context, a wfMail) (string, error) {
-			var s struct{}
-			if err := StepResult(ctx, "ship", &s); !errors.Is(err, ErrNoStepResult) {
-				return "", Permanent(errors.New("StepResult of a step without result: " + errString(err)))
-			}
-			if err := StepResult(ctx, "nope", &s); !errors.Is(err, ErrInvalidWorkflow) {
-				return "", Permanent(errors.New("StepResult of an unknown step: " + errString(err)))
-			}
-			rec.add("mail:" + a.To + ":" + itoa(a.Receipt.No))
-			return "sent", nil
-		}),
+	handlers := func(rec *wfRecorder) []Handler {
+		return []Handler{
+			DefineResult("wf.Charge", TaskOptions{}, func(ctx context.Context, a wfCharge) (wfReceipt, error) {
+				rec.add("charge")
+				return wfReceipt{No: a.Amount * 2}, nil
+			}),
+			Define("wf.Ship", TaskOptions{}, func(ctx context.Context, a struct{}) error {
+				var r wfReceipt
+				if err := StepResult(ctx, "charge", &r); err != nil {
+					return Permanent(err)
+				}
+				rec.add("ship:" + itoa(r.No))
+				return nil
+			}),
+			DefineResult("wf.Mail", TaskOptions{}, func(ctx context.Context, a wfMail) (string, error) {
+				var s struct{}
+				if err := StepResult(ctx, "ship", &s); !errors.Is(err, ErrNoStepResult) {
+					return "", Permanent(errors.New("StepResult of a step without result: " + errString(err)))
+				}
+				if err := StepResult(ctx, "nope", &s); !errors.Is(err, ErrInvalidWorkflow) {
+					return "", Permanent(errors.New("StepResult of an unknown step: " + errString(err)))
+				}
+				rec.add("mail:" + a.To + ":" + itoa(a.Receipt.No))
+				return "sent", nil
+			}),
+		}
 	}
-	workflowBackends(t, handlers, func(t *testing.T, b *testBundle) {
+	workflowBackends(t, handlers, func(t *testing.T, b *testBundle, rec *wfRecorder) {
 		ctx := b.ctx
 		evs := collect(b.c, EventWorkflowCompleted, EventWorkflowFailed)
 		wf := NewWorkflow("order-42")
@@ -155,22 +159,23 @@ func TestWorkflow_RunsInOrderAndPassesResults(t *testing.T) {
 
 func TestWorkflow_FailureCancelsDependents(t *testing.T) {
 	t.Parallel()
-	rec := &wfRecorder{}
-	handlers := []Handler{
-		Define("wf.Boom", TaskOptions{MaxRetries: Ptr(0)}, func(ctx context.Context, a struct{}) error {
-			rec.add("boom")
-			return errors.New("card declined")
-		}),
-		Define("wf.Never", TaskOptions{}, func(ctx context.Context, a struct{}) error {
-			rec.add("never")
-			return nil
-		}),
-		Define("wf.Cleanup", TaskOptions{}, func(ctx context.Context, a struct{}) error {
-			rec.add("cleanup")
-			return nil
-		}),
+	handlers := func(rec *wfRecorder) []Handler {
+		return []Handler{
+			Define("wf.Boom", TaskOptions{MaxRetries: Ptr(0)}, func(ctx context.Context, a struct{}) error {
+				rec.add("boom")
+				return errors.New("card declined")
+			}),
+			Define("wf.Never", TaskOptions{}, func(ctx context.Context, a struct{}) error {
+				rec.add("never")
+				return nil
+			}),
+			Define("wf.Cleanup", TaskOptions{}, func(ctx context.Context, a struct{}) error {
+				rec.add("cleanup")
+				return nil
+			}),
+		}
 	}
-	workflowBackends(t, handlers, func(t *testing.T, b *testBundle) {
+	workflowBackends(t, handlers, func(t *testing.T, b *testBundle, rec *wfRecorder) {
 		ctx := b.ctx
 		evs := collect(b.c, EventWorkflowCompleted, EventWorkflowFailed)
 		wf := NewWorkflow("fail")
@@ -213,20 +218,33 @@ func TestWorkflow_FailureCancelsDependents(t *testing.T) {
 
 func TestWorkflow_Cancel(t *testing.T) {
 	t.Parallel()
-	started := make(chan struct{}, 4)
-	causes := make(chan error, 4)
-	handlers := []Handler{
-		Define("wf.Block", TaskOptions{}, func(ctx context.Context, a struct{}) error {
-			started <- struct{}{}
-			<-ctx.Done()
-			causes <- context.Cause(ctx)
-			return ctx.Err()
-		}),
-		Define("wf.Never2", TaskOptions{}, func(ctx context.Context, a struct{}) error {
-			return errors.New("must not run")
-		}),
+	type chans struct {
+		started chan struct{}
+		causes  chan error
 	}
-	workflowBackends(t, handlers, func(t *testing.T, b *testBundle) {
+	var mu sync.Mutex
+	byRec := map[*wfRecorder]chans{}
+	handlers := func(rec *wfRecorder) []Handler {
+		started, causes := make(chan struct{}, 4), make(chan error, 4)
+		mu.Lock()
+		byRec[rec] = chans{started, causes}
+		mu.Unlock()
+		return []Handler{
+			Define("wf.Block", TaskOptions{}, func(ctx context.Context, a struct{}) error {
+				started <- struct{}{}
+				<-ctx.Done()
+				causes <- context.Cause(ctx)
+				return ctx.Err()
+			}),
+			Define("wf.Never2", TaskOptions{}, func(ctx context.Context, a struct{}) error {
+				return errors.New("must not run")
+			}),
+		}
+	}
+	workflowBackends(t, handlers, func(t *testing.T, b *testBundle, rec *wfRecorder) {
+		mu.Lock()
+		started, causes := byRec[rec].started, byRec[rec].causes
+		mu.Unlock()
 		ctx := b.ctx
 		evs := collect(b.c, EventWorkflowCompleted, EventWorkflowFailed)
 		wf := NewWorkflow("cancel-me")

@@ -145,3 +145,87 @@ type StepOutput struct {
 	State  string
 	Result json.RawMessage
 }
+
+// WorkflowStepRow is one step row as the stores write it (through a JSON
+// array their insert statement unpacks).
+type WorkflowStepRow struct {
+	Job     int64          `json:"j"`
+	Pos     int            `json:"p"`
+	Name    string         `json:"n"`
+	Task    string         `json:"t"`
+	After   []string       `json:"a"`
+	Settled []string       `json:"s"`
+	Binds   []WorkflowBind `json:"b"`
+	Waits   int            `json:"w"`
+	RunAt   string         `json:"r"` // the run-at time (TimeLayout) of a waiting step, "" for none
+}
+
+// WorkflowRows resolves the steps' dependencies to their jobs' row ids
+// (ids[i] is step i's job): the step rows, the (dependency, dependent,
+// settled 0/1) edges, the (dependency, dependent, key) bindings and the
+// ids of the steps that wait.
+func WorkflowRows(p *WorkflowParams, ids []JobID) (steps []WorkflowStepRow, edges [][3]any, binds [][3]any, waiting []int64) {
+	byName := make(map[string]int64, len(p.Steps))
+	for i, st := range p.Steps {
+		byName[st.Name] = ids[i].Seq()
+	}
+	steps = make([]WorkflowStepRow, len(p.Steps))
+	for i, st := range p.Steps {
+		deps := StepDeps(st)
+		job := ids[i].Seq()
+		for _, d := range deps {
+			settled := 0
+			if d.Settled {
+				settled = 1
+			}
+			edges = append(edges, [3]any{byName[d.Name], job, settled})
+		}
+		for _, b := range st.Binds {
+			binds = append(binds, [3]any{byName[b.From], job, b.Param})
+		}
+		row := WorkflowStepRow{Job: job, Pos: i, Name: st.Name, Task: st.Job.Task, After: st.After, Settled: st.Settled,
+			Binds: st.Binds, Waits: len(deps)}
+		if len(deps) > 0 {
+			waiting = append(waiting, job)
+			if st.Job.RunAt.After(st.Job.Now) {
+				row.RunAt = FormatTime(st.Job.RunAt)
+			}
+		}
+		steps[i] = row
+	}
+	return steps, edges, binds, waiting
+}
+
+// StepDep is one dependency of a step: Settled when the step runs however
+// it ends (named only by AfterSettled).
+type StepDep struct {
+	Name    string
+	Settled bool
+}
+
+// StepDeps returns each step st waits for once: After and Bind names are
+// hard dependencies, AfterSettled names not also among them settled ones.
+func StepDeps(st WorkflowStepParams) []StepDep {
+	var out []StepDep
+	seen := map[string]int{}
+	add := func(n string, settled bool) {
+		if k, ok := seen[n]; ok {
+			if !settled {
+				out[k].Settled = false
+			}
+			return
+		}
+		seen[n] = len(out)
+		out = append(out, StepDep{Name: n, Settled: settled})
+	}
+	for _, n := range st.After {
+		add(n, false)
+	}
+	for _, b := range st.Binds {
+		add(b.From, false)
+	}
+	for _, n := range st.Settled {
+		add(n, true)
+	}
+	return out
+}

@@ -16,20 +16,6 @@ import (
 
 var _ store.WorkflowStore = (*Store)(nil)
 
-// wfStepRow is one qm_wf_steps row as InsertWorkflow writes it (through
-// json_each).
-type wfStepRow struct {
-	Job     int64                `json:"j"`
-	Pos     int                  `json:"p"`
-	Name    string               `json:"n"`
-	Task    string               `json:"t"`
-	After   []string             `json:"a"`
-	Settled []string             `json:"s"`
-	Binds   []store.WorkflowBind `json:"b"`
-	Waits   int                  `json:"w"`
-	RunAt   string               `json:"r"`
-}
-
 const (
 	sqlWfInsertSteps = `INSERT INTO qm_wf_steps (job_id, wf_id, pos, name, task, deps_after, deps_settled, binds, waits, state, run_at)
 		SELECT e.value ->> 'j', ?1, e.value ->> 'p', e.value ->> 'n', nullif(e.value ->> 't', ''),
@@ -77,7 +63,7 @@ func (s *Store) InsertWorkflow(ctx context.Context, p *store.WorkflowParams) (in
 		if err := insertJobs(ctx, tx, counts, sh, jobs, idxs, ids, ""); err != nil {
 			return err
 		}
-		steps, edges, binds, waiting := workflowRows(p, ids)
+		steps, edges, binds, waiting := store.WorkflowRows(p, ids)
 		all := idList(len(ids), func(k int) int64 { return ids[k].Seq() })
 		w := idList(len(waiting), func(k int) int64 { return waiting[k] })
 		if _, err := tx.ExecContext(ctx, sqlWfMark, wf, all, w); err != nil {
@@ -108,71 +94,6 @@ func (s *Store) InsertWorkflow(ctx context.Context, p *store.WorkflowParams) (in
 		return 0, nil, err
 	}
 	return int64(store.NewJobID(sh.idx, wf)), ids, nil
-}
-
-// workflowRows resolves the steps' dependencies to their jobs' row ids:
-// the step rows, the (dependency, dependent, settled) edges, the
-// (dependency, dependent, key) bindings and the waiting steps' ids.
-func workflowRows(p *store.WorkflowParams, ids []store.JobID) (steps []wfStepRow, edges [][3]any, binds [][3]any, waiting []int64) {
-	byName := make(map[string]int64, len(p.Steps))
-	for i, st := range p.Steps {
-		byName[st.Name] = ids[i].Seq()
-	}
-	steps = make([]wfStepRow, len(p.Steps))
-	for i, st := range p.Steps {
-		deps := StepDeps(st)
-		job := ids[i].Seq()
-		for _, d := range deps {
-			edges = append(edges, [3]any{byName[d.Name], job, boolInt(d.Settled)})
-		}
-		for _, b := range st.Binds {
-			binds = append(binds, [3]any{byName[b.From], job, b.Param})
-		}
-		row := wfStepRow{Job: job, Pos: i, Name: st.Name, Task: st.Job.Task, After: st.After, Settled: st.Settled,
-			Binds: st.Binds, Waits: len(deps)}
-		if len(deps) > 0 {
-			waiting = append(waiting, job)
-			if st.Job.RunAt.After(st.Job.Now) {
-				row.RunAt = store.FormatTime(st.Job.RunAt)
-			}
-		}
-		steps[i] = row
-	}
-	return steps, edges, binds, waiting
-}
-
-// StepDep is one dependency of a step: Settled when the step runs however
-// it ends (named only by AfterSettled).
-type StepDep struct {
-	Name    string
-	Settled bool
-}
-
-// StepDeps returns each step st waits for once: After and Bind names are
-// hard dependencies, AfterSettled names not also among them settled ones.
-func StepDeps(st store.WorkflowStepParams) []StepDep {
-	var out []StepDep
-	seen := map[string]int{}
-	add := func(n string, settled bool) {
-		if k, ok := seen[n]; ok {
-			if !settled {
-				out[k].Settled = false
-			}
-			return
-		}
-		seen[n] = len(out)
-		out = append(out, StepDep{Name: n, Settled: settled})
-	}
-	for _, n := range st.After {
-		add(n, false)
-	}
-	for _, b := range st.Binds {
-		add(b.From, false)
-	}
-	for _, n := range st.Settled {
-		add(n, true)
-	}
-	return out
 }
 
 const wfColumns = `id, name, status, created_at, finished_at`
