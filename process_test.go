@@ -107,6 +107,8 @@ func childMain() int {
 		}
 	case "sched":
 		return schedChild(dir, shards, os.Stdin, say)
+	case "probe":
+		return probeChild(ctx, dir, shards, say)
 	case "wfchaos":
 		return wfChaosChild(ctx, dir, shards, say) // workflow_chaos_test.go
 	default:

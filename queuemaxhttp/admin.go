@@ -71,7 +71,7 @@ type Options struct {
 //	GET  /tasks                              {"tasks": [...]}: counts per task by status and shard
 //	GET  /throughput                         completed, failed and retried jobs per 5s step, last 10 minutes
 //	GET  /workers                            {"workers": [WorkerInfo...]}: the live worker registry
-//	GET  /breakers                           {"breakers": [...]}: the task circuit breakers of a running worker
+//	GET  /breakers                           {"breakers": [...]}: the tasks' circuit breakers as stored (shared by every process)
 //	GET  /queues                             {"queues": [QueueInfo...]}: counts and paused state per queue
 //	GET  /info                               what the dashboard may offer (read_only, protect_reads, shards)
 //	GET  /ui/                                the dashboard, a web page over these endpoints (its
