@@ -71,6 +71,52 @@ func (w *wfStmts) close() {
 	w.m = nil
 }
 
+// wfStepRowsMax is the largest workflow whose step rows are one
+// multi-row INSERT of bound values (11 per row, well within SQLite's
+// variable limit); larger ones go through json_each.
+const wfStepRowsMax = 256
+
+// stepRowsSQL returns the INSERT of n step rows.
+func stepRowsSQL(n int) string {
+	row := "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+	return `INSERT INTO qm_wf_steps (job_id, wf_id, pos, name, task, deps_after, deps_settled, binds, waits, state, run_at) VALUES ` +
+		strings.TrimSuffix(strings.Repeat(row+", ", n), ", ")
+}
+
+// insertStepRows writes the step rows: bound values for a workflow of up
+// to wfStepRowsMax steps (no JSON to unpack per column), json_each beyond.
+func insertStepRows(ctx context.Context, tx *sql.Tx, sh *shardDB, wf int64, steps []store.WorkflowStepRow) error {
+	if len(steps) > wfStepRowsMax {
+		b, err := json.Marshal(steps)
+		if err != nil {
+			return err
+		}
+		_, err = sh.wexec(ctx, tx, sqlWfInsertSteps, wf, string(b))
+		return err
+	}
+	args := make([]any, 0, 11*len(steps))
+	list := func(v any) any {
+		b, _ := json.Marshal(v)
+		return string(b)
+	}
+	for _, st := range steps {
+		state := store.StepReady
+		if st.Waits > 0 {
+			state = store.StepWaiting
+		}
+		var task, runAt any
+		if st.Task != "" {
+			task = st.Task
+		}
+		if st.RunAt != "" {
+			runAt = st.RunAt
+		}
+		args = append(args, st.Job, wf, st.Pos, st.Name, task, list(st.After), list(st.Settled), list(st.Binds), st.Waits, state, runAt)
+	}
+	_, err := sh.wexec(ctx, tx, stepRowsSQL(len(steps)), args...)
+	return err
+}
+
 // wfWriterStmts are the statements InsertWorkflow prepares on the writer.
 var wfWriterStmts = []string{sqlWfInsert, sqlWfMark, sqlWfInsertSteps, sqlWfInsertEdges, sqlWfInsertBinds}
 
@@ -130,6 +176,11 @@ func (s *Store) InsertWorkflow(ctx context.Context, p *store.WorkflowParams) (in
 	if err := sh.wprepare(ctx); err != nil {
 		return 0, nil, err
 	}
+	if len(p.Steps) <= wfStepRowsMax {
+		if _, err := sh.wf.stmt(ctx, sh.w, stepRowsSQL(len(p.Steps))); err != nil {
+			return 0, nil, err
+		}
+	}
 	err = sh.commit.do(ctx, func(ctx context.Context, tx *sql.Tx, counts *groupCounts) error {
 		res, err := sh.wexec(ctx, tx, sqlWfInsert,
 			p.Name, len(p.Steps), len(p.Steps), store.FormatTime(p.Now))
@@ -148,11 +199,7 @@ func (s *Store) InsertWorkflow(ctx context.Context, p *store.WorkflowParams) (in
 		if _, err := sh.wexec(ctx, tx, sqlWfMark, wf, all, w); err != nil {
 			return err
 		}
-		b, err := json.Marshal(steps)
-		if err != nil {
-			return err
-		}
-		if _, err := sh.wexec(ctx, tx, sqlWfInsertSteps, wf, string(b)); err != nil {
+		if err := insertStepRows(ctx, tx, sh, wf, steps); err != nil {
 			return fmt.Errorf("shard %d: insert workflow steps: %w", sh.idx, err)
 		}
 		if len(edges) > 0 {
