@@ -70,8 +70,25 @@ func (w *wfStmts) close() {
 // variable limit); larger ones go through json_each.
 const wfStepRowsMax = 256
 
+// wfSQLCache holds stepRowsSQL and stepJobsSQL by row count, built once.
+var wfSQLCache sync.Map // int -> *[2]string
+
+func wfSQL(n int) *[2]string {
+	if v, ok := wfSQLCache.Load(n); ok {
+		return v.(*[2]string)
+	}
+	v, _ := wfSQLCache.LoadOrStore(n, &[2]string{buildStepRowsSQL(n), buildStepJobsSQL(n)})
+	return v.(*[2]string)
+}
+
 // stepRowsSQL returns the INSERT of n step rows.
-func stepRowsSQL(n int) string {
+func stepRowsSQL(n int) string { return wfSQL(n)[0] }
+
+// stepJobsSQL returns the INSERT of n steps' job rows: insertColumns and
+// the workflow.
+func stepJobsSQL(n int) string { return wfSQL(n)[1] }
+
+func buildStepRowsSQL(n int) string {
 	row := "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 	return `INSERT INTO qm_wf_steps (job_id, wf_id, pos, name, task, deps_after, deps_settled, binds, waits, state, run_at) VALUES ` +
 		strings.TrimSuffix(strings.Repeat(row+", ", n), ", ")
@@ -121,9 +138,7 @@ func insertStepRows(ctx context.Context, tx *sql.Tx, sh *shardDB, wf int64, step
 	return err
 }
 
-// stepJobsSQL returns the INSERT of n steps' job rows: insertColumns and
-// the workflow.
-func stepJobsSQL(n int) string {
+func buildStepJobsSQL(n int) string {
 	row := "(" + strings.Repeat("?, ", len(insertColumns)) + "?)"
 	return `INSERT INTO fila (` + insertNames + `, wf_id) VALUES ` + strings.TrimSuffix(strings.Repeat(row+", ", n), ", ")
 }
