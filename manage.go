@@ -283,6 +283,7 @@ func (c *Client) Jobs(ctx context.Context, p ListParams) ([]*Job, error) {
 	}
 	jobs, err := c.st.Jobs(ctx, sp)
 	if err == nil {
+		c.fillLimitHeld(ctx, jobs)
 		c.fillHeld(ctx, jobs)
 	}
 	return jobs, err
@@ -350,6 +351,9 @@ type Stats struct {
 	// Queues lists the queues with their counts and paused state (see
 	// Client.Queues).
 	Queues []QueueInfo `json:"queues,omitempty"`
+	// GlobalLimits lists the global limits of this client's tasks and of
+	// the queues, with their use over every process (see GlobalLimits).
+	GlobalLimits []GlobalLimitInfo `json:"global_limits,omitempty"`
 	// Workflows counts the stored workflows by status (see
 	// Client.EnqueueWorkflow).
 	Workflows WorkflowCounts `json:"workflows"`
@@ -414,6 +418,9 @@ func (c *Client) Stats(ctx context.Context) (Stats, error) {
 		errs = append(errs, err)
 	} else {
 		s.Queues = qs
+	}
+	if s.GlobalLimits, err = c.globalLimits(ctx); err != nil {
+		errs = append(errs, err)
 	}
 	if err := c.fillWorkflowCounts(ctx, &s); err != nil { // workflow_client.go
 		errs = append(errs, err)

@@ -104,6 +104,8 @@ func (b *bench) run(ctx context.Context, chosen []string) *Report {
 				err = b.procs(ctx)
 			case "idle":
 				err = b.idle(ctx)
+			case "limits":
+				err = b.limits(ctx)
 			case "workflow":
 				err = b.workflow(ctx)
 			}
@@ -129,6 +131,8 @@ func (b *bench) run(ctx context.Context, chosen []string) *Report {
 			err = b.procs(ctx)
 		case name == "idle":
 			err = b.idle(ctx)
+		case name == "limits":
+			err = b.limits(ctx)
 		case name == "workflow":
 			err = b.workflow(ctx)
 		}

@@ -54,6 +54,7 @@ var areas = []struct {
 	{"Admin", testAdminArea},
 	{"Periodic", testPeriodicArea},
 	{"Breakers", testBreakersArea},
+	{"Limits", testLimitsArea},
 	{"Workflow", testWorkflowArea},
 }
 
