@@ -211,6 +211,33 @@ func (t CallWebhookTask) Call(ctx context.Context, url string, body map[string]s
 	return queuemax.Call(ctx, callWebhookOptions, callWebhookFunc, CallWebhookArgs{URL: url, Body: body})
 }
 
+// Step adds a CallWebhook step named stepName to wf and returns it:
+// later steps wait for it with queuemax.After(ref.Name()). Its task
+// returns no result to bind.
+//
+// Each parameter is a value, queuemax.Value(v), or the result of an
+// earlier step whose task returns the parameter's type, queuemax.From(ref),
+// which makes this step wait for that one; a result of another type does
+// not compile.
+//
+// The step's job takes the handle's defaults and With overrides. An error
+// (a duplicate step name, an unbound handle) is kept by wf and returned by
+// [queuemax.Client.EnqueueWorkflow].
+func (t CallWebhookTask) Step(wf *queuemax.Workflow, stepName string, url queuemax.Input[string], body queuemax.Input[map[string]string], stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	var args CallWebhookArgs
+	stepOpts = append([]queuemax.StepOption{
+		url.Into(&args.URL, "url"),
+		body.Into(&args.Body, "body"),
+	}, stepOpts...)
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, args, stepOpts...)
+}
+
+// StepArgs adds a CallWebhook step named stepName with payload args
+// to wf, every parameter a value, and returns it (see Step).
+func (t CallWebhookTask) StepArgs(wf *queuemax.Workflow, stepName string, args CallWebhookArgs, stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, args, stepOpts...)
+}
+
 // CallWebhook must keep the signature this file was generated from (webhook.go):
 // after changing it, run go generate.
 var _ func(context.Context, string, map[string]string) error = CallWebhook
@@ -333,6 +360,17 @@ func (t CleanupOldDataTask) With(o queuemax.Opts) CleanupOldDataTask {
 // works on an unbound handle; the periodic task's timeout bounds ctx.
 func (t CleanupOldDataTask) Call(ctx context.Context) error {
 	return queuemax.Call(ctx, cleanupOldDataOptions, cleanupOldDataFunc, CleanupOldDataArgs{})
+}
+
+// Step adds a CleanupOldData step named stepName to wf and returns it:
+// later steps wait for it with queuemax.After(ref.Name()). Its task
+// returns no result to bind.
+//
+// The step's job takes the handle's defaults and With overrides. An error
+// (a duplicate step name, an unbound handle) is kept by wf and returned by
+// [queuemax.Client.EnqueueWorkflow].
+func (t CleanupOldDataTask) Step(wf *queuemax.Workflow, stepName string, stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, CleanupOldDataArgs{}, stepOpts...)
 }
 
 // CleanupOldData must keep the signature this file was generated from (cleanup.go):
@@ -492,6 +530,33 @@ func (t GenerateReportTask) Result(ctx context.Context, id queuemax.JobID) (Repo
 	return queuemax.Result[Report](ctx, t.Client(), id)
 }
 
+// Step adds a GenerateReport step named stepName to wf and returns it:
+// later steps wait for it with queuemax.After(ref.Name()) and bind its
+// result to a parameter with queuemax.From(ref).
+//
+// Each parameter is a value, queuemax.Value(v), or the result of an
+// earlier step whose task returns the parameter's type, queuemax.From(ref),
+// which makes this step wait for that one; a result of another type does
+// not compile.
+//
+// The step's job takes the handle's defaults and With overrides. An error
+// (a duplicate step name, an unbound handle) is kept by wf and returned by
+// [queuemax.Client.EnqueueWorkflow].
+func (t GenerateReportTask) Step(wf *queuemax.Workflow, stepName string, userID queuemax.Input[int64], month queuemax.Input[string], stepOpts ...queuemax.StepOption) queuemax.StepRef[Report] {
+	var args GenerateReportArgs
+	stepOpts = append([]queuemax.StepOption{
+		userID.Into(&args.UserID, "user_id"),
+		month.Into(&args.Month, "month"),
+	}, stepOpts...)
+	return queuemax.AddStep[Report](wf, t.task, stepName, args, stepOpts...)
+}
+
+// StepArgs adds a GenerateReport step named stepName with payload args
+// to wf, every parameter a value, and returns it (see Step).
+func (t GenerateReportTask) StepArgs(wf *queuemax.Workflow, stepName string, args GenerateReportArgs, stepOpts ...queuemax.StepOption) queuemax.StepRef[Report] {
+	return queuemax.AddStep[Report](wf, t.task, stepName, args, stepOpts...)
+}
+
 // GenerateReport must keep the signature this file was generated from (report.go):
 // after changing it, run go generate.
 var _ func(context.Context, int64, string) (Report, error) = GenerateReport
@@ -615,6 +680,17 @@ func (t PingMonitorTask) With(o queuemax.Opts) PingMonitorTask {
 // works on an unbound handle; the periodic task's timeout bounds ctx.
 func (t PingMonitorTask) Call(ctx context.Context) error {
 	return queuemax.Call(ctx, pingMonitorOptions, pingMonitorFunc, PingMonitorArgs{})
+}
+
+// Step adds a PingMonitor step named stepName to wf and returns it:
+// later steps wait for it with queuemax.After(ref.Name()). Its task
+// returns no result to bind.
+//
+// The step's job takes the handle's defaults and With overrides. An error
+// (a duplicate step name, an unbound handle) is kept by wf and returned by
+// [queuemax.Client.EnqueueWorkflow].
+func (t PingMonitorTask) Step(wf *queuemax.Workflow, stepName string, stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, PingMonitorArgs{}, stepOpts...)
 }
 
 // PingMonitor must keep the signature this file was generated from (monitor.go):
@@ -767,6 +843,33 @@ func (t SendEmailTask) With(o queuemax.Opts) SendEmailTask {
 // works on an unbound handle; the task's timeout bounds ctx.
 func (t SendEmailTask) Call(ctx context.Context, to string, subject string) error {
 	return queuemax.Call(ctx, sendEmailOptions, sendEmailFunc, SendEmailArgs{To: to, Subject: subject})
+}
+
+// Step adds a SendEmail step named stepName to wf and returns it:
+// later steps wait for it with queuemax.After(ref.Name()). Its task
+// returns no result to bind.
+//
+// Each parameter is a value, queuemax.Value(v), or the result of an
+// earlier step whose task returns the parameter's type, queuemax.From(ref),
+// which makes this step wait for that one; a result of another type does
+// not compile.
+//
+// The step's job takes the handle's defaults and With overrides. An error
+// (a duplicate step name, an unbound handle) is kept by wf and returned by
+// [queuemax.Client.EnqueueWorkflow].
+func (t SendEmailTask) Step(wf *queuemax.Workflow, stepName string, to queuemax.Input[string], subject queuemax.Input[string], stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	var args SendEmailArgs
+	stepOpts = append([]queuemax.StepOption{
+		to.Into(&args.To, "to"),
+		subject.Into(&args.Subject, "subject"),
+	}, stepOpts...)
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, args, stepOpts...)
+}
+
+// StepArgs adds a SendEmail step named stepName with payload args
+// to wf, every parameter a value, and returns it (see Step).
+func (t SendEmailTask) StepArgs(wf *queuemax.Workflow, stepName string, args SendEmailArgs, stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, args, stepOpts...)
 }
 
 // SendEmail must keep the signature this file was generated from (email.go):

@@ -151,6 +151,17 @@ func (t PingTask) Call(ctx context.Context) error {
 	return queuemax.Call(ctx, pingOptions, pingFunc, PingArgs{})
 }
 
+// Step adds a Ping step named stepName to wf and returns it:
+// later steps wait for it with queuemax.After(ref.Name()). Its task
+// returns no result to bind.
+//
+// The step's job takes the handle's defaults and With overrides. An error
+// (a duplicate step name, an unbound handle) is kept by wf and returned by
+// [queuemax.Client.EnqueueWorkflow].
+func (t PingTask) Step(wf *queuemax.Workflow, stepName string, stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, PingArgs{}, stepOpts...)
+}
+
 // Ping must keep the signature this file was generated from (ping.go):
 // after changing it, run go generate.
 var _ func(context.Context) error = Ping

@@ -185,6 +185,33 @@ func (t BlankTask) Call(ctx context.Context, HTTPServer string, page_size int) e
 	return queuemax.Call(ctx, blankOptions, blankFunc, BlankArgs{HTTPServer: HTTPServer, PageSize: page_size})
 }
 
+// Step adds a Blank step named stepName to wf and returns it:
+// later steps wait for it with queuemax.After(ref.Name()). Its task
+// returns no result to bind.
+//
+// Each parameter is a value, queuemax.Value(v), or the result of an
+// earlier step whose task returns the parameter's type, queuemax.From(ref),
+// which makes this step wait for that one; a result of another type does
+// not compile.
+//
+// The step's job takes the handle's defaults and With overrides. An error
+// (a duplicate step name, an unbound handle) is kept by wf and returned by
+// [queuemax.Client.EnqueueWorkflow].
+func (t BlankTask) Step(wf *queuemax.Workflow, stepName string, HTTPServer queuemax.Input[string], page_size queuemax.Input[int], stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	var args BlankArgs
+	stepOpts = append([]queuemax.StepOption{
+		HTTPServer.Into(&args.HTTPServer, "http_server"),
+		page_size.Into(&args.PageSize, "page_size"),
+	}, stepOpts...)
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, args, stepOpts...)
+}
+
+// StepArgs adds a Blank step named stepName with payload args
+// to wf, every parameter a value, and returns it (see Step).
+func (t BlankTask) StepArgs(wf *queuemax.Workflow, stepName string, args BlankArgs, stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, args, stepOpts...)
+}
+
 // Blank must keep the signature this file was generated from (names.go):
 // after changing it, run go generate.
 var _ func(context.Context, string, int) error = Blank
@@ -363,6 +390,37 @@ func (t RawTask) Call(ctx context.Context, raw json.RawMessage, pair [2]int, opt
 	return queuemax.Call(ctx, rawOptions, rawFunc, RawArgs{Raw: raw, Pair: pair, Opts: opts})
 }
 
+// Step adds a Raw step named stepName to wf and returns it:
+// later steps wait for it with queuemax.After(ref.Name()). Its task
+// returns no result to bind.
+//
+// Each parameter is a value, queuemax.Value(v), or the result of an
+// earlier step whose task returns the parameter's type, queuemax.From(ref),
+// which makes this step wait for that one; a result of another type does
+// not compile.
+//
+// The step's job takes the handle's defaults and With overrides. An error
+// (a duplicate step name, an unbound handle) is kept by wf and returned by
+// [queuemax.Client.EnqueueWorkflow].
+func (t RawTask) Step(wf *queuemax.Workflow, stepName string, raw queuemax.Input[json.RawMessage], pair queuemax.Input[[2]int], opts queuemax.Input[struct {
+	Verbose bool `json:"verbose,omitempty"`
+	Level   int
+}], stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	var args RawArgs
+	stepOpts = append([]queuemax.StepOption{
+		raw.Into(&args.Raw, "raw"),
+		pair.Into(&args.Pair, "pair"),
+		opts.Into(&args.Opts, "opts"),
+	}, stepOpts...)
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, args, stepOpts...)
+}
+
+// StepArgs adds a Raw step named stepName with payload args
+// to wf, every parameter a value, and returns it (see Step).
+func (t RawTask) StepArgs(wf *queuemax.Workflow, stepName string, args RawArgs, stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, args, stepOpts...)
+}
+
 // Raw must keep the signature this file was generated from (names.go):
 // after changing it, run go generate.
 var _ func(context.Context, json.RawMessage, [2]int, struct {
@@ -516,6 +574,38 @@ func (t ScheduleTask) With(o queuemax.Opts) ScheduleTask {
 // works on an unbound handle; the task's timeout bounds ctx.
 func (t ScheduleTask) Call(ctx context.Context, ctx_ string, at_ time.Time, d_ time.Duration, args_ []string, t_ int, queuemax_ bool, tx_ string) error {
 	return queuemax.Call(ctx, scheduleOptions, scheduleFunc, ScheduleArgs{Ctx: ctx_, At: at_, D: d_, Args: args_, T: t_, Queuemax: queuemax_, Tx: tx_})
+}
+
+// Step adds a Schedule step named stepName to wf and returns it:
+// later steps wait for it with queuemax.After(ref.Name()). Its task
+// returns no result to bind.
+//
+// Each parameter is a value, queuemax.Value(v), or the result of an
+// earlier step whose task returns the parameter's type, queuemax.From(ref),
+// which makes this step wait for that one; a result of another type does
+// not compile.
+//
+// The step's job takes the handle's defaults and With overrides. An error
+// (a duplicate step name, an unbound handle) is kept by wf and returned by
+// [queuemax.Client.EnqueueWorkflow].
+func (t ScheduleTask) Step(wf *queuemax.Workflow, stepName string, ctx_ queuemax.Input[string], at_ queuemax.Input[time.Time], d_ queuemax.Input[time.Duration], args_ queuemax.Input[[]string], t_ queuemax.Input[int], queuemax_ queuemax.Input[bool], tx_ queuemax.Input[string], stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	var args ScheduleArgs
+	stepOpts = append([]queuemax.StepOption{
+		ctx_.Into(&args.Ctx, "ctx"),
+		at_.Into(&args.At, "at"),
+		d_.Into(&args.D, "d"),
+		args_.Into(&args.Args, "args"),
+		t_.Into(&args.T, "t"),
+		queuemax_.Into(&args.Queuemax, "queuemax"),
+		tx_.Into(&args.Tx, "tx"),
+	}, stepOpts...)
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, args, stepOpts...)
+}
+
+// StepArgs adds a Schedule step named stepName with payload args
+// to wf, every parameter a value, and returns it (see Step).
+func (t ScheduleTask) StepArgs(wf *queuemax.Workflow, stepName string, args ScheduleArgs, stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, args, stepOpts...)
 }
 
 // Schedule must keep the signature this file was generated from (names.go):

@@ -165,6 +165,17 @@ func (t CleanupOldDataTask) Call(ctx context.Context) error {
 	return queuemax.Call(ctx, cleanupOldDataOptions, cleanupOldDataFunc, CleanupOldDataArgs{})
 }
 
+// Step adds a CleanupOldData step named stepName to wf and returns it:
+// later steps wait for it with queuemax.After(ref.Name()). Its task
+// returns no result to bind.
+//
+// The step's job takes the handle's defaults and With overrides. An error
+// (a duplicate step name, an unbound handle) is kept by wf and returned by
+// [queuemax.Client.EnqueueWorkflow].
+func (t CleanupOldDataTask) Step(wf *queuemax.Workflow, stepName string, stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, CleanupOldDataArgs{}, stepOpts...)
+}
+
 // CleanupOldData must keep the signature this file was generated from (cleanup.go):
 // after changing it, run go generate.
 var _ func(context.Context) error = CleanupOldData
@@ -294,6 +305,17 @@ func (t HeartbeatTask) Call(ctx context.Context) (string, error) {
 // [queuemax.ErrJobNotFound] once it is gone.
 func (t HeartbeatTask) Result(ctx context.Context, id queuemax.JobID) (string, error) {
 	return queuemax.Result[string](ctx, t.Client(), id)
+}
+
+// Step adds a Heartbeat step named stepName to wf and returns it:
+// later steps wait for it with queuemax.After(ref.Name()) and bind its
+// result to a parameter with queuemax.From(ref).
+//
+// The step's job takes the handle's defaults and With overrides. An error
+// (a duplicate step name, an unbound handle) is kept by wf and returned by
+// [queuemax.Client.EnqueueWorkflow].
+func (t HeartbeatTask) Step(wf *queuemax.Workflow, stepName string, stepOpts ...queuemax.StepOption) queuemax.StepRef[string] {
+	return queuemax.AddStep[string](wf, t.task, stepName, HeartbeatArgs{}, stepOpts...)
 }
 
 // Heartbeat must keep the signature this file was generated from (cleanup.go):
@@ -440,6 +462,32 @@ func (t NotifyTask) With(o queuemax.Opts) NotifyTask {
 // works on an unbound handle; the task's timeout bounds ctx.
 func (t NotifyTask) Call(ctx context.Context, message string) error {
 	return queuemax.Call(ctx, notifyOptions, notifyFunc, NotifyArgs{Message: message})
+}
+
+// Step adds a Notify step named stepName to wf and returns it:
+// later steps wait for it with queuemax.After(ref.Name()). Its task
+// returns no result to bind.
+//
+// Each parameter is a value, queuemax.Value(v), or the result of an
+// earlier step whose task returns the parameter's type, queuemax.From(ref),
+// which makes this step wait for that one; a result of another type does
+// not compile.
+//
+// The step's job takes the handle's defaults and With overrides. An error
+// (a duplicate step name, an unbound handle) is kept by wf and returned by
+// [queuemax.Client.EnqueueWorkflow].
+func (t NotifyTask) Step(wf *queuemax.Workflow, stepName string, message queuemax.Input[string], stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	var args NotifyArgs
+	stepOpts = append([]queuemax.StepOption{
+		message.Into(&args.Message, "message"),
+	}, stepOpts...)
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, args, stepOpts...)
+}
+
+// StepArgs adds a Notify step named stepName with payload args
+// to wf, every parameter a value, and returns it (see Step).
+func (t NotifyTask) StepArgs(wf *queuemax.Workflow, stepName string, args NotifyArgs, stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, args, stepOpts...)
 }
 
 // Notify must keep the signature this file was generated from (cleanup.go):

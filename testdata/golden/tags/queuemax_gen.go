@@ -177,6 +177,32 @@ func (t InvoiceTask) Call(ctx context.Context, customer string) error {
 	return queuemax.Call(ctx, invoiceOptions, invoiceFunc, InvoiceArgs{Customer: customer})
 }
 
+// Step adds a Invoice step named stepName to wf and returns it:
+// later steps wait for it with queuemax.After(ref.Name()). Its task
+// returns no result to bind.
+//
+// Each parameter is a value, queuemax.Value(v), or the result of an
+// earlier step whose task returns the parameter's type, queuemax.From(ref),
+// which makes this step wait for that one; a result of another type does
+// not compile.
+//
+// The step's job takes the handle's defaults and With overrides. An error
+// (a duplicate step name, an unbound handle) is kept by wf and returned by
+// [queuemax.Client.EnqueueWorkflow].
+func (t InvoiceTask) Step(wf *queuemax.Workflow, stepName string, customer queuemax.Input[string], stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	var args InvoiceArgs
+	stepOpts = append([]queuemax.StepOption{
+		customer.Into(&args.Customer, "customer"),
+	}, stepOpts...)
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, args, stepOpts...)
+}
+
+// StepArgs adds a Invoice step named stepName with payload args
+// to wf, every parameter a value, and returns it (see Step).
+func (t InvoiceTask) StepArgs(wf *queuemax.Workflow, stepName string, args InvoiceArgs, stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, args, stepOpts...)
+}
+
 // Invoice must keep the signature this file was generated from (tasks.go):
 // after changing it, run go generate.
 var _ func(context.Context, string) error = Invoice

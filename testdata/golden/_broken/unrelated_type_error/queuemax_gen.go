@@ -175,6 +175,32 @@ func (t SendEmailTask) Call(ctx context.Context, to string) error {
 	return queuemax.Call(ctx, sendEmailOptions, sendEmailFunc, SendEmailArgs{To: to})
 }
 
+// Step adds a SendEmail step named stepName to wf and returns it:
+// later steps wait for it with queuemax.After(ref.Name()). Its task
+// returns no result to bind.
+//
+// Each parameter is a value, queuemax.Value(v), or the result of an
+// earlier step whose task returns the parameter's type, queuemax.From(ref),
+// which makes this step wait for that one; a result of another type does
+// not compile.
+//
+// The step's job takes the handle's defaults and With overrides. An error
+// (a duplicate step name, an unbound handle) is kept by wf and returned by
+// [queuemax.Client.EnqueueWorkflow].
+func (t SendEmailTask) Step(wf *queuemax.Workflow, stepName string, to queuemax.Input[string], stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	var args SendEmailArgs
+	stepOpts = append([]queuemax.StepOption{
+		to.Into(&args.To, "to"),
+	}, stepOpts...)
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, args, stepOpts...)
+}
+
+// StepArgs adds a SendEmail step named stepName with payload args
+// to wf, every parameter a value, and returns it (see Step).
+func (t SendEmailTask) StepArgs(wf *queuemax.Workflow, stepName string, args SendEmailArgs, stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, args, stepOpts...)
+}
+
 // SendEmail must keep the signature this file was generated from (tasks.go):
 // after changing it, run go generate.
 var _ func(context.Context, string) error = SendEmail
