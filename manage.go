@@ -343,6 +343,9 @@ type Stats struct {
 	// Queues lists the queues with their counts and paused state (see
 	// Client.Queues).
 	Queues []QueueInfo `json:"queues,omitempty"`
+	// Workflows counts the stored workflows by status (see
+	// Client.EnqueueWorkflow).
+	Workflows WorkflowCounts `json:"workflows"`
 }
 
 // Stats returns queue statistics. Counts come from the status index, not
@@ -400,6 +403,9 @@ func (c *Client) Stats(ctx context.Context) (Stats, error) {
 		errs = append(errs, err)
 	} else {
 		s.Queues = qs
+	}
+	if err := c.fillWorkflowCounts(ctx, &s); err != nil { // workflow_client.go
+		errs = append(errs, err)
 	}
 	return s, errors.Join(errs...)
 }

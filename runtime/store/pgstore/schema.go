@@ -29,7 +29,7 @@ package pgstore
 // notifyWindow ago (see notify.go).
 
 // schemaVersion is the newest migration this binary knows.
-const schemaVersion = 6
+const schemaVersion = 7
 
 type migration struct {
 	version int
@@ -206,5 +206,9 @@ var migrations = []migration{
 				RETURN NULL;
 			END $$`,
 		},
+	},
+	{
+		// workflow_schema.go
+		version: 7, name: workflowMigration.name, stmts: workflowMigration.stmts,
 	},
 }

@@ -283,6 +283,8 @@ func dsn(path string, o Options, readOnly bool) string {
 		fmt.Sprintf("mmap_size(%d)", o.MmapSize),
 		"temp_store(MEMORY)",
 		"foreign_keys(ON)",
+		// Workflow steps cascade through triggers (workflow_schema.go).
+		"recursive_triggers(ON)",
 	}
 	if readOnly {
 		pragmas = append(pragmas, "query_only(1)")

@@ -2,7 +2,7 @@ package sqlitestore
 
 // schemaVersion is the version written to shard_metadata.version once every
 // migration has run. Versions 1 and 2 are queue-max's; 3 and later are ours.
-const schemaVersion = 11
+const schemaVersion = 12
 
 // baseSchema creates queue-max's tables exactly as queue-max 0.2.0 does
 // (same names, columns, types, defaults and CHECK), so that files written by
@@ -267,5 +267,10 @@ var migrations = []migration{
 			`DROP INDEX IF EXISTS idx_qm_claim_queue`,
 			`CREATE INDEX IF NOT EXISTS idx_qm_claim_queue ON fila(queue, priority DESC, id) WHERE status = 'pending' AND ` + sqlNamedQueue,
 		},
+	},
+	{
+		// workflow_schema.go
+		version: 12, name: workflowMigration.name,
+		addColumns: workflowMigration.addColumns, stmts: workflowMigration.stmts,
 	},
 }

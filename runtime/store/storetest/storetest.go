@@ -53,6 +53,7 @@ var areas = []struct {
 	{"CancelSnooze", testCancelSnoozeArea},
 	{"Admin", testAdminArea},
 	{"Periodic", testPeriodicArea},
+	{"Workflow", testWorkflowArea},
 }
 
 // suite is what every area's tests share: how to open a fresh store.
