@@ -86,6 +86,12 @@ func TestWorkflowBrowser(t *testing.T) {
 	tab := newTab(t, browser)
 	loaded := `document.querySelector("#view").dataset.loaded === location.hash`
 
+	// The overview counts it as running and links to the running ones.
+	do(t, tab, "open the overview", chromedp.Navigate(f.url))
+	waitJS(t, tab, textIs("#count-workflows .n", "1"), textOf("#status-cards"))
+	do(t, tab, "open the running workflows", chromedp.Click("#count-workflows"))
+	waitJS(t, tab, `location.hash === "#/workflows?status=running" && `+loaded+` && document.querySelectorAll("#wf-list tr[data-workflow]").length === 1`, textOf("#wf-list"))
+
 	// The list links to the workflow.
 	do(t, tab, "open the workflow list", chromedp.Navigate(f.url+"#/workflows"))
 	row := fmt.Sprintf(`#wf-list tr[data-workflow="%d"]`, f.id)

@@ -71,6 +71,11 @@ function renderCards(el, s) {
       h("div", { class: "n" }, fmt(s[st])), h("div", { class: "l" }, st)));
   kids.push(h("a", { class: "card dead_letters", href: "#/dead", id: "count-dead_letters" },
     h("div", { class: "n" }, fmt(s.dead_letters)), h("div", { class: "l" }, "dead letters")));
+  if (s.workflows) {
+    kids.push(h("a", { class: "card workflows", href: "#/workflows?status=running", id: "count-workflows",
+      title: `${fmt(s.workflows.completed)} completed, ${fmt(s.workflows.failed)} failed, ${fmt(s.workflows.cancelled)} cancelled` },
+      h("div", { class: "n" }, fmt(s.workflows.running)), h("div", { class: "l" }, "workflows running")));
+  }
   kids.push(h("div", { class: "card", id: "count-total_processed" },
     h("div", { class: "n" }, fmt(s.total_processed)), h("div", { class: "l" }, "processed ever")));
   kids.push(h("div", { class: "card health", id: "health" },
