@@ -115,7 +115,8 @@ func task(t taskSpec) []jen.Code {
 		"Call still works. A handle is a small value, safe to copy and to use",
 		"concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,",
 		"Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it",
-		"wraps is not exposed, so these are the only ones.",
+		"wraps is not exposed, so these are the only ones. Step and StepArgs",
+		"add the task as a step of a [queuemax.Workflow].",
 	}, uniqueNote(t)...)...).Type().Id(n.stub).Struct(jen.Id("task").Add(qm("Task").Types(jen.Id(n.args)))))
 
 	// Name, Client, Stats

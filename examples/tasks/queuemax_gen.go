@@ -94,7 +94,8 @@ func callWebhookFunc(ctx context.Context, a CallWebhookArgs) error {
 // Call still works. A handle is a small value, safe to copy and to use
 // concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
 // Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
-// wraps is not exposed, so these are the only ones.
+// wraps is not exposed, so these are the only ones. Step and StepArgs
+// add the task as a step of a [queuemax.Workflow].
 type CallWebhookTask struct {
 	task queuemax.Task[CallWebhookArgs]
 }
@@ -267,7 +268,8 @@ func cleanupOldDataFunc(ctx context.Context, a CleanupOldDataArgs) error {
 // Call still works. A handle is a small value, safe to copy and to use
 // concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
 // Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
-// wraps is not exposed, so these are the only ones.
+// wraps is not exposed, so these are the only ones. Step and StepArgs
+// add the task as a step of a [queuemax.Workflow].
 type CleanupOldDataTask struct {
 	task queuemax.Task[CleanupOldDataArgs]
 }
@@ -406,7 +408,8 @@ func generateReportFunc(ctx context.Context, a GenerateReportArgs) (Report, erro
 // Call still works. A handle is a small value, safe to copy and to use
 // concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
 // Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
-// wraps is not exposed, so these are the only ones.
+// wraps is not exposed, so these are the only ones. Step and StepArgs
+// add the task as a step of a [queuemax.Workflow].
 type GenerateReportTask struct {
 	task queuemax.Task[GenerateReportArgs]
 }
@@ -587,7 +590,8 @@ func pingMonitorFunc(ctx context.Context, a PingMonitorArgs) error {
 // Call still works. A handle is a small value, safe to copy and to use
 // concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
 // Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
-// wraps is not exposed, so these are the only ones.
+// wraps is not exposed, so these are the only ones. Step and StepArgs
+// add the task as a step of a [queuemax.Workflow].
 type PingMonitorTask struct {
 	task queuemax.Task[PingMonitorArgs]
 }
@@ -728,7 +732,8 @@ func sendEmailFunc(ctx context.Context, a SendEmailArgs) error {
 // Call still works. A handle is a small value, safe to copy and to use
 // concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
 // Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
-// wraps is not exposed, so these are the only ones.
+// wraps is not exposed, so these are the only ones. Step and StepArgs
+// add the task as a step of a [queuemax.Workflow].
 type SendEmailTask struct {
 	task queuemax.Task[SendEmailArgs]
 }

@@ -69,7 +69,8 @@ func chargeFunc(ctx context.Context, a ChargeArgs) (Receipt, error) {
 // Call still works. A handle is a small value, safe to copy and to use
 // concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
 // Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
-// wraps is not exposed, so these are the only ones.
+// wraps is not exposed, so these are the only ones. Step and StepArgs
+// add the task as a step of a [queuemax.Workflow].
 type ChargeTask struct {
 	task queuemax.Task[ChargeArgs]
 }
@@ -250,7 +251,8 @@ func mailFunc(ctx context.Context, a MailArgs) error {
 // Call still works. A handle is a small value, safe to copy and to use
 // concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
 // Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
-// wraps is not exposed, so these are the only ones.
+// wraps is not exposed, so these are the only ones. Step and StepArgs
+// add the task as a step of a [queuemax.Workflow].
 type MailTask struct {
 	task queuemax.Task[MailArgs]
 }
@@ -426,7 +428,8 @@ func shipFunc(ctx context.Context, a ShipArgs) (Parcel, error) {
 // Call still works. A handle is a small value, safe to copy and to use
 // concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
 // Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
-// wraps is not exposed, so these are the only ones.
+// wraps is not exposed, so these are the only ones. Step and StepArgs
+// add the task as a step of a [queuemax.Workflow].
 type ShipTask struct {
 	task queuemax.Task[ShipArgs]
 }

@@ -70,7 +70,8 @@ func cleanupOldDataFunc(ctx context.Context, a CleanupOldDataArgs) error {
 // Call still works. A handle is a small value, safe to copy and to use
 // concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
 // Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
-// wraps is not exposed, so these are the only ones.
+// wraps is not exposed, so these are the only ones. Step and StepArgs
+// add the task as a step of a [queuemax.Workflow].
 type CleanupOldDataTask struct {
 	task queuemax.Task[CleanupOldDataArgs]
 }
@@ -205,7 +206,8 @@ func heartbeatFunc(ctx context.Context, a HeartbeatArgs) (string, error) {
 // Call still works. A handle is a small value, safe to copy and to use
 // concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
 // Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
-// wraps is not exposed, so these are the only ones.
+// wraps is not exposed, so these are the only ones. Step and StepArgs
+// add the task as a step of a [queuemax.Workflow].
 type HeartbeatTask struct {
 	task queuemax.Task[HeartbeatArgs]
 }
@@ -347,7 +349,8 @@ func notifyFunc(ctx context.Context, a NotifyArgs) error {
 // Call still works. A handle is a small value, safe to copy and to use
 // concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
 // Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
-// wraps is not exposed, so these are the only ones.
+// wraps is not exposed, so these are the only ones. Step and StepArgs
+// add the task as a step of a [queuemax.Workflow].
 type NotifyTask struct {
 	task queuemax.Task[NotifyArgs]
 }

@@ -66,7 +66,8 @@ func countFunc(ctx context.Context, a CountArgs) (int, error) {
 // Call still works. A handle is a small value, safe to copy and to use
 // concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
 // Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
-// wraps is not exposed, so these are the only ones.
+// wraps is not exposed, so these are the only ones. Step and StepArgs
+// add the task as a step of a [queuemax.Workflow].
 type CountTask struct {
 	task queuemax.Task[CountArgs]
 }
@@ -211,7 +212,8 @@ func generateReportFunc(ctx context.Context, a GenerateReportArgs) (Report, erro
 // Call still works. A handle is a small value, safe to copy and to use
 // concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
 // Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
-// wraps is not exposed, so these are the only ones.
+// wraps is not exposed, so these are the only ones. Step and StepArgs
+// add the task as a step of a [queuemax.Workflow].
 type GenerateReportTask struct {
 	task queuemax.Task[GenerateReportArgs]
 }
@@ -391,7 +393,8 @@ func lookupFunc(ctx context.Context, a LookupArgs) (*Report, error) {
 // Call still works. A handle is a small value, safe to copy and to use
 // concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
 // Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
-// wraps is not exposed, so these are the only ones.
+// wraps is not exposed, so these are the only ones. Step and StepArgs
+// add the task as a step of a [queuemax.Workflow].
 type LookupTask struct {
 	task queuemax.Task[LookupArgs]
 }

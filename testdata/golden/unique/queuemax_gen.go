@@ -68,7 +68,8 @@ func digestFunc(ctx context.Context, a DigestArgs) error {
 // Call still works. A handle is a small value, safe to copy and to use
 // concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
 // Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
-// wraps is not exposed, so these are the only ones.
+// wraps is not exposed, so these are the only ones. Step and StepArgs
+// add the task as a step of a [queuemax.Workflow].
 //
 // The task is unique: DelayResult and MapArgsResults also report
 // whether a job was a duplicate of a stored one.
@@ -264,7 +265,8 @@ func reportFunc(ctx context.Context, a ReportArgs) error {
 // Call still works. A handle is a small value, safe to copy and to use
 // concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
 // Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
-// wraps is not exposed, so these are the only ones.
+// wraps is not exposed, so these are the only ones. Step and StepArgs
+// add the task as a step of a [queuemax.Workflow].
 //
 // The task is unique: DelayResult and MapArgsResults also report
 // whether a job was a duplicate of a stored one.
@@ -456,7 +458,8 @@ func syncUserFunc(ctx context.Context, a SyncUserArgs) error {
 // Call still works. A handle is a small value, safe to copy and to use
 // concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
 // Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
-// wraps is not exposed, so these are the only ones.
+// wraps is not exposed, so these are the only ones. Step and StepArgs
+// add the task as a step of a [queuemax.Workflow].
 //
 // The task is unique: DelayResult and MapArgsResults also report
 // whether a job was a duplicate of a stored one.
