@@ -1,6 +1,7 @@
 package queuemax
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 )
@@ -56,6 +57,33 @@ func (in Input[T]) Into(dst *T, param string) StepOption {
 	var zero T
 	*dst = zero
 	return Bind(param, in.from)
+}
+
+// WorkflowResult returns the stored result of step of the stored workflow
+// id, decoded into the step's result type: the typed counterpart of
+// reading Result of the step's job. It returns an error wrapping
+// ErrWorkflowNotFound for an unknown workflow, ErrInvalidWorkflow for a
+// step the workflow lacks, ErrNoResult while the step has not completed,
+// and ErrJobNotFound once its job is gone (completed-job retention).
+func WorkflowResult[R any](ctx context.Context, c *Client, id WorkflowID, step StepRef[R]) (R, error) {
+	var zero R
+	if c == nil {
+		return zero, ErrNotBound
+	}
+	info, err := c.Workflow(ctx, id)
+	if err != nil {
+		return zero, err
+	}
+	for _, s := range info.Steps {
+		if s.Name != step.name {
+			continue
+		}
+		if s.Status == StepWaiting || s.JobID == 0 {
+			return zero, fmt.Errorf("%w: step %q of workflow %d is %s", ErrNoResult, s.Name, id, s.Status)
+		}
+		return Result[R](ctx, c, s.JobID)
+	}
+	return zero, fmt.Errorf("%w %q: no step %q in workflow %d", ErrInvalidWorkflow, info.Name, step.name, id)
 }
 
 // typedStep is what a typed handle adds to a step: its task's defaults and

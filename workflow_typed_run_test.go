@@ -3,6 +3,7 @@ package queuemax_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"testing"
 	"time"
 
@@ -88,6 +89,9 @@ func TestTypedWorkflow(t *testing.T) {
 				}
 			}
 
+			if _, err := queuemax.WorkflowResult(ctx, producer, id, ship); !errors.Is(err, queuemax.ErrNoResult) {
+				t.Errorf("WorkflowResult of a waiting step: %v, want ErrNoResult", err)
+			}
 			events, unsubscribe := worker.SubscribeConfig(&queuemax.SubscribeConfig{ChanSize: 16,
 				Kinds: []queuemax.EventKind{queuemax.EventWorkflowCompleted, queuemax.EventWorkflowFailed}})
 			defer unsubscribe()
@@ -99,6 +103,17 @@ func TestTypedWorkflow(t *testing.T) {
 				}
 			case <-time.After(time.Minute):
 				t.Fatal("the workflow did not end within a minute")
+			}
+			// The typed read of a step's result, and its errors.
+			rc, err := queuemax.WorkflowResult(ctx, producer, id, charge)
+			if err != nil || rc.OrderID != "o-1" || rc.Charged != 4200 {
+				t.Errorf("WorkflowResult(charge) = %+v, %v; want the receipt of o-1", rc, err)
+			}
+			if _, err := queuemax.WorkflowResult(ctx, producer, id, queuemax.StepRef[workflow.Receipt]{}); !errors.Is(err, queuemax.ErrInvalidWorkflow) {
+				t.Errorf("WorkflowResult of a step not in the workflow: %v, want ErrInvalidWorkflow", err)
+			}
+			if _, err := queuemax.WorkflowResult(ctx, producer, queuemax.NewWorkflowID(0, 1<<40), charge); !errors.Is(err, queuemax.ErrWorkflowNotFound) {
+				t.Errorf("WorkflowResult of an unknown workflow: %v, want ErrWorkflowNotFound", err)
 			}
 			raw, err := producer.Result(ctx, steps["ship"].JobID)
 			if err != nil {

@@ -95,11 +95,18 @@ func Example() {
 	for _, s := range info.Steps {
 		fmt.Printf("  %-6s %s\n", s.Name, s.Status)
 	}
+	receipt, err := queuemax.WorkflowResult(ctx, c, id, charge) // a Receipt, typed
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("charge returned %+v\n", receipt)
 	fmt.Println(mail.sent[0])
 	// Output:
 	// workflow order-42: completed
 	//   charge completed
 	//   ship   completed
 	//   mail   completed
+	// charge returned {Number:R-42 AmountCents:4200}
 	// ada@example.com: receipt R-42 for 42.00 EUR, parcel post PK-42
 }
