@@ -117,6 +117,8 @@ func (c *Client) Cancel(ctx context.Context, id JobID) (Status, error) {
 	}
 	if st == StatusCancelled {
 		c.emit(ctx, Event{Kind: EventCancelled, JobID: id, Shard: id.Shard()})
+		// A step's cancel may end its workflow (workflow_client.go).
+		engine.EmitWorkflowEnds(ctx, c.st, c.events, []JobID{id}, nil)
 	} else if e := c.engine.Load(); e != nil {
 		e.CancelLocal(id) // no need to wait for the heartbeat here
 	}

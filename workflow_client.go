@@ -216,7 +216,8 @@ func (c *Client) CancelWorkflow(ctx context.Context, id WorkflowID) error {
 	if err != nil {
 		return err
 	}
-	if err := ws.CancelWorkflow(ctx, int64(id), c.now()); err != nil {
+	finished, err := ws.CancelWorkflow(ctx, int64(id), c.now())
+	if err != nil {
 		if errors.Is(err, store.ErrWorkflowNotFound) {
 			return fmt.Errorf("%w: %d", ErrWorkflowNotFound, id)
 		}
@@ -233,7 +234,11 @@ func (c *Client) CancelWorkflow(ctx context.Context, id WorkflowID) error {
 			}
 		}
 	}
-	engine.EmitWorkflowEnds(ctx, c.st, c.events, []int64{int64(id)}, nil)
+	if finished {
+		if r, err := ws.Workflow(ctx, int64(id)); err == nil {
+			engine.EmitWorkflowEnd(ctx, c.events, r)
+		}
+	}
 	return nil
 }
 

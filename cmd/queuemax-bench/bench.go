@@ -104,6 +104,8 @@ func (b *bench) run(ctx context.Context, chosen []string) *Report {
 				err = b.procs(ctx)
 			case "idle":
 				err = b.idle(ctx)
+			case "workflow":
+				err = b.workflow(ctx)
 			}
 		case name == "floor":
 			err = b.floorScenario(ctx)
@@ -127,6 +129,8 @@ func (b *bench) run(ctx context.Context, chosen []string) *Report {
 			err = b.procs(ctx)
 		case name == "idle":
 			err = b.idle(ctx)
+		case name == "workflow":
+			err = b.workflow(ctx)
 		}
 		fmt.Fprintf(b.o.stderr, " %.1fs\n", time.Since(began).Seconds())
 		if err != nil {

@@ -108,7 +108,6 @@ func (r *rescuer) RunOnce(ctx context.Context, now time.Time) {
 	}
 	e.renew(ctx)
 	res, err := e.cfg.Store.RecoverOrphans(ctx, now.Add(-e.cfg.StuckTimeout), now)
-	EmitWorkflowEnds(ctx, e.cfg.Store, e.cfg.Exec.cfg.Events, nil, e.log.WarnContext) // workflows ended by recovery or by other writers
 	switch {
 	case err != nil && ctx.Err() == nil:
 		e.log.WarnContext(ctx, "orphan recovery failed", "err", err)

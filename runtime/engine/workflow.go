@@ -38,41 +38,44 @@ func StepFromContext(ctx context.Context) (*Step, bool) {
 // attempts among as finished: only attempts of steps that ended their job
 // (completed, dead-lettered, cancelled) can, so other jobs cost nothing.
 func (x *Executor) workflowEnds(ctx context.Context, as []*Attempt, errs []error) {
-	var ids []int64
+	var jobs []store.JobID
 	for i, a := range as {
 		if errs[i] != nil || a.Job.Workflow == 0 {
 			continue
 		}
 		switch a.Outcome {
 		case queuemaxtype.OutcomeCompleted, queuemaxtype.OutcomeDeadLettered, queuemaxtype.OutcomeCancelled:
-			ids = append(ids, a.Job.Workflow)
+			jobs = append(jobs, a.Job.ID)
 		}
 	}
-	if len(ids) > 0 {
-		EmitWorkflowEnds(ctx, x.cfg.Store, x.cfg.Events, ids, x.cfg.Log.WarnContext)
+	if len(jobs) > 0 {
+		EmitWorkflowEnds(ctx, x.cfg.Store, x.cfg.Events, jobs, x.cfg.Log.WarnContext)
 	}
 }
 
-// EmitWorkflowEnds takes the finished workflows among ids (nil: any) from
-// st and emits EventWorkflowCompleted or EventWorkflowFailed for each:
-// the store hands each finished workflow to one caller only.
-func EmitWorkflowEnds(ctx context.Context, st store.Store, ev *Events, ids []int64, warn func(context.Context, string, ...any)) {
+// EmitWorkflowEnds emits EventWorkflowCompleted or EventWorkflowFailed
+// for each workflow whose last step to end was one of jobs, whose ends
+// the caller has just committed (so no other process emits them).
+func EmitWorkflowEnds(ctx context.Context, st store.Store, ev *Events, jobs []store.JobID, warn func(context.Context, string, ...any)) {
 	ws, ok := st.(store.WorkflowStore)
-	if !ok {
+	if !ok || ev == nil {
 		return
 	}
-	ended, err := ws.TakeFinishedWorkflows(context.WithoutCancel(ctx), ids)
+	ended, err := ws.FinishedBy(context.WithoutCancel(ctx), jobs)
 	if err != nil && warn != nil {
-		warn(ctx, "workflow end events: take finished workflows", "err", err)
+		warn(ctx, "workflow end events: read finished workflows", "err", err)
 	}
 	for _, w := range ended {
-		e := Event{Kind: queuemaxtype.EventWorkflowCompleted, Workflow: w.ID, WorkflowName: w.Name, Time: w.FinishedAt,
-			Shard: store.JobID(w.ID).Shard()}
-		if w.Status != store.WorkflowCompleted {
-			e.Kind, e.Error = queuemaxtype.EventWorkflowFailed, w.Status
-		}
-		if ev != nil {
-			ev.Emit(ctx, e)
-		}
+		EmitWorkflowEnd(ctx, ev, w)
 	}
+}
+
+// EmitWorkflowEnd emits the end event of finished workflow w.
+func EmitWorkflowEnd(ctx context.Context, ev *Events, w *store.WorkflowRecord) {
+	e := Event{Kind: queuemaxtype.EventWorkflowCompleted, Workflow: w.ID, WorkflowName: w.Name, Time: w.FinishedAt,
+		Shard: store.JobID(w.ID).Shard()}
+	if w.Status != store.WorkflowCompleted {
+		e.Kind, e.Error = queuemaxtype.EventWorkflowFailed, w.Status
+	}
+	ev.Emit(ctx, e)
 }

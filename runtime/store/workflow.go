@@ -47,16 +47,18 @@ type WorkflowStore interface {
 	// CancelWorkflow cancels every step not ended: waiting and ready
 	// ones at once, running ones through a cancel request (as Cancel).
 	// It returns ErrWorkflowNotFound for an unknown ID and changes
-	// nothing for a workflow already finished.
-	CancelWorkflow(ctx context.Context, id int64, now time.Time) error
+	// nothing for a workflow already finished. finished is true when the
+	// call ended the workflow (it had no running step).
+	CancelWorkflow(ctx context.Context, id int64, now time.Time) (finished bool, err error)
 	// StepResult returns the stored result of step of the workflow that
 	// job belongs to (see StepOutput).
 	StepResult(ctx context.Context, job JobID, step string) (StepOutput, error)
-	// TakeFinishedWorkflows returns the workflows among ids (nil: of
-	// every shard) that have finished and whose end no caller took yet,
-	// marking them taken: each finished workflow is returned once, to
-	// emit its event.
-	TakeFinishedWorkflows(ctx context.Context, ids []int64) ([]*WorkflowRecord, error)
+	// FinishedBy returns the workflows whose last step to end was one of
+	// jobs (each workflow records the job whose end finished it). Only
+	// the writer that committed that job's end asks with it, so each
+	// finished workflow is reported once, to emit its event. It only
+	// reads.
+	FinishedBy(ctx context.Context, jobs []JobID) ([]*WorkflowRecord, error)
 	// WorkflowCounts counts the stored workflows by status.
 	WorkflowCounts(ctx context.Context) (map[string]int64, error)
 }

@@ -279,15 +279,17 @@ func (s *Store) Workflows(ctx context.Context, p store.WorkflowFilter) ([]*store
 
 // CancelWorkflow cancels a workflow's unfinished steps; see
 // store.WorkflowStore.
-func (s *Store) CancelWorkflow(ctx context.Context, id int64, now time.Time) error {
+func (s *Store) CancelWorkflow(ctx context.Context, id int64, now time.Time) (bool, error) {
 	if err := s.writable(); err != nil {
-		return err
+		return false, err
 	}
 	seq, shard, err := s.wfKey(id)
 	if err != nil {
-		return err
+		return false, err
 	}
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	var finished bool
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		finished = false
 		var status string
 		err := tx.QueryRow(ctx, s.sql(`SELECT status FROM {s}.workflows WHERE id = $1 AND shard = $2 FOR UPDATE`), seq, shard).Scan(&status)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -309,8 +311,13 @@ func (s *Store) CancelWorkflow(ctx context.Context, id int64, now time.Time) err
 				return err
 			}
 		}
+		if err := tx.QueryRow(ctx, s.sql(`SELECT status FROM {s}.workflows WHERE id = $1`), seq).Scan(&status); err != nil {
+			return err
+		}
+		finished = status != store.WorkflowRunning
 		return nil
 	})
+	return finished, err
 }
 
 // StepResult returns a step's stored result; see store.WorkflowStore.
@@ -336,26 +343,18 @@ func (s *Store) StepResult(ctx context.Context, job store.JobID, step string) (s
 	return out, nil
 }
 
-// TakeFinishedWorkflows returns finished workflows not taken yet; see
+// FinishedBy returns the workflows whose end one of jobs recorded; see
 // store.WorkflowStore.
-func (s *Store) TakeFinishedWorkflows(ctx context.Context, ids []int64) ([]*store.WorkflowRecord, error) {
+func (s *Store) FinishedBy(ctx context.Context, jobs []store.JobID) ([]*store.WorkflowRecord, error) {
 	if s.closed.Load() {
 		return nil, store.ErrClosed
 	}
-	if s.ro {
-		return nil, nil
+	seqs := make([]int64, len(jobs))
+	for i, j := range jobs {
+		seqs[i] = j.Seq()
 	}
-	q := `UPDATE {s}.workflows SET taken = true WHERE NOT taken AND status <> 'running'`
-	var args []any
-	if ids != nil {
-		seqs := make([]int64, len(ids))
-		for i, id := range ids {
-			seqs[i] = store.JobID(id).Seq()
-		}
-		q += ` AND id = ANY($1::bigint[])`
-		args = append(args, seqs)
-	}
-	rows, err := s.query(ctx, q+` RETURNING `+wfColumns, args...)
+	rows, err := s.query(ctx, `SELECT `+wfColumns+` FROM {s}.workflows WHERE id IN
+		(SELECT wf_id FROM {s}.wf_steps WHERE job_id = ANY($1::bigint[])) AND finisher = ANY($1::bigint[])`, seqs)
 	if err != nil {
 		return nil, err
 	}

@@ -24,10 +24,9 @@ var workflowMigration = migration{
 			cancelled boolean NOT NULL DEFAULT false,
 			created_at timestamptz NOT NULL,
 			finished_at timestamptz,
-			taken boolean NOT NULL DEFAULT false
+			finisher bigint
 		)`,
 		`CREATE INDEX IF NOT EXISTS workflows_status ON {s}.workflows (status, id)`,
-		`CREATE INDEX IF NOT EXISTS workflows_untaken ON {s}.workflows (id) WHERE NOT taken AND status <> 'running'`,
 		`CREATE INDEX IF NOT EXISTS workflows_finished ON {s}.workflows (finished_at) WHERE status <> 'running'`,
 		`CREATE TABLE IF NOT EXISTS {s}.wf_steps (
 			job_id bigint PRIMARY KEY,
@@ -105,7 +104,8 @@ var workflowMigration = migration{
 				status = CASE WHEN unended = 1 THEN
 					CASE WHEN cancelled THEN 'cancelled' WHEN bad + (NEW.state <> 'completed')::int > 0 THEN 'failed' ELSE 'completed' END
 					ELSE status END,
-				finished_at = CASE WHEN unended = 1 THEN NEW.ended_at ELSE finished_at END
+				finished_at = CASE WHEN unended = 1 THEN NEW.ended_at ELSE finished_at END,
+				finisher = CASE WHEN unended = 1 THEN NEW.job_id ELSE finisher END
 			WHERE id = NEW.wf_id;
 			RETURN NULL;
 		END $$`,

@@ -80,6 +80,7 @@ type shardDB struct {
 	taskCol       string // "task", or "NULL" in such a file
 	hasTags       bool   // the file has the tags column and qm_job_tags
 	dlqTaskCol    string
+	wf            wfStmts // workflow.go
 }
 
 // dlqColumns is the column list DeadLetters reads, in order.
@@ -395,6 +396,7 @@ func checkReadable(ctx context.Context, db *sql.DB) error {
 func (sh *shardDB) close() error {
 	var errs []error
 	sh.stmts.close()
+	sh.wf.close()
 	if sh.r != nil {
 		errs = append(errs, sh.r.Close())
 	}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/queuemax/queuemax/runtime/store"
@@ -17,6 +18,7 @@ import (
 var _ store.WorkflowStore = (*Store)(nil)
 
 const (
+	sqlWfInsert      = `INSERT INTO qm_workflows (name, steps, unended, created_at) VALUES (?, ?, ?, ?)`
 	sqlWfInsertSteps = `INSERT INTO qm_wf_steps (job_id, wf_id, pos, name, task, deps_after, deps_settled, binds, waits, state, run_at)
 		SELECT e.value ->> 'j', ?1, e.value ->> 'p', e.value ->> 'n', nullif(e.value ->> 't', ''),
 			e.value -> 'a', e.value -> 's', e.value -> 'b', e.value ->> 'w',
@@ -33,6 +35,76 @@ const (
 		next_retry_at = CASE WHEN id IN (SELECT value FROM json_each(?3)) THEN NULL ELSE next_retry_at END
 		WHERE id IN (SELECT value FROM json_each(?2))`
 )
+
+// wfStmts are a shard's workflow statements, prepared on first use: the
+// writer's (bound to each transaction with tx.StmtContext) and the
+// readers'.
+type wfStmts struct {
+	mu sync.Mutex
+	m  map[string]*sql.Stmt
+}
+
+// stmt returns q prepared on db, preparing it once.
+func (w *wfStmts) stmt(ctx context.Context, db *sql.DB, q string) (*sql.Stmt, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if st, ok := w.m[q]; ok {
+		return st, nil
+	}
+	st, err := db.PrepareContext(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	if w.m == nil {
+		w.m = map[string]*sql.Stmt{}
+	}
+	w.m[q] = st
+	return st, nil
+}
+
+func (w *wfStmts) close() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, st := range w.m {
+		st.Close()
+	}
+	w.m = nil
+}
+
+// wfWriterStmts are the statements InsertWorkflow prepares on the writer.
+var wfWriterStmts = []string{sqlWfInsert, sqlWfMark, sqlWfInsertSteps, sqlWfInsertEdges, sqlWfInsertBinds}
+
+// wprepare prepares the writer's workflow statements. It must run outside
+// a transaction: the writer has one connection, which a transaction holds.
+func (sh *shardDB) wprepare(ctx context.Context) error {
+	for _, q := range wfWriterStmts {
+		if _, err := sh.wf.stmt(ctx, sh.w, q); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// wexec runs q in tx with the shard writer's prepared statement (see
+// wprepare), or unprepared.
+func (sh *shardDB) wexec(ctx context.Context, tx *sql.Tx, q string, args ...any) (sql.Result, error) {
+	sh.wf.mu.Lock()
+	st := sh.wf.m[q]
+	sh.wf.mu.Unlock()
+	if st == nil {
+		return tx.ExecContext(ctx, q, args...)
+	}
+	return tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+}
+
+// rquery runs q on the shard's readers with a prepared statement.
+func (sh *shardDB) rquery(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	st, err := sh.wf.stmt(ctx, sh.r, q)
+	if err != nil {
+		return nil, err
+	}
+	return st.QueryContext(ctx, args...)
+}
 
 // InsertWorkflow stores a workflow; see store.WorkflowStore.
 func (s *Store) InsertWorkflow(ctx context.Context, p *store.WorkflowParams) (int64, []store.JobID, error) {
@@ -55,9 +127,16 @@ func (s *Store) InsertWorkflow(ctx context.Context, p *store.WorkflowParams) (in
 	}
 	ids := make([]store.JobID, len(jobs))
 	var wf int64
+	if err := sh.wprepare(ctx); err != nil {
+		return 0, nil, err
+	}
 	err = sh.commit.do(ctx, func(ctx context.Context, tx *sql.Tx, counts *groupCounts) error {
-		if err := tx.QueryRowContext(ctx, `INSERT INTO qm_workflows (name, steps, unended, created_at) VALUES (?, ?, ?, ?) RETURNING id`,
-			p.Name, len(p.Steps), len(p.Steps), store.FormatTime(p.Now)).Scan(&wf); err != nil {
+		res, err := sh.wexec(ctx, tx, sqlWfInsert,
+			p.Name, len(p.Steps), len(p.Steps), store.FormatTime(p.Now))
+		if err == nil {
+			wf, err = res.LastInsertId()
+		}
+		if err != nil {
 			return fmt.Errorf("shard %d: insert workflow: %w", sh.idx, err)
 		}
 		if err := insertJobs(ctx, tx, counts, sh, jobs, idxs, ids, ""); err != nil {
@@ -66,25 +145,25 @@ func (s *Store) InsertWorkflow(ctx context.Context, p *store.WorkflowParams) (in
 		steps, edges, binds, waiting := store.WorkflowRows(p, ids)
 		all := idList(len(ids), func(k int) int64 { return ids[k].Seq() })
 		w := idList(len(waiting), func(k int) int64 { return waiting[k] })
-		if _, err := tx.ExecContext(ctx, sqlWfMark, wf, all, w); err != nil {
+		if _, err := sh.wexec(ctx, tx, sqlWfMark, wf, all, w); err != nil {
 			return err
 		}
 		b, err := json.Marshal(steps)
 		if err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, sqlWfInsertSteps, wf, string(b)); err != nil {
+		if _, err := sh.wexec(ctx, tx, sqlWfInsertSteps, wf, string(b)); err != nil {
 			return fmt.Errorf("shard %d: insert workflow steps: %w", sh.idx, err)
 		}
 		if len(edges) > 0 {
 			b, _ := json.Marshal(edges)
-			if _, err := tx.ExecContext(ctx, sqlWfInsertEdges, string(b)); err != nil {
+			if _, err := sh.wexec(ctx, tx, sqlWfInsertEdges, string(b)); err != nil {
 				return err
 			}
 		}
 		if len(binds) > 0 {
 			b, _ := json.Marshal(binds)
-			if _, err := tx.ExecContext(ctx, sqlWfInsertBinds, string(b)); err != nil {
+			if _, err := sh.wexec(ctx, tx, sqlWfInsertBinds, string(b)); err != nil {
 				return err
 			}
 		}
@@ -249,14 +328,16 @@ func SortWorkflows(ws []*store.WorkflowRecord) {
 
 // CancelWorkflow cancels a workflow's unfinished steps; see
 // store.WorkflowStore.
-func (s *Store) CancelWorkflow(ctx context.Context, id int64, now time.Time) error {
+func (s *Store) CancelWorkflow(ctx context.Context, id int64, now time.Time) (bool, error) {
 	sh, err := s.workflowShard(id)
 	if err != nil {
-		return err
+		return false, err
 	}
+	var finished bool
 	seq := store.JobID(id).Seq()
 	ts := store.FormatTime(now)
 	err = sh.commit.do(ctx, func(ctx context.Context, tx *sql.Tx, _ *groupCounts) error {
+		finished = false
 		var status string
 		err := tx.QueryRowContext(ctx, `SELECT status FROM qm_workflows WHERE id = ?`, seq).Scan(&status)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -278,13 +359,17 @@ func (s *Store) CancelWorkflow(ctx context.Context, id int64, now time.Time) err
 				return err
 			}
 		}
+		if err := tx.QueryRowContext(ctx, `SELECT status FROM qm_workflows WHERE id = ?`, seq).Scan(&status); err != nil {
+			return err
+		}
+		finished = status != store.WorkflowRunning
 		return nil
 	})
 	var ie itemError
 	if errors.As(err, &ie) {
-		return ie.err
+		return false, ie.err
 	}
-	return err
+	return finished, err
 }
 
 // StepResult returns a step's stored result; see store.WorkflowStore.
@@ -295,8 +380,16 @@ func (s *Store) StepResult(ctx context.Context, job store.JobID, step string) (s
 		return out, err
 	}
 	var state, result sql.NullString
-	err = sh.r.QueryRowContext(ctx, `SELECT d.state, d.result FROM qm_wf_steps s
-		LEFT JOIN qm_wf_steps d ON d.wf_id = s.wf_id AND d.name = ? WHERE s.job_id = ?`, step, job.Seq()).Scan(&state, &result)
+	rows, err := sh.rquery(ctx, `SELECT d.state, d.result FROM qm_wf_steps s
+		LEFT JOIN qm_wf_steps d ON d.wf_id = s.wf_id AND d.name = ? WHERE s.job_id = ?`, step, job.Seq())
+	if err == nil {
+		if rows.Next() {
+			err = rows.Scan(&state, &result)
+		} else if err = rows.Err(); err == nil {
+			err = sql.ErrNoRows
+		}
+		rows.Close()
+	}
 	if errors.Is(err, sql.ErrNoRows) || isNoTable(err) {
 		return out, nil
 	}
@@ -310,20 +403,12 @@ func (s *Store) StepResult(ctx context.Context, job store.JobID, step string) (s
 	return out, nil
 }
 
-// TakeFinishedWorkflows returns finished workflows not taken yet; see
+// FinishedBy returns the workflows whose end one of jobs recorded; see
 // store.WorkflowStore.
-func (s *Store) TakeFinishedWorkflows(ctx context.Context, ids []int64) ([]*store.WorkflowRecord, error) {
+func (s *Store) FinishedBy(ctx context.Context, jobs []store.JobID) ([]*store.WorkflowRecord, error) {
 	byShard := map[int][]int64{}
-	if ids == nil {
-		for i := range s.shards {
-			byShard[i] = nil
-		}
-	}
-	for _, id := range ids {
-		j := store.JobID(id)
-		if j.Shard() < len(s.shards) && !slices.Contains(byShard[j.Shard()], j.Seq()) {
-			byShard[j.Shard()] = append(byShard[j.Shard()], j.Seq())
-		}
+	for _, j := range jobs {
+		byShard[j.Shard()] = append(byShard[j.Shard()], j.Seq())
 	}
 	var out []*store.WorkflowRecord
 	for i, seqs := range byShard {
@@ -331,37 +416,27 @@ func (s *Store) TakeFinishedWorkflows(ctx context.Context, ids []int64) ([]*stor
 		if err != nil {
 			return out, err
 		}
-		if sh.w == nil {
+		rows, err := sh.rquery(ctx, `SELECT `+wfColumns+` FROM qm_workflows WHERE id IN
+			(SELECT wf_id FROM qm_wf_steps WHERE job_id IN (SELECT value FROM json_each(?1)))
+			AND finisher IN (SELECT value FROM json_each(?1))`, idList(len(seqs), func(k int) int64 { return seqs[k] }))
+		if isNoTable(err) {
 			continue
 		}
-		q := `UPDATE qm_workflows SET taken = 1 WHERE taken = 0 AND status != 'running'`
-		var args []any
-		if ids != nil {
-			q += ` AND id IN (SELECT value FROM json_each(?))`
-			args = append(args, idList(len(seqs), func(k int) int64 { return seqs[k] }))
-		}
-		q += ` RETURNING ` + wfColumns
-		var got []*store.WorkflowRecord
-		err = sh.commit.do(ctx, func(ctx context.Context, tx *sql.Tx, _ *groupCounts) error {
-			got = got[:0]
-			rows, err := tx.QueryContext(ctx, q, args...)
-			if err != nil {
-				return err
-			}
-			defer rows.Close()
-			for rows.Next() {
-				w, err := scanWorkflow(rows, sh.idx)
-				if err != nil {
-					return err
-				}
-				got = append(got, w)
-			}
-			return rows.Err()
-		})
 		if err != nil {
 			return out, fmt.Errorf("shard %d: %w", sh.idx, err)
 		}
-		out = append(out, got...)
+		for rows.Next() {
+			w, err := scanWorkflow(rows, sh.idx)
+			if err != nil {
+				rows.Close()
+				return out, err
+			}
+			out = append(out, w)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return out, err
+		}
 	}
 	return out, nil
 }

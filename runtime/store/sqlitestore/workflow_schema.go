@@ -16,7 +16,9 @@ package sqlitestore
 //
 // Tables (in every shard file):
 //   - qm_workflows: one row per workflow, with its count of steps not
-//     ended (unended) and of steps that ended other than completed (bad).
+//     ended (unended) and of steps that ended other than completed (bad),
+//     and the job whose end finished it (finisher): the process that
+//     committed that end emits the workflow's event.
 //   - qm_wf_steps: one row per step, keyed by its job's row id, with the
 //     number of dependencies that have not ended (waits), the reason it
 //     must be cancelled instead of run (blocked), its state (waiting,
@@ -53,10 +55,9 @@ var workflowMigration = migration{
 			cancelled INTEGER NOT NULL DEFAULT 0,
 			created_at TEXT NOT NULL,
 			finished_at TEXT,
-			taken INTEGER NOT NULL DEFAULT 0
+			finisher INTEGER
 		)`,
 		`CREATE INDEX IF NOT EXISTS idx_qm_wf_status ON qm_workflows(status, id)`,
-		`CREATE INDEX IF NOT EXISTS idx_qm_wf_untaken ON qm_workflows(id) WHERE taken = 0 AND status != 'running'`,
 		`CREATE INDEX IF NOT EXISTS idx_qm_wf_finished ON qm_workflows(finished_at) WHERE status != 'running'`,
 		`CREATE TABLE IF NOT EXISTS qm_wf_steps (
 			job_id INTEGER PRIMARY KEY,
@@ -128,7 +129,8 @@ var workflowMigration = migration{
 					status = CASE WHEN unended = 1 THEN
 						CASE WHEN cancelled = 1 THEN 'cancelled' WHEN bad + (NEW.state != 'completed') > 0 THEN 'failed' ELSE 'completed' END
 						ELSE status END,
-					finished_at = CASE WHEN unended = 1 THEN NEW.ended_at ELSE finished_at END
+					finished_at = CASE WHEN unended = 1 THEN NEW.ended_at ELSE finished_at END,
+					finisher = CASE WHEN unended = 1 THEN NEW.job_id ELSE finisher END
 				WHERE id = NEW.wf_id;
 			END`,
 		// A bound key's dependency completed: write its result into the

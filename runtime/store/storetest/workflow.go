@@ -136,11 +136,11 @@ func (w *wfBundle) info(t *testing.T, id int64) (*store.WorkflowRecord, map[stri
 	return r, m
 }
 
-func (w *wfBundle) take(t *testing.T, ids []int64) []string {
+func (w *wfBundle) finishedBy(t *testing.T, jobs ...store.JobID) []string {
 	t.Helper()
-	got, err := w.ws.TakeFinishedWorkflows(w.ctx, ids)
+	got, err := w.ws.FinishedBy(w.ctx, jobs)
 	if err != nil {
-		t.Fatalf("TakeFinishedWorkflows: %v", err)
+		t.Fatalf("FinishedBy: %v", err)
 	}
 	var out []string
 	for _, r := range got {
@@ -177,8 +177,8 @@ func testWorkflowRelease(t *testing.T, w *wfBundle) {
 		t.Fatalf("claimed step's Workflow = %d, want %d", got["charge"].Workflow, id)
 	}
 	w.claimExactly(t)
-	if got := w.take(t, []int64{id}); got != nil {
-		t.Fatalf("take of a running workflow = %v", got)
+	if got := w.finishedBy(t, jobs["charge"]); got != nil {
+		t.Fatalf("FinishedBy of a running workflow's step = %v", got)
 	}
 	w.complete(t, got["charge"], `{"receipt_no":42}`)
 	ship := w.claimExactly(t, "ship")
@@ -201,11 +201,11 @@ func testWorkflowRelease(t *testing.T, w *wfBundle) {
 			t.Errorf("step %s = %s, want completed", n, steps[n].State)
 		}
 	}
-	if got := w.take(t, []int64{id}); !slices.Equal(got, []string{"order:completed"}) {
-		t.Fatalf("take = %v", got)
+	if got := w.finishedBy(t, jobs["mail"], jobs["ship"]); !slices.Equal(got, []string{"order:completed"}) {
+		t.Fatalf("FinishedBy(the last step) = %v", got)
 	}
-	if got := w.take(t, nil); got != nil {
-		t.Fatalf("second take = %v, want none", got)
+	if got := w.finishedBy(t, jobs["charge"], jobs["ship"]); got != nil {
+		t.Fatalf("FinishedBy(steps that did not end it) = %v, want none", got)
 	}
 	if n, err := w.ws.WorkflowCounts(w.ctx); err != nil || n[store.WorkflowCompleted] != 1 {
 		t.Fatalf("WorkflowCounts = %v, %v", n, err)
@@ -273,8 +273,8 @@ func testWorkflowFailure(t *testing.T, w *wfBundle) {
 	if r, _ := w.info(t, id); r.Status != store.WorkflowFailed {
 		t.Fatalf("status %s, want failed", r.Status)
 	}
-	if got := w.take(t, nil); !slices.Equal(got, []string{"pay:failed"}) {
-		t.Fatalf("take = %v", got)
+	if got := w.finishedBy(t, jobs["cleanup"]); !slices.Equal(got, []string{"pay:failed"}) {
+		t.Fatalf("FinishedBy(cleanup) = %v", got)
 	}
 }
 
@@ -292,8 +292,8 @@ func testWorkflowCancel(t *testing.T, w *wfBundle) {
 	if err != nil || len(jobsRun) != 1 {
 		t.Fatalf("Claim run: %v, %v", jobsRun, err)
 	}
-	if err := w.ws.CancelWorkflow(w.ctx, id, t0.Add(time.Second)); err != nil {
-		t.Fatalf("CancelWorkflow: %v", err)
+	if fin, err := w.ws.CancelWorkflow(w.ctx, id, t0.Add(time.Second)); err != nil || fin {
+		t.Fatalf("CancelWorkflow with a running step = %v, %v; want not finished", fin, err)
 	}
 	_, steps := w.info(t, id)
 	for _, n := range []string{"ready", "wait"} {
@@ -314,11 +314,21 @@ func testWorkflowCancel(t *testing.T, w *wfBundle) {
 	if r.Status != store.WorkflowCancelled || steps["settled"].State != string(store.StatusCancelled) {
 		t.Fatalf("after the running step ended: %s, settled %s", r.Status, steps["settled"].State)
 	}
-	if err := w.ws.CancelWorkflow(w.ctx, id, t0); err != nil {
-		t.Fatalf("CancelWorkflow of a finished workflow: %v", err)
+	if got := w.finishedBy(t, jobsRun[0].ID); !slices.Equal(got, []string{"c:cancelled"}) {
+		t.Fatalf("FinishedBy(the running step) = %v", got)
 	}
-	if err := w.ws.CancelWorkflow(w.ctx, int64(store.NewJobID(1, 999)), t0); !errors.Is(err, store.ErrWorkflowNotFound) {
+	if fin, err := w.ws.CancelWorkflow(w.ctx, id, t0); err != nil || fin {
+		t.Fatalf("CancelWorkflow of a finished workflow: %v, %v", fin, err)
+	}
+	if _, err := w.ws.CancelWorkflow(w.ctx, int64(store.NewJobID(1, 999)), t0); !errors.Is(err, store.ErrWorkflowNotFound) {
 		t.Fatalf("CancelWorkflow(unknown) = %v", err)
+	}
+	idle, _ := w.insert(t, "idle", wfStep("p", nil, nil), wfStep("q", []string{"p"}, nil))
+	if fin, err := w.ws.CancelWorkflow(w.ctx, idle, t0); err != nil || !fin {
+		t.Fatalf("CancelWorkflow without running steps = %v, %v; want finished", fin, err)
+	}
+	if r, _ := w.info(t, idle); r.Status != store.WorkflowCancelled {
+		t.Fatalf("status %s, want cancelled", r.Status)
 	}
 	if _, err := w.ws.Workflow(w.ctx, int64(store.NewJobID(0, 999))); !errors.Is(err, store.ErrWorkflowNotFound) {
 		t.Fatalf("Workflow(unknown) = %v", err)
