@@ -522,7 +522,11 @@ func (c *Client) Job(ctx context.Context, id JobID) (*Job, error) {
 	if err := c.checkJobID(id); err != nil {
 		return nil, err
 	}
-	return c.st.Job(ctx, id)
+	j, err := c.st.Job(ctx, id)
+	if err == nil {
+		c.fillHeld(ctx, []*Job{j})
+	}
+	return j, err
 }
 
 // checkJobID refuses, as ErrJobNotFound, an ID whose shard this queue does

@@ -169,14 +169,19 @@ type Config struct {
 	// The zero Rate means no limit (env RATE_LIMIT_MAX sets it per minute;
 	// 0 there means no limit too).
 	RateLimit Rate
-	// CircuitThreshold is how many consecutive failures open the circuit
-	// breaker. Zero means 5; CircuitOff (-1) switches the breakers off and
+	// CircuitThreshold is how many consecutive dependency failures
+	// (IsDependencyFailure: timeouts, connection errors, 5xx, RetryAfter,
+	// Unavailable; never plain or Permanent errors) open a task's circuit
+	// breaker, which the store keeps for every process (docs/breakers.md).
+	// Zero means 5; CircuitOff (-1) switches the breakers off and
 	// any other negative value is a *ConfigError (env
 	// CIRCUIT_FAILURE_THRESHOLD, where 0 means off). A task can
 	// switch its own off with TaskOptions.CircuitOff.
 	CircuitThreshold int
-	// CircuitTimeout is how long the breaker stays open before a probe.
-	// Zero means 60s (env CIRCUIT_TIMEOUT, in seconds).
+	// CircuitTimeout is how long the breaker stays open before a probe,
+	// and how long a process holds the probe before another may take it
+	// (a process killed while it probes frees it then). Zero means 60s
+	// (env CIRCUIT_TIMEOUT, in seconds).
 	CircuitTimeout time.Duration
 	// Queues gives named queues their own share of Workers, so that a
 	// flood of one queue's jobs cannot take every worker: each queue runs

@@ -281,7 +281,11 @@ func (c *Client) Jobs(ctx context.Context, p ListParams) ([]*Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.st.Jobs(ctx, sp)
+	jobs, err := c.st.Jobs(ctx, sp)
+	if err == nil {
+		c.fillHeld(ctx, jobs)
+	}
+	return jobs, err
 }
 
 // FailedJobs lists up to limit failed jobs, newest first.
@@ -320,11 +324,12 @@ type Stats struct {
 	RateLimitPer    string  `json:"rate_limit_per"`   // e.g. "1m0s"
 	TokensAvailable float64 `json:"tokens_available"` // -1 when not limited
 	CircuitState    string  `json:"circuit_state"`    // the worst task breaker's: closed, open, half_open
-	CircuitFailures int     `json:"circuit_failures"` // the most consecutive failures of any task
-	// Circuits maps each task to its breaker's state: this process's while
-	// its Run is active, otherwise the worst over the live workers of the
-	// registry.
+	CircuitFailures int     `json:"circuit_failures"` // the most consecutive dependency failures of any task
+	// Circuits maps each task to its stored breaker's state, the one every
+	// process shares (see CircuitBreakers).
 	Circuits map[string]string `json:"circuits,omitempty"`
+	// Breakers are the stored circuit breakers (see CircuitBreakers).
+	Breakers []CircuitBreakerInfo `json:"breakers,omitempty"`
 	// RateLimits maps each rate-limited task ("*" for the process-wide
 	// limit) to its limiter: this process's while its Run is active,
 	// otherwise summed over the live workers (each process limits itself).
@@ -358,7 +363,8 @@ type Stats struct {
 // that only want a complete answer check the error alone. Tasks, Warnings
 // and Workers come from the live worker registry, so Stats in a process
 // that runs no workers (the CLI, a dashboard) shows the running workers'
-// breaker and rate-limit states.
+// rate-limit states; the circuit breakers are read from the store, which
+// every process shares (CircuitBreakers).
 func (c *Client) Stats(ctx context.Context) (Stats, error) {
 	if err := ctx.Err(); err != nil {
 		return Stats{}, context.Cause(ctx)
@@ -399,6 +405,9 @@ func (c *Client) Stats(ctx context.Context) (Stats, error) {
 		s.RateLimits = e.workerInfo(c.now()).RateLimits
 	}
 	if err := c.fillRegistry(ctx, &s, local); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.fillCircuits(ctx, &s); err != nil {
 		errs = append(errs, err)
 	}
 	if qs, err := c.Queues(ctx); err != nil {

@@ -36,8 +36,9 @@ func (c *Client) RateLimitWaits() map[string]int64 {
 }
 
 // CircuitStates returns each task breaker's state ("closed", "open" or
-// "half_open") in the running (or last) Run, read from memory; nil if Run
-// has never started. Stats.Circuits holds the same.
+// "half_open") as the running (or last) Run last read the stored breaker
+// (at most about a second old), from memory; nil if Run has never
+// started. CircuitBreakers reads the store itself.
 func (c *Client) CircuitStates() map[string]string {
 	e := c.engine.Load()
 	if e == nil {
@@ -89,8 +90,10 @@ type TaskBreaker struct {
 }
 
 // Breakers returns every task breaker of the running (or last) Run, in the
-// order Run built them, read from memory, and whether Run has ever started
-// in this process (false: no breaker exists yet).
+// order Run built them, read from memory (each mirrors the stored breaker
+// as Run last read it; Rejected counts this process only), and whether Run
+// has ever started in this process (false: no breaker exists yet). The
+// stored breakers, which every process shares, are CircuitBreakers.
 func (c *Client) Breakers() ([]TaskBreaker, bool) {
 	e := c.engine.Load()
 	if e == nil {

@@ -107,6 +107,8 @@ func childMain() int {
 		}
 	case "sched":
 		return schedChild(dir, shards, os.Stdin, say)
+	case "probe":
+		return probeChild(ctx, dir, shards, say)
 	default:
 		if code, ok := pgChildMain(ctx, mode, dir, say); ok {
 			return code

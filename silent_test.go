@@ -186,7 +186,7 @@ func TestWorkerRegistry(t *testing.T) {
 	t.Parallel()
 	const mine, limited = "example.com/jobs.Mine", "example.com/jobs.Limited"
 	dir := t.TempDir()
-	failing := Define(mine, TaskOptions{MaxRetries: Ptr(0)}, func(context.Context, struct{}) error { return errors.New("down") })
+	failing := Define(mine, TaskOptions{MaxRetries: Ptr(0)}, func(context.Context, struct{}) error { return Unavailable(errors.New("down")) })
 	slow := Define(limited, TaskOptions{RateLimit: Rate{Limit: 7, Per: time.Minute}}, func(context.Context, struct{}) error { return nil })
 	w := setup(t, Config{Dir: dir, Shards: 2, Handlers: []Handler{failing, slow}, Workers: 3, WorkerID: "w1",
 		HeartbeatInterval: 50 * time.Millisecond, StuckTimeout: 10 * time.Second, CircuitThreshold: 1})
@@ -248,9 +248,10 @@ func TestWorkerRegistry(t *testing.T) {
 	if err != nil || len(ws) != 0 {
 		t.Errorf("after stop: workers = %+v, %v; want none", ws, err)
 	}
+	// The breaker is the store's: it stays open after the worker stopped.
 	s, err = cli.c.Stats(cli.ctx)
-	if err != nil || s.Tasks["example.com/jobs.Orphan"].Workers != 0 || len(s.Circuits) != 0 {
-		t.Errorf("stats after stop = %+v, %v", s, err)
+	if err != nil || s.Tasks["example.com/jobs.Orphan"].Workers != 0 || len(s.Circuits) != 1 || s.Circuits[mine] != "open" {
+		t.Errorf("stats after stop = %+v, %v; want the stored breaker still open", s, err)
 	}
 }
 

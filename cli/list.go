@@ -278,6 +278,9 @@ func detail(j *queuemax.Job, now time.Time) string {
 		}
 		return clip(s, 60)
 	case queuemax.StatusPending:
+		if j.Held != "" {
+			return clip("held: "+j.Held, 120)
+		}
 		if j.LastError != "" {
 			return clip("retry after: "+j.LastError, 60)
 		}

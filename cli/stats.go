@@ -24,8 +24,10 @@ and still in the queue table; completed ones are kept for their result.
 Processed and failed totals count every completion and dead-lettering ever
 recorded. The data directory is opened read-only.
 
-The rate limits, tokens and circuit states are those of the live workers
-(from the worker registry; see workers), and the uptime is the queue's:
+The circuit breakers are the stored ones every process shares (state, until
+when, consecutive dependency failures, last counted error); the rate limits
+and tokens are those of the live workers (from the worker registry; see
+workers), and the uptime is the queue's:
 since the earliest live worker started, or since the queue was created.
 Every task with waiting jobs is listed with how many live workers run it;
 a task with pending jobs and no live worker is reported as a warning. A
@@ -100,9 +102,9 @@ func runStats(r *runner, ctx context.Context, cmd *command, args []string) (err 
 			kv.row("Rate limit", "none")
 			kv.row("Tokens available", "unlimited")
 		}
-		kv.row("Circuit", fmt.Sprintf("%s (%d consecutive failures)", s.CircuitState, s.CircuitFailures))
-		for _, task := range slices.Sorted(maps.Keys(s.Circuits)) {
-			kv.row("  "+shortTask(task), s.Circuits[task])
+		kv.row("Circuit", fmt.Sprintf("%s (at most %d consecutive dependency failures)", s.CircuitState, s.CircuitFailures))
+		for _, b := range s.Breakers {
+			kv.row("  "+shortTask(b.Task), circuitLine(b, now))
 		}
 		for _, task := range slices.Sorted(maps.Keys(s.RateLimits)) {
 			rl := s.RateLimits[task]
@@ -166,4 +168,25 @@ func runStats(r *runner, ctx context.Context, cmd *command, args []string) (err 
 			n(s.DeadLetters), n(s.TotalProcessed), n(s.TotalFailed), "", "", yesNo(s.IsHealthy))
 	}
 	return t.flush()
+}
+
+// circuitLine describes one stored circuit breaker for stats.
+func circuitLine(b queuemax.CircuitBreakerInfo, now time.Time) string {
+	s := b.State
+	switch {
+	case b.State == "open" && now.Before(b.OpenUntil):
+		s += " until " + b.OpenUntil.UTC().Format("15:04:05Z") + " (" + roughDuration(b.OpenUntil.Sub(now)) + ")"
+	case b.State == "open":
+		s += ", due for a probe"
+	case b.State == "half_open" && b.ProbeOwner != "":
+		s += ", probe running on " + b.ProbeOwner
+	}
+	s += fmt.Sprintf(", %d consecutive dependency failures", b.Failures)
+	if b.Threshold > 0 {
+		s += fmt.Sprintf(" (opens at %d)", b.Threshold)
+	}
+	if b.LastError != "" && b.State != "closed" {
+		s += ", last: " + clip(b.LastError, 60)
+	}
+	return s
 }

@@ -72,7 +72,7 @@ type Options struct {
 //	GET  /tasks                              {"tasks": [...]}: counts per task by status and shard
 //	GET  /throughput                         completed, failed and retried jobs per 5s step, last 10 minutes
 //	GET  /workers                            {"workers": [WorkerInfo...]}: the live worker registry
-//	GET  /breakers                           {"breakers": [...]}: the task circuit breakers of a running worker
+//	GET  /breakers                           {"breakers": [...]}: the tasks' circuit breakers as stored (shared by every process)
 //	GET  /queues                             {"queues": [QueueInfo...]}: counts and paused state per queue
 //	GET  /workflows?status=&name=&limit=&before= {"workflows": [...], "next_before": id}: newest first,
 //	                                         without steps; limit 1–1000, default 100; next_before

@@ -107,7 +107,7 @@ type adminTask struct {
 	Cancelled   int64         `json:"cancelled"`
 	DeadLetters int64         `json:"dead_letters"`
 	PerShard    map[int]int64 `json:"per_shard"`         // jobs in the queue table by shard
-	Circuit     string        `json:"circuit,omitempty"` // its breaker's state while Run is active here
+	Circuit     string        `json:"circuit,omitempty"` // its stored circuit breaker's state, shared by every process
 }
 
 func (t *adminTask) add(st queuemax.Status, n int64) {
@@ -165,10 +165,16 @@ func (a *admin) taskCounts(ctx context.Context) ([]adminTask, error) {
 	for _, name := range a.c.Tasks() {
 		get(name)
 	}
-	bs, _ := a.c.Breakers()
+	bs, err := a.c.CircuitBreakers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range byName {
+		t.Circuit = "closed" // no stored breaker: nothing failed
+	}
 	for _, b := range bs {
 		if t, ok := byName[b.Task]; ok {
-			t.Circuit = b.Stats.State.String()
+			t.Circuit = b.State
 		}
 	}
 	out := make([]adminTask, 0, len(byName))
@@ -333,14 +339,12 @@ func (a *admin) throughput(w http.ResponseWriter, r *http.Request, _ []string) e
 	})
 }
 
-// adminBreaker is one task's circuit breaker.
+// adminBreaker is one task's circuit breaker as stored (every process
+// shares it), with this process's rejections while its Run is active.
 type adminBreaker struct {
-	Task              string  `json:"task"` // "" for the catch-all handler's breaker
-	State             string  `json:"state"`
-	Failures          int     `json:"failures"`
-	Threshold         int     `json:"threshold"`
+	queuemax.CircuitBreakerInfo
 	Rejected          uint64  `json:"rejected"`
-	TimeoutSeconds    float64 `json:"timeout_seconds"`
+	TimeoutSeconds    float64 `json:"timeout_seconds,omitempty"`
 	RecoveryInSeconds float64 `json:"recovery_in_seconds,omitempty"`
 }
 
@@ -348,12 +352,24 @@ func (a *admin) breakers(w http.ResponseWriter, r *http.Request, _ []string) err
 	if err := onlyParams(r); err != nil {
 		return err
 	}
-	out := []adminBreaker{}
-	breakers, running := a.c.Breakers()
-	for _, b := range breakers {
-		bs := b.Stats
-		out = append(out, adminBreaker{Task: b.Task, State: bs.State.String(), Failures: bs.Failures, Threshold: bs.Threshold,
-			Rejected: bs.Rejected, TimeoutSeconds: bs.Timeout.Seconds(), RecoveryInSeconds: bs.RecoveryRemaining.Seconds()})
+	infos, err := a.c.CircuitBreakers(r.Context())
+	if err != nil {
+		return err
+	}
+	local, running := a.c.Breakers()
+	now := time.Now()
+	out := make([]adminBreaker, 0, len(infos))
+	for _, b := range infos {
+		ab := adminBreaker{CircuitBreakerInfo: b}
+		if b.State == "open" && b.OpenUntil.After(now) {
+			ab.RecoveryInSeconds = b.OpenUntil.Sub(now).Seconds()
+		}
+		for _, l := range local {
+			if l.Task == b.Task {
+				ab.Rejected, ab.TimeoutSeconds = l.Stats.Rejected, l.Stats.Timeout.Seconds()
+			}
+		}
+		out = append(out, ab)
 	}
 	return reply(w, http.StatusOK, map[string]any{"breakers": out, "running": running})
 }

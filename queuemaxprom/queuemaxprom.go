@@ -44,9 +44,14 @@
 //	queuemax_job_run_seconds{task,outcome}    handler run time (outcome: queuemax.Outcome)
 //	queuemax_job_queue_wait_seconds{task}     from ready (enqueue, run-at or retry time) to start
 //
-// Engine state of this process's Run, read at each scrape (in memory):
+// The tasks' circuit breakers as stored (shared by every process; cached
+// like the counts):
 //
 //	queuemax_circuit_breaker_state{task,state}  1 for the breaker's current state, 0 for the others
+//	queuemax_circuit_breaker_failures{task}     its consecutive dependency failures
+//
+// Engine state of this process's Run, read at each scrape (in memory):
+//
 //	queuemax_rate_limit_waits_total{task}       claim rounds that left the task out for want of a token
 //	queuemax_workers_live                       live worker processes (see Options.LiveWorkers)
 //	queuemax_worker_running_jobs                jobs this process's handlers run now
@@ -100,7 +105,7 @@ type Collector struct {
 	runTime, wait                              *prometheus.HistogramVec
 	refreshErrs                                prometheus.Counter
 
-	jobsDesc, deadDesc, circuitDesc, waitsDesc, liveDesc, runningDesc, concDesc *prometheus.Desc
+	jobsDesc, deadDesc, circuitDesc, failuresDesc, waitsDesc, liveDesc, runningDesc, concDesc *prometheus.Desc
 
 	mu       sync.Mutex // guards client, seen and the cache; held during a refresh
 	client   *queuemax.Client
@@ -150,13 +155,14 @@ func NewCollector(o Options) *Collector {
 			Help: "Time from a job being ready (enqueue, run-at or retry time) to its start, in seconds.", Buckets: o.WaitBuckets}, []string{"task"}),
 		refreshErrs: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "stats_refresh_errors_total",
 			Help: "Refreshes of the cached job counts that failed."}),
-		jobsDesc:    desc("jobs", "Jobs stored, by shard, task and status (cached).", "shard", "task", "status"),
-		deadDesc:    desc("dead_letters", "Rows in the dead-letter queue (cached).", "shard"),
-		circuitDesc: desc("circuit_breaker_state", "1 for each task breaker's current state, 0 for the others.", "task", "state"),
-		waitsDesc:   desc("rate_limit_waits_total", "Claim rounds that left a task out because its rate limit had no token.", "task"),
-		liveDesc:    desc("workers_live", "Live worker processes."),
-		runningDesc: desc("worker_running_jobs", "Jobs this process's handlers are running."),
-		concDesc:    desc("worker_concurrency", "How many jobs this process may run at once."),
+		jobsDesc:     desc("jobs", "Jobs stored, by shard, task and status (cached).", "shard", "task", "status"),
+		deadDesc:     desc("dead_letters", "Rows in the dead-letter queue (cached).", "shard"),
+		circuitDesc:  desc("circuit_breaker_state", "1 for each task breaker's current state, 0 for the others (stored, shared by every process).", "task", "state"),
+		failuresDesc: desc("circuit_breaker_failures", "Consecutive dependency failures counted by each task's circuit breaker.", "task"),
+		waitsDesc:    desc("rate_limit_waits_total", "Claim rounds that left a task out because its rate limit had no token.", "task"),
+		liveDesc:     desc("workers_live", "Live worker processes."),
+		runningDesc:  desc("worker_running_jobs", "Jobs this process's handlers are running."),
+		concDesc:     desc("worker_concurrency", "How many jobs this process may run at once."),
 	}
 }
 
@@ -227,7 +233,7 @@ func (col *Collector) Work(ctx context.Context, job *queuemax.Job, next func(con
 
 // Describe implements prometheus.Collector.
 func (col *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{col.jobsDesc, col.deadDesc, col.circuitDesc, col.waitsDesc,
+	for _, d := range []*prometheus.Desc{col.jobsDesc, col.deadDesc, col.circuitDesc, col.failuresDesc, col.waitsDesc,
 		col.liveDesc, col.runningDesc, col.concDesc} {
 		ch <- d
 	}
@@ -275,6 +281,16 @@ func (col *Collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(col.deadDesc, float64(s.DeadLetters), strconv.Itoa(s.Shard))
 	}
 	gauge(col.liveDesc, float64(live))
+	for _, b := range stats.Breakers {
+		for _, s := range []queuemax.CircuitState{queuemax.CircuitClosed, queuemax.CircuitOpen, queuemax.CircuitHalfOpen} {
+			v := 0.0
+			if s.String() == b.State {
+				v = 1
+			}
+			gauge(col.circuitDesc, v, b.Task, s.String())
+		}
+		gauge(col.failuresDesc, float64(b.Failures), b.Task)
+	}
 
 	// In-memory engine state: current at every scrape.
 	ws, ok := c.WorkerStats()
@@ -284,15 +300,6 @@ func (col *Collector) Collect(ch chan<- prometheus.Metric) {
 	} else {
 		gauge(col.runningDesc, 0)
 		gauge(col.concDesc, 0)
-	}
-	for task, state := range c.CircuitStates() {
-		for _, s := range []queuemax.CircuitState{queuemax.CircuitClosed, queuemax.CircuitOpen, queuemax.CircuitHalfOpen} {
-			v := 0.0
-			if s.String() == state {
-				v = 1
-			}
-			gauge(col.circuitDesc, v, task, s.String())
-		}
 	}
 	for task, n := range c.RateLimitWaits() {
 		ch <- prometheus.MustNewConstMetric(col.waitsDesc, prometheus.CounterValue, float64(n), task)

@@ -252,7 +252,7 @@ func TestCollector_EngineState(t *testing.T) {
 	t.Parallel()
 	hs := []queuemax.Handler{
 		queuemax.Define("t.Fail", queuemax.TaskOptions{MaxRetries: queuemax.Ptr(0)}, func(context.Context, struct{}) error {
-			return errors.New("down") // retryable: counts against the breaker
+			return queuemax.Unavailable(errors.New("down")) // a dependency failure: counts against the breaker
 		}),
 		queuemax.Define("t.Limited", queuemax.TaskOptions{RateLimit: queuemax.Rate{Limit: 1, Per: time.Hour}},
 			func(context.Context, struct{}) error { return nil }),
@@ -281,6 +281,9 @@ func TestCollector_EngineState(t *testing.T) {
 		if got := states[key].GetGauge().GetValue(); got != want {
 			t.Errorf("circuit_breaker_state{state|task=%s} = %v, want %v", key, got, want)
 		}
+	}
+	if got := gather(t, b.reg, "queuemax_circuit_breaker_failures")["t.Fail"].GetGauge().GetValue(); got != 1 {
+		t.Errorf("circuit_breaker_failures{task=t.Fail} = %v, want 1", got)
 	}
 	if got := gather(t, b.reg, "queuemax_rate_limit_waits_total")["t.Limited"].GetCounter().GetValue(); got < 1 {
 		t.Errorf("rate_limit_waits_total{task=t.Limited} = %v, want ≥ 1", got)

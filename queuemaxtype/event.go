@@ -30,7 +30,8 @@ const (
 	// above.
 	EventAlert EventKind = "alert"
 	// EventCircuit follows a task's circuit breaker changing state (Task,
-	// From, To).
+	// From, To), as the running process sees the stored breaker: every
+	// process that runs the task emits it when it learns of the change.
 	EventCircuit EventKind = "circuit_state_changed"
 	// EventPeriodic follows the scheduler enqueueing a periodic task's run
 	// for one scheduled time (Task, JobID, Slot).

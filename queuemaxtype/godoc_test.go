@@ -52,6 +52,7 @@ func TestGoDoc_ShowsFieldsAndMethods(t *testing.T) {
 		"SnoozeLimitError":      {"Snoozes, Max int"},
 		"PanicError":            {"Value", "Stack"},
 		"TimeoutError":          {"Limit", "func (e *TimeoutError) Timeout() bool"},
+		"UnavailableError":      {"Err", "func (e *UnavailableError) DependencyFailure() bool", "func (e *UnavailableError) Unwrap() error"},
 		"Decision":              {"Permanent", "Delay", "Reason"},
 		"FailOutcome":           {"Dead", "Cancelled", "Snoozed", "RetryAt", "Decision"},
 		"JobMiddleware":         {"type JobMiddleware any"},

@@ -44,6 +44,9 @@ type Job struct {
 	Queue     string          `json:"queue"`
 	// UniqueKey is a unique job's key (see queuemax.UniqueOpts).
 	UniqueKey string `json:"unique_key,omitempty"`
+	// Held says why a ready job is not being claimed (an open circuit
+	// breaker, a global limit); see queuemax.Job.Held.
+	Held string `json:"held,omitempty"`
 }
 
 // NewJob returns j's JSON view.
@@ -57,7 +60,7 @@ func NewJob(j *queuemaxtype.Job) Job {
 		StartedAt: Time(j.StartedAt), Heartbeat: Time(j.Heartbeat), CompletedAt: Time(j.CompletedAt),
 		RetryDelayMS: j.RetryDelay.Milliseconds(), CancelRequested: j.CancelRequested,
 		Snoozes: j.Snoozes, TimeoutMS: j.Timeout.Milliseconds(), Tags: j.Tags, Metadata: j.Metadata, Queue: j.Queue,
-		UniqueKey: j.UniqueKey,
+		UniqueKey: j.UniqueKey, Held: j.Held,
 	}
 }
 

@@ -481,6 +481,44 @@ func TestDashboardBrowser(t *testing.T) {
 			t.Errorf("after purging completed jobs: Stats = %+v, %v", s, err)
 		}
 	})
+
+	t.Run("StoredBreakerAndHeldJob", func(t *testing.T) {
+		// A worker (another client on the directory) opens the task's
+		// breaker; the dashboard's own client runs no worker and still shows
+		// the stored breaker, in the task row and the breaker panel, and why
+		// the waiting job is held.
+		dir := t.TempDir()
+		h := queuemax.Define("pay.api", queuemax.TaskOptions{MaxRetries: queuemax.Ptr(0)}, func(context.Context, struct{}) error {
+			return queuemax.Unavailable(errors.New("payments API: 503"))
+		})
+		w := setup(t, queuemax.Config{Dir: dir, Shards: 1, Handlers: []queuemax.Handler{h}, CircuitThreshold: 1, CircuitTimeout: time.Hour})
+		failed, _ := w.c.Subscribe(queuemax.EventFailed)
+		run(t, w.c)
+		if _, err := w.c.Enqueue(t.Context(), "pay.api", struct{}{}, queuemax.Opts{}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-failed:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the failing job did not fail")
+		}
+		d := setup(t, queuemax.Config{Dir: dir})
+		held, err := d.c.Enqueue(t.Context(), "pay.api", struct{}{}, queuemax.Opts{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/admin/", http.StripPrefix("/admin", queuemaxhttp.NewHandler(d.c, queuemaxhttp.Options{})))
+		srv := httptest.NewServer(mux)
+		t.Cleanup(srv.Close)
+		tab := newTab(t, browser)
+		do(t, tab, "open the overview", chromedp.Navigate(srv.URL+"/admin/ui/"))
+		waitJS(t, tab, `document.querySelector('#tasks tr[data-task="pay.api"]')?.textContent.includes("open")`, textOf("#tasks"))
+		waitJS(t, tab, `document.querySelector('#breakers tr[data-task="pay.api"]')?.textContent.includes("open")`, textOf("#breakers"))
+		waitJS(t, tab, `document.querySelector("#breakers").textContent.includes("payments API: 503")`, textOf("#breakers"))
+		do(t, tab, "open the held job", chromedp.Navigate(srv.URL+"/admin/ui/#/jobs/"+held.String()))
+		waitJS(t, tab, `document.querySelector("#job-held")?.textContent.includes("circuit breaker of task pay.api is open until")`, textOf("#view"))
+	})
 }
 
 func idList(ids ...queuemax.JobID) string {

@@ -142,14 +142,16 @@ function renderWorkers(el, wk) {
 }
 
 function renderBreakers(el, br) {
-  const rows = br.breakers.map((b) => h("tr", {},
+  const rows = br.breakers.map((b) => h("tr", { "data-task": b.task },
     h("td", {}, b.task || "(all tasks)"),
     h("td", {}, badge(b.state)),
-    h("td", { class: "num" }, `${b.failures} / ${b.threshold}`),
-    h("td", { class: "num" }, fmt(b.rejected)),
-    h("td", {}, b.recovery_in_seconds ? "probe in " + Math.ceil(b.recovery_in_seconds) + "s" : "–")));
-  el.replaceChildren(table(["Task", "State", N("Failures"), N("Rejected"), "Recovery"], rows,
-    br.running ? "No breakers." : "Breakers live in a running worker; none runs in this process."));
+    h("td", { class: "num" }, b.threshold ? `${b.failures} / ${b.threshold}` : String(b.failures)),
+    h("td", {}, b.recovery_in_seconds ? "probe in " + Math.ceil(b.recovery_in_seconds) + "s"
+      : b.state === "half_open" ? (b.probe_owner ? "probe on " + b.probe_owner : "probe due") : "–"),
+    h("td", { class: "err", title: b.last_error || "" }, b.state !== "closed" ? (b.last_error || "") : "")));
+  el.replaceChildren(
+    table(["Task", "State", N("Dependency failures"), "Recovery", "Last error"], rows, "No task has a breaker."),
+    h("p", { class: "note" }, "One breaker per task, stored with the jobs and shared by every process. Only errors that say a dependency is failing count (timeouts, connection errors, 5xx, RetryAfter, Unavailable)."));
 }
 
 function renderPeriodic(el, ps) {
@@ -296,7 +298,7 @@ async function jobsPage(view, params) {
     h("td", { class: "num" }, `${j.attempts} / ${j.max_attempts}`),
     h("td", { class: "num" }, "#" + j.shard),
     h("td", {}, when(j.created_at)),
-    h("td", { class: "err", title: j.last_error || "" }, j.last_error || ""),
+    h("td", { class: "err", title: j.held || j.last_error || "" }, j.held ? "held: " + j.held : (j.last_error || "")),
     h("td", {}, j.status === "failed" ? actionButton("Retry", "small", async () => {
       const r = await act("Retry", `jobs/${j.id}/retry`);
       if (r) { flash(`Job ${j.id} re-queued.`); route(); }
@@ -356,6 +358,7 @@ async function jobPage(view, id) {
             j.cancel_requested ? h("span", { class: "muted", id: "job-cancel-requested" }, "cancellation requested") : null))),
       section("Payload", pretty(j.payload), "", "job-payload"),
       j.result !== undefined ? section("Result", pretty(j.result), "", "job-result") : null,
+      j.held ? section("Held", j.held, "error", "job-held") : null,
       j.last_error ? section("Error" + (j.error_type ? " (" + j.error_type + ")" : ""), j.last_error, "error", "job-error") : null,
       section("Stack", j.error_stack, "", "job-stack"),
       j.metadata ? section("Metadata", pretty(j.metadata), "", "job-metadata") : null].filter(Boolean));

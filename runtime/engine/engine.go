@@ -124,6 +124,7 @@ type Engine struct {
 	cfg     Config
 	log     *slog.Logger
 	order   []string // breaker names, sorted, for a stable claim plan
+	brk     *sharedBreakers
 	rlWaits map[string]*atomic.Int64
 
 	limit     atomic.Int64  // how many jobs may run at once
@@ -199,6 +200,7 @@ func New(cfg Config) *Engine {
 		e.order = append(e.order, name)
 	}
 	slices.Sort(e.order)
+	e.brk = newSharedBreakers(e)
 	e.queues = newQueueSlots(e, cfg.Queues)
 	e.state.Store(Running)
 	e.limit.Store(int64(cfg.Workers))
@@ -386,12 +388,4 @@ func (e *Engine) Stats() Stats {
 	}
 	e.mu.Unlock()
 	return s
-}
-
-// breakerFor returns the breaker that guards task.
-func (e *Engine) breakerFor(task string) *breaker.Breaker {
-	if b, ok := e.cfg.Breakers[task]; ok {
-		return b
-	}
-	return e.cfg.Breakers[""]
 }

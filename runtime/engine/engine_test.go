@@ -136,7 +136,12 @@ func TestProducer_RunOnce(t *testing.T) {
 func TestProducer_RunOnceBreakerAndLimit(t *testing.T) {
 	r := newRig(t, 1)
 	open, _ := breaker.New(breaker.Config{Threshold: 1, Timeout: time.Minute})
-	open.Failure()
+	// a's stored breaker is open: every process leaves a out.
+	if _, err := r.st.BreakerUpdate(t.Context(), []string{"a"}, func(b *store.BreakerRow) bool {
+		return breaker.Apply(b, breaker.Outcomes{Failures: 1, LastError: "timeout"}, breaker.Policy{Threshold: 1, Timeout: time.Minute}, r.now)
+	}); err != nil {
+		t.Fatal(err)
+	}
 	limited, _ := breaker.New(breaker.Config{Threshold: 5, Timeout: time.Minute})
 	l, err := ratelimit.New(1, time.Hour, 0)
 	if err != nil {
@@ -197,10 +202,10 @@ func TestHeartbeater_RunOnce(t *testing.T) {
 		t.Fatal(jobs, err)
 	}
 	e := r.engine()
-	good := e.hold(jobs[0], nil)
+	good := e.hold(jobs[0], false)
 	stale := *jobs[1]
 	stale.Lease++ // a lease this engine no longer holds
-	bad := e.hold(&stale, nil)
+	bad := e.hold(&stale, false)
 	h := &heartbeater{e: e}
 	h.RunOnce(t.Context(), r.now) // the round at start does nothing
 	r.now = r.now.Add(time.Hour)
@@ -232,7 +237,7 @@ func TestRescuer_RunOnce(t *testing.T) {
 	r.cfg.StuckTimeout = 30 * time.Second
 	r.cfg.Wake = make(chan struct{}, 1)
 	e := r.engine()
-	e.hold(mine[0], nil)
+	e.hold(mine[0], false)
 	r.now = r.now.Add(time.Hour)
 	(&rescuer{e: e}).RunOnce(t.Context(), r.now)
 	ss, err := r.st.Stats(t.Context())

@@ -183,8 +183,8 @@ func (p *producer) releaseQueued() {
 		}
 	}
 	for _, rj := range rjs {
-		if rj.ticket != nil {
-			rj.ticket.Release()
+		if rj.probe {
+			e.brk.releaseProbe(rj.job.Task)
 		}
 		e.dequeued()
 		e.unhold(rj)
@@ -215,7 +215,7 @@ func (p *producer) RunOnce(ctx context.Context, now time.Time) (claimed int, ret
 		}
 		n = got
 	}
-	groups, retryIn := p.plan(n)
+	groups, retryIn := p.plan(ctx, n, now)
 	if p.versioned {
 		if v, err := e.cfg.Store.DataVersion(ctx); err == nil {
 			p.lastVersion = v
@@ -226,15 +226,15 @@ func (p *producer) RunOnce(ctx context.Context, now time.Time) (claimed int, ret
 	for _, g := range groups {
 		var jobs []*store.Job
 		if room := min(g.max, n-claimed); room > 0 {
-			jobs, _ = p.claim(ctx, g.tasks, room, now)
+			jobs, _ = p.claimFor(ctx, g, room, now)
 		}
 		if g.limiter != nil {
 			for range g.max - len(jobs) {
 				g.limiter.Refund()
 			}
 		}
-		if g.probe != nil && len(jobs) == 0 {
-			g.probe.Release() // a probe that finds no job must not wedge the breaker
+		if g.probe && len(jobs) == 0 {
+			e.brk.releaseProbe(g.tasks[0]) // a probe that finds no job must not wedge the breaker
 		}
 		for _, j := range jobs {
 			rj := e.hold(j, g.probe)
@@ -257,29 +257,30 @@ func (p *producer) RunOnce(ctx context.Context, now time.Time) (claimed int, ret
 type claimGroup struct {
 	tasks   []string
 	max     int
-	probe   *breaker.Ticket
+	probe   bool               // one job, its breaker's half-open probe (see ClaimProbe)
 	limiter *ratelimit.Limiter // tokens for max jobs were taken; unused ones are refunded
 }
 
-// plan decides what a round of up to n jobs may claim. Tasks whose breaker
-// is open, or whose rate limiter has no token, are left out. A half-open
-// task gets one probe job. retryIn is how soon a left-out task may be
-// claimable again (an hour if none is left out).
-func (p *producer) plan(n int) (groups []claimGroup, retryIn time.Duration) {
+// plan decides what a round of up to n jobs may claim at now. Tasks whose
+// stored breaker holds them (breakers.go), or whose rate limiter has no
+// token, are left out. A task whose breaker is due for a probe gets one
+// probe job if this engine takes the probe. retryIn is how soon a
+// left-out task may be claimable again (an hour if none is left out).
+func (p *producer) plan(ctx context.Context, n int, now time.Time) (groups []claimGroup, retryIn time.Duration) {
 	e := p.e
 	retryIn = time.Hour
 	var free []string // closed breaker, no task limiter
 	excluded := false
 	for _, name := range e.order {
-		b := e.cfg.Breakers[name]
-		t, ok := b.Allow()
-		if !ok {
+		gate, wait := e.brk.gate(ctx, name, now)
+		probe := gate == breaker.GateProbe && e.brk.takeProbe(ctx, name, now)
+		if gate == breaker.GateHold || gate == breaker.GateProbe && !probe {
 			excluded = true
-			retryIn = min(retryIn, b.Stats().RecoveryRemaining)
+			retryIn = min(retryIn, max(wait, 10*time.Millisecond), breakerRefresh)
 			continue
 		}
 		want := n
-		if t.Probe() {
+		if probe {
 			want = 1
 		}
 		l := e.cfg.TaskLimiters[name]
@@ -290,7 +291,9 @@ func (p *producer) plan(n int) (groups []claimGroup, retryIn time.Duration) {
 			}
 			if got == 0 {
 				e.rlWaits[name].Add(1)
-				t.Release()
+				if probe {
+					e.brk.releaseProbe(name)
+				}
 				excluded = true
 				retryIn = min(retryIn, l.RetryAfter())
 				continue
@@ -298,8 +301,8 @@ func (p *producer) plan(n int) (groups []claimGroup, retryIn time.Duration) {
 			want = got
 		}
 		switch {
-		case t.Probe():
-			groups = append(groups, claimGroup{tasks: []string{name}, max: 1, probe: &t, limiter: l})
+		case probe:
+			groups = append(groups, claimGroup{tasks: []string{name}, max: 1, probe: true, limiter: l})
 		case l != nil:
 			groups = append(groups, claimGroup{tasks: []string{name}, max: want, limiter: l})
 		default:

@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 
 	"github.com/queuemax/queuemax/queuemaxtype"
-	"github.com/queuemax/queuemax/runtime/breaker"
 	"github.com/queuemax/queuemax/runtime/store"
 )
 
@@ -17,7 +16,7 @@ type runningJob struct {
 	job    *store.Job
 	ctx    context.Context // the job's context, a child of Engine.jobCtx
 	cancel context.CancelCauseFunc
-	ticket *breaker.Ticket // the breaker probe that guards the job (nil: none)
+	probe  bool // the job is its breaker's half-open probe
 	lost   atomic.Bool
 	// cancelReq is set once a cancel was requested for the job (Heartbeat
 	// reported store.ErrCancelRequested, or CancelLocal).
@@ -27,9 +26,9 @@ type runningJob struct {
 // hold registers a claimed job: from now on heartbeats renew its lease
 // and it counts as active until unhold, whether it runs at once, waits for
 // a worker or waits for its acknowledgement.
-func (e *Engine) hold(j *store.Job, t *breaker.Ticket) *runningJob {
+func (e *Engine) hold(j *store.Job, probe bool) *runningJob {
 	jctx, cancel := context.WithCancelCause(e.jobCtx)
-	rj := &runningJob{job: j, ctx: jctx, cancel: cancel, ticket: t}
+	rj := &runningJob{job: j, ctx: jctx, cancel: cancel, probe: probe}
 	e.mu.Lock()
 	e.running[j.ID] = rj
 	e.mu.Unlock()
@@ -100,8 +99,8 @@ func (e *Engine) shrink() bool {
 func (e *Engine) runJob(rj *runningJob) {
 	if rj.lost.Load() {
 		// Taken back while it waited for a worker: another worker owns it.
-		if rj.ticket != nil {
-			rj.ticket.Release()
+		if rj.probe {
+			e.brk.releaseProbe(rj.job.Task)
 		}
 		e.lostCnt.Add(1)
 		e.dequeued()
@@ -131,38 +130,26 @@ func (e *Engine) signalSlot() {
 	}
 }
 
-// outcome records the outcome of an attempt; the breaker (or the job's
-// probe ticket) learns it first. A success goes to the acknowledger, a
+// outcome records the outcome of an attempt; the task's breaker learns
+// it first (breakers.go: only dependency failures count). A success goes to the acknowledger, a
 // failure is finished here, on the worker's goroutine; both through
 // Executor.Finish.
 func (e *Engine) outcome(rj *runningJob, result any, err error) {
-	t, j := rj.ticket, rj.job
+	j := rj.job
 	if err != nil && rj.cancelReq.Load() {
 		// Asked to cancel: the failure ends the job cancelled, even
 		// while draining; a success stays a success.
 		err = cancelledError(err)
 	} else if err != nil && context.Cause(e.jobCtx) != nil && (errors.Is(err, context.Canceled) || errors.Is(err, ErrStopping)) {
 		// Cancelled by the drain timeout: give the job back unspent.
-		if t != nil {
-			t.Release()
+		if rj.probe {
+			e.brk.releaseProbe(j.Task)
 		}
 		e.release(rj)
 		e.unhold(rj)
 		return
 	}
-	retry := err != nil && retryable(err)
-	switch {
-	case t != nil && err == nil:
-		t.Success()
-	case t != nil && retry:
-		t.Failure()
-	case t != nil:
-		t.Release()
-	case err == nil:
-		e.breakerFor(j.Task).Success()
-	case retry:
-		e.breakerFor(j.Task).Failure()
-	}
+	e.brk.record(j, err, rj.probe)
 	if rj.lost.Load() {
 		e.lostCnt.Add(1)
 		e.log.WarnContext(rj.ctx, "job lease lost while running; result discarded", "task", j.Task, "job_id", int64(j.ID))

@@ -29,7 +29,7 @@ package pgstore
 // notifyWindow ago (see notify.go).
 
 // schemaVersion is the newest migration this binary knows.
-const schemaVersion = 7
+const schemaVersion = 8
 
 type migration struct {
 	version int
@@ -208,7 +208,12 @@ var migrations = []migration{
 		},
 	},
 	{
+		version: 7,
+		name:    "circuit breakers shared by every process (breakers.go)",
+		stmts:   migrationBreakers,
+	},
+	{
 		// workflow_schema.go
-		version: 7, name: workflowMigration.name, stmts: workflowMigration.stmts,
+		version: 8, name: workflowMigration.name, stmts: workflowMigration.stmts,
 	},
 }

@@ -2,7 +2,7 @@ package sqlitestore
 
 // schemaVersion is the version written to shard_metadata.version once every
 // migration has run. Versions 1 and 2 are queue-max's; 3 and later are ours.
-const schemaVersion = 12
+const schemaVersion = 13
 
 // baseSchema creates queue-max's tables exactly as queue-max 0.2.0 does
 // (same names, columns, types, defaults and CHECK), so that files written by
@@ -269,8 +269,17 @@ var migrations = []migration{
 		},
 	},
 	{
+		version: 12,
+		name:    "circuit breakers shared by every process (shard 0's file only; breakers.go)",
+		// dep_attempt is the attempt of the job whose failure said its
+		// dependency was failing: a breaker's probe prefers such a job to
+		// one that failed on its own input.
+		addColumns: [][3]string{{"fila", "dep_attempt", "INTEGER"}},
+		stmts:      migrationBreakers,
+	},
+	{
 		// workflow_schema.go
-		version: 12, name: workflowMigration.name,
+		version: 13, name: workflowMigration.name,
 		addColumns: workflowMigration.addColumns, stmts: workflowMigration.stmts,
 	},
 }

@@ -53,6 +53,7 @@ var areas = []struct {
 	{"CancelSnooze", testCancelSnoozeArea},
 	{"Admin", testAdminArea},
 	{"Periodic", testPeriodicArea},
+	{"Breakers", testBreakersArea},
 	{"Workflow", testWorkflowArea},
 }
 

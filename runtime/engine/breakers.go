@@ -1,0 +1,333 @@
+package engine
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/queuemax/queuemax/runtime/breaker"
+	"github.com/queuemax/queuemax/runtime/store"
+)
+
+// breakerRefresh is how long a process trusts its copy of the stored
+// breakers before it reads them again (one read of a small table, at the
+// next claim round): another process's open or close reaches it within
+// that time. Its own changes reach its copy at once.
+var breakerRefresh = time.Second
+
+// sharedBreakers drives the tasks' circuit breakers through the store, so
+// that every process (and the dashboard) sees one breaker per task. The
+// claim planner reads a copy of the stored rows refreshed every
+// breakerRefresh (no query per job while a breaker is closed); outcomes
+// that count (a dependency failure, a success after failures, a probe's
+// end) are written in batches: a worker that finds no write in flight
+// writes every outcome gathered so far in one transaction, and others
+// gather theirs meanwhile. The engine's *breaker.Breaker values mirror the
+// stored rows, for Stats and state-change notifications.
+type sharedBreakers struct {
+	e     *Engine
+	st    store.BreakerStore
+	owner string // this engine's probe token: its worker ID and a random suffix
+	pols  map[string]breaker.Policy
+	off   map[string]bool
+
+	mu      sync.Mutex
+	rows    map[string]store.BreakerRow // by breaker name
+	wrote   map[string]time.Time        // monotonic: when this engine last wrote each row (store)
+	readAt  time.Time                   // monotonic: when rows were last read
+	pending map[string]*breaker.Outcomes
+	marks   []store.DependencyMark // jobs whose attempt failed on a dependency, to write
+
+	flushMu sync.Mutex
+}
+
+func newSharedBreakers(e *Engine) *sharedBreakers {
+	s := &sharedBreakers{
+		e:       e,
+		st:      store.BreakersOf(e.cfg.Store),
+		owner:   e.cfg.WorkerID + "#" + strconv.FormatUint(rand.Uint64()%1e9, 36),
+		pols:    make(map[string]breaker.Policy, len(e.cfg.Breakers)),
+		off:     make(map[string]bool),
+		rows:    make(map[string]store.BreakerRow),
+		wrote:   make(map[string]time.Time),
+		pending: make(map[string]*breaker.Outcomes),
+	}
+	for name, b := range e.cfg.Breakers {
+		st := b.Stats()
+		s.pols[name] = breaker.Policy{Threshold: st.Threshold, Timeout: st.Timeout, ProbeTTL: st.Timeout}
+		if b == nil || st.Threshold == math.MaxInt {
+			s.off[name] = true
+		}
+	}
+	return s
+}
+
+// Owner is the token this engine's probes are held under.
+func (e *Engine) BreakerOwner() string { return e.brk.owner }
+
+// nameOf returns the breaker that guards task.
+func (s *sharedBreakers) nameOf(task string) string {
+	if _, ok := s.e.cfg.Breakers[task]; ok {
+		return task
+	}
+	return ""
+}
+
+// refresh re-reads the stored rows when the copy is older than
+// breakerRefresh (or always, with force).
+func (s *sharedBreakers) refresh(ctx context.Context, force bool) {
+	s.mu.Lock()
+	stale := force || s.readAt.IsZero() || time.Since(s.readAt) >= breakerRefresh
+	s.mu.Unlock()
+	if !stale {
+		return
+	}
+	start := time.Now()
+	rows, err := s.st.BreakerList(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.e.log.WarnContext(ctx, "read circuit breakers", "err", err)
+		}
+		s.mu.Lock()
+		s.readAt = time.Now() // retry at the next refresh, not every round
+		s.mu.Unlock()
+		return
+	}
+	byName := make(map[string]store.BreakerRow, len(rows))
+	for _, r := range rows {
+		if _, ok := s.pols[r.Task]; ok {
+			byName[r.Task] = r
+		}
+	}
+	s.mu.Lock()
+	for name, at := range s.wrote {
+		if at.After(start) {
+			// Written by this engine while the list was read: the copy
+			// is newer than what the list saw.
+			if r, ok := s.rows[name]; ok {
+				byName[name] = r
+			}
+		}
+	}
+	s.rows, s.readAt = byName, time.Now()
+	s.mu.Unlock()
+	s.mirror(byName, true)
+}
+
+// mirror sets the engine's breakers to the rows (all: names without a
+// row are closed).
+func (s *sharedBreakers) mirror(rows map[string]store.BreakerRow, all bool) {
+	for name, b := range s.e.cfg.Breakers {
+		r, ok := rows[name]
+		if !ok && !all {
+			continue
+		}
+		if s.off[name] {
+			continue
+		}
+		if !ok {
+			r = store.BreakerRow{Task: name, State: store.BreakerClosed}
+		}
+		b.Mirror(r)
+	}
+}
+
+// gate says what the round may claim of breaker name at now, and for a
+// hold how soon that may change.
+func (s *sharedBreakers) gate(ctx context.Context, name string, now time.Time) (breaker.Gate, time.Duration) {
+	if s.off[name] {
+		return breaker.GateAllow, 0
+	}
+	s.refresh(ctx, false)
+	s.mu.Lock()
+	r, ok := s.rows[name]
+	s.mu.Unlock()
+	if !ok {
+		return breaker.GateAllow, 0
+	}
+	g, d := breaker.Check(r, now)
+	if g == breaker.GateHold && r.State == store.BreakerHalfOpen {
+		d = min(d, breakerRefresh) // the probe may end any time
+	}
+	return g, d
+}
+
+// takeProbe tries to take the probe of breaker name for this engine.
+func (s *sharedBreakers) takeProbe(ctx context.Context, name string, now time.Time) bool {
+	var got bool
+	rows, err := s.st.BreakerUpdate(ctx, []string{name}, func(r *store.BreakerRow) bool {
+		got = breaker.TakeProbe(r, s.owner, s.pols[name], now)
+		return got
+	})
+	if err != nil {
+		s.e.log.WarnContext(ctx, "take circuit breaker probe", "task", name, "err", err)
+		return false
+	}
+	s.store(rows)
+	return got
+}
+
+// store puts rows just written or read into the copy.
+func (s *sharedBreakers) store(rows []store.BreakerRow) {
+	m := make(map[string]store.BreakerRow, len(rows))
+	s.mu.Lock()
+	now := time.Now()
+	for _, r := range rows {
+		s.rows[r.Task] = r
+		s.wrote[r.Task] = now
+		m[r.Task] = r
+	}
+	s.mu.Unlock()
+	s.mirror(m, false)
+}
+
+// record notes the outcome of an attempt of job j (err nil: a success);
+// probe is set when the job was its breaker's probe. A counted failure
+// also marks the job (for the probe's choice, see ClaimProbe). Only dependency failures
+// count (DependencyFailure); a success is written only when the breaker
+// counts failures or is not closed; other failures count for nothing,
+// but a probe's end is always written (its hold is released).
+func (s *sharedBreakers) record(j *store.Job, err error, probe bool) {
+	name := s.nameOf(j.Task)
+	if s.off[name] {
+		return
+	}
+	counted := err != nil && DependencyFailure(err)
+	s.mu.Lock()
+	o := s.pending[name]
+	r := s.rows[name]
+	switch {
+	case counted:
+	case err == nil && (probe || o != nil || r.Failures > 0 || !r.Closed()):
+	case probe:
+	default:
+		s.mu.Unlock()
+		return // nothing to write: the hot path of a healthy task
+	}
+	if o == nil {
+		o = &breaker.Outcomes{Owner: s.owner}
+		s.pending[name] = o
+	}
+	switch {
+	case counted:
+		o.Failures++
+		o.LastError = err.Error()
+		s.marks = append(s.marks, store.DependencyMark{ID: j.ID, Attempt: j.Attempts})
+	case err == nil:
+		o.Success, o.Failures = true, 0
+	}
+	if probe {
+		o.ProbeDone = true
+	}
+	s.mu.Unlock()
+	s.flush()
+}
+
+// releaseProbe frees the probe of task's breaker (its job never ran).
+func (s *sharedBreakers) releaseProbe(task string) {
+	name := s.nameOf(task)
+	if s.off[name] {
+		return
+	}
+	s.mu.Lock()
+	o := s.pending[name]
+	if o == nil {
+		o = &breaker.Outcomes{Owner: s.owner}
+		s.pending[name] = o
+	}
+	o.ProbeDone = true
+	s.mu.Unlock()
+	s.flush()
+}
+
+// flush writes the gathered outcomes, unless another goroutine is
+// writing (it writes them next).
+func (s *sharedBreakers) flush() {
+	for {
+		if !s.flushMu.TryLock() {
+			return
+		}
+		s.mu.Lock()
+		batch, marks := s.pending, s.marks
+		s.pending, s.marks = make(map[string]*breaker.Outcomes), nil
+		s.mu.Unlock()
+		if len(batch) > 0 {
+			s.write(batch, marks)
+		}
+		s.flushMu.Unlock()
+		s.mu.Lock()
+		more := len(s.pending) > 0
+		s.mu.Unlock()
+		if !more {
+			return
+		}
+	}
+}
+
+// write applies one batch in one store transaction.
+func (s *sharedBreakers) write(batch map[string]*breaker.Outcomes, marks []store.DependencyMark) {
+	names := make([]string, 0, len(batch))
+	for name := range batch {
+		names = append(names, name)
+	}
+	now := s.e.cfg.Now()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.e.jobCtx), 30*time.Second)
+	defer cancel()
+	rows, err := s.st.BreakerUpdate(ctx, names, func(r *store.BreakerRow) bool {
+		o := batch[r.Task]
+		if o == nil {
+			return false
+		}
+		return breaker.Apply(r, *o, s.pols[r.Task], now)
+	})
+	if err != nil {
+		s.e.log.Warn("record circuit breaker outcomes", "tasks", names, "err", err)
+		return
+	}
+	s.store(rows)
+	if len(marks) > 0 {
+		if err := s.st.MarkDependencyFailures(ctx, marks); err != nil {
+			s.e.log.Warn("mark dependency failures", "err", err)
+		}
+	}
+}
+
+// Held returns why breaker name holds its jobs at now, from this
+// engine's copy ("" if it does not).
+func (s *sharedBreakers) held(name string, now time.Time) string {
+	s.mu.Lock()
+	r, ok := s.rows[name]
+	s.mu.Unlock()
+	if !ok || s.off[name] {
+		return ""
+	}
+	return breaker.Held(r, now)
+}
+
+// claimFor claims up to max jobs for group g: a probe group claims its
+// one job through the store's ClaimProbe, which prefers a job that never
+// ran, so that a job that failed on its own input does not decide the
+// probe while others wait.
+func (p *producer) claimFor(ctx context.Context, g claimGroup, max int, now time.Time) ([]*store.Job, error) {
+	if !g.probe {
+		return p.claim(ctx, g.tasks, max, now)
+	}
+	e := p.e
+	tasks := g.tasks
+	if len(tasks) == 1 && tasks[0] == "" && e.cfg.Tasks == nil {
+		tasks = nil // the catch-all handler's breaker covers every task
+	}
+	// Like claim: the claim runs to its end even when ctx ends (it is
+	// queued, then released).
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	jobs, err := e.brk.st.ClaimProbe(cctx, store.ClaimParams{WorkerID: e.cfg.WorkerID, Max: 1, Now: now, Tasks: tasks,
+		Queues: e.queues.limits()})
+	if err != nil && ctx.Err() == nil {
+		e.log.WarnContext(ctx, "claim circuit breaker probe", "tasks", tasks, "err", err)
+	}
+	return jobs, err
+}
