@@ -97,9 +97,7 @@ func (a *admin) job(w http.ResponseWriter, r *http.Request, args []string) error
 	return reply(w, http.StatusOK, struct {
 		jsonview.Job
 		ErrorStack string `json:"error_stack,omitempty"`
-		// WorkflowID is the workflow of a step's job (see workflows.go).
-		WorkflowID queuemax.WorkflowID `json:"workflow_id,omitempty"`
-	}{jsonview.NewJob(j), j.ErrorStack, queuemax.WorkflowID(j.Workflow)})
+	}{jsonview.NewJob(j), j.ErrorStack})
 }
 
 func (a *admin) deadLetters(w http.ResponseWriter, r *http.Request, _ []string) error {

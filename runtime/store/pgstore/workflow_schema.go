@@ -8,6 +8,12 @@ package pgstore
 // cancel) the ones it was the last dependency of, all in the transaction
 // that ended it, whoever wrote it. Other jobs pay only the WHEN test of
 // two row triggers.
+//
+// The trigger functions only look rows up by key, but PL/pgSQL plans their
+// statements once, often while the step tables are nearly empty (no
+// statistics yet), when a sequential scan looks cheapest; they run with
+// enable_seqscan off so that the plans stay on the primary keys as the
+// tables grow.
 var workflowMigration = migration{
 	name: "workflows: steps that wait for each other",
 	stmts: []string{
@@ -59,7 +65,7 @@ var workflowMigration = migration{
 			PRIMARY KEY (dep, job, param)
 		)`,
 		// A step's row ended (once: a step that ended stays ended).
-		`CREATE OR REPLACE FUNCTION {s}.wf_job_end() RETURNS trigger LANGUAGE plpgsql AS $$
+		`CREATE OR REPLACE FUNCTION {s}.wf_job_end() RETURNS trigger LANGUAGE plpgsql SET enable_seqscan = off AS $$
 		BEGIN
 			UPDATE {s}.wf_steps SET state = NEW.status, result = NEW.result,
 				ended_at = coalesce(NEW.completed_at, now()),
@@ -72,7 +78,7 @@ var workflowMigration = migration{
 			EXECUTE FUNCTION {s}.wf_job_end()`,
 		// A step's row deleted: a running one completed without a kept
 		// row, any other was removed (Purge).
-		`CREATE OR REPLACE FUNCTION {s}.wf_job_gone() RETURNS trigger LANGUAGE plpgsql AS $$
+		`CREATE OR REPLACE FUNCTION {s}.wf_job_gone() RETURNS trigger LANGUAGE plpgsql SET enable_seqscan = off AS $$
 		BEGIN
 			UPDATE {s}.wf_steps SET
 				state = CASE WHEN OLD.status IN ('processing', 'completed') THEN 'completed' ELSE 'cancelled' END,
@@ -84,7 +90,7 @@ var workflowMigration = migration{
 		`CREATE OR REPLACE TRIGGER jobs_wf_gone AFTER DELETE ON {s}.jobs
 			FOR EACH ROW WHEN (OLD.wf_id IS NOT NULL) EXECUTE FUNCTION {s}.wf_job_gone()`,
 		// A step ended: bound keys, dependents' waits, the workflow.
-		`CREATE OR REPLACE FUNCTION {s}.wf_step_end() RETURNS trigger LANGUAGE plpgsql AS $$
+		`CREATE OR REPLACE FUNCTION {s}.wf_step_end() RETURNS trigger LANGUAGE plpgsql SET enable_seqscan = off AS $$
 		DECLARE b record;
 		BEGIN
 			IF NEW.state = 'completed' THEN
@@ -113,7 +119,7 @@ var workflowMigration = migration{
 			FOR EACH ROW WHEN (OLD.state IN ('waiting', 'ready') AND NEW.state IN ('completed', 'failed', 'cancelled'))
 			EXECUTE FUNCTION {s}.wf_step_end()`,
 		// A waiting step's last dependency ended: release or cancel it.
-		`CREATE OR REPLACE FUNCTION {s}.wf_release() RETURNS trigger LANGUAGE plpgsql AS $$
+		`CREATE OR REPLACE FUNCTION {s}.wf_release() RETURNS trigger LANGUAGE plpgsql SET enable_seqscan = off AS $$
 		BEGIN
 			IF NEW.blocked IS NULL THEN
 				UPDATE {s}.wf_steps SET state = 'ready' WHERE job_id = NEW.job_id;
@@ -127,6 +133,14 @@ var workflowMigration = migration{
 			END IF;
 			RETURN NULL;
 		END $$`,
+		// FinishedBy's look-up, by key whatever the statistics say.
+		`CREATE OR REPLACE FUNCTION {s}.wf_finished_by(jobs bigint[])
+			RETURNS TABLE (id bigint, shard integer, name text, status text, created_at timestamptz, finished_at timestamptz)
+			LANGUAGE sql STABLE SET enable_seqscan = off AS $$
+			SELECT w.id, w.shard, w.name, w.status, w.created_at, w.finished_at
+			FROM unnest(jobs) AS j(id) JOIN {s}.wf_steps st ON st.job_id = j.id
+			JOIN {s}.workflows w ON w.id = st.wf_id AND w.finisher = j.id
+		$$`,
 		`CREATE OR REPLACE TRIGGER wf_steps_release AFTER UPDATE OF waits ON {s}.wf_steps
 			FOR EACH ROW WHEN (NEW.waits = 0 AND OLD.waits > 0 AND NEW.state = 'waiting')
 			EXECUTE FUNCTION {s}.wf_release()`,
