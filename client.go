@@ -288,6 +288,7 @@ func (c *Client) prepareMany(jobs []EnqueueParams) ([]store.InsertParams, error)
 		}
 		ps[i] = p
 	}
+	routeBatch(ps, c.cfg.Shards) // keyless jobs together: one transaction per shard touched
 	return ps, nil
 }
 
@@ -420,8 +421,10 @@ func (c *Client) afterInsert(ctx context.Context, ps []store.InsertParams, ids [
 
 // EnqueueMany stores jobs all or nothing and returns their IDs in order.
 // Every job is validated first: if any is invalid nothing is stored and the
-// error names its index. The shards are written in parallel; a batch that
-// spans shards is staged in each, committed by one record in shard 0 and
+// error names its index. The jobs without a key of one call go to one
+// shard (runs of max(1,000, n/Shards) on consecutive shards for a larger
+// call; see routeBatch), so that a batch is one transaction. The shards
+// are written in parallel; a batch that spans shards is staged in each, committed by one record in shard 0 and
 // then published, so no job of it can be claimed before all are stored,
 // and after an error (a locked shard, a full disk) none ran or stays. Jobs
 // a killed producer left staged are removed by the next Open or orphan

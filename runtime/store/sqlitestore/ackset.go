@@ -93,6 +93,7 @@ func completeSet(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shard
 	}
 	for len(left) > 0 {
 		var del, keep failRows
+		lite := newLiteRows() // the same round in the plain form (acklite.go)
 		round := make(map[int64]struct{}, len(left))
 		var sent, later []int
 		for _, k := range left {
@@ -107,6 +108,7 @@ func completeSet(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shard
 				continue
 			}
 			round[id] = struct{}{}
+			lite.add(a, len(sent) == 0)
 			sent = append(sent, k)
 			if a.Result == nil && !a.Keep {
 				del.open()
@@ -117,14 +119,26 @@ func completeSet(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shard
 			}
 		}
 		wrote := make(map[int64]struct{}, len(sent))
-		for _, w := range []struct {
+		type write struct {
 			rows *failRows
 			st   *sql.Stmt
-		}{{&del, sh.stmts.completeDeleteSet}, {&keep, sh.stmts.completeKeepSet}} {
+			lite []byte
+		}
+		ws := []write{{&del, sh.stmts.completeDeleteSet, nil}, {&keep, sh.stmts.completeKeepSet, nil}}
+		if lite.ok {
+			ws = []write{{&del, sh.stmts.completeDeleteLite, lite.del}, {&keep, sh.stmts.completeKeepLite, lite.keep}}
+		}
+		for _, w := range ws {
 			if len(w.rows.b) == 0 {
 				continue
 			}
-			rows, err := counts.stmt(ctx, tx, w.st).QueryContext(ctx, w.rows.String())
+			var rows *sql.Rows
+			var err error
+			if lite.ok {
+				rows, err = counts.stmt(ctx, tx, w.st).QueryContext(ctx, liteParam(w.lite), lite.worker)
+			} else {
+				rows, err = counts.stmt(ctx, tx, w.st).QueryContext(ctx, w.rows.String())
+			}
 			if err != nil {
 				return err
 			}

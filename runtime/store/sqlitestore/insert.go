@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -176,7 +177,20 @@ func insertJobs(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shardD
 			args = make(argRow, 0, n*len(insertColumns))
 		}
 		args = args[:0]
+		plain := batch == "" // a chunk of plain rows binds fewer values (insertplain.go)
 		for _, i := range idxs[:n] {
+			plain = plain && plainJob(&jobs[i])
+		}
+		if plain {
+			st = sh.stmts.insertPlainRows[slices.Index(insertChunks, n)]
+			for _, i := range idxs[:n] {
+				plainRow(&args, sh, &jobs[i])
+			}
+		}
+		for _, i := range idxs[:n] {
+			if plain {
+				break
+			}
 			insertRow(&args, sh, jobs[i], batch)
 		}
 		res, err := counts.stmt(ctx, tx, st).ExecContext(ctx, args...)
@@ -236,6 +250,9 @@ func (s *Store) Insert(ctx context.Context, jobs []store.InsertParams) ([]store.
 func insertAny(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shardDB, j store.InsertParams, batch string) (store.JobID, error) {
 	u := j.Unique
 	if u == nil {
+		if batch == "" && plainJob(&j) {
+			return insertPlainJob(ctx, counts.stmt(ctx, tx, sh.stmts.insertPlain), sh, &j)
+		}
 		return insertJob(ctx, counts.stmt(ctx, tx, sh.stmts.insert), sh, j, batch)
 	}
 	u.Duplicate = false

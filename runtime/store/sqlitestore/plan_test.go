@@ -41,6 +41,8 @@ func TestQueryPlans(t *testing.T) {
 		{"fence", sqlFence, []any{"[1]"}, nil},
 		{"complete", sqlCompleteDeleteSet, []any{`[[1,2,""]]`}, nil},
 		{"complete and keep", sqlCompleteKeepSet, []any{`[[1,2,"",null,"x"]]`}, nil},
+		{"complete, plain round", sqlCompleteDeleteLite, []any{`{"1":2}`, ""}, []string{"SEARCH f USING INTEGER PRIMARY KEY (rowid=?)"}},
+		{"complete and keep, plain round", sqlCompleteKeepLite, []any{`{"1":"2026-01-01T00:00:00.000Z2"}`, ""}, []string{"SEARCH fila USING INTEGER PRIMARY KEY (rowid=?)"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -148,11 +148,16 @@ type stmts struct {
 	failRetry, failDead, failCancel, insertDLQ, heartbeat, release,
 	countProcessed, countFailed,
 	fence, deleteIDs, completeDeleteSet, completeKeepSet, heartbeatIDs, failRetrySet, failDLQSet, failEndSet *sql.Stmt
+	// completeDeleteLite and completeKeepLite acknowledge plain rounds (acklite.go).
+	completeDeleteLite, completeKeepLite *sql.Stmt
+	// insertPlain is the one-row insert of a plain job (insertplain.go).
+	insertPlain *sql.Stmt
 	// insertUnique and uniqueHolder serve unique jobs only.
 	insertUnique, uniqueHolder *sql.Stmt
 
-	// insertRows are the multi-row inserts, one per insertChunks size.
-	insertRows []*sql.Stmt
+	// insertRows are the multi-row inserts, one per insertChunks size;
+	// insertPlainRows the same for plain rows (insertplain.go).
+	insertRows, insertPlainRows []*sql.Stmt
 
 	// hasReady is the probe, prepared on the reader pool (database/sql
 	// prepares it once per reader connection).
@@ -227,6 +232,7 @@ func (s *stmts) prepare(ctx context.Context, db *sql.DB) error {
 		{&s.fence, sqlFence}, {&s.deleteIDs, sqlDeleteIDs}, {&s.completeDeleteSet, sqlCompleteDeleteSet}, {&s.completeKeepSet, sqlCompleteKeepSet}, {&s.heartbeatIDs, sqlHeartbeatIDs},
 		{&s.failRetrySet, sqlFailRetrySet}, {&s.failDLQSet, sqlFailDLQSet}, {&s.failEndSet, sqlFailEndSet},
 		{&s.insertUnique, sqlInsertUnique}, {&s.uniqueHolder, sqlUniqueHolder},
+		{&s.completeDeleteLite, sqlCompleteDeleteLite}, {&s.completeKeepLite, sqlCompleteKeepLite}, {&s.insertPlain, plainRowsSQL(1)},
 	} {
 		st, err := db.PrepareContext(ctx, p.sql)
 		if err != nil {
@@ -240,6 +246,10 @@ func (s *stmts) prepare(ctx context.Context, db *sql.DB) error {
 			return err
 		}
 		s.insertRows = append(s.insertRows, st)
+		if st, err = db.PrepareContext(ctx, plainRowsSQL(n)); err != nil {
+			return err
+		}
+		s.insertPlainRows = append(s.insertPlainRows, st)
 	}
 	return nil
 }
@@ -260,7 +270,7 @@ func (s *stmts) close() error {
 		s.failRetry, s.failDead, s.failCancel, s.insertDLQ, s.heartbeat, s.release, s.hasReady,
 		s.countProcessed, s.countFailed, s.fence, s.deleteIDs, s.completeDeleteSet, s.completeKeepSet, s.heartbeatIDs,
 		s.failRetrySet, s.failDLQSet, s.failEndSet,
-		s.insertUnique, s.uniqueHolder}, s.insertRows...)
+		s.insertUnique, s.uniqueHolder, s.completeDeleteLite, s.completeKeepLite, s.insertPlain}, append(s.insertRows, s.insertPlainRows...)...)
 	s.mu.Lock()
 	for _, st := range s.claimTasks {
 		all = append(all, st)
