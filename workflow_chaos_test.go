@@ -112,6 +112,9 @@ func wfChaosChild(ctx context.Context, dir string, shards int, say func(string, 
 
 func wfChaosCount(t *testing.T) int {
 	n := 300
+	if testing.Short() {
+		n = 60
+	}
 	if s := os.Getenv("QUEUEMAX_WF_CHAOS"); s != "" {
 		v, err := strconv.Atoi(s)
 		if err != nil || v < 1 {

@@ -27,7 +27,7 @@ func (b *bench) workflow(ctx context.Context) error {
 	var rates [2]float64
 	var cpus [2]time.Duration
 	for k, wf := range []bool{false, true} {
-		h, prefix, cleanup, err := b.openStore(ctx, "workflow-enqueue", targetShards, scaleWorkers, nil)
+		h, prefix, cleanup, err := b.openStore(ctx, "wfenqueue", targetShards, scaleWorkers, nil)
 		if err != nil {
 			return err
 		}
@@ -70,7 +70,7 @@ func (b *bench) workflow(ctx context.Context) error {
 	var cpu [2]cpuPair
 	var label string
 	for k, wf := range []bool{false, true} {
-		h, prefix, cleanup, err := b.openStore(ctx, "workflow-complete", targetShards, 0, nil)
+		h, prefix, cleanup, err := b.openStore(ctx, "wfcomplete", targetShards, 0, nil)
 		if err != nil {
 			return err
 		}
@@ -141,7 +141,7 @@ func (b *bench) workflowAck(ctx context.Context, n int) error {
 	var cpu [2]cpuPair
 	var label string
 	for k, wf := range []bool{false, true} {
-		h, prefix, cleanup, err := b.openStore(ctx, "workflow-ack", targetShards, 0, nil)
+		h, prefix, cleanup, err := b.openStore(ctx, "wfack", targetShards, 0, nil)
 		if err != nil {
 			return err
 		}

@@ -111,11 +111,9 @@ func (s *Store) insertWorkflow(ctx context.Context, tx wfTx, p *store.WorkflowPa
 	if now.IsZero() {
 		now = hostNow()
 	}
-	wf, err := tx.one(ctx, s.x(`INSERT INTO {s}.workflows (shard, name, steps, unended, created_at)
-		VALUES ($2, $3, $4, $4, @now) RETURNING id`), now, int32(p.Shard), p.Name, int32(len(p.Steps)))
-	if err != nil {
-		return 0, nil, fmt.Errorf("queuemax: insert workflow: %w", err)
-	}
+	// Two statements: the jobs, then the workflow with its step rows,
+	// edges and bindings and the jobs' marks in one (each a data-modifying
+	// CTE), so a workflow costs the transaction four round trips.
 	ids, err := insertWith(ctx, tx, s.q.insert, jobs)
 	if err != nil {
 		return 0, nil, err
@@ -128,35 +126,35 @@ func (s *Store) insertWorkflow(ctx context.Context, tx wfTx, p *store.WorkflowPa
 	if waiting == nil {
 		waiting = []int64{}
 	}
-	if err := tx.exec(ctx, s.sql(`UPDATE {s}.jobs SET wf_id = $1,
-		status = CASE WHEN id = ANY($3::bigint[]) THEN 'scheduled' ELSE status END,
-		next_retry_at = CASE WHEN id = ANY($3::bigint[]) THEN NULL ELSE next_retry_at END
-		WHERE id = ANY($2::bigint[])`), wf, all, waiting); err != nil {
-		return 0, nil, fmt.Errorf("queuemax: insert workflow: %w", err)
+	if edges == nil {
+		edges = [][3]any{}
 	}
-	b, err := json.Marshal(steps)
+	if binds == nil {
+		binds = [][3]any{}
+	}
+	sj, err := json.Marshal(steps)
 	if err != nil {
 		return 0, nil, err
 	}
-	if err := tx.exec(ctx, s.sql(`INSERT INTO {s}.wf_steps (job_id, wf_id, pos, name, task, deps_after, deps_settled, binds, waits, state, run_at)
-		SELECT (e->>'j')::bigint, $1, (e->>'p')::integer, e->>'n', nullif(e->>'t', ''), e->'a', e->'s', e->'b', (e->>'w')::integer,
-			CASE WHEN (e->>'w')::integer > 0 THEN 'waiting' ELSE 'ready' END, nullif(e->>'r', '')::timestamptz
-		FROM jsonb_array_elements($2::jsonb) e`), wf, string(b)); err != nil {
-		return 0, nil, fmt.Errorf("queuemax: insert workflow steps: %w", err)
-	}
-	if len(edges) > 0 {
-		b, _ := json.Marshal(edges)
-		if err := tx.exec(ctx, s.sql(`INSERT INTO {s}.wf_edges (dep, job, settled)
-			SELECT (e->>0)::bigint, (e->>1)::bigint, (e->>2)::integer = 1 FROM jsonb_array_elements($1::jsonb) e`), string(b)); err != nil {
-			return 0, nil, err
-		}
-	}
-	if len(binds) > 0 {
-		b, _ := json.Marshal(binds)
-		if err := tx.exec(ctx, s.sql(`INSERT INTO {s}.wf_binds (dep, job, param)
-			SELECT (e->>0)::bigint, (e->>1)::bigint, e->>2 FROM jsonb_array_elements($1::jsonb) e`), string(b)); err != nil {
-			return 0, nil, err
-		}
+	ej, _ := json.Marshal(edges)
+	bj, _ := json.Marshal(binds)
+	wf, err := tx.one(ctx, s.x(`WITH w AS (INSERT INTO {s}.workflows (shard, name, steps, unended, created_at)
+			VALUES ($2, $3, $4, $4, @now) RETURNING id),
+		m AS (UPDATE {s}.jobs SET wf_id = (SELECT id FROM w),
+			status = CASE WHEN id = ANY($6::bigint[]) THEN 'scheduled' ELSE status END,
+			next_retry_at = CASE WHEN id = ANY($6::bigint[]) THEN NULL ELSE next_retry_at END
+			WHERE id = ANY($5::bigint[])),
+		st AS (INSERT INTO {s}.wf_steps (job_id, wf_id, pos, name, task, deps_after, deps_settled, binds, waits, state, run_at)
+			SELECT (e->>'j')::bigint, (SELECT id FROM w), (e->>'p')::integer, e->>'n', nullif(e->>'t', ''), e->'a', e->'s', e->'b',
+				(e->>'w')::integer, CASE WHEN (e->>'w')::integer > 0 THEN 'waiting' ELSE 'ready' END, nullif(e->>'r', '')::timestamptz
+			FROM jsonb_array_elements($7::jsonb) e),
+		ed AS (INSERT INTO {s}.wf_edges (dep, job, settled)
+			SELECT (e->>0)::bigint, (e->>1)::bigint, (e->>2)::integer = 1 FROM jsonb_array_elements($8::jsonb) e),
+		bd AS (INSERT INTO {s}.wf_binds (dep, job, param)
+			SELECT (e->>0)::bigint, (e->>1)::bigint, e->>2 FROM jsonb_array_elements($9::jsonb) e)
+		SELECT id FROM w`), now, int32(p.Shard), p.Name, int32(len(p.Steps)), all, waiting, string(sj), string(ej), string(bj))
+	if err != nil {
+		return 0, nil, fmt.Errorf("queuemax: insert workflow: %w", err)
 	}
 	return int64(store.NewJobID(p.Shard, wf)), ids, nil
 }

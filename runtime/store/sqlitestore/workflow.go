@@ -28,12 +28,6 @@ const (
 		SELECT e.value ->> 0, e.value ->> 1, e.value ->> 2 FROM json_each(?1) e`
 	sqlWfInsertBinds = `INSERT INTO qm_wf_binds (dep, job, param)
 		SELECT e.value ->> 0, e.value ->> 1, e.value ->> 2 FROM json_each(?1) e`
-	// sqlWfMark gives the steps' rows their workflow and holds the
-	// waiting ones (?3: their ids) as scheduled without a time.
-	sqlWfMark = `UPDATE fila SET wf_id = ?1,
-		status = CASE WHEN id IN (SELECT value FROM json_each(?3)) THEN 'scheduled' ELSE status END,
-		next_retry_at = CASE WHEN id IN (SELECT value FROM json_each(?3)) THEN NULL ELSE next_retry_at END
-		WHERE id IN (SELECT value FROM json_each(?2))`
 )
 
 // wfStmts are a shard's workflow statements, prepared on first use: the
@@ -71,8 +65,131 @@ func (w *wfStmts) close() {
 	w.m = nil
 }
 
+// wfStepRowsMax is the largest workflow whose step rows are one
+// multi-row INSERT of bound values (11 per row, well within SQLite's
+// variable limit); larger ones go through json_each.
+const wfStepRowsMax = 256
+
+// wfSQLCache holds stepRowsSQL and stepJobsSQL by row count, built once.
+var wfSQLCache sync.Map // int -> *[2]string
+
+func wfSQL(n int) *[2]string {
+	if v, ok := wfSQLCache.Load(n); ok {
+		return v.(*[2]string)
+	}
+	v, _ := wfSQLCache.LoadOrStore(n, &[2]string{buildStepRowsSQL(n), buildStepJobsSQL(n)})
+	return v.(*[2]string)
+}
+
+// stepRowsSQL returns the INSERT of n step rows.
+func stepRowsSQL(n int) string { return wfSQL(n)[0] }
+
+// stepJobsSQL returns the INSERT of n steps' job rows: insertColumns and
+// the workflow.
+func stepJobsSQL(n int) string { return wfSQL(n)[1] }
+
+func buildStepRowsSQL(n int) string {
+	row := "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+	return `INSERT INTO qm_wf_steps (job_id, wf_id, pos, name, task, deps_after, deps_settled, binds, waits, state, run_at) VALUES ` +
+		strings.TrimSuffix(strings.Repeat(row+", ", n), ", ")
+}
+
+// insertStepRows writes the step rows: bound values for a workflow of up
+// to wfStepRowsMax steps (no JSON to unpack per column), json_each beyond.
+func insertStepRows(ctx context.Context, tx *sql.Tx, sh *shardDB, wf int64, steps []store.WorkflowStepRow) error {
+	if len(steps) > wfStepRowsMax {
+		b, err := json.Marshal(steps)
+		if err != nil {
+			return err
+		}
+		_, err = sh.wexec(ctx, tx, sqlWfInsertSteps, wf, string(b))
+		return err
+	}
+	args := make([]any, 0, 11*len(steps))
+	names := func(v []string) any {
+		if len(v) == 0 {
+			return nil
+		}
+		b, _ := json.Marshal(v)
+		return string(b)
+	}
+	bindList := func(v []store.WorkflowBind) any {
+		if len(v) == 0 {
+			return nil
+		}
+		b, _ := json.Marshal(v)
+		return string(b)
+	}
+	for _, st := range steps {
+		state := store.StepReady
+		if st.Waits > 0 {
+			state = store.StepWaiting
+		}
+		var task, runAt any
+		if st.Task != "" {
+			task = st.Task
+		}
+		if st.RunAt != "" {
+			runAt = st.RunAt
+		}
+		args = append(args, st.Job, wf, st.Pos, st.Name, task, names(st.After), names(st.Settled), bindList(st.Binds), st.Waits, state, runAt)
+	}
+	_, err := sh.wexec(ctx, tx, stepRowsSQL(len(steps)), args...)
+	return err
+}
+
+func buildStepJobsSQL(n int) string {
+	row := "(" + strings.Repeat("?, ", len(insertColumns)) + "?)"
+	return `INSERT INTO fila (` + insertNames + `, wf_id) VALUES ` + strings.TrimSuffix(strings.Repeat(row+", ", n), ", ")
+}
+
+// wfColumnIndex is the position of insertColumns' name.
+func wfColumnIndex(name string) int {
+	for i, c := range insertColumns {
+		if c.name == name {
+			return i
+		}
+	}
+	panic("sqlitestore: no insert column " + name)
+}
+
+var wfStatusCol, wfNextCol = wfColumnIndex("status"), wfColumnIndex("next_retry_at")
+
+// insertStepJobs writes the steps' job rows with their workflow, up to
+// wfStepRowsMax per statement: a step that waits is written scheduled
+// without a time (its run-at time is in its step row), so nothing claims
+// it before its release.
+func insertStepJobs(ctx context.Context, tx *sql.Tx, sh *shardDB, p *store.WorkflowParams, jobs []store.InsertParams, wf int64, ids []store.JobID) error {
+	width := len(insertColumns) + 1
+	for start := 0; start < len(jobs); start += wfStepRowsMax {
+		n := min(wfStepRowsMax, len(jobs)-start)
+		args := make(argRow, 0, n*width)
+		for i := start; i < start+n; i++ {
+			k := len(args)
+			insertRow(&args, sh, jobs[i], "")
+			if len(store.StepDeps(p.Steps[i])) > 0 {
+				args[k+wfStatusCol], args[k+wfNextCol] = string(store.StatusScheduled), nil
+			}
+			args = append(args, wf)
+		}
+		res, err := sh.wexec(ctx, tx, stepJobsSQL(n), args...)
+		if err != nil {
+			return fmt.Errorf("insert workflow jobs: %w", err)
+		}
+		last, err := res.LastInsertId()
+		if err != nil {
+			return err
+		}
+		// One statement under the write lock: consecutive ids in order.
+		for k := range n {
+			ids[start+k] = store.NewJobID(sh.idx, last-int64(n-1-k))
+		}
+	}
+	return nil
+}
+
 // wfWriterStmts are the statements InsertWorkflow prepares on the writer.
-var wfWriterStmts = []string{sqlWfInsert, sqlWfMark, sqlWfInsertSteps, sqlWfInsertEdges, sqlWfInsertBinds}
+var wfWriterStmts = []string{sqlWfInsert, sqlWfInsertSteps, sqlWfInsertEdges, sqlWfInsertBinds}
 
 // wprepare prepares the writer's workflow statements. It must run outside
 // a transaction: the writer has one connection, which a transaction holds.
@@ -116,19 +233,28 @@ func (s *Store) InsertWorkflow(ctx context.Context, p *store.WorkflowParams) (in
 		return 0, nil, errors.New("queuemax: workflow without steps")
 	}
 	jobs := make([]store.InsertParams, len(p.Steps))
-	idxs := make([]int, len(p.Steps))
 	for i := range p.Steps {
 		jobs[i] = p.Steps[i].Job
 		jobs[i].Shard = p.Shard
 		if jobs[i].Unique != nil {
 			return 0, nil, fmt.Errorf("queuemax: workflow step %q: unique jobs cannot be workflow steps", p.Steps[i].Name)
 		}
-		idxs[i] = i
 	}
 	ids := make([]store.JobID, len(jobs))
 	var wf int64
 	if err := sh.wprepare(ctx); err != nil {
 		return 0, nil, err
+	}
+	for _, n := range []int{min(len(p.Steps), wfStepRowsMax), len(p.Steps) % wfStepRowsMax} {
+		if n == 0 {
+			continue
+		}
+		if _, err := sh.wf.stmt(ctx, sh.w, stepRowsSQL(n)); err != nil {
+			return 0, nil, err
+		}
+		if _, err := sh.wf.stmt(ctx, sh.w, stepJobsSQL(n)); err != nil {
+			return 0, nil, err
+		}
 	}
 	err = sh.commit.do(ctx, func(ctx context.Context, tx *sql.Tx, counts *groupCounts) error {
 		res, err := sh.wexec(ctx, tx, sqlWfInsert,
@@ -139,20 +265,11 @@ func (s *Store) InsertWorkflow(ctx context.Context, p *store.WorkflowParams) (in
 		if err != nil {
 			return fmt.Errorf("shard %d: insert workflow: %w", sh.idx, err)
 		}
-		if err := insertJobs(ctx, tx, counts, sh, jobs, idxs, ids, ""); err != nil {
+		if err := insertStepJobs(ctx, tx, sh, p, jobs, wf, ids); err != nil {
 			return err
 		}
-		steps, edges, binds, waiting := store.WorkflowRows(p, ids)
-		all := idList(len(ids), func(k int) int64 { return ids[k].Seq() })
-		w := idList(len(waiting), func(k int) int64 { return waiting[k] })
-		if _, err := sh.wexec(ctx, tx, sqlWfMark, wf, all, w); err != nil {
-			return err
-		}
-		b, err := json.Marshal(steps)
-		if err != nil {
-			return err
-		}
-		if _, err := sh.wexec(ctx, tx, sqlWfInsertSteps, wf, string(b)); err != nil {
+		steps, edges, binds, _ := store.WorkflowRows(p, ids)
+		if err := insertStepRows(ctx, tx, sh, wf, steps); err != nil {
 			return fmt.Errorf("shard %d: insert workflow steps: %w", sh.idx, err)
 		}
 		if len(edges) > 0 {
