@@ -188,6 +188,9 @@ func checkHandler(h *Handler) error {
 	if err := o.Unique.check(); err != nil {
 		return fmt.Errorf("handler %q: %w", h.Name, err)
 	}
+	if err := checkGlobalLimits(h); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
 	if err := checkTags(o.Tags); err != nil {
 		return fmt.Errorf("%w: handler %q: %w", ErrInvalidConfig, h.Name, err)
 	}
@@ -527,6 +530,7 @@ func (c *Client) Job(ctx context.Context, id JobID) (*Job, error) {
 	}
 	j, err := c.st.Job(ctx, id)
 	if err == nil {
+		c.fillLimitHeld(ctx, []*Job{j})
 		c.fillHeld(ctx, []*Job{j})
 	}
 	return j, err

@@ -283,6 +283,7 @@ func (c *Client) Jobs(ctx context.Context, p ListParams) ([]*Job, error) {
 	}
 	jobs, err := c.st.Jobs(ctx, sp)
 	if err == nil {
+		c.fillLimitHeld(ctx, jobs)
 		c.fillHeld(ctx, jobs)
 	}
 	return jobs, err
@@ -353,6 +354,9 @@ type Stats struct {
 	// Workflows counts the stored workflows by status (see
 	// Client.EnqueueWorkflow).
 	Workflows WorkflowCounts `json:"workflows"`
+	// GlobalLimits lists the global limits of this client's tasks and of
+	// the queues, with their use over every process (see GlobalLimits).
+	GlobalLimits []GlobalLimitInfo `json:"global_limits,omitempty"`
 }
 
 // Stats returns queue statistics. Counts come from the status index, not
@@ -416,6 +420,9 @@ func (c *Client) Stats(ctx context.Context) (Stats, error) {
 		s.Queues = qs
 	}
 	if err := c.fillWorkflowCounts(ctx, &s); err != nil { // workflow_client.go
+		errs = append(errs, err)
+	}
+	if s.GlobalLimits, err = c.globalLimits(ctx); err != nil {
 		errs = append(errs, err)
 	}
 	return s, errors.Join(errs...)

@@ -172,6 +172,15 @@ type TaskOptions struct {
 	// Tags are the default tags of the task's jobs (annotation
 	// tags=a,b); Opts.Tags replaces them for one enqueue.
 	Tags []string
+	// GlobalRateLimit caps how often the task's jobs start over every
+	// process on the same data directory or database (annotation
+	// global_rate_limit=100/s): at most Limit in any window of Per, a
+	// full bucket letting Limit start at once. The zero Rate means none.
+	// See docs/limits.md.
+	GlobalRateLimit Rate
+	// GlobalConcurrency caps how many of the task's jobs run at once over
+	// every process (annotation global_concurrency=N); zero means no cap.
+	GlobalConcurrency int
 }
 
 // Periodic describes when a periodic task runs. Exactly one of Every and

@@ -115,6 +115,9 @@ func childMain() int {
 		if code, ok := pgChildMain(ctx, mode, dir, say); ok {
 			return code
 		}
+		if code, ok := limitsChildMain(ctx, mode, dir, shards, say); ok {
+			return code
+		}
 		fmt.Fprintf(os.Stderr, "unknown child mode %q\n", mode)
 		return 2
 	}

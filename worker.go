@@ -101,6 +101,7 @@ func (c *Client) newEngine() (*worker, error) {
 		Tasks:              c.names,
 		TaskLimiters:       make(map[string]*ratelimit.Limiter),
 		Breakers:           make(map[string]*breaker.Breaker),
+		GlobalLimits:       c.globalRules(),
 		Wake:               c.wake,
 		Now:                c.now,
 		Log:                c.log,

@@ -31,6 +31,9 @@
 //	tags=LIST              comma-separated default tags of the task's jobs: each 1–64
 //	                       bytes without spaces or control characters, at most 20, no
 //	                       duplicates (Opts.Tags replaces them for one enqueue)
+//	global_rate_limit=N/UNIT  as rate_limit, over every process on the same data
+//	                       directory or database: at most N starts in any window of UNIT
+//	global_concurrency=N   at most N jobs of the task run at once over every process, N ≥ 1
 //
 // Unique jobs (//queuemax:task only; a duplicate enqueue returns the stored
 // job's ID instead of inserting):
@@ -106,6 +109,12 @@ type Directive struct {
 	RetryDelay time.Duration
 	// RateLimit is the token bucket; the zero Rate means unset.
 	RateLimit Rate
+	// GlobalRateLimit is global_rate_limit=, the rate over every
+	// process; the zero Rate means unset.
+	GlobalRateLimit Rate
+	// GlobalConcurrency is global_concurrency=N, the most jobs running at
+	// once over every process; zero means unset.
+	GlobalConcurrency int
 	// RetryOn lists the errors to retry in the worker, in source order.
 	RetryOn []ErrorRef
 	// InlineRetries is how many in-worker retries RetryOn allows; zero
@@ -217,7 +226,7 @@ func IsDirective(line string) bool { return strings.HasPrefix(line, Prefix) }
 const MaxRetries = 1000
 
 var taskKeys = []string{"name", "priority", "retries", "timeout", "retry_delay", "rate_limit", "retry_on", "inline_retries", "circuit", "queue", "tags",
-	"unique", "unique_for", "unique_states"}
+	"unique", "unique_for", "unique_states", "global_rate_limit", "global_concurrency"}
 
 // uniqueKeys are the task keys a periodic task rejects: each of its slots
 // fires once already.
@@ -499,13 +508,24 @@ func (p *parser) pair(key, val string, keyOff, valOff int) {
 			return
 		}
 		p.d.Cron = val
-	case "rate_limit":
+	case "rate_limit", "global_rate_limit":
 		r, err := parseRate(val)
 		if err != nil {
 			bad("%v", err)
 			return
 		}
-		p.d.RateLimit = r
+		if key == "rate_limit" {
+			p.d.RateLimit = r
+		} else {
+			p.d.GlobalRateLimit = r
+		}
+	case "global_concurrency":
+		n, err := strconv.Atoi(val)
+		if err != nil || n < 1 {
+			bad("want an integer ≥ 1")
+			return
+		}
+		p.d.GlobalConcurrency = n
 	case "retry_on":
 		p.retryOn(val, valOff)
 	case "unique":

@@ -114,6 +114,7 @@ func runStats(r *runner, ctx context.Context, cmd *command, args []string) (err 
 			}
 			kv.row("  rate "+name, fmt.Sprintf("%d per %s, %.1f tokens, %d waited", rl.Limit, rl.Per, rl.Tokens, rl.Denied))
 		}
+		globalLimitRows(kv, s.GlobalLimits)
 		kv.row("Uptime", roughDuration(time.Duration(s.UptimeSeconds*float64(time.Second))))
 		kv.row("Live workers", strconv.Itoa(len(s.Workers)))
 		if err := kv.flush(); err != nil {

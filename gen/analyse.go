@@ -52,15 +52,19 @@ type taskSpec struct {
 	// Result is T of a (T, error) function, or nil.
 	Result *typeRef
 
-	Priority      int
-	Retries       *int
-	Timeout       time.Duration
-	RetryDelay    time.Duration
-	RateLimit     annotations.Rate
-	RetryOn       []errorMatch
-	InlineRetries int
-	CircuitOff    bool
-	Queue         string
+	Priority   int
+	Retries    *int
+	Timeout    time.Duration
+	RetryDelay time.Duration
+	RateLimit  annotations.Rate
+	// GlobalRateLimit and GlobalConcurrency: global_rate_limit= and
+	// global_concurrency=.
+	GlobalRateLimit   annotations.Rate
+	GlobalConcurrency int
+	RetryOn           []errorMatch
+	InlineRetries     int
+	CircuitOff        bool
+	Queue             string
 	// Unique is "args", "key" or ""; UniqueFor and UniqueStates as in the
 	// annotation (UniqueStates nil for the default).
 	Unique       string
@@ -370,25 +374,27 @@ func (a *analyser) task(d *funcDirective) (taskSpec, bool) {
 	}
 	pos := a.fset.Position(fd.Name.Pos())
 	t := taskSpec{
-		Func:          fd.Name.Name,
-		Name:          dir.Name,
-		File:          filepath.Base(pos.Filename),
-		Line:          pos.Line,
-		Retries:       dir.Retries,
-		Timeout:       dir.Timeout,
-		RetryDelay:    dir.RetryDelay,
-		RateLimit:     dir.RateLimit,
-		InlineRetries: dir.InlineRetries,
-		CircuitOff:    dir.CircuitOff,
-		Queue:         dir.Queue,
-		Unique:        dir.Unique,
-		UniqueFor:     dir.UniqueFor,
-		UniqueStates:  dir.UniqueStates,
-		Tags:          dir.Tags,
-		Periodic:      dir.Kind == annotations.KindPeriodic,
-		Every:         dir.Every,
-		Cron:          dir.Cron,
-		Misfire:       dir.Misfire,
+		Func:              fd.Name.Name,
+		Name:              dir.Name,
+		File:              filepath.Base(pos.Filename),
+		Line:              pos.Line,
+		Retries:           dir.Retries,
+		Timeout:           dir.Timeout,
+		RetryDelay:        dir.RetryDelay,
+		RateLimit:         dir.RateLimit,
+		GlobalRateLimit:   dir.GlobalRateLimit,
+		GlobalConcurrency: dir.GlobalConcurrency,
+		InlineRetries:     dir.InlineRetries,
+		CircuitOff:        dir.CircuitOff,
+		Queue:             dir.Queue,
+		Unique:            dir.Unique,
+		UniqueFor:         dir.UniqueFor,
+		UniqueStates:      dir.UniqueStates,
+		Tags:              dir.Tags,
+		Periodic:          dir.Kind == annotations.KindPeriodic,
+		Every:             dir.Every,
+		Cron:              dir.Cron,
+		Misfire:           dir.Misfire,
 	}
 	if t.Name == "" {
 		t.Name = a.pkg.PkgPath + "." + fd.Name.Name

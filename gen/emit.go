@@ -250,6 +250,7 @@ func options(t taskSpec) jen.Code {
 				jen.Id("Per"):   duration(t.RateLimit.Per),
 			})
 		}
+		emitGlobalLimits(g, t)
 		if len(t.RetryOn) > 0 {
 			cond := jen.Null()
 			for i, e := range t.RetryOn {

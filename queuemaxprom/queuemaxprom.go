@@ -106,6 +106,7 @@ type Collector struct {
 	refreshErrs                                prometheus.Counter
 
 	jobsDesc, deadDesc, circuitDesc, failuresDesc, waitsDesc, liveDesc, runningDesc, concDesc *prometheus.Desc
+	limitDesc, limitUseDesc                                                                   *prometheus.Desc
 
 	mu       sync.Mutex // guards client, seen and the cache; held during a refresh
 	client   *queuemax.Client
@@ -163,6 +164,10 @@ func NewCollector(o Options) *Collector {
 		liveDesc:     desc("workers_live", "Live worker processes."),
 		runningDesc:  desc("worker_running_jobs", "Jobs this process's handlers are running."),
 		concDesc:     desc("worker_concurrency", "How many jobs this process may run at once."),
+		limitDesc: desc("global_limit", "Each global limit over every process: running jobs (concurrency) or starts per period (rate; see the per label).",
+			"scope", "name", "limit", "per"),
+		limitUseDesc: desc("global_limit_in_use", "Each global limit's current use over every process: jobs running (concurrency) or started in the last period (rate) (cached).",
+			"scope", "name", "limit", "per"),
 	}
 }
 
@@ -234,7 +239,7 @@ func (col *Collector) Work(ctx context.Context, job *queuemax.Job, next func(con
 // Describe implements prometheus.Collector.
 func (col *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{col.jobsDesc, col.deadDesc, col.circuitDesc, col.failuresDesc, col.waitsDesc,
-		col.liveDesc, col.runningDesc, col.concDesc} {
+		col.liveDesc, col.runningDesc, col.concDesc, col.limitDesc, col.limitUseDesc} {
 		ch <- d
 	}
 	for _, c := range col.collectors() {
@@ -281,6 +286,7 @@ func (col *Collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(col.deadDesc, float64(s.DeadLetters), strconv.Itoa(s.Shard))
 	}
 	gauge(col.liveDesc, float64(live))
+	col.collectLimits(gauge, stats.GlobalLimits)
 	for _, b := range stats.Breakers {
 		for _, s := range []queuemax.CircuitState{queuemax.CircuitClosed, queuemax.CircuitOpen, queuemax.CircuitHalfOpen} {
 			v := 0.0

@@ -98,7 +98,7 @@ const (
 )
 
 // scenarioNames lists every scenario in the order they run.
-var scenarioNames = []string{"floor", "processing", "burst", "contention", "failure", "scale", "depth", "latency", "enqueue", "procs", "idle", "workflow"}
+var scenarioNames = []string{"floor", "processing", "burst", "contention", "failure", "scale", "depth", "latency", "enqueue", "procs", "idle", "workflow", "limits"}
 
 // defaultDSN is QUEUE_MAX_DSN, else the local test server.
 func defaultDSN() string {

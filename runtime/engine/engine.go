@@ -59,8 +59,11 @@ type Config struct {
 	TaskLimiters map[string]*ratelimit.Limiter
 	// Breakers guard each task (key "" covers tasks without their own).
 	// It must not be empty.
-	Breakers  map[string]*breaker.Breaker
-	Autoscale *scale.Policy // validated, with defaults; nil: fixed Workers
+	Breakers map[string]*breaker.Breaker
+	// GlobalLimits are the tasks' limits held in the store, over every
+	// process (limits.go); used only with a store.Limiter.
+	GlobalLimits map[string]store.LimitRule
+	Autoscale    *scale.Policy // validated, with defaults; nil: fixed Workers
 	// Queues caps named queues (name → MaxWorkers); the default queue gets
 	// the rest of the limit, and only these queues are claimed. Nil: one
 	// pool for every queue. See queues.go.
@@ -134,7 +137,8 @@ type Engine struct {
 	lowWater  atomic.Int64  // the producer claims again once inflight drops below this
 	slotFree  chan struct{} // buffer 1: the queue running low wakes the producer
 
-	queues *queueSlots // nil without Config.Queues (see queues.go)
+	queues *queueSlots   // nil without Config.Queues (see queues.go)
+	glim   *globalLimits // nil without Config.GlobalLimits (see limits.go)
 
 	// queue holds claimed jobs for the workers; its capacity is the most
 	// jobs a claim may queue (ClaimBatch, or the largest worker limit).
@@ -202,6 +206,7 @@ func New(cfg Config) *Engine {
 	slices.Sort(e.order)
 	e.brk = newSharedBreakers(e)
 	e.queues = newQueueSlots(e, cfg.Queues)
+	e.glim = newGlobalLimits(e)
 	e.state.Store(Running)
 	e.limit.Store(int64(cfg.Workers))
 	if p := cfg.Autoscale; p != nil {
@@ -300,6 +305,9 @@ func (e *Engine) backgroundServices() []Service {
 	}
 	if e.cfg.Registry != nil {
 		ss = append(ss, e.cfg.Registry)
+	}
+	if e.glim != nil {
+		ss = append(ss, e.glim)
 	}
 	return ss
 }

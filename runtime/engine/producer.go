@@ -186,6 +186,7 @@ func (p *producer) releaseQueued() {
 		if rj.probe {
 			e.brk.releaseProbe(rj.job.Task)
 		}
+		e.glim.ended(rj.job, false)
 		e.dequeued()
 		e.unhold(rj)
 	}
@@ -216,6 +217,13 @@ func (p *producer) RunOnce(ctx context.Context, now time.Time) (claimed int, ret
 		n = got
 	}
 	groups, retryIn := p.plan(ctx, n, now)
+	takeAt := now
+	if e.glim != nil {
+		var r time.Duration
+		groups, r = e.glim.take(ctx, groups, takeAt)
+		retryIn = min(retryIn, r)
+	}
+	var unused []store.LimitGive
 	if p.versioned {
 		if v, err := e.cfg.Store.DataVersion(ctx); err == nil {
 			p.lastVersion = v
@@ -225,8 +233,15 @@ func (p *producer) RunOnce(ctx context.Context, now time.Time) (claimed int, ret
 	}
 	for _, g := range groups {
 		var jobs []*store.Job
-		if room := min(g.max, n-claimed); room > 0 {
+		room := min(g.max, n-claimed)
+		if g.global {
+			room = min(room, g.granted)
+		}
+		if room > 0 {
 			jobs, _ = p.claimFor(ctx, g, room, now)
+		}
+		if g.global {
+			unused = e.glim.give(unused, g, room, len(jobs), takeAt)
 		}
 		if g.limiter != nil {
 			for range g.max - len(jobs) {
@@ -242,6 +257,9 @@ func (p *producer) RunOnce(ctx context.Context, now time.Time) (claimed int, ret
 			e.queue <- rj // never blocks: the queue holds the largest capacity
 		}
 		claimed += len(jobs)
+	}
+	if e.glim != nil {
+		e.glim.settle(ctx, unused)
 	}
 	if l := e.cfg.Limiter; l != nil {
 		for range n - claimed {
@@ -259,6 +277,11 @@ type claimGroup struct {
 	max     int
 	probe   bool               // one job, its breaker's half-open probe (see ClaimProbe)
 	limiter *ratelimit.Limiter // tokens for max jobs were taken; unused ones are refunded
+	// global: the task has a global limit (limits.go), which granted
+	// starts for granted jobs; unused ones are given back.
+	global  bool
+	granted int
+	takenAt time.Time // the store's LimitGrant.At
 }
 
 // plan decides what a round of up to n jobs may claim at now. Tasks whose
@@ -302,9 +325,9 @@ func (p *producer) plan(ctx context.Context, n int, now time.Time) (groups []cla
 		}
 		switch {
 		case probe:
-			groups = append(groups, claimGroup{tasks: []string{name}, max: 1, probe: true, limiter: l})
-		case l != nil:
-			groups = append(groups, claimGroup{tasks: []string{name}, max: want, limiter: l})
+			groups = append(groups, claimGroup{tasks: []string{name}, max: 1, probe: true, limiter: l, global: e.glim.limited(name)})
+		case l != nil || e.glim.limited(name):
+			groups = append(groups, claimGroup{tasks: []string{name}, max: want, limiter: l, global: e.glim.limited(name)})
 		default:
 			free = append(free, name)
 		}
@@ -430,6 +453,8 @@ func (p *producer) idle(ctx context.Context, retryIn time.Duration) {
 		case <-e.cfg.Wake:
 			return
 		case <-e.queues.freed():
+			return
+		case <-e.glim.freed():
 			return
 		case <-changes:
 			return

@@ -103,13 +103,16 @@ func (e *Engine) runJob(rj *runningJob) {
 			e.brk.releaseProbe(rj.job.Task)
 		}
 		e.lostCnt.Add(1)
+		e.glim.ended(rj.job, false)
 		e.dequeued()
 		e.unhold(rj)
 		return
 	}
+	e.glim.start(rj.job) // waits for a free global slot of the process
 	e.executing.Add(1)
 	result, err := e.cfg.Exec.Execute(rj.ctx, rj.job)
 	e.executing.Add(-1)
+	e.glim.ended(rj.job, true) // the job no longer runs: its global slot is free
 	e.dequeued()
 	e.outcome(rj, result, err)
 }
