@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/queuemax/queuemax/runtime/store"
 )
 
 func TestQueueLimits_Concurrency(t *testing.T) {
@@ -279,61 +281,48 @@ func TestQueueLimits_WithTaskLimit(t *testing.T) {
 	})
 }
 
-// TestQueueLimits_SlotRenewed: a job that runs longer than StuckTimeout
-// keeps its queue slot (its process renews it): another client never
-// starts a second job of the queue meanwhile.
+// TestQueueLimits_SlotRenewed: the slot of a running job of a limited
+// queue is renewed by its process: its expiry in the store moves past the
+// one its claim set (a process killed with kill -9 stops renewing, and the
+// slot expires StuckTimeout after the last renewal).
 func TestQueueLimits_SlotRenewed(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
 	var started atomic.Int64
 	release := make(chan struct{})
 	h := Define("t.Long", TaskOptions{Queue: "long"}, func(ctx context.Context, a echoArgs) error {
-		if started.Add(1) == 1 {
-			<-release
-		}
+		started.Add(1)
+		<-release
 		return nil
 	})
-	cfg := Config{Dir: dir, Shards: 1, Workers: 2, Handlers: []Handler{h},
-		HeartbeatInterval: 100 * time.Millisecond, StuckTimeout: 500 * time.Millisecond, RecoveryInterval: 100 * time.Millisecond}
-	a := setup(t, cfg)
-	cfg.WorkerID = "second"
-	b := setup(t, cfg)
-	if err := a.c.SetQueueLimits(a.ctx, "long", QueueLimits{Concurrency: 1}); err != nil {
+	const stuck = 10 * time.Second
+	b := setup(t, Config{Shards: 1, Workers: 2, Handlers: []Handler{h}, HeartbeatInterval: 50 * time.Millisecond, StuckTimeout: stuck})
+	if err := b.c.SetQueueLimits(b.ctx, "long", QueueLimits{Concurrency: 1}); err != nil {
 		t.Fatal(err)
 	}
-	for i := range 3 {
-		if _, err := a.c.Enqueue(a.ctx, "t.Long", echoArgs{i}, Opts{}); err != nil {
+	for i := range 2 {
+		if _, err := b.c.Enqueue(b.ctx, "t.Long", echoArgs{i}, Opts{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	evs := collect(a.c, EventCompleted)
-	evsB := collect(b.c, EventCompleted)
-	run(t, a.c)
+	evs := collect(b.c, EventCompleted)
 	run(t, b.c)
+	closed := false
 	defer func() {
-		select {
-		case <-release:
-		default:
+		if !closed {
 			close(release)
 		}
 	}()
 	waitFor(t, "the first job to start", func() bool { return started.Load() == 1 })
-	first := time.Now()
-	// Three times the slot's expiry: without renewals another job would start.
-	waitFor(t, "three stuck timeouts", func() bool { return time.Since(first) > 1500*time.Millisecond })
+	claimedBy := b.c.now().Add(stuck) // the claim's expiry is at most this
+	lim := b.c.st.(store.Limiter)
+	waitFor(t, "the slot renewed past its first expiry", func() bool {
+		us, err := lim.LimitUsage(b.ctx, claimedBy.Add(10*time.Millisecond))
+		return err == nil && len(us) == 1 && us[0].Scope == "queue:long" && us[0].Running == 1
+	})
 	if n := started.Load(); n != 1 {
-		t.Fatalf("%d jobs started while the first held the queue's only slot past its expiry; want 1", n)
+		t.Errorf("%d jobs started under a queue concurrency of 1; want 1", n)
 	}
 	close(release)
-	timeout := time.After(30 * time.Second)
-	for done := 0; done < 3; {
-		select {
-		case <-evs:
-			done++
-		case <-evsB:
-			done++
-		case <-timeout:
-			t.Fatalf("%d of 3 jobs completed", done)
-		}
-	}
+	closed = true
+	waitEvents(t, evs, 2)
 }
