@@ -50,7 +50,7 @@ func checkGlobalLimits(h *Handler) error {
 	if err := globalRule(o).Check(); err != nil {
 		return fmt.Errorf("handler %q: global limit: %w", h.Name, err)
 	}
-	return nil
+	return checkLimitBy(h)
 }
 
 // globalRule is a task's global limits as the store takes them.
@@ -162,6 +162,7 @@ func (c *Client) fillLimitHeld(ctx context.Context, jobs []*Job) {
 		}
 		reasons[task] = heldReason(task, u)
 	}
+	c.fillKeyedHeld(jobs, usage)
 	for _, j := range jobs {
 		if j != nil && j.Status == StatusPending && j.Held == "" {
 			j.Held = reasons[j.Task]
