@@ -55,6 +55,7 @@ var areas = []struct {
 	{"Periodic", testPeriodicArea},
 	{"Breakers", testBreakersArea},
 	{"Limits", testLimitsArea},
+	{"LimitsByKey", testKeyedArea},
 }
 
 // suite is what every area's tests share: how to open a fresh store.
