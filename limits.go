@@ -29,6 +29,11 @@ type GlobalLimitInfo struct {
 	// jobs started in the last Per.
 	Running int `json:"running"`
 	Started int `json:"started"`
+	// By is the payload key the limits apply per (TaskOptions.LimitBy);
+	// then Keys is how many keys hold state now, and Running and Started
+	// are the busiest key's.
+	By   string `json:"by,omitempty"`
+	Keys int    `json:"keys,omitempty"`
 }
 
 // String is the limit's use as the CLI prints it, e.g.
@@ -40,6 +45,9 @@ func (g GlobalLimitInfo) String() string {
 	}
 	if g.Rate > 0 {
 		parts = append(parts, fmt.Sprintf("started %d/%d per %s", g.Started, g.Rate, g.Per))
+	}
+	if g.By != "" {
+		return fmt.Sprintf("%s %s per %s (%d keys in use; the busiest): %s", g.Scope, g.Name, g.By, g.Keys, strings.Join(parts, ", "))
 	}
 	return fmt.Sprintf("%s %s: %s", g.Scope, g.Name, strings.Join(parts, ", "))
 }
@@ -116,6 +124,7 @@ func (c *Client) globalLimits(ctx context.Context) ([]GlobalLimitInfo, error) {
 			add(name, u.Rule, u)
 		}
 	}
+	out = c.keyedLimitInfos(out, usage)
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Scope != out[j].Scope {
 			return out[i].Scope > out[j].Scope // tasks first

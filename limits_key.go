@@ -103,3 +103,66 @@ func keyedHeldReason(task, key string, u store.LimitUsage) string {
 	}
 	return ""
 }
+
+// keyedLimitInfos completes the task limits of out that apply per key
+// (By, Keys, and the busiest key's use) and adds those of tasks limited
+// per key that only other processes run, from usage.
+func (c *Client) keyedLimitInfos(out []GlobalLimitInfo, usage []store.LimitUsage) []GlobalLimitInfo {
+	type agg struct {
+		by            string
+		rule          store.LimitRule
+		keys          int
+		running, strt int
+	}
+	byTask := make(map[string]*agg)
+	for _, u := range usage {
+		task, ok := strings.CutPrefix(u.Scope, "task:")
+		by, _, cut := strings.Cut(u.Key, "=")
+		if !ok || !cut || by == "" {
+			continue
+		}
+		a := byTask[task]
+		if a == nil {
+			a = &agg{by: by, rule: u.Rule}
+			byTask[task] = a
+		}
+		a.keys++
+		a.running, a.strt = max(a.running, u.Running), max(a.strt, u.Started)
+	}
+	seen := make(map[string]bool)
+	for i := range out {
+		g := &out[i]
+		if g.Scope != "task" {
+			continue
+		}
+		seen[g.Name] = true
+		by := ""
+		if h, ok := c.handlers[g.Name]; ok {
+			by = h.Options.LimitBy
+		} else if a := byTask[g.Name]; a != nil {
+			by = a.by
+		}
+		if by == "" {
+			continue
+		}
+		g.By, g.Keys, g.Running, g.Started = by, 0, 0, 0
+		if a := byTask[g.Name]; a != nil {
+			g.Keys, g.Running = a.keys, a.running
+			if g.Rate > 0 {
+				g.Started = a.strt
+			}
+		}
+	}
+	for task, a := range byTask {
+		if seen[task] || a.rule.IsZero() {
+			continue
+		}
+		g := GlobalLimitInfo{Scope: "task", Name: task, Rate: a.rule.Rate, Concurrency: a.rule.Concurrency,
+			Running: a.running, By: a.by, Keys: a.keys}
+		if a.rule.Rate > 0 {
+			g.Per, g.Started = a.rule.Per.String(), a.strt
+		}
+		out = append(out, g)
+	}
+	return out
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -128,6 +129,15 @@ func testLimitByConcurrency(t *testing.T, cfg Config) {
 	}
 	if waiting != 2 {
 		t.Errorf("%d jobs of customer 1 pending; want 2", waiting)
+	}
+	s, err := b.c.Stats(b.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.GlobalLimits) != 1 || s.GlobalLimits[0].By != "customer" || s.GlobalLimits[0].Keys < 1 || s.GlobalLimits[0].Running != 1 {
+		t.Errorf("Stats.GlobalLimits = %+v; want t.PerCustomer per customer, at least one key, the busiest running 1", s.GlobalLimits)
+	} else if got, want := s.GlobalLimits[0].String(), "running 1/1"; !strings.Contains(got, want) || !strings.Contains(got, "per customer") {
+		t.Errorf("String = %q; want it to say per customer and %q", got, want)
 	}
 	close(release)
 	closed = true
