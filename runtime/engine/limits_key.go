@@ -80,7 +80,7 @@ func (g *globalLimits) keyedWant(gr claimGroup) int {
 // peekSize is how many ready jobs a keyed claim of room jobs looks at:
 // enough that keys at their limit ahead in the queue rarely hide the
 // others, bounded so that a claim's cost does not grow with the backlog.
-func peekSize(room int) int { return min(max(8*room, 64), 512) }
+func peekSize(room int) int { return min(max(4*room, 32), 512) }
 
 // claimKeyed claims up to room jobs of keyed group gr; see the top of the
 // file. It returns the jobs and how soon a key left out may be granted
