@@ -14,12 +14,21 @@ import (
 var _ store.KeyClaimer = (*Store)(nil)
 
 // sqlPeekKeys reads the first ready jobs of task $3 (queues $4, NULL:
-// any) in claim order, with the JSON text of their payload's key $2; only
-// the rows read (LIMIT $5, through the claim index) have it extracted.
+// any) in claim order, with the JSON text of their payload's key $2: like
+// claimSQL, the first pending ones through jobs_claim and the due
+// scheduled ones through jobs_due, at most $5 in all, whose payloads
+// alone are read.
 const sqlPeekKeys = `SELECT id, shard, priority, queue, (payload -> $2::text)::text FROM {s}.jobs
-	WHERE (status = 'pending' OR status = 'scheduled' AND next_retry_at <= @now)
-		AND coalesce(task, '') = $3 AND ($4::text[] IS NULL OR queue = ANY($4::text[]))` + sqlNotPaused + `
-	ORDER BY priority DESC, id LIMIT $5`
+	WHERE id = ANY(ARRAY(SELECT id FROM (
+		SELECT id, priority FROM (SELECT id, priority FROM {s}.jobs WHERE status = 'pending'` + peekFilter + `
+			ORDER BY priority DESC, id LIMIT $5) p
+		UNION ALL
+		SELECT id, priority FROM (SELECT id, priority FROM {s}.jobs WHERE status = 'scheduled' AND next_retry_at <= @now` + peekFilter + `
+			ORDER BY next_retry_at LIMIT $5) d
+	) c ORDER BY priority DESC, id LIMIT $5))
+	ORDER BY priority DESC, id`
+
+const peekFilter = ` AND coalesce(task, '') = $3 AND ($4::text[] IS NULL OR queue = ANY($4::text[]))` + sqlNotPaused
 
 // sqlClaimIDs claims the jobs $5 still ready ($2 unused but typed).
 const sqlClaimIDs = claimSet + `
