@@ -210,11 +210,10 @@ func TestPostgres_LimitBy_ManyKeys(t *testing.T) {
 	testLimitByManyKeys(t, Config{DSN: dsn, Schema: pgTestSchema(t, dsn)})
 }
 
-// TestLimitBy_Rate: a global rate of 5/s per customer lets two customers
-// start 5 jobs each at once; the sixth of each waits for a token and says
-// so.
-func TestLimitBy_Rate(t *testing.T) {
-	t.Parallel()
+// testLimitByRate: a global rate of 5 an hour per customer lets two
+// customers start 5 jobs each at once; the sixth of each waits for a token
+// and says so.
+func testLimitByRate(t *testing.T, cfg Config) {
 	const task = "t.RatedPerKey"
 	var mu sync.Mutex
 	starts := make(map[int][]time.Time)
@@ -224,7 +223,8 @@ func TestLimitBy_Rate(t *testing.T) {
 		mu.Unlock()
 		return nil
 	})
-	b := setup(t, Config{Shards: 2, Workers: 4, Handlers: []Handler{h}})
+	cfg.Workers, cfg.Handlers = 4, []Handler{h}
+	b := setup(t, cfg)
 	var ids []JobID
 	for i := range 12 {
 		id, err := b.c.Enqueue(b.ctx, task, custArgs{Customer: i % 2, N: i}, Opts{})
@@ -253,6 +253,17 @@ func TestLimitBy_Rate(t *testing.T) {
 	if len(starts[0]) != 5 || len(starts[1]) != 5 {
 		t.Errorf("starts per customer: %d, %d; want 5, 5", len(starts[0]), len(starts[1]))
 	}
+}
+
+func TestLimitBy_Rate(t *testing.T) {
+	t.Parallel()
+	testLimitByRate(t, Config{Dir: t.TempDir(), Shards: 2})
+}
+
+func TestPostgres_LimitBy_Rate(t *testing.T) {
+	t.Parallel()
+	dsn := pgTestDSN(t)
+	testLimitByRate(t, Config{DSN: dsn, Schema: pgTestSchema(t, dsn)})
 }
 
 // TestLimitBy_Invalid: limit_by without a global limit, or not a key
