@@ -29,6 +29,9 @@ const (
 	EventPeriodic     = queuemaxtype.EventPeriodic
 	EventQueuePaused  = queuemaxtype.EventQueuePaused
 	EventQueueResumed = queuemaxtype.EventQueueResumed
+	// Workflow ends (see Client.EnqueueWorkflow).
+	EventWorkflowCompleted = queuemaxtype.EventWorkflowCompleted
+	EventWorkflowFailed    = queuemaxtype.EventWorkflowFailed
 )
 
 // EventKinds lists every kind.

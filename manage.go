@@ -117,6 +117,8 @@ func (c *Client) Cancel(ctx context.Context, id JobID) (Status, error) {
 	}
 	if st == StatusCancelled {
 		c.emit(ctx, Event{Kind: EventCancelled, JobID: id, Shard: id.Shard()})
+		// A step's cancel may end its workflow (workflow_client.go).
+		engine.EmitWorkflowEnds(ctx, c.st, c.events, []JobID{id}, nil)
 	} else if e := c.engine.Load(); e != nil {
 		e.CancelLocal(id) // no need to wait for the heartbeat here
 	}
@@ -352,6 +354,9 @@ type Stats struct {
 	// GlobalLimits lists the global limits of this client's tasks and of
 	// the queues, with their use over every process (see GlobalLimits).
 	GlobalLimits []GlobalLimitInfo `json:"global_limits,omitempty"`
+	// Workflows counts the stored workflows by status (see
+	// Client.EnqueueWorkflow).
+	Workflows WorkflowCounts `json:"workflows"`
 }
 
 // Stats returns queue statistics. Counts come from the status index, not
@@ -415,6 +420,9 @@ func (c *Client) Stats(ctx context.Context) (Stats, error) {
 		s.Queues = qs
 	}
 	if s.GlobalLimits, err = c.globalLimits(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.fillWorkflowCounts(ctx, &s); err != nil { // workflow_client.go
 		errs = append(errs, err)
 	}
 	return s, errors.Join(errs...)

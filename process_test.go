@@ -109,6 +109,8 @@ func childMain() int {
 		return schedChild(dir, shards, os.Stdin, say)
 	case "probe":
 		return probeChild(ctx, dir, shards, say)
+	case "wfchaos":
+		return wfChaosChild(ctx, dir, shards, say) // workflow_chaos_test.go
 	default:
 		if code, ok := pgChildMain(ctx, mode, dir, say); ok {
 			return code

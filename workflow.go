@@ -79,13 +79,14 @@ type workflowStep struct {
 	settled    []string // the dependencies named by AfterSettled
 	binds      []StepBinding
 	opts       Opts
+	typed      *typedStep // a typed handle's defaults and payload check (AddStep)
 }
 
 // StepBinding makes a top-level payload key of a step take the stored
 // result of an earlier step, substituted when the step is released.
 type StepBinding struct {
-	Param string // top-level key of the step's payload
-	From  string // the step whose result it takes
+	Param string `json:"param"` // top-level key of the step's payload
+	From  string `json:"from"`  // the step whose result it takes
 }
 
 // StepOption configures one step of a workflow (After, AfterSettled,
@@ -302,27 +303,27 @@ const StepWaiting Status = "waiting"
 
 // WorkflowInfo is a stored workflow as Client.Workflow returns it.
 type WorkflowInfo struct {
-	ID         WorkflowID
-	Name       string
-	Status     WorkflowStatus
-	CreatedAt  time.Time
-	FinishedAt time.Time // zero while running
-	Steps      []WorkflowStep
+	ID         WorkflowID     `json:"id"`
+	Name       string         `json:"name"`
+	Status     WorkflowStatus `json:"status"`
+	CreatedAt  time.Time      `json:"created_at"`
+	FinishedAt time.Time      `json:"finished_at"` // zero while running
+	Steps      []WorkflowStep `json:"steps,omitempty"`
 }
 
 // WorkflowStep is one step of a stored workflow.
 type WorkflowStep struct {
-	Name string
-	Task string
+	Name string `json:"name"`
+	Task string `json:"task"`
 	// JobID is the step's job (zero while the step is waiting, if the
 	// store creates the job only at release).
-	JobID JobID
+	JobID JobID `json:"job_id"`
 	// Status is StepWaiting or the status of the step's job.
-	Status       Status
-	After        []string      // steps it waits to complete
-	AfterSettled []string      // steps it waits to end, however they end
-	Binds        []StepBinding // payload keys taken from other steps' results
+	Status       Status        `json:"status"`
+	After        []string      `json:"after,omitempty"`         // steps it waits to complete
+	AfterSettled []string      `json:"after_settled,omitempty"` // steps it waits to end, however they end
+	Binds        []StepBinding `json:"binds,omitempty"`         // payload keys taken from other steps' results
 	// Reason says why a step was cancelled without running (a dependency
 	// that failed or was cancelled, or CancelWorkflow).
-	Reason string
+	Reason string `json:"reason,omitempty"`
 }

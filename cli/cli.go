@@ -1,5 +1,5 @@
 // Package cli is the queuemax command line as a library: every operator
-// subcommand (stats, list, enqueue, retry, cancel, queues, pause, resume, dlq, recover, purge, periodic,
+// subcommand (stats, list, enqueue, retry, cancel, queues, pause, resume, workflows, dlq, recover, purge, periodic,
 // wait, workers, dashboard) and, for a binary built with a task registry, worker.
 //
 // A Go program cannot load a function by name, so the worker runs the

@@ -31,7 +31,7 @@ type command struct {
 func commands() []*command {
 	return []*command{
 		statsCommand, listCommand, enqueueCommand, retryCommand, cancelCommand, dlqCommand,
-		queuesCommand, pauseCommand, resumeCommand,
+		queuesCommand, pauseCommand, resumeCommand, workflowsCommand,
 		recoverCommand, purgeCommand, periodicCommand, waitCommand, workerCommand, workersCommand, dashboardCommand,
 	}
 }

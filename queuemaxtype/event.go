@@ -42,8 +42,18 @@ const (
 	EventQueueResumed EventKind = "queue_resumed"
 )
 
+// EventWorkflowCompleted is emitted once per workflow whose every step
+// completed, by the process that recorded the last step's end.
+const EventWorkflowCompleted EventKind = "workflow_completed"
+
+// EventWorkflowFailed is emitted once per workflow that ended with a step
+// failed or cancelled (Error says which: "failed" or "cancelled" when
+// CancelWorkflow cancelled it), by the process that recorded the last
+// step's end.
+const EventWorkflowFailed EventKind = "workflow_failed"
+
 // EventKinds lists every kind.
-var EventKinds = []EventKind{EventEnqueued, EventCompleted, EventFailed, EventRetried, EventSnoozed, EventCancelled, EventAlert, EventCircuit, EventPeriodic, EventQueuePaused, EventQueueResumed}
+var EventKinds = []EventKind{EventEnqueued, EventCompleted, EventFailed, EventRetried, EventSnoozed, EventCancelled, EventAlert, EventCircuit, EventPeriodic, EventQueuePaused, EventQueueResumed, EventWorkflowCompleted, EventWorkflowFailed}
 
 // Event describes something that happened to the queue. Only the fields
 // that apply to its Kind are set.
@@ -66,4 +76,7 @@ type Event struct {
 	Slot time.Time
 	// Queue is the queue paused or resumed.
 	Queue string
+	// Workflow fields: the workflow (queuemax.WorkflowID) and its name.
+	Workflow     int64
+	WorkflowName string
 }

@@ -158,6 +158,9 @@ type Job struct {
 	// API) from the limits' stored state; empty when nothing holds it.
 	// A held job is neither failed nor counted as retried.
 	Held string
+	// Workflow is the workflow (queuemax.WorkflowID) a step's job belongs
+	// to; zero for a job that is not a workflow step.
+	Workflow int64
 }
 
 // IsPending reports whether the job waits to run (now or at a later time).

@@ -77,4 +77,7 @@ type RecoverResult struct {
 type CleanupResult struct {
 	Jobs        int
 	DeadLetters int
+	// Workflows counts the finished workflows deleted (their steps'
+	// jobs still stored are counted in Jobs).
+	Workflows int
 }

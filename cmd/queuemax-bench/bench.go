@@ -106,6 +106,8 @@ func (b *bench) run(ctx context.Context, chosen []string) *Report {
 				err = b.idle(ctx)
 			case "limits":
 				err = b.limits(ctx)
+			case "workflow":
+				err = b.workflow(ctx)
 			}
 		case name == "floor":
 			err = b.floorScenario(ctx)
@@ -131,6 +133,8 @@ func (b *bench) run(ctx context.Context, chosen []string) *Report {
 			err = b.idle(ctx)
 		case name == "limits":
 			err = b.limits(ctx)
+		case name == "workflow":
+			err = b.workflow(ctx)
 		}
 		fmt.Fprintf(b.o.stderr, " %.1fs\n", time.Since(began).Seconds())
 		if err != nil {

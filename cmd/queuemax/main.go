@@ -27,6 +27,9 @@
 //	pause      pause a queue on every worker of every process; running
 //	           jobs finish (--queue NAME)
 //	resume     resume a paused queue (--queue NAME)
+//	workflows  list workflows (--status S, --name N, --limit N, --json),
+//	           show one with each step's state (workflows show ID), or
+//	           cancel one (workflows cancel ID)
 //	dlq        list the dead-letter queue, or re-queue from it
 //	           (dlq requeue --shard N --id ID, or --all)
 //	recover    take back orphaned jobs now (--older-than DURATION)

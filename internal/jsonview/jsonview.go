@@ -47,6 +47,8 @@ type Job struct {
 	// Held says why a ready job is not being claimed (an open circuit
 	// breaker, a global limit); see queuemax.Job.Held.
 	Held string `json:"held,omitempty"`
+	// WorkflowID is the workflow a step's job belongs to.
+	WorkflowID int64 `json:"workflow_id,omitempty"`
 }
 
 // NewJob returns j's JSON view.
@@ -60,7 +62,7 @@ func NewJob(j *queuemaxtype.Job) Job {
 		StartedAt: Time(j.StartedAt), Heartbeat: Time(j.Heartbeat), CompletedAt: Time(j.CompletedAt),
 		RetryDelayMS: j.RetryDelay.Milliseconds(), CancelRequested: j.CancelRequested,
 		Snoozes: j.Snoozes, TimeoutMS: j.Timeout.Milliseconds(), Tags: j.Tags, Metadata: j.Metadata, Queue: j.Queue,
-		UniqueKey: j.UniqueKey, Held: j.Held,
+		UniqueKey: j.UniqueKey, Held: j.Held, WorkflowID: j.Workflow,
 	}
 }
 

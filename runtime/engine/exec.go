@@ -96,6 +96,7 @@ func (x *Executor) handler(j *Job) *Handler {
 // fails the attempt with a *PanicError. A job of no known task fails for
 // good (ErrUnknownTask).
 func (x *Executor) Execute(ctx context.Context, j *Job) (any, error) {
+	ctx = withStep(ctx, x.cfg.Store, j) // workflow.go
 	h := x.handler(j)
 	if h == nil {
 		return nil, queuemaxtype.Permanent(fmt.Errorf("%w: %q (no handler registered)", queuemaxtype.ErrUnknownTask, j.Task))

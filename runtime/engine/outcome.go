@@ -305,6 +305,7 @@ func (x *Executor) Finish(ctx context.Context, as []*Attempt, o FinishOpts) []er
 			x.settled(ctx, a)
 		}
 	}
+	x.workflowEnds(ctx, as, errs) // workflow.go
 	return errs
 }
 

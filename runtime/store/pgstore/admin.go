@@ -208,16 +208,22 @@ func (s *Store) Prune(ctx context.Context, p store.PruneParams) (store.CleanupRe
 		return store.CleanupResult{}, err
 	}
 	var res store.CleanupResult
+	var err error
 	if s.closed.Load() {
 		return res, store.ErrClosed
 	}
 	now := hostNow()
+	// Finished workflows first, with their steps' jobs (workflow.go).
+	if res.Workflows, res.Jobs, err = s.pruneWorkflows(ctx, p, now); err != nil {
+		return res, fmt.Errorf("queuemax: cleanup workflows: %w", err)
+	}
+	wfJobs := res.Jobs
 	results := p.CompletedBefore
 	if !p.KeepResultsAfter.IsZero() && p.KeepResultsAfter.Before(results) {
 		results = p.KeepResultsAfter
 	}
 	// A zero cutoff deletes nothing of its kind ($3, $5 false).
-	err := s.queryRow(ctx, `WITH c AS (DELETE FROM {s}.jobs WHERE $3 AND status = 'completed'
+	err = s.queryRow(ctx, `WITH c AS (DELETE FROM {s}.jobs WHERE $3 AND status = 'completed'
 			AND completed_at < @now + $2`+us+` AND (result IS NULL OR completed_at < @now + $6`+us+`) RETURNING 1),
 		j AS (DELETE FROM {s}.jobs WHERE $5 AND status IN ('failed', 'cancelled')
 			AND coalesce(completed_at, created_at) < @now + $4`+us+` RETURNING 1),
@@ -228,6 +234,7 @@ func (s *Store) Prune(ctx context.Context, p store.PruneParams) (store.CleanupRe
 	if err != nil {
 		return store.CleanupResult{}, fmt.Errorf("queuemax: cleanup: %w", err)
 	}
+	res.Jobs += wfJobs
 	return res, nil
 }
 
@@ -248,7 +255,7 @@ func (s *Store) Purge(ctx context.Context, statuses []store.Status) (int, error)
 
 const jobColumns = `id, shard, partition_key, task, payload, status, priority, attempts, max_attempts, retry_delay,
 	last_error, error_type, error_stack, worker_id, lease, heartbeat, created_at, started_at, completed_at,
-	next_retry_at, result, metadata, cancel_requested, snoozes, timeout_ms, tags, queue, unique_key`
+	next_retry_at, result, metadata, cancel_requested, snoozes, timeout_ms, tags, queue, unique_key, wf_id`
 
 func scanJob(r pgx.Row) (*store.Job, error) {
 	var (
@@ -263,13 +270,13 @@ func scanJob(r pgx.Row) (*store.Job, error) {
 		hb, created, started, completed, next    pgtype.Timestamptz
 		payload, result, meta                    []byte
 		snoozes                                  int32
-		tmo                                      pgtype.Int8
+		tmo, wf                                  pgtype.Int8
 		tags                                     []string
 		queue                                    pgtype.Text
 	)
 	if err := r.Scan(&id, &shard, &key, &task, &payload, &status, &prio, &att, &maxa, &rd, &lastErr, &errType, &errStack,
 		&worker, &lease, &hb, &created, &started, &completed, &next, &result, &meta, &j.CancelRequested, &snoozes, &tmo, &tags, &queue,
-		&uniqueKey); err != nil {
+		&uniqueKey, &wf); err != nil {
 		return nil, err
 	}
 	j.ID = store.NewJobID(int(shard), id)
@@ -296,6 +303,9 @@ func scanJob(r pgx.Row) (*store.Job, error) {
 	j.Timeout = time.Duration(tmo.Int64) * time.Millisecond
 	j.Tags = nilIfEmpty(tags)
 	j.UniqueKey = uniqueKey.String
+	if wf.Valid {
+		j.Workflow = int64(store.NewJobID(int(shard), wf.Int64))
+	}
 	return &j, nil
 }
 

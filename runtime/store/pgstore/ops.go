@@ -143,12 +143,12 @@ func scanClaimed(rows pgx.Rows, p store.ClaimParams, lease int64) ([]*store.Job,
 			key                          pgtype.Int8
 			created, hb, next            pgtype.Timestamptz
 			payload, meta                []byte
-			tmo                          pgtype.Int8
+			tmo, wf                      pgtype.Int8
 			tags                         []string
 			queue                        pgtype.Text
 		)
 		if err := rows.Scan(&id, &shardIdx, &task, &payload, &prio, &att, &maxa, &rd, &lastErr, &errType, &key,
-			&created, &hb, &meta, &next, &snz, &tmo, &tags, &queue); err != nil {
+			&created, &hb, &meta, &next, &snz, &tmo, &tags, &queue, &wf); err != nil {
 			return nil, err
 		}
 		if len(block) == 0 {
@@ -180,6 +180,9 @@ func scanClaimed(rows pgx.Rows, p store.ClaimParams, lease int64) ([]*store.Job,
 		j.Queue = store.QueueOf(queue.String)
 		j.Timeout = time.Duration(tmo.Int64) * time.Millisecond
 		j.Tags = nilIfEmpty(tags)
+		if wf.Valid {
+			j.Workflow = int64(store.NewJobID(j.Shard, wf.Int64))
+		}
 		jobs = append(jobs, j)
 	}
 	if err := rows.Err(); err != nil {

@@ -29,7 +29,7 @@ package pgstore
 // notifyWindow ago (see notify.go).
 
 // schemaVersion is the newest migration this binary knows.
-const schemaVersion = 8
+const schemaVersion = 9
 
 type migration struct {
 	version int
@@ -216,5 +216,9 @@ var migrations = []migration{
 		version: 8,
 		name:    "global limits: state rows and queue rules",
 		stmts:   limitsMigration,
+	},
+	{
+		// workflow_schema.go
+		version: 9, name: workflowMigration.name, stmts: workflowMigration.stmts,
 	},
 }

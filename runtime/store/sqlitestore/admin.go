@@ -53,6 +53,9 @@ func (s *Store) RecoverOrphans(ctx context.Context, stuckBefore, now time.Time) 
 	cut, ts := store.FormatTime(stuckBefore), store.FormatTime(now)
 	_, err := s.eachShard(ctx, store.AllShards, func(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shardDB) (int, error) {
 		const stuck = `status = 'processing' AND (heartbeat IS NULL OR heartbeat < ?1)`
+		if err := repairWorkflows(ctx, tx); err != nil { // workflow.go
+			return 0, err
+		}
 		// A job asked to cancel ends cancelled rather than running again.
 		if _, err := tx.ExecContext(ctx, `UPDATE fila SET status = 'cancelled', completed_at = ?2, worker_id = NULL,
 			heartbeat = NULL, lease = NULL, last_error = 'cancelled: worker lost after a cancel request',
@@ -189,6 +192,12 @@ func (s *Store) Cleanup(ctx context.Context, cutoff time.Time) (store.CleanupRes
 // letters, each before its own cutoff; see store.Store.
 func (s *Store) Prune(ctx context.Context, p store.PruneParams) (store.CleanupResult, error) {
 	var res store.CleanupResult
+	// Finished workflows first, with their steps' jobs (workflow.go).
+	w, j, err := s.pruneAllWorkflows(ctx, p)
+	res.Workflows, res.Jobs = w, j
+	if err != nil {
+		return res, err
+	}
 	if !p.CompletedBefore.IsZero() {
 		list, err := s.shardList(store.AllShards)
 		if err != nil {
@@ -223,7 +232,7 @@ func (s *Store) Prune(ctx context.Context, p store.PruneParams) (store.CleanupRe
 		return res, nil
 	}
 	cut := store.FormatTime(p.FinishedBefore)
-	_, err := s.eachShard(ctx, store.AllShards, func(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shardDB) (int, error) {
+	_, err = s.eachShard(ctx, store.AllShards, func(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shardDB) (int, error) {
 		n, err := affected(tx.ExecContext(ctx, sqlPruneFinished, cut))
 		if err != nil {
 			return 0, err

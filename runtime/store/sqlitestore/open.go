@@ -80,6 +80,7 @@ type shardDB struct {
 	taskCol       string // "task", or "NULL" in such a file
 	hasTags       bool   // the file has the tags column and qm_job_tags
 	dlqTaskCol    string
+	wf            wfStmts // workflow.go
 }
 
 // dlqColumns is the column list DeadLetters reads, in order.
@@ -283,6 +284,8 @@ func dsn(path string, o Options, readOnly bool) string {
 		fmt.Sprintf("mmap_size(%d)", o.MmapSize),
 		"temp_store(MEMORY)",
 		"foreign_keys(ON)",
+		// Workflow steps cascade through triggers (workflow_schema.go).
+		"recursive_triggers(ON)",
 	}
 	if readOnly {
 		pragmas = append(pragmas, "query_only(1)")
@@ -393,6 +396,7 @@ func checkReadable(ctx context.Context, db *sql.DB) error {
 func (sh *shardDB) close() error {
 	var errs []error
 	sh.stmts.close()
+	sh.wf.close()
 	if sh.r != nil {
 		errs = append(errs, sh.r.Close())
 	}

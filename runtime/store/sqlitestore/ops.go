@@ -27,10 +27,11 @@ func scanJob(r scanner, sh int) (*store.Job, error) {
 		next, task, result, meta, uniqueKey                                sql.NullString
 		cancelReq, snoozes, timeoutMS                                      sql.NullInt64
 		tags, queue                                                        sql.NullString
+		wf                                                                 sql.NullInt64
 	)
 	if err := r.Scan(&id, &key, &payload, &status, &prio, &attempts, &maxAttempts, &retryDelay,
 		&lastErr, &errType, &errStack, &worker, &hb, &created, &started, &finished, &next, &task, &lease, &result, &meta, &cancelReq, &snoozes, &timeoutMS, &tags, &queue,
-		&uniqueKey); err != nil {
+		&uniqueKey, &wf); err != nil {
 		return nil, err
 	}
 	j.ID = store.NewJobID(sh, id)
@@ -64,6 +65,9 @@ func scanJob(r scanner, sh int) (*store.Job, error) {
 	j.Timeout = time.Duration(timeoutMS.Int64) * time.Millisecond
 	j.Tags = store.DecodeTags(tags.String)
 	j.UniqueKey = uniqueKey.String
+	if wf.Valid {
+		j.Workflow = int64(store.NewJobID(sh, wf.Int64))
+	}
 	return &j, nil
 }
 
@@ -231,12 +235,12 @@ type claimScan struct {
 func (c *claimScan) scan(r *sql.Rows, left int) (*store.Job, error) {
 	var (
 		id, prio, attempts, maxAttempts, retryDelay, snoozes int64
-		key, timeoutMS                                       sql.NullInt64
+		key, timeoutMS, wf                                   sql.NullInt64
 		payload, created                                     string
 		lastErr, errType, next, task, meta, tags, queue      sql.NullString
 	)
 	if err := r.Scan(&id, &key, &payload, &prio, &attempts, &maxAttempts, &retryDelay,
-		&lastErr, &errType, &created, &next, &task, &meta, &snoozes, &timeoutMS, &tags, &queue); err != nil {
+		&lastErr, &errType, &created, &next, &task, &meta, &snoozes, &timeoutMS, &tags, &queue, &wf); err != nil {
 		return nil, err
 	}
 	if len(c.block) == 0 {
@@ -268,6 +272,9 @@ func (c *claimScan) scan(r *sql.Rows, left int) (*store.Job, error) {
 	j.Queue = store.QueueOf(queue.String)
 	j.Timeout = time.Duration(timeoutMS.Int64) * time.Millisecond
 	j.Tags = store.DecodeTags(tags.String)
+	if wf.Valid {
+		j.Workflow = int64(store.NewJobID(c.shard, wf.Int64))
+	}
 	return j, nil
 }
 

@@ -29,7 +29,7 @@ func TestQueryPlans(t *testing.T) {
 		{"claim by queues", claimQueuesSQL(0, 2, 1), []any{"w", now, 1, 10, "q1", 5, "default", 5},
 			[]string{"SEARCH fila USING INDEX idx_qm_claim_queue (queue=?)", "SCAN fila USING INDEX idx_qm_ready"}},
 		{"probe", sqlHasReady, []any{now}, []string{"SCAN fila USING COVERING INDEX idx_qm_ready"}},
-		{"promote", sqlPromote, []any{now}, []string{"SEARCH fila USING INDEX idx_qm_due (next_retry_at<?)"}},
+		{"promote", sqlPromote, []any{now}, []string{"SEARCH fila USING COVERING INDEX idx_qm_due (next_retry_at<?)"}},
 		{"waiting counts", sqlWaitingCounts, nil, []string{"SCAN fila USING COVERING INDEX idx_heartbeat"}},
 		{"finished counts", sqlFinishedCounts, nil, []string{"SEARCH fila USING COVERING INDEX idx_qm_done (status=?)"}},
 		{"has work", sqlHasWork, nil, nil},

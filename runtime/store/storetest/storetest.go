@@ -56,6 +56,7 @@ var areas = []struct {
 	{"Breakers", testBreakersArea},
 	{"Limits", testLimitsArea},
 	{"LimitsByKey", testKeyedArea},
+	{"Workflow", testWorkflowArea},
 }
 
 // suite is what every area's tests share: how to open a fresh store.

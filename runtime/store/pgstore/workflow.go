@@ -1,0 +1,430 @@
+package pgstore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/queuemax/queuemax/runtime/store"
+)
+
+var (
+	_ store.WorkflowStore      = (*Store)(nil)
+	_ store.WorkflowTxInserter = (*Store)(nil)
+)
+
+// wfTx is the part of a transaction (pgx's or database/sql's) that
+// inserting a workflow needs.
+type wfTx interface {
+	querier
+	exec(ctx context.Context, q string, args ...any) error
+	one(ctx context.Context, q string, args ...any) (int64, error)
+}
+
+type pgxWfTx struct{ pgxQuerier }
+
+func (t pgxWfTx) exec(ctx context.Context, q string, args ...any) error {
+	_, err := t.tx.Exec(ctx, q, args...)
+	return err
+}
+
+func (t pgxWfTx) one(ctx context.Context, q string, args ...any) (int64, error) {
+	var n int64
+	err := t.tx.QueryRow(ctx, q, args...).Scan(&n)
+	return n, err
+}
+
+type sqlWfTx struct{ sqlQuerier }
+
+func (t sqlWfTx) exec(ctx context.Context, q string, args ...any) error {
+	_, err := t.tx.ExecContext(ctx, q, args...)
+	return err
+}
+
+func (t sqlWfTx) one(ctx context.Context, q string, args ...any) (int64, error) {
+	var n int64
+	err := t.tx.QueryRowContext(ctx, q, args...).Scan(&n)
+	return n, err
+}
+
+func (s *Store) x(q string) string { return expand(q, pgx.Identifier{s.schema}.Sanitize(), s.host) }
+
+// InsertWorkflow stores a workflow in one transaction; see
+// store.WorkflowStore.
+func (s *Store) InsertWorkflow(ctx context.Context, p *store.WorkflowParams) (int64, []store.JobID, error) {
+	if err := s.writable(); err != nil {
+		return 0, nil, err
+	}
+	var id int64
+	var ids []store.JobID
+	err := s.retryInsert(ctx, func() error {
+		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			var err error
+			id, ids, err = s.insertWorkflow(ctx, pgxWfTx{pgxQuerier{tx}}, p)
+			return err
+		})
+	})
+	if err != nil {
+		return 0, nil, err
+	}
+	s.lis.bump()
+	return id, ids, nil
+}
+
+// InsertWorkflowTx stores a workflow inside the caller's transaction; see
+// store.WorkflowTxInserter.
+func (s *Store) InsertWorkflowTx(ctx context.Context, tx any, p *store.WorkflowParams) (int64, []store.JobID, error) {
+	if err := s.writable(); err != nil {
+		return 0, nil, err
+	}
+	switch t := tx.(type) {
+	case pgx.Tx:
+		return s.insertWorkflow(ctx, pgxWfTx{pgxQuerier{t}}, p)
+	case *sql.Tx:
+		return s.insertWorkflow(ctx, sqlWfTx{sqlQuerier{t}}, p)
+	}
+	return 0, nil, fmt.Errorf("queuemax: InsertWorkflowTx: unsupported transaction type %T (want pgx.Tx, or *sql.Tx from the pgx stdlib driver)", tx)
+}
+
+func (s *Store) insertWorkflow(ctx context.Context, tx wfTx, p *store.WorkflowParams) (int64, []store.JobID, error) {
+	if err := s.checkShard(p.Shard); err != nil {
+		return 0, nil, err
+	}
+	if len(p.Steps) == 0 {
+		return 0, nil, errors.New("queuemax: workflow without steps")
+	}
+	jobs := make([]store.InsertParams, len(p.Steps))
+	for i := range p.Steps {
+		jobs[i] = p.Steps[i].Job
+		jobs[i].Shard = p.Shard
+		if jobs[i].Unique != nil {
+			return 0, nil, fmt.Errorf("queuemax: workflow step %q: unique jobs cannot be workflow steps", p.Steps[i].Name)
+		}
+	}
+	now := p.Now
+	if now.IsZero() {
+		now = hostNow()
+	}
+	// Two statements: the jobs, then the workflow with its step rows,
+	// edges and bindings and the jobs' marks in one (each a data-modifying
+	// CTE), so a workflow costs the transaction four round trips.
+	ids, err := insertWith(ctx, tx, s.q.insert, jobs)
+	if err != nil {
+		return 0, nil, err
+	}
+	steps, edges, binds, waiting := store.WorkflowRows(p, ids)
+	all := make([]int64, len(ids))
+	for i, id := range ids {
+		all[i] = id.Seq()
+	}
+	if waiting == nil {
+		waiting = []int64{}
+	}
+	if edges == nil {
+		edges = [][3]any{}
+	}
+	if binds == nil {
+		binds = [][3]any{}
+	}
+	sj, err := json.Marshal(steps)
+	if err != nil {
+		return 0, nil, err
+	}
+	ej, _ := json.Marshal(edges)
+	bj, _ := json.Marshal(binds)
+	wf, err := tx.one(ctx, s.x(`WITH w AS (INSERT INTO {s}.workflows (shard, name, steps, unended, created_at)
+			VALUES ($2, $3, $4, $4, @now) RETURNING id),
+		m AS (UPDATE {s}.jobs SET wf_id = (SELECT id FROM w),
+			status = CASE WHEN id = ANY($6::bigint[]) THEN 'scheduled' ELSE status END,
+			next_retry_at = CASE WHEN id = ANY($6::bigint[]) THEN NULL ELSE next_retry_at END
+			WHERE id = ANY($5::bigint[])),
+		st AS (INSERT INTO {s}.wf_steps (job_id, wf_id, pos, name, task, deps_after, deps_settled, binds, waits, state, run_at)
+			SELECT (e->>'j')::bigint, (SELECT id FROM w), (e->>'p')::integer, e->>'n', nullif(e->>'t', ''), e->'a', e->'s', e->'b',
+				(e->>'w')::integer, CASE WHEN (e->>'w')::integer > 0 THEN 'waiting' ELSE 'ready' END, nullif(e->>'r', '')::timestamptz
+			FROM jsonb_array_elements($7::jsonb) e),
+		ed AS (INSERT INTO {s}.wf_edges (dep, job, settled)
+			SELECT (e->>0)::bigint, (e->>1)::bigint, (e->>2)::integer = 1 FROM jsonb_array_elements($8::jsonb) e),
+		bd AS (INSERT INTO {s}.wf_binds (dep, job, param)
+			SELECT (e->>0)::bigint, (e->>1)::bigint, e->>2 FROM jsonb_array_elements($9::jsonb) e)
+		SELECT id FROM w`), now, int32(p.Shard), p.Name, int32(len(p.Steps)), all, waiting, string(sj), string(ej), string(bj))
+	if err != nil {
+		return 0, nil, fmt.Errorf("queuemax: insert workflow: %w", err)
+	}
+	return int64(store.NewJobID(p.Shard, wf)), ids, nil
+}
+
+const wfColumns = `id, shard, name, status, created_at, finished_at`
+
+func scanWorkflow(r pgx.Row) (*store.WorkflowRecord, error) {
+	var (
+		id            int64
+		shard         int32
+		name, status  string
+		created, done pgtype.Timestamptz
+	)
+	if err := r.Scan(&id, &shard, &name, &status, &created, &done); err != nil {
+		return nil, err
+	}
+	return &store.WorkflowRecord{ID: int64(store.NewJobID(int(shard), id)), Name: name, Status: status,
+		CreatedAt: toTime(created), FinishedAt: toTime(done)}, nil
+}
+
+// wfKey returns the row id and shard of workflow id.
+func (s *Store) wfKey(id int64) (int64, int32, error) {
+	if s.closed.Load() {
+		return 0, 0, store.ErrClosed
+	}
+	j := store.JobID(id)
+	if id <= 0 || j.Shard() >= s.shards {
+		return 0, 0, store.ErrWorkflowNotFound
+	}
+	return j.Seq(), int32(j.Shard()), nil
+}
+
+// Workflow returns one workflow with its steps; see store.WorkflowStore.
+func (s *Store) Workflow(ctx context.Context, id int64) (*store.WorkflowRecord, error) {
+	seq, shard, err := s.wfKey(id)
+	if err != nil {
+		return nil, err
+	}
+	w, err := scanWorkflow(s.queryRow(ctx, `SELECT `+wfColumns+` FROM {s}.workflows WHERE id = $1 AND shard = $2`, seq, shard))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, store.ErrWorkflowNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.query(ctx, `SELECT s.job_id, s.name, coalesce(s.task, ''), s.state, coalesce(j.status, ''),
+		coalesce(s.deps_after, 'null')::text, coalesce(s.deps_settled, 'null')::text, coalesce(s.binds, 'null')::text, coalesce(s.reason, '')
+		FROM {s}.wf_steps s LEFT JOIN {s}.jobs j ON j.id = s.job_id WHERE s.wf_id = $1 ORDER BY s.pos`, seq)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			job                 int64
+			st                  store.WorkflowStepRecord
+			jobStatus           string
+			after, settled, bnd string
+		)
+		if err := rows.Scan(&job, &st.Name, &st.Task, &st.State, &jobStatus, &after, &settled, &bnd, &st.Reason); err != nil {
+			return nil, err
+		}
+		st.JobID = store.NewJobID(int(shard), job)
+		st.Job = store.Status(jobStatus)
+		_ = json.Unmarshal([]byte(after), &st.After)
+		_ = json.Unmarshal([]byte(settled), &st.Settled)
+		_ = json.Unmarshal([]byte(bnd), &st.Binds)
+		w.Steps = append(w.Steps, st)
+	}
+	return w, rows.Err()
+}
+
+// Workflows lists workflows, newest first; see store.WorkflowStore.
+func (s *Store) Workflows(ctx context.Context, p store.WorkflowFilter) ([]*store.WorkflowRecord, error) {
+	if s.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	conds := []string{"true"}
+	args := []any{}
+	arg := func(v any) string {
+		args = append(args, v)
+		return fmt.Sprintf("$%d", len(args))
+	}
+	if p.Status != "" {
+		conds = append(conds, "status = "+arg(p.Status))
+	}
+	if p.Name != "" {
+		conds = append(conds, "name = "+arg(p.Name))
+	}
+	if p.Before != 0 {
+		seq, shard, err := s.wfKey(p.Before)
+		if err != nil {
+			return nil, err
+		}
+		b, err := scanWorkflow(s.queryRow(ctx, `SELECT `+wfColumns+` FROM {s}.workflows WHERE id = $1 AND shard = $2`, seq, shard))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil, store.ErrWorkflowNotFound
+		}
+		if err != nil {
+			return nil, err
+		}
+		conds = append(conds, "(created_at, id) < ("+arg(b.CreatedAt)+"::timestamptz, "+arg(seq)+"::bigint)")
+	}
+	rows, err := s.query(ctx, `SELECT `+wfColumns+` FROM {s}.workflows WHERE `+strings.Join(conds, " AND ")+
+		` ORDER BY created_at DESC, id DESC LIMIT `+arg(p.MaxRows()), args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*store.WorkflowRecord
+	for rows.Next() {
+		w, err := scanWorkflow(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, w)
+	}
+	return out, rows.Err()
+}
+
+// CancelWorkflow cancels a workflow's unfinished steps; see
+// store.WorkflowStore.
+func (s *Store) CancelWorkflow(ctx context.Context, id int64, now time.Time) (bool, error) {
+	if err := s.writable(); err != nil {
+		return false, err
+	}
+	seq, shard, err := s.wfKey(id)
+	if err != nil {
+		return false, err
+	}
+	var finished bool
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		finished = false
+		var status string
+		err := tx.QueryRow(ctx, s.sql(`SELECT status FROM {s}.workflows WHERE id = $1 AND shard = $2 FOR UPDATE`), seq, shard).Scan(&status)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return store.ErrWorkflowNotFound
+		}
+		if err != nil || status != store.WorkflowRunning {
+			return err
+		}
+		// Mark first, so that a step released by the cascade below (an
+		// AfterSettled one) is cancelled rather than run.
+		for _, q := range []string{
+			`UPDATE {s}.workflows SET cancelled = true WHERE id = $2 AND $1::timestamptz IS NOT NULL`,
+			`UPDATE {s}.wf_steps SET blocked = coalesce(blocked, 'workflow cancelled') WHERE wf_id = $2 AND state = 'waiting' AND $1::timestamptz IS NOT NULL`,
+			`UPDATE {s}.jobs SET status = 'cancelled', completed_at = @now, last_error = 'workflow cancelled', error_type = 'WorkflowCancelled'
+				WHERE wf_id = $2 AND status IN ('pending', 'scheduled')`,
+			`UPDATE {s}.jobs SET cancel_requested = true WHERE wf_id = $2 AND status = 'processing' AND $1::timestamptz IS NOT NULL`,
+		} {
+			if _, err := tx.Exec(ctx, s.x(q), now, seq); err != nil {
+				return err
+			}
+		}
+		if err := tx.QueryRow(ctx, s.sql(`SELECT status FROM {s}.workflows WHERE id = $1`), seq).Scan(&status); err != nil {
+			return err
+		}
+		finished = status != store.WorkflowRunning
+		return nil
+	})
+	return finished, err
+}
+
+// StepResult returns a step's stored result; see store.WorkflowStore.
+func (s *Store) StepResult(ctx context.Context, job store.JobID, step string) (store.StepOutput, error) {
+	var out store.StepOutput
+	if s.closed.Load() {
+		return out, store.ErrClosed
+	}
+	var state pgtype.Text
+	var result []byte
+	err := s.queryRow(ctx, `SELECT d.state, d.result FROM {s}.wf_steps t
+		LEFT JOIN {s}.wf_steps d ON d.wf_id = t.wf_id AND d.name = $1 WHERE t.job_id = $2`, step, job.Seq()).Scan(&state, &result)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return out, nil
+	}
+	if err != nil {
+		return out, err
+	}
+	out.InWorkflow, out.Known, out.State = true, state.Valid, state.String
+	if result != nil {
+		out.Result = json.RawMessage(result)
+	}
+	return out, nil
+}
+
+// FinishedBy returns the workflows whose end one of jobs recorded; see
+// store.WorkflowStore.
+func (s *Store) FinishedBy(ctx context.Context, jobs []store.JobID) ([]*store.WorkflowRecord, error) {
+	if s.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	seqs := make([]int64, len(jobs))
+	for i, j := range jobs {
+		seqs[i] = j.Seq()
+	}
+	rows, err := s.query(ctx, `SELECT * FROM {s}.wf_finished_by($1::bigint[])`, seqs)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*store.WorkflowRecord
+	for rows.Next() {
+		w, err := scanWorkflow(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, w)
+	}
+	return out, rows.Err()
+}
+
+// WorkflowCounts counts workflows by status; see store.WorkflowStore.
+func (s *Store) WorkflowCounts(ctx context.Context) (map[string]int64, error) {
+	if s.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	rows, err := s.query(ctx, `SELECT status, count(*) FROM {s}.workflows GROUP BY status`)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int64{}
+	var st string
+	var n int64
+	_, err = pgx.ForEachRow(rows, []any{&st, &n}, func() error {
+		out[st] += n
+		return nil
+	})
+	return out, err
+}
+
+// pruneWorkflows deletes the finished workflows whose end is before the
+// cutoff of their status, with their steps and the steps' jobs still
+// stored (Prune's first part): a workflow is kept as long as its steps.
+func (s *Store) pruneWorkflows(ctx context.Context, p store.PruneParams, now time.Time) (workflows, jobs int, err error) {
+	completed := p.CompletedBefore
+	if !p.KeepResultsAfter.IsZero() && p.KeepResultsAfter.Before(completed) {
+		completed = p.KeepResultsAfter
+	}
+	if p.CompletedBefore.IsZero() && p.FinishedBefore.IsZero() {
+		return 0, 0, nil
+	}
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, s.x(`DELETE FROM {s}.workflows WHERE status <> 'running' AND (
+				($3 AND status = 'completed' AND finished_at < @now + $2`+us+`)
+				OR ($5 AND status IN ('failed', 'cancelled') AND finished_at < @now + $4`+us+`))
+			RETURNING id`), now, offset(completed, now), !p.CompletedBefore.IsZero(), offset(p.FinishedBefore, now), !p.FinishedBefore.IsZero())
+		if err != nil {
+			return err
+		}
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil || len(ids) == 0 {
+			return err
+		}
+		workflows = len(ids)
+		tag, err := tx.Exec(ctx, s.sql(`DELETE FROM {s}.jobs WHERE wf_id = ANY($1::bigint[])`), ids)
+		if err != nil {
+			return err
+		}
+		jobs = int(tag.RowsAffected())
+		for _, q := range []string{
+			`DELETE FROM {s}.wf_edges WHERE job IN (SELECT job_id FROM {s}.wf_steps WHERE wf_id = ANY($1::bigint[]))`,
+			`DELETE FROM {s}.wf_binds WHERE job IN (SELECT job_id FROM {s}.wf_steps WHERE wf_id = ANY($1::bigint[]))`,
+			`DELETE FROM {s}.wf_steps WHERE wf_id = ANY($1::bigint[])`,
+		} {
+			if _, err := tx.Exec(ctx, s.sql(q), ids); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return workflows, jobs, err
+}

@@ -1,0 +1,316 @@
+package queuemax
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+
+	"github.com/queuemax/queuemax/runtime/engine"
+	"github.com/queuemax/queuemax/runtime/store"
+)
+
+// ErrWorkflowsUnsupported is returned by the workflow methods of a Client
+// whose store cannot run workflows.
+var ErrWorkflowsUnsupported = errors.New("queuemax: this store does not support workflows")
+
+func (c *Client) workflowStore() (store.WorkflowStore, error) {
+	if c.closed.Load() {
+		return nil, ErrClosed
+	}
+	ws, ok := c.st.(store.WorkflowStore)
+	if !ok {
+		return nil, ErrWorkflowsUnsupported
+	}
+	return ws, nil
+}
+
+// EnqueueWorkflow validates wf (see Workflow.Validate) and each step's job
+// (as Enqueue does), then stores every step at once, in one transaction:
+// the steps without dependencies are claimable at once, the others wait
+// until every step they come After has completed. Every step of a
+// workflow is stored on one shard, so that the transaction that records a
+// step's end also releases the steps waiting for it. A step's job cannot
+// be unique (Opts.Unique, or a task with unique defaults). It returns the
+// workflow's ID, for Workflow and CancelWorkflow.
+func (c *Client) EnqueueWorkflow(ctx context.Context, wf *Workflow) (WorkflowID, error) {
+	ws, err := c.workflowStore()
+	if err != nil {
+		return 0, err
+	}
+	p, err := c.prepareWorkflow(wf)
+	if err != nil {
+		return 0, err
+	}
+	id, ids, err := ws.InsertWorkflow(ctx, p)
+	if err != nil {
+		return 0, err
+	}
+	c.afterWorkflow(ctx, p, ids)
+	return WorkflowID(id), nil
+}
+
+// EnqueueWorkflowTx is EnqueueWorkflow inside a transaction the
+// application owns (PostgreSQL, as EnqueueTx): the workflow exists if
+// and only if tx commits. Stores without transactions return
+// ErrTxUnsupported.
+func (c *Client) EnqueueWorkflowTx(ctx context.Context, tx Tx, wf *Workflow) (WorkflowID, error) {
+	if c.closed.Load() {
+		return 0, ErrClosed
+	}
+	ti, ok := c.st.(store.WorkflowTxInserter)
+	if !ok {
+		return 0, ErrTxUnsupported
+	}
+	if isNil(tx) {
+		return 0, fmt.Errorf("%w: the transaction is nil (%T)", ErrInvalidTx, tx)
+	}
+	p, err := c.prepareWorkflow(wf)
+	if err != nil {
+		return 0, err
+	}
+	id, _, err := ti.InsertWorkflowTx(ctx, tx, p)
+	if err != nil {
+		return 0, err
+	}
+	return WorkflowID(id), nil
+}
+
+// prepareWorkflow validates wf and resolves each step's job.
+func (c *Client) prepareWorkflow(wf *Workflow) (*store.WorkflowParams, error) {
+	if wf == nil {
+		return nil, fmt.Errorf("%w: nil workflow", ErrInvalidWorkflow)
+	}
+	if err := wf.Validate(); err != nil {
+		return nil, err
+	}
+	p := &store.WorkflowParams{Name: wf.name, Shard: rand.IntN(c.cfg.Shards), Now: c.now(),
+		Steps: make([]store.WorkflowStepParams, len(wf.steps))}
+	for i, s := range wf.steps {
+		for _, b := range s.binds {
+			if strings.ContainsAny(b.Param, "\"\\") {
+				return nil, fmt.Errorf("%w %q: step %q binds parameter %q: a parameter name cannot hold '\"' or '\\'",
+					ErrInvalidWorkflow, wf.name, s.name, b.Param)
+			}
+		}
+		j, err := c.prepare(s.enqueueParams()) // a typed step (AddStep) brings its handle's defaults and check
+		if err != nil {
+			if errors.Is(err, ErrClosed) {
+				return nil, err
+			}
+			return nil, fmt.Errorf("workflow %q: step %q: %w", wf.name, s.name, err)
+		}
+		if j.Unique != nil {
+			return nil, fmt.Errorf("%w %q: step %q: task %q makes unique jobs, which cannot be workflow steps",
+				ErrInvalidWorkflow, wf.name, s.name, j.Task)
+		}
+		if len(s.binds) > 0 && !isJSONObject(j.Payload) {
+			return nil, fmt.Errorf("%w %q: step %q binds parameters but its payload is not a JSON object",
+				ErrInvalidWorkflow, wf.name, s.name)
+		}
+		j.Shard = p.Shard
+		st := store.WorkflowStepParams{Name: s.name, Job: j, After: s.after, Settled: s.settled}
+		for _, b := range s.binds {
+			st.Binds = append(st.Binds, store.WorkflowBind{Param: b.Param, From: b.From})
+		}
+		p.Steps[i] = st
+	}
+	return p, nil
+}
+
+func isJSONObject(raw json.RawMessage) bool {
+	s := strings.TrimSpace(string(raw))
+	return strings.HasPrefix(s, "{")
+}
+
+// afterWorkflow emits the steps' enqueue events and wakes the workers.
+func (c *Client) afterWorkflow(ctx context.Context, p *store.WorkflowParams, ids []JobID) {
+	ps := make([]store.InsertParams, len(p.Steps))
+	for i := range p.Steps {
+		ps[i] = p.Steps[i].Job
+	}
+	c.afterInsert(ctx, ps, ids)
+}
+
+// Workflow returns a stored workflow with its steps in the order they
+// were added, or an error wrapping ErrWorkflowNotFound.
+func (c *Client) Workflow(ctx context.Context, id WorkflowID) (*WorkflowInfo, error) {
+	ws, err := c.workflowStore()
+	if err != nil {
+		return nil, err
+	}
+	r, err := ws.Workflow(ctx, int64(id))
+	if errors.Is(err, store.ErrWorkflowNotFound) {
+		return nil, fmt.Errorf("%w: %d", ErrWorkflowNotFound, id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return workflowInfo(r), nil
+}
+
+func workflowInfo(r *store.WorkflowRecord) *WorkflowInfo {
+	w := &WorkflowInfo{ID: WorkflowID(r.ID), Name: r.Name, Status: WorkflowStatus(r.Status),
+		CreatedAt: r.CreatedAt, FinishedAt: r.FinishedAt}
+	for _, s := range r.Steps {
+		st := WorkflowStep{Name: s.Name, Task: s.Task, JobID: s.JobID, After: s.After, AfterSettled: s.Settled, Reason: s.Reason}
+		for _, b := range s.Binds {
+			st.Binds = append(st.Binds, StepBinding{Param: b.Param, From: b.From})
+		}
+		switch s.State {
+		case store.StepWaiting:
+			st.Status = StepWaiting
+		case store.StepReady:
+			st.Status = s.Job
+			if st.Status == "" {
+				st.Status = StatusCompleted // its row was deleted as it completed
+			}
+		default:
+			st.Status = Status(s.State)
+		}
+		w.Steps = append(w.Steps, st)
+	}
+	return w
+}
+
+// Workflows lists stored workflows, newest first, without their steps
+// (Workflow returns those).
+func (c *Client) Workflows(ctx context.Context, p WorkflowListParams) ([]*WorkflowInfo, error) {
+	ws, err := c.workflowStore()
+	if err != nil {
+		return nil, err
+	}
+	switch p.Status {
+	case "", WorkflowRunning, WorkflowCompleted, WorkflowFailed, WorkflowCancelled:
+	default:
+		return nil, fmt.Errorf("queuemax: invalid workflow status %q (valid: running, completed, failed, cancelled)", p.Status)
+	}
+	if p.Limit < 0 {
+		return nil, fmt.Errorf("queuemax: invalid workflow list limit %d", p.Limit)
+	}
+	rs, err := ws.Workflows(ctx, store.WorkflowFilter{Status: string(p.Status), Name: p.Name, Limit: p.Limit, Before: int64(p.Before)})
+	if errors.Is(err, store.ErrWorkflowNotFound) {
+		return nil, fmt.Errorf("%w: %d (WorkflowListParams.Before)", ErrWorkflowNotFound, p.Before)
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*WorkflowInfo, len(rs))
+	for i, r := range rs {
+		out[i] = workflowInfo(r)
+	}
+	return out, nil
+}
+
+// CancelWorkflow cancels every step of a workflow that has not finished:
+// waiting and ready steps at once, running ones through their context (as
+// Cancel does: the handler's context is cancelled with cause
+// ErrJobCancelled and the step ends cancelled unless it succeeds first).
+// The workflow ends cancelled once its running steps have ended. A
+// finished workflow is left as it is (not an error); an unknown ID is an
+// error wrapping ErrWorkflowNotFound.
+func (c *Client) CancelWorkflow(ctx context.Context, id WorkflowID) error {
+	ws, err := c.workflowStore()
+	if err != nil {
+		return err
+	}
+	finished, err := ws.CancelWorkflow(ctx, int64(id), c.now())
+	if err != nil {
+		if errors.Is(err, store.ErrWorkflowNotFound) {
+			return fmt.Errorf("%w: %d", ErrWorkflowNotFound, id)
+		}
+		return err
+	}
+	if e := c.engine.Load(); e != nil {
+		// Stop this process's running steps now rather than at their next
+		// heartbeat.
+		if r, err := ws.Workflow(ctx, int64(id)); err == nil {
+			for _, s := range r.Steps {
+				if s.Job == StatusProcessing {
+					e.CancelLocal(s.JobID)
+				}
+			}
+		}
+	}
+	if finished {
+		if r, err := ws.Workflow(ctx, int64(id)); err == nil {
+			engine.EmitWorkflowEnd(ctx, c.events, r)
+		}
+	}
+	return nil
+}
+
+// ErrNotWorkflowStep is returned by StepResult outside a workflow step's
+// handler.
+var ErrNotWorkflowStep = errors.New("queuemax: not running a workflow step")
+
+// ErrNoStepResult is returned by StepResult for a step that has not
+// completed, or completed without a result.
+var ErrNoStepResult = errors.New("queuemax: step has no result")
+
+// StepResult decodes the stored result of step, a step of the workflow
+// whose step is running, into v, strictly (as DecodePayload: unknown
+// fields and mismatched types are errors). It is meant for a step's
+// handler, to read what the steps it comes After returned. Errors: ctx is
+// not a workflow step's (ErrNotWorkflowStep), the workflow has no step of
+// that name (ErrInvalidWorkflow), or the step has not completed or
+// returned no result (ErrNoStepResult).
+func StepResult(ctx context.Context, step string, v any) error {
+	s, ok := engine.StepFromContext(ctx)
+	if !ok {
+		return fmt.Errorf("%w: StepResult(%q) needs the context of a workflow step's handler", ErrNotWorkflowStep, step)
+	}
+	ws, ok := s.Store.(store.WorkflowStore)
+	if !ok {
+		return ErrWorkflowsUnsupported
+	}
+	out, err := ws.StepResult(ctx, s.Job.ID, step)
+	if err != nil {
+		return err
+	}
+	switch {
+	case !out.InWorkflow:
+		return fmt.Errorf("%w: job %d", ErrNotWorkflowStep, s.Job.ID)
+	case !out.Known:
+		return fmt.Errorf("%w: workflow %d has no step %q", ErrInvalidWorkflow, s.Job.Workflow, step)
+	case out.State != string(StatusCompleted):
+		return fmt.Errorf("%w: step %q is %s, not completed", ErrNoStepResult, step, stepState(out.State))
+	case out.Result == nil:
+		return fmt.Errorf("%w: step %q completed without a result", ErrNoStepResult, step)
+	}
+	if err := DecodePayload("step "+step+" result", out.Result, v); err != nil {
+		return fmt.Errorf("queuemax: StepResult(%q): %w", step, err)
+	}
+	return nil
+}
+
+func stepState(s string) string {
+	if s == store.StepReady {
+		return "not finished"
+	}
+	return s
+}
+
+// WorkflowCounts counts stored workflows by status (Stats.Workflows).
+type WorkflowCounts struct {
+	Running   int64 `json:"running"`
+	Completed int64 `json:"completed"`
+	Failed    int64 `json:"failed"`
+	Cancelled int64 `json:"cancelled"`
+}
+
+func (c *Client) fillWorkflowCounts(ctx context.Context, s *Stats) error {
+	ws, ok := c.st.(store.WorkflowStore)
+	if !ok {
+		return nil
+	}
+	n, err := ws.WorkflowCounts(ctx)
+	if err != nil {
+		return err
+	}
+	s.Workflows = WorkflowCounts{Running: n[store.WorkflowRunning], Completed: n[store.WorkflowCompleted],
+		Failed: n[store.WorkflowFailed], Cancelled: n[store.WorkflowCancelled]}
+	return nil
+}
