@@ -29,6 +29,11 @@ type GlobalLimitInfo struct {
 	// jobs started in the last Per.
 	Running int `json:"running"`
 	Started int `json:"started"`
+	// By is the payload key the limits apply per (TaskOptions.LimitBy);
+	// then Keys is how many keys hold state now, and Running and Started
+	// are the busiest key's.
+	By   string `json:"by,omitempty"`
+	Keys int    `json:"keys,omitempty"`
 }
 
 // String is the limit's use as the CLI prints it, e.g.
@@ -41,6 +46,9 @@ func (g GlobalLimitInfo) String() string {
 	if g.Rate > 0 {
 		parts = append(parts, fmt.Sprintf("started %d/%d per %s", g.Started, g.Rate, g.Per))
 	}
+	if g.By != "" {
+		return fmt.Sprintf("%s %s per %s (%d keys in use; the busiest): %s", g.Scope, g.Name, g.By, g.Keys, strings.Join(parts, ", "))
+	}
 	return fmt.Sprintf("%s %s: %s", g.Scope, g.Name, strings.Join(parts, ", "))
 }
 
@@ -50,7 +58,7 @@ func checkGlobalLimits(h *Handler) error {
 	if err := globalRule(o).Check(); err != nil {
 		return fmt.Errorf("handler %q: global limit: %w", h.Name, err)
 	}
-	return nil
+	return checkLimitBy(h)
 }
 
 // globalRule is a task's global limits as the store takes them.
@@ -116,6 +124,7 @@ func (c *Client) globalLimits(ctx context.Context) ([]GlobalLimitInfo, error) {
 			add(name, u.Rule, u)
 		}
 	}
+	out = c.keyedLimitInfos(out, usage)
 	qs, err := c.queueLimitInfos(ctx, usage) // limits_queue.go
 	if err != nil {
 		return nil, err
@@ -167,6 +176,7 @@ func (c *Client) fillLimitHeld(ctx context.Context, jobs []*Job) {
 		}
 		reasons[task] = heldReason(task, u)
 	}
+	c.fillKeyedHeld(jobs, usage)
 	for _, j := range jobs {
 		if j != nil && j.Status == StatusPending && j.Held == "" {
 			j.Held = reasons[j.Task]

@@ -181,6 +181,12 @@ type TaskOptions struct {
 	// GlobalConcurrency caps how many of the task's jobs run at once over
 	// every process (annotation global_concurrency=N); zero means no cap.
 	GlobalConcurrency int
+	// LimitBy applies GlobalRateLimit and GlobalConcurrency per distinct
+	// value of this top-level payload key (annotation
+	// limit_by=customer_id): each value has its own limits, so one
+	// customer cannot take them all. A payload without the key counts
+	// as one more value. It needs a global limit. See docs/limits.md.
+	LimitBy string
 }
 
 // Periodic describes when a periodic task runs. Exactly one of Every and

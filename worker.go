@@ -102,6 +102,7 @@ func (c *Client) newEngine() (*worker, error) {
 		TaskLimiters:       make(map[string]*ratelimit.Limiter),
 		Breakers:           make(map[string]*breaker.Breaker),
 		GlobalLimits:       c.globalRules(),
+		LimitBy:            c.limitBys(),
 		Wake:               c.wake,
 		Now:                c.now,
 		Log:                c.log,

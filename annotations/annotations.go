@@ -34,6 +34,8 @@
 //	global_rate_limit=N/UNIT  as rate_limit, over every process on the same data
 //	                       directory or database: at most N starts in any window of UNIT
 //	global_concurrency=N   at most N jobs of the task run at once over every process, N ≥ 1
+//	limit_by=KEY           both global limits apply per distinct value of the payload key
+//	                       KEY (a parameter's JSON name, e.g. customer_id); needs one of them
 //
 // Unique jobs (//queuemax:task only; a duplicate enqueue returns the stored
 // job's ID instead of inserting):
@@ -115,6 +117,9 @@ type Directive struct {
 	// GlobalConcurrency is global_concurrency=N, the most jobs running at
 	// once over every process; zero means unset.
 	GlobalConcurrency int
+	// LimitBy is limit_by=KEY, the payload key the global limits apply
+	// per; empty means unset.
+	LimitBy string
 	// RetryOn lists the errors to retry in the worker, in source order.
 	RetryOn []ErrorRef
 	// InlineRetries is how many in-worker retries RetryOn allows; zero
@@ -226,7 +231,7 @@ func IsDirective(line string) bool { return strings.HasPrefix(line, Prefix) }
 const MaxRetries = 1000
 
 var taskKeys = []string{"name", "priority", "retries", "timeout", "retry_delay", "rate_limit", "retry_on", "inline_retries", "circuit", "queue", "tags",
-	"unique", "unique_for", "unique_states", "global_rate_limit", "global_concurrency"}
+	"unique", "unique_for", "unique_states", "global_rate_limit", "global_concurrency", "limit_by"}
 
 // uniqueKeys are the task keys a periodic task rejects: each of its slots
 // fires once already.
@@ -526,6 +531,12 @@ func (p *parser) pair(key, val string, keyOff, valOff int) {
 			return
 		}
 		p.d.GlobalConcurrency = n
+	case "limit_by":
+		if !limitByName(val) {
+			bad("want a payload key: letters, digits, _ and -, at most 64 bytes")
+			return
+		}
+		p.d.LimitBy = val
 	case "retry_on":
 		p.retryOn(val, valOff)
 	case "unique":

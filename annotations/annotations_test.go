@@ -282,6 +282,23 @@ func TestParse(t *testing.T) {
 			wantErr: []string{`32: queuemax:task: duplicate retry_on entry "io.EOF"`},
 		},
 		{
+			name: "LimitBy",
+			in:   "//queuemax:task global_concurrency=2 limit_by=customer_id",
+			want: &annotations.Directive{Kind: annotations.KindTask, GlobalConcurrency: 2, LimitBy: "customer_id"},
+		},
+		{
+			name:    "LimitByWithoutGlobalLimit",
+			in:      "//queuemax:task rate_limit=1/s limit_by=customer_id",
+			want:    &annotations.Directive{Kind: annotations.KindTask, RateLimit: annotations.Rate{Limit: 1, Per: time.Second}, LimitBy: "customer_id"},
+			wantErr: []string{`31: queuemax:task: limit_by needs global_rate_limit or global_concurrency`},
+		},
+		{
+			name:    "LimitByBadName",
+			in:      "//queuemax:task global_concurrency=1 limit_by=a.b",
+			want:    &annotations.Directive{Kind: annotations.KindTask, GlobalConcurrency: 1},
+			wantErr: []string{`46: queuemax:task: bad limit_by "a.b": want a payload key: letters, digits, _ and -, at most 64 bytes`},
+		},
+		{
 			name:    "InlineRetriesWithoutRetryOn",
 			in:      "//queuemax:task inline_retries=2",
 			want:    &annotations.Directive{Kind: annotations.KindTask, InlineRetries: 2},

@@ -207,8 +207,29 @@ func isKeyword(s string) bool {
 	return false
 }
 
+// limitByName reports whether s may name a payload key for limit_by= (as
+// queuemax.TaskOptions.LimitBy accepts it).
+func limitByName(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
+}
+
 // finish checks rules that span keys.
 func (p *parser) finish() {
+	if off, ok := p.seen["limit_by"]; ok {
+		_, rate := p.seen["global_rate_limit"]
+		_, conc := p.seen["global_concurrency"]
+		if !rate && !conc {
+			p.errorf(off, "limit_by needs global_rate_limit or global_concurrency")
+		}
+	}
 	if off, ok := p.seen["inline_retries"]; ok {
 		if _, ok := p.seen["retry_on"]; !ok {
 			p.errorf(off, "inline_retries needs retry_on")

@@ -22,6 +22,10 @@ func globalLimitRows(kv *table, ls []queuemax.GlobalLimitInfo) {
 		if g.Rate > 0 {
 			parts = append(parts, fmt.Sprintf("started %d/%d per %s", g.Started, g.Rate, g.Per))
 		}
-		kv.row("  "+g.Scope+" "+shortTask(g.Name), strings.Join(parts, ", "))
+		name, use := "  "+g.Scope+" "+shortTask(g.Name), strings.Join(parts, ", ")
+		if g.By != "" {
+			name, use = name+" per "+g.By, fmt.Sprintf("%d keys in use, the busiest: %s", g.Keys, use)
+		}
+		kv.row(name, use)
 	}
 }

@@ -61,10 +61,12 @@ type taskSpec struct {
 	// global_concurrency=.
 	GlobalRateLimit   annotations.Rate
 	GlobalConcurrency int
-	RetryOn           []errorMatch
-	InlineRetries     int
-	CircuitOff        bool
-	Queue             string
+	// LimitBy is limit_by=, the payload key the global limits apply per.
+	LimitBy       string
+	RetryOn       []errorMatch
+	InlineRetries int
+	CircuitOff    bool
+	Queue         string
 	// Unique is "args", "key" or ""; UniqueFor and UniqueStates as in the
 	// annotation (UniqueStates nil for the default).
 	Unique       string
@@ -384,6 +386,7 @@ func (a *analyser) task(d *funcDirective) (taskSpec, bool) {
 		RateLimit:         dir.RateLimit,
 		GlobalRateLimit:   dir.GlobalRateLimit,
 		GlobalConcurrency: dir.GlobalConcurrency,
+		LimitBy:           dir.LimitBy,
 		InlineRetries:     dir.InlineRetries,
 		CircuitOff:        dir.CircuitOff,
 		Queue:             dir.Queue,
@@ -458,6 +461,7 @@ func (a *analyser) task(d *funcDirective) (taskSpec, bool) {
 		})
 	}
 	checkFields(t.Params, fields, fail)
+	checkLimitBy(d, t, fail)
 
 	// Results: error or (T, error).
 	results := sig.Results()

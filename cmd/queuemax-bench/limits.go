@@ -73,8 +73,11 @@ func (b *bench) limits(ctx context.Context) error {
 		workers = 10
 		label = fmt.Sprintf("pg limits (global concurrency) %d jobs, %dw", jobs, workers)
 	}
-	var rates [3]float64
-	for i, opts := range []queuemax.TaskOptions{{}, {GlobalConcurrency: workers}, {GlobalConcurrency: 4 * workers}} {
+	var rates [4]float64
+	// The last drain limits per key (limit_by) with a key per job, the
+	// most keys there can be: every job's key has its own state row.
+	for i, opts := range []queuemax.TaskOptions{{}, {GlobalConcurrency: workers}, {GlobalConcurrency: 4 * workers},
+		{GlobalConcurrency: workers, LimitBy: "n"}} {
 		d, cpu, err := b.limitsDrain(ctx, "limits", jobs, workers, opts)
 		if err != nil {
 			return err
@@ -84,11 +87,15 @@ func (b *bench) limits(ctx context.Context) error {
 		if i > 0 {
 			what = fmt.Sprintf("processing, global_concurrency=%d", opts.GlobalConcurrency)
 		}
+		if opts.LimitBy != "" {
+			what += " limit_by=" + opts.LimitBy + " (a key per job)"
+		}
 		b.rep.add(label, what, rates[i], "jobs/s").note("%s", b.cpuText(cpu))
 	}
 	r := b.rep.add(label, "limit = workers / none", rates[1]/rates[0]*100, "%")
 	r.target("≥ 90%", r.Value >= 90)
 	r = b.rep.add(label, "limit = 4×workers / none", rates[2]/rates[0]*100, "%")
 	r.target("≥ 90%", r.Value >= 90)
+	b.rep.add(label, "limit per key (limit_by) / none", rates[3]/rates[0]*100, "%")
 	return nil
 }

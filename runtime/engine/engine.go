@@ -63,7 +63,10 @@ type Config struct {
 	// GlobalLimits are the tasks' limits held in the store, over every
 	// process (limits.go); used only with a store.Limiter.
 	GlobalLimits map[string]store.LimitRule
-	Autoscale    *scale.Policy // validated, with defaults; nil: fixed Workers
+	// LimitBy names, per task, the payload key its global limits apply
+	// per (limits_key.go); used only with a store.KeyClaimer.
+	LimitBy   map[string]string
+	Autoscale *scale.Policy // validated, with defaults; nil: fixed Workers
 	// Queues caps named queues (name → MaxWorkers); the default queue gets
 	// the rest of the limit, and only these queues are claimed. Nil: one
 	// pool for every queue. See queues.go.

@@ -42,6 +42,7 @@ type globalLimits struct {
 	flushing  bool
 	free      chan struct{}            // buffer 1: a slot became spare or went back
 	waits     map[string]*atomic.Int64 // claim rounds a task's limit left out
+	keys      *keyedLimits             // per-key limits (limits_key.go); nil: none
 }
 
 func newGlobalLimits(e *Engine) *globalLimits {
@@ -53,6 +54,7 @@ func newGlobalLimits(e *Engine) *globalLimits {
 		free: make(chan struct{}, 1), held: make(map[store.ScopeKey]int), running: make(map[store.ScopeKey]int), queued: make(map[store.ScopeKey]int), touched: make(map[store.ScopeKey]bool), waits: make(map[string]*atomic.Int64)}
 	g.slot = sync.NewCond(&g.mu)
 	g.notBefore = make(map[store.ScopeKey]time.Time)
+	g.keys = newKeyedLimits(e)
 	for name := range g.rules {
 		g.waits[name] = new(atomic.Int64)
 	}
@@ -110,6 +112,10 @@ func (g *globalLimits) take(ctx context.Context, groups []claimGroup, now time.T
 	g.mu.Lock()
 	for i, gr := range groups {
 		if !gr.global {
+			continue
+		}
+		if g.keyBy(gr.tasks[0]) != "" {
+			groups[i].granted = g.keyedWant(gr) // taken per key at the claim (claimKeyed)
 			continue
 		}
 		r, k := g.rules[gr.tasks[0]], store.ScopeKey{Scope: store.TaskScope(gr.tasks[0])}
@@ -249,7 +255,7 @@ func (g *globalLimits) start(j *store.Job) {
 		return
 	}
 	r, ok := g.rules[j.Task]
-	if !ok || !pooled(r) {
+	if !ok || !pooled(r) || g.keyBy(j.Task) != "" {
 		return
 	}
 	k := store.ScopeKey{Scope: store.TaskScope(j.Task)}
@@ -275,9 +281,9 @@ func (g *globalLimits) ended(j *store.Job, started bool) {
 	if !ok || r.Concurrency <= 0 {
 		return
 	}
-	k := store.ScopeKey{Scope: store.TaskScope(j.Task)}
+	k := g.jobKey(j)
 	g.mu.Lock()
-	if pooled(r) {
+	if pooled(r) && k.Key == "" {
 		if started {
 			g.running[k]--
 			g.slot.Broadcast()
@@ -347,7 +353,7 @@ func (g *globalLimits) idleSpare(all bool) []store.LimitGive {
 	defer g.mu.Unlock()
 	var gives []store.LimitGive
 	for k, n := range g.held {
-		if !pooled(g.rules[strings.TrimPrefix(k.Scope, "task:")]) {
+		if k.Key != "" || !pooled(g.rules[strings.TrimPrefix(k.Scope, "task:")]) {
 			continue
 		}
 		if spare := n - g.running[k] - g.queued[k]; spare > 0 && (all || !g.touched[k]) {
@@ -370,6 +376,7 @@ func (g *globalLimits) Interval() time.Duration {
 }
 func (g *globalLimits) RunOnce(ctx context.Context, _ time.Time) {
 	g.settle(ctx, g.idleSpare(false))
+	g.sweepKeys(ctx)
 	g.mu.Lock()
 	keys := make([]store.ScopeKey, 0, len(g.held))
 	for k, n := range g.held {

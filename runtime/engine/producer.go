@@ -240,10 +240,16 @@ func (p *producer) RunOnce(ctx context.Context, now time.Time) (claimed int, ret
 		if g.global {
 			room = min(room, g.granted)
 		}
-		if room > 0 {
+		keyed := g.global && e.glim.keyBy(g.tasks[0]) != ""
+		switch {
+		case room > 0 && keyed:
+			var r time.Duration
+			jobs, r = e.glim.claimKeyed(ctx, p, g, room, now)
+			retryIn = min(retryIn, r)
+		case room > 0:
 			jobs, _ = p.claimFor(ctx, g, room, now)
 		}
-		if g.global {
+		if g.global && !keyed {
 			unused = e.glim.give(unused, g, room, len(jobs), takeAt)
 		}
 		if g.limiter != nil {

@@ -62,31 +62,74 @@ func (s *Store) limitUpdate(ctx context.Context, keys []store.ScopeKey, now time
 			}
 		}
 		skew := at.Sub(now)
+		// One statement locks (creating if need be) every row, in key
+		// order; one writes back the changed ones and one deletes the
+		// empty ones, however many keys (a claim of a task limited per key
+		// touches one row per key).
 		states := make([]*store.LimitState, len(keys))
+		byKey := make(map[store.ScopeKey]*store.LimitState, len(keys))
+		var scopes, ks []string
 		for _, i := range order {
 			k := keys[i]
+			if st, ok := byKey[k]; ok {
+				states[i] = st // the same row twice: one state
+				continue
+			}
+			states[i] = new(store.LimitState)
+			byKey[k] = states[i]
+			scopes, ks = append(scopes, k.Scope), append(ks, k.Key)
+		}
+		rows, err := tx.Query(ctx, s.sql(`INSERT INTO {s}.limits (scope, key, state, updated_at)
+			SELECT u.scope, u.key, '', $3 FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS u(scope, key, ord) ORDER BY u.ord
+			ON CONFLICT (scope, key) DO UPDATE SET scope = excluded.scope RETURNING scope, key, state`), scopes, ks, at)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var k store.ScopeKey
 			var col string
-			err := tx.QueryRow(ctx, s.sql(`INSERT INTO {s}.limits (scope, key, state, updated_at) VALUES ($1, $2, '', $3)
-				ON CONFLICT (scope, key) DO UPDATE SET scope = excluded.scope RETURNING state`), k.Scope, k.Key, at).Scan(&col)
-			if err != nil {
+			if err := rows.Scan(&k.Scope, &k.Key, &col); err != nil {
+				rows.Close()
 				return err
 			}
-			st := store.DecodeLimitState(col)
-			states[i] = &st
+			if st, ok := byKey[k]; ok {
+				*st = store.DecodeLimitState(col)
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
 		}
 		changed, err := fn(tx, at, skew, states)
 		if err != nil {
 			return err
 		}
+		var dropS, dropK, putS, putK, putSt []string
+		done := make(map[store.ScopeKey]bool, len(keys))
 		for _, i := range order {
 			k := keys[i]
-			if states[i].Empty() {
-				_, err = tx.Exec(ctx, s.sql(`DELETE FROM {s}.limits WHERE scope = $1 AND key = $2`), k.Scope, k.Key)
-			} else if changed[i] {
-				_, err = tx.Exec(ctx, s.sql(`UPDATE {s}.limits SET state = $3, updated_at = $4 WHERE scope = $1 AND key = $2`),
-					k.Scope, k.Key, states[i].Encode(), at)
+			if done[k] {
+				continue
 			}
-			if err != nil {
+			switch {
+			case states[i].Empty():
+				done[k] = true
+				dropS, dropK = append(dropS, k.Scope), append(dropK, k.Key)
+			case changed[i]:
+				done[k] = true
+				putS, putK, putSt = append(putS, k.Scope), append(putK, k.Key), append(putSt, states[i].Encode())
+			}
+		}
+		if len(dropS) > 0 {
+			if _, err := tx.Exec(ctx, s.sql(`DELETE FROM {s}.limits l USING unnest($1::text[], $2::text[]) AS u(scope, key)
+				WHERE l.scope = u.scope AND l.key = u.key`), dropS, dropK); err != nil {
+				return err
+			}
+		}
+		if len(putS) > 0 {
+			if _, err := tx.Exec(ctx, s.sql(`UPDATE {s}.limits l SET state = u.state, updated_at = $4
+				FROM unnest($1::text[], $2::text[], $3::text[]) AS u(scope, key, state)
+				WHERE l.scope = u.scope AND l.key = u.key`), putS, putK, putSt, at); err != nil {
 				return err
 			}
 		}

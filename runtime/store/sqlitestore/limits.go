@@ -55,38 +55,87 @@ func (s *Store) limitUpdate(ctx context.Context, keys []store.ScopeKey, now time
 		return err
 	}
 	return sh.commit.do(ctx, func(ctx context.Context, tx *sql.Tx, _ *groupCounts) error {
+		// One read, one upsert and one delete for every key at once (a
+		// claim of a task limited per key touches one row per key).
 		states := make([]*store.LimitState, len(keys))
+		byKey := make(map[store.ScopeKey]*store.LimitState, len(keys))
 		for i, k := range keys {
+			if st, ok := byKey[k]; ok {
+				states[i] = st // the same row twice: one state
+				continue
+			}
+			states[i] = new(store.LimitState)
+			byKey[k] = states[i]
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT scope, key, state FROM qm_limits
+			WHERE (scope, key) IN (SELECT value ->> 0, value ->> 1 FROM json_each(?))`, scopeKeysJSON(keys, nil))
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var k store.ScopeKey
 			var col string
-			err := tx.QueryRowContext(ctx, `SELECT state FROM qm_limits WHERE scope = ? AND key = ?`, k.Scope, k.Key).Scan(&col)
-			if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			if err := rows.Scan(&k.Scope, &k.Key, &col); err != nil {
+				rows.Close()
 				return err
 			}
-			st := store.DecodeLimitState(col)
-			states[i] = &st
+			if st, ok := byKey[k]; ok {
+				*st = store.DecodeLimitState(col)
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
 		}
 		changed, err := fn(tx, states)
 		if err != nil {
 			return err
 		}
-		at := store.FormatTime(now)
+		var put, drop []store.ScopeKey
+		var putStates []string
+		done := make(map[store.ScopeKey]bool, len(keys))
 		for i, k := range keys {
-			if !changed[i] {
+			if !changed[i] || done[k] {
 				continue
 			}
+			done[k] = true
 			if states[i].Empty() {
-				_, err = tx.ExecContext(ctx, `DELETE FROM qm_limits WHERE scope = ? AND key = ?`, k.Scope, k.Key)
+				drop = append(drop, k)
 			} else {
-				_, err = tx.ExecContext(ctx, `INSERT INTO qm_limits (scope, key, state, updated_at) VALUES (?, ?, ?, ?)
-					ON CONFLICT (scope, key) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at`,
-					k.Scope, k.Key, states[i].Encode(), at)
+				put = append(put, k)
+				putStates = append(putStates, states[i].Encode())
 			}
-			if err != nil {
+		}
+		if len(drop) > 0 {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM qm_limits
+				WHERE (scope, key) IN (SELECT value ->> 0, value ->> 1 FROM json_each(?))`, scopeKeysJSON(drop, nil)); err != nil {
+				return err
+			}
+		}
+		if len(put) > 0 {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO qm_limits (scope, key, state, updated_at)
+				SELECT value ->> 0, value ->> 1, value ->> 2, ? FROM json_each(?) WHERE true
+				ON CONFLICT (scope, key) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at`,
+				store.FormatTime(now), scopeKeysJSON(put, putStates)); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
+}
+
+// scopeKeysJSON encodes keys (with their states, if given) as a JSON array
+// of [scope, key(, state)] arrays, for json_each.
+func scopeKeysJSON(keys []store.ScopeKey, states []string) string {
+	rows := make([][]string, len(keys))
+	for i, k := range keys {
+		rows[i] = []string{k.Scope, k.Key}
+		if states != nil {
+			rows[i] = append(rows[i], states[i])
+		}
+	}
+	b, _ := json.Marshal(rows)
+	return string(b)
 }
 
 // LimitTake takes starts; see store.Limiter.

@@ -56,6 +56,7 @@ var areas = []struct {
 	{"Breakers", testBreakersArea},
 	{"Limits", testLimitsArea},
 	{"QueueLimits", testQueueLimitsArea},
+	{"LimitsByKey", testKeyedArea},
 	{"Workflow", testWorkflowArea},
 }
 
