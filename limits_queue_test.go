@@ -232,11 +232,23 @@ func testQueueRate(t *testing.T, cfg Config) {
 
 // TestQueueLimits_WithTaskLimit: a task with a global limit in a queue with
 // a tighter one (their starts taken in one store call) runs under both; a
-// task without limits in another queue is not held.
+// task without limits in another queue is not held. Also with the task's
+// limit per key (limit_by, claimed by its own path).
 func TestQueueLimits_WithTaskLimit(t *testing.T) {
 	t.Parallel()
+	t.Run("Task", func(t *testing.T) {
+		t.Parallel()
+		testQueueAndTaskLimit(t, TaskOptions{Queue: "tight", GlobalConcurrency: 3})
+	})
+	t.Run("PerKey", func(t *testing.T) {
+		t.Parallel()
+		testQueueAndTaskLimit(t, TaskOptions{Queue: "tight", GlobalConcurrency: 3, LimitBy: "n"})
+	})
+}
+
+func testQueueAndTaskLimit(t *testing.T, opts TaskOptions) {
 	var running, most, free atomic.Int64
-	h := Define("t.Both", TaskOptions{Queue: "tight", GlobalConcurrency: 3}, func(ctx context.Context, a echoArgs) error {
+	h := Define("t.Both", opts, func(ctx context.Context, a echoArgs) error {
 		n := running.Add(1)
 		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
 		}
@@ -277,7 +289,7 @@ func TestQueueLimits_WithTaskLimit(t *testing.T) {
 				return false
 			}
 		}
-		return len(s.GlobalLimits) == 2
+		return len(s.GlobalLimits) >= 2
 	})
 }
 

@@ -168,6 +168,7 @@ func (g *globalLimits) claimKeyed(ctx context.Context, p *producer, gr claimGrou
 	}
 	var ids []store.JobID
 	idKey := make(map[store.JobID]int)
+	qleft := e.qlim.left() // the round's queue limits (limits_queue.go)
 	for i, c := range cands {
 		n, ok := at[keyOf[i]]
 		if !ok || len(ids) == room || left[n] == 0 {
@@ -180,6 +181,9 @@ func (g *globalLimits) claimKeyed(ctx context.Context, p *producer, gr claimGrou
 			}
 			caps[q]--
 		}
+		if !qleft.take(c.Queue) {
+			continue
+		}
 		left[n]--
 		ids = append(ids, c.ID)
 		idKey[c.ID] = n
@@ -187,6 +191,7 @@ func (g *globalLimits) claimKeyed(ctx context.Context, p *producer, gr claimGrou
 	var jobs []*store.Job
 	if len(ids) > 0 {
 		jobs, err = g.keys.st.ClaimIDs(cctx, params, ids)
+		e.qlim.claimed(jobs)
 		if err != nil && ctx.Err() == nil && !errors.Is(err, store.ErrClosed) {
 			e.log.WarnContext(ctx, "claim failed", "err", err)
 		}

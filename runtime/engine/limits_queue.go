@@ -274,6 +274,9 @@ func (q *queueLimits) claim(ctx context.Context, st store.Store, p store.ClaimPa
 // claimed counts a claim's jobs of limited queues against their grants;
 // each holds its slot until it ends.
 func (q *queueLimits) claimed(jobs []*store.Job) {
+	if q == nil || len(q.round) == 0 {
+		return
+	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for _, j := range jobs {
@@ -454,5 +457,38 @@ func (q *queueLimits) probed(ctx context.Context, jobs []*store.Job) []*store.Jo
 		}
 	}
 	q.claimed(out)
+	return out
+}
+
+// queueLeft is what a round's limited queues have left to claim, for a
+// claim that picks its jobs itself (a keyed claim): take reports whether
+// one more job of queue fits and counts it. Nil admits every job.
+type queueLeft map[string]int
+
+func (l queueLeft) take(queue string) bool {
+	if l == nil {
+		return true
+	}
+	n, ok := l[store.QueueOf(queue)]
+	if !ok {
+		return true
+	}
+	if n <= 0 {
+		return false
+	}
+	l[store.QueueOf(queue)] = n - 1
+	return true
+}
+
+// left returns the round's starts left per limited queue (nil without
+// queue limits); the claimed jobs are then counted with claimed.
+func (q *queueLimits) left() queueLeft {
+	if q == nil || len(q.round) == 0 {
+		return nil
+	}
+	out := make(queueLeft, len(q.round))
+	for name, g := range q.round {
+		out[name] = g.granted - g.used
+	}
 	return out
 }
