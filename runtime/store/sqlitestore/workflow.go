@@ -520,18 +520,8 @@ func (s *Store) StepResult(ctx context.Context, job store.JobID, step string) (s
 	return out, nil
 }
 
-// sqlWfFinishedBy selects the workflows whose finisher is one of the
-// jobs (?1, a JSON array of row ids) through the jobs' step rows.
-const sqlWfFinishedBy = `SELECT ` + wfColumns + ` FROM qm_workflows WHERE id IN
-	(SELECT wf_id FROM qm_wf_steps WHERE job_id IN (SELECT value FROM json_each(?1)))
-	AND finisher IN (SELECT value FROM json_each(?1))`
-
 // FinishedBy returns the workflows whose end one of jobs recorded; see
-// store.WorkflowStore. It reads on the shard's writer, in a group
-// transaction shared with concurrent writes: its caller has just
-// committed those jobs' ends there, so the pages are in the writer's
-// cache, where a reader connection would have to load them again (a
-// commit invalidates the other connections' caches).
+// store.WorkflowStore.
 func (s *Store) FinishedBy(ctx context.Context, jobs []store.JobID) ([]*store.WorkflowRecord, error) {
 	byShard := map[int][]int64{}
 	for _, j := range jobs {
@@ -543,58 +533,29 @@ func (s *Store) FinishedBy(ctx context.Context, jobs []store.JobID) ([]*store.Wo
 		if err != nil {
 			return out, err
 		}
-		list := idList(len(seqs), func(k int) int64 { return seqs[k] })
-		var got []*store.WorkflowRecord
-		err = errReadBack
-		if sh.commit.db != nil {
-			if _, err = sh.wf.stmt(ctx, sh.w, sqlWfFinishedBy); err == nil {
-				err = sh.commit.do(ctx, func(ctx context.Context, tx *sql.Tx, _ *groupCounts) error {
-					got = got[:0]
-					sh.wf.mu.Lock()
-					st := sh.wf.m[sqlWfFinishedBy]
-					sh.wf.mu.Unlock()
-					rows, err := tx.StmtContext(ctx, st).QueryContext(ctx, list)
-					if err != nil {
-						return asItem(err)
-					}
-					got, err = scanWorkflows(rows, sh.idx, got)
-					return asItem(err)
-				})
-			}
+		rows, err := sh.rquery(ctx, `SELECT `+wfColumns+` FROM qm_workflows WHERE id IN
+			(SELECT wf_id FROM qm_wf_steps WHERE job_id IN (SELECT value FROM json_each(?1)))
+			AND finisher IN (SELECT value FROM json_each(?1))`, idList(len(seqs), func(k int) int64 { return seqs[k] }))
+		if isNoTable(err) {
+			continue
 		}
 		if err != nil {
-			// Read-only, or the group failed: read on the readers.
-			got = got[:0]
-			rows, err := sh.rquery(ctx, sqlWfFinishedBy, list)
-			if isNoTable(err) {
-				continue
-			}
+			return out, fmt.Errorf("shard %d: %w", sh.idx, err)
+		}
+		for rows.Next() {
+			w, err := scanWorkflow(rows, sh.idx)
 			if err != nil {
-				return out, fmt.Errorf("shard %d: %w", sh.idx, err)
-			}
-			if got, err = scanWorkflows(rows, sh.idx, got); err != nil {
+				rows.Close()
 				return out, err
 			}
+			out = append(out, w)
 		}
-		out = append(out, got...)
-	}
-	return out, nil
-}
-
-// errReadBack makes FinishedBy read on the readers.
-var errReadBack = errors.New("read on the readers")
-
-// scanWorkflows appends rows' workflows to out and closes rows.
-func scanWorkflows(rows *sql.Rows, shard int, out []*store.WorkflowRecord) ([]*store.WorkflowRecord, error) {
-	defer rows.Close()
-	for rows.Next() {
-		w, err := scanWorkflow(rows, shard)
-		if err != nil {
+		rows.Close()
+		if err := rows.Err(); err != nil {
 			return out, err
 		}
-		out = append(out, w)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // WorkflowCounts counts workflows by status; see store.WorkflowStore.
