@@ -31,6 +31,7 @@ import (
 	"github.com/queuemax/queuemax/testdata/golden/struct_params"
 	"github.com/queuemax/queuemax/testdata/golden/tags"
 	"github.com/queuemax/queuemax/testdata/golden/unique"
+	"github.com/queuemax/queuemax/testdata/golden/workflow"
 )
 
 // generatedPackage is one package of generated code: its New and
@@ -61,6 +62,7 @@ var generatedPackages = []generatedPackage{
 	{"struct_params", func(c *queuemax.Client) any { return struct_params.New(c) }, struct_params.Handlers, true},
 	{"tags", func(c *queuemax.Client) any { return tags.New(c) }, tags.Handlers, true},
 	{"unique", func(c *queuemax.Client) any { return unique.New(c) }, unique.Handlers, true},
+	{"workflow", func(c *queuemax.Client) any { return workflow.New(c) }, workflow.Handlers, true},
 	{"examples/tasks", func(c *queuemax.Client) any { return tasks.New(c) }, tasks.Handlers, false},
 }
 

@@ -79,6 +79,7 @@ type workflowStep struct {
 	settled    []string // the dependencies named by AfterSettled
 	binds      []StepBinding
 	opts       Opts
+	typed      *typedStep // a typed handle's defaults and payload check (AddStep)
 }
 
 // StepBinding makes a top-level payload key of a step take the stored

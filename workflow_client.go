@@ -95,7 +95,7 @@ func (c *Client) prepareWorkflow(wf *Workflow) (*store.WorkflowParams, error) {
 					ErrInvalidWorkflow, wf.name, s.name, b.Param)
 			}
 		}
-		j, err := c.prepare(EnqueueParams{Task: s.task, Payload: s.args, Opts: s.opts})
+		j, err := c.prepare(s.enqueueParams()) // a typed step (AddStep) brings its handle's defaults and check
 		if err != nil {
 			if errors.Is(err, ErrClosed) {
 				return nil, err

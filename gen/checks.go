@@ -66,7 +66,8 @@ func localNames(t *taskSpec) {
 	lower := unexportedName(t.Func)
 	reserved := map[string]bool{
 		"t": true, "ctx": true, "tx": true, "at": true, "d": true, "o": true, "id": true, "args": true,
-		"i": true, "v": true, "err": true, "make": true, "len": true,
+		"i": true, "v": true, "err": true, "make": true, "len": true, "append": true,
+		"wf": true, "stepName": true, "stepOpts": true,
 		"queuemax": true, "context": true, "time": true, "errors": true,
 		t.Func + "Args": true, t.Func + "Task": true, lower + "Options": true, lower + "Func": true,
 	}

@@ -33,6 +33,8 @@ import (
 //	func (t SendEmailTask) With(o queuemax.Opts) SendEmailTask
 //	func (t SendEmailTask) Call(ctx context.Context, to string) error
 //	func (t ReportTask) Result(ctx context.Context, id queuemax.JobID) (Report, error)  // (T, error) tasks only
+//	func (t SendEmailTask) Step(wf *queuemax.Workflow, stepName string, to queuemax.Input[string], stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult]
+//	func (t SendEmailTask) StepArgs(wf *queuemax.Workflow, stepName string, args SendEmailArgs, stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult]
 //	var _ func(context.Context, string) error = SendEmail
 func task(t taskSpec) []jen.Code {
 	n := namesOf(t)
@@ -113,7 +115,8 @@ func task(t taskSpec) []jen.Code {
 		"Call still works. A handle is a small value, safe to copy and to use",
 		"concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,",
 		"Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it",
-		"wraps is not exposed, so these are the only ones.",
+		"wraps is not exposed, so these are the only ones. Step and StepArgs",
+		"add the task as a step of a [queuemax.Workflow].",
 	}, uniqueNote(t)...)...).Type().Id(n.stub).Struct(jen.Id("task").Add(qm("Task").Types(jen.Id(n.args)))))
 
 	// Name, Client, Stats
@@ -293,6 +296,9 @@ func task(t taskSpec) []jen.Code {
 			jen.Return(qm("Result").Types(typ(*t.Result)).Call(jen.Id("ctx"), jen.Id("t").Dot("Client").Call(), jen.Id("id"))),
 		))
 	}
+
+	// Step, StepArgs
+	out = append(out, workflowMethods(t, n)...)
 
 	// var _ func(context.Context, string) error = SendEmail
 	guard := []jen.Code{jen.Qual("context", "Context")}

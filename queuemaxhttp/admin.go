@@ -65,7 +65,8 @@ type Options struct {
 //	                                         Config.CompletedRetention);
 //	                                         q keeps jobs whose id, task, payload, error or worker contain it
 //	                                         (searching the newest 1000 jobs that match the other filters)
-//	GET  /jobs/{id}                          one job, with its error stack and metadata; id is a JobID or "shard:seq"
+//	GET  /jobs/{id}                          one job, with its error stack and metadata (and workflow_id for
+//	                                         a workflow step's job); id is a JobID or "shard:seq"
 //	GET  /dead-letters?task=&shard=&limit=   {"dead_letters": [...]}
 //	GET  /periodic                           {"periodic": [PeriodicInfo...]}
 //	GET  /tasks                              {"tasks": [...]}: counts per task by status and shard
@@ -73,6 +74,11 @@ type Options struct {
 //	GET  /workers                            {"workers": [WorkerInfo...]}: the live worker registry
 //	GET  /breakers                           {"breakers": [...]}: the tasks' circuit breakers as stored (shared by every process)
 //	GET  /queues                             {"queues": [QueueInfo...]}: counts and paused state per queue
+//	GET  /workflows?status=&name=&limit=&before= {"workflows": [...], "next_before": id}: newest first,
+//	                                         without steps; limit 1–1000, default 100; next_before
+//	                                         (set when the page is full) is the before of the next page
+//	GET  /workflows/{id}                     one workflow with its steps: status, after, after_settled,
+//	                                         binds, job_id, reason
 //	GET  /info                               what the dashboard may offer (read_only, protect_reads, shards)
 //	GET  /ui/                                the dashboard, a web page over these endpoints (its
 //	                                         assets need no token; with ProtectReads its data does)
@@ -81,6 +87,8 @@ type Options struct {
 //	POST /jobs/{id}/cancel                   cancel a job: {"job_id": id, "status": "cancelled"}
 //	                                         ("processing": its worker stops it within a
 //	                                         heartbeat); 409 if it already finished
+//	POST /workflows/{id}/cancel              cancel every step not ended (running ones through their
+//	                                         context): the workflow as GET answers it; 409 if it finished
 //	POST /queues/{name}/pause                pause a queue on every worker: {"queue": name, "paused": true}
 //	POST /queues/{name}/resume               resume it: {"queue": name, "paused": false}
 //	POST /dead-letters/{shard}/{id}/requeue  re-queue a dead letter: {"job_id": id}
@@ -140,6 +148,9 @@ func NewHandler(c *queuemax.Client, opts Options) http.Handler {
 		{"GET", "workers", a.workers},
 		{"GET", "breakers", a.breakers},
 		{"GET", "queues", a.queues},
+		{"GET", "workflows", a.workflows},
+		{"GET", "workflows/{}", a.workflow},
+		{"POST", "workflows/{}/cancel", a.cancelWorkflow},
 		{"POST", "queues/{}/pause", a.pauseQueue},
 		{"POST", "queues/{}/resume", a.resumeQueue},
 		{"POST", "retry", a.retryAll},
@@ -276,7 +287,7 @@ func (a *admin) fail(w http.ResponseWriter, r *http.Request, err error) {
 		status, msg = he.status, he.msg
 	case errors.As(err, &mbe):
 		status, msg = http.StatusRequestEntityTooLarge, fmt.Sprintf("request body exceeds %d bytes", mbe.Limit)
-	case errors.Is(err, queuemax.ErrJobNotFound):
+	case errors.Is(err, queuemax.ErrJobNotFound), errors.Is(err, queuemax.ErrWorkflowNotFound):
 		status, msg = http.StatusNotFound, err.Error()
 	case errors.Is(err, queuemax.ErrJobFinished):
 		status, msg = http.StatusConflict, err.Error()

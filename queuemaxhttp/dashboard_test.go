@@ -58,7 +58,7 @@ func TestAdmin_UIAssets(t *testing.T) {
 		t.Errorf("POST /admin/ui/ = %d, want 405", rec.Code)
 	}
 	// Nothing the page needs comes from elsewhere.
-	for _, name := range []string{"ui/index.html", "ui/core.js", "ui/app.js", "ui/style.css"} {
+	for _, name := range []string{"ui/index.html", "ui/core.js", "ui/workflows.js", "ui/app.js", "ui/style.css"} {
 		b, err := uiFiles.ReadFile(name)
 		if err != nil {
 			t.Fatal(err)

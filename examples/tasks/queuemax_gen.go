@@ -94,7 +94,8 @@ func callWebhookFunc(ctx context.Context, a CallWebhookArgs) error {
 // Call still works. A handle is a small value, safe to copy and to use
 // concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
 // Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
-// wraps is not exposed, so these are the only ones.
+// wraps is not exposed, so these are the only ones. Step and StepArgs
+// add the task as a step of a [queuemax.Workflow].
 type CallWebhookTask struct {
 	task queuemax.Task[CallWebhookArgs]
 }
@@ -211,6 +212,33 @@ func (t CallWebhookTask) Call(ctx context.Context, url string, body map[string]s
 	return queuemax.Call(ctx, callWebhookOptions, callWebhookFunc, CallWebhookArgs{URL: url, Body: body})
 }
 
+// Step adds a CallWebhook step named stepName to wf and returns it:
+// later steps wait for it with queuemax.After(ref.Name()). Its task
+// returns no result to bind.
+//
+// Each parameter is a value, queuemax.Value(v), or the result of an
+// earlier step whose task returns the parameter's type, queuemax.From(ref),
+// which makes this step wait for that one; a result of another type does
+// not compile.
+//
+// The step's job takes the handle's defaults and With overrides. An error
+// (a duplicate step name, an unbound handle) is kept by wf and returned by
+// [queuemax.Client.EnqueueWorkflow].
+func (t CallWebhookTask) Step(wf *queuemax.Workflow, stepName string, url queuemax.Input[string], body queuemax.Input[map[string]string], stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	var args CallWebhookArgs
+	stepOpts = append([]queuemax.StepOption{
+		url.Into(&args.URL, "url"),
+		body.Into(&args.Body, "body"),
+	}, stepOpts...)
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, args, stepOpts...)
+}
+
+// StepArgs adds a CallWebhook step named stepName with payload args
+// to wf, every parameter a value, and returns it (see Step).
+func (t CallWebhookTask) StepArgs(wf *queuemax.Workflow, stepName string, args CallWebhookArgs, stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, args, stepOpts...)
+}
+
 // CallWebhook must keep the signature this file was generated from (webhook.go):
 // after changing it, run go generate.
 var _ func(context.Context, string, map[string]string) error = CallWebhook
@@ -240,7 +268,8 @@ func cleanupOldDataFunc(ctx context.Context, a CleanupOldDataArgs) error {
 // Call still works. A handle is a small value, safe to copy and to use
 // concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
 // Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
-// wraps is not exposed, so these are the only ones.
+// wraps is not exposed, so these are the only ones. Step and StepArgs
+// add the task as a step of a [queuemax.Workflow].
 type CleanupOldDataTask struct {
 	task queuemax.Task[CleanupOldDataArgs]
 }
@@ -335,6 +364,17 @@ func (t CleanupOldDataTask) Call(ctx context.Context) error {
 	return queuemax.Call(ctx, cleanupOldDataOptions, cleanupOldDataFunc, CleanupOldDataArgs{})
 }
 
+// Step adds a CleanupOldData step named stepName to wf and returns it:
+// later steps wait for it with queuemax.After(ref.Name()). Its task
+// returns no result to bind.
+//
+// The step's job takes the handle's defaults and With overrides. An error
+// (a duplicate step name, an unbound handle) is kept by wf and returned by
+// [queuemax.Client.EnqueueWorkflow].
+func (t CleanupOldDataTask) Step(wf *queuemax.Workflow, stepName string, stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, CleanupOldDataArgs{}, stepOpts...)
+}
+
 // CleanupOldData must keep the signature this file was generated from (cleanup.go):
 // after changing it, run go generate.
 var _ func(context.Context) error = CleanupOldData
@@ -368,7 +408,8 @@ func generateReportFunc(ctx context.Context, a GenerateReportArgs) (Report, erro
 // Call still works. A handle is a small value, safe to copy and to use
 // concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
 // Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
-// wraps is not exposed, so these are the only ones.
+// wraps is not exposed, so these are the only ones. Step and StepArgs
+// add the task as a step of a [queuemax.Workflow].
 type GenerateReportTask struct {
 	task queuemax.Task[GenerateReportArgs]
 }
@@ -492,6 +533,33 @@ func (t GenerateReportTask) Result(ctx context.Context, id queuemax.JobID) (Repo
 	return queuemax.Result[Report](ctx, t.Client(), id)
 }
 
+// Step adds a GenerateReport step named stepName to wf and returns it:
+// later steps wait for it with queuemax.After(ref.Name()) and bind its
+// result to a parameter with queuemax.From(ref).
+//
+// Each parameter is a value, queuemax.Value(v), or the result of an
+// earlier step whose task returns the parameter's type, queuemax.From(ref),
+// which makes this step wait for that one; a result of another type does
+// not compile.
+//
+// The step's job takes the handle's defaults and With overrides. An error
+// (a duplicate step name, an unbound handle) is kept by wf and returned by
+// [queuemax.Client.EnqueueWorkflow].
+func (t GenerateReportTask) Step(wf *queuemax.Workflow, stepName string, userID queuemax.Input[int64], month queuemax.Input[string], stepOpts ...queuemax.StepOption) queuemax.StepRef[Report] {
+	var args GenerateReportArgs
+	stepOpts = append([]queuemax.StepOption{
+		userID.Into(&args.UserID, "user_id"),
+		month.Into(&args.Month, "month"),
+	}, stepOpts...)
+	return queuemax.AddStep[Report](wf, t.task, stepName, args, stepOpts...)
+}
+
+// StepArgs adds a GenerateReport step named stepName with payload args
+// to wf, every parameter a value, and returns it (see Step).
+func (t GenerateReportTask) StepArgs(wf *queuemax.Workflow, stepName string, args GenerateReportArgs, stepOpts ...queuemax.StepOption) queuemax.StepRef[Report] {
+	return queuemax.AddStep[Report](wf, t.task, stepName, args, stepOpts...)
+}
+
 // GenerateReport must keep the signature this file was generated from (report.go):
 // after changing it, run go generate.
 var _ func(context.Context, int64, string) (Report, error) = GenerateReport
@@ -522,7 +590,8 @@ func pingMonitorFunc(ctx context.Context, a PingMonitorArgs) error {
 // Call still works. A handle is a small value, safe to copy and to use
 // concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
 // Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
-// wraps is not exposed, so these are the only ones.
+// wraps is not exposed, so these are the only ones. Step and StepArgs
+// add the task as a step of a [queuemax.Workflow].
 type PingMonitorTask struct {
 	task queuemax.Task[PingMonitorArgs]
 }
@@ -617,6 +686,17 @@ func (t PingMonitorTask) Call(ctx context.Context) error {
 	return queuemax.Call(ctx, pingMonitorOptions, pingMonitorFunc, PingMonitorArgs{})
 }
 
+// Step adds a PingMonitor step named stepName to wf and returns it:
+// later steps wait for it with queuemax.After(ref.Name()). Its task
+// returns no result to bind.
+//
+// The step's job takes the handle's defaults and With overrides. An error
+// (a duplicate step name, an unbound handle) is kept by wf and returned by
+// [queuemax.Client.EnqueueWorkflow].
+func (t PingMonitorTask) Step(wf *queuemax.Workflow, stepName string, stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, PingMonitorArgs{}, stepOpts...)
+}
+
 // PingMonitor must keep the signature this file was generated from (monitor.go):
 // after changing it, run go generate.
 var _ func(context.Context) error = PingMonitor
@@ -652,7 +732,8 @@ func sendEmailFunc(ctx context.Context, a SendEmailArgs) error {
 // Call still works. A handle is a small value, safe to copy and to use
 // concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
 // Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
-// wraps is not exposed, so these are the only ones.
+// wraps is not exposed, so these are the only ones. Step and StepArgs
+// add the task as a step of a [queuemax.Workflow].
 type SendEmailTask struct {
 	task queuemax.Task[SendEmailArgs]
 }
@@ -767,6 +848,33 @@ func (t SendEmailTask) With(o queuemax.Opts) SendEmailTask {
 // works on an unbound handle; the task's timeout bounds ctx.
 func (t SendEmailTask) Call(ctx context.Context, to string, subject string) error {
 	return queuemax.Call(ctx, sendEmailOptions, sendEmailFunc, SendEmailArgs{To: to, Subject: subject})
+}
+
+// Step adds a SendEmail step named stepName to wf and returns it:
+// later steps wait for it with queuemax.After(ref.Name()). Its task
+// returns no result to bind.
+//
+// Each parameter is a value, queuemax.Value(v), or the result of an
+// earlier step whose task returns the parameter's type, queuemax.From(ref),
+// which makes this step wait for that one; a result of another type does
+// not compile.
+//
+// The step's job takes the handle's defaults and With overrides. An error
+// (a duplicate step name, an unbound handle) is kept by wf and returned by
+// [queuemax.Client.EnqueueWorkflow].
+func (t SendEmailTask) Step(wf *queuemax.Workflow, stepName string, to queuemax.Input[string], subject queuemax.Input[string], stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	var args SendEmailArgs
+	stepOpts = append([]queuemax.StepOption{
+		to.Into(&args.To, "to"),
+		subject.Into(&args.Subject, "subject"),
+	}, stepOpts...)
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, args, stepOpts...)
+}
+
+// StepArgs adds a SendEmail step named stepName with payload args
+// to wf, every parameter a value, and returns it (see Step).
+func (t SendEmailTask) StepArgs(wf *queuemax.Workflow, stepName string, args SendEmailArgs, stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, args, stepOpts...)
 }
 
 // SendEmail must keep the signature this file was generated from (email.go):

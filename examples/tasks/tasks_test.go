@@ -314,7 +314,7 @@ func TestHandles_OneVocabulary(t *testing.T) {
 		got = append(got, rt.Method(i).Name)
 	}
 	want := []string{"Call", "Client", "Delay", "DelayTx", "Map", "MapArgs", "MapArgsTx", "MapTx", "Name",
-		"ScheduleAt", "ScheduleAtTx", "ScheduleIn", "ScheduleInTx", "Stats", "With"}
+		"ScheduleAt", "ScheduleAtTx", "ScheduleIn", "ScheduleInTx", "Stats", "Step", "StepArgs", "With"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("SendEmailTask methods mismatch (-want +got):\n%s", diff)
 	}

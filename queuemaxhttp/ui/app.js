@@ -71,6 +71,11 @@ function renderCards(el, s) {
       h("div", { class: "n" }, fmt(s[st])), h("div", { class: "l" }, st)));
   kids.push(h("a", { class: "card dead_letters", href: "#/dead", id: "count-dead_letters" },
     h("div", { class: "n" }, fmt(s.dead_letters)), h("div", { class: "l" }, "dead letters")));
+  if (s.workflows) {
+    kids.push(h("a", { class: "card workflows", href: "#/workflows?status=running", id: "count-workflows",
+      title: `${fmt(s.workflows.completed)} completed, ${fmt(s.workflows.failed)} failed, ${fmt(s.workflows.cancelled)} cancelled` },
+      h("div", { class: "n" }, fmt(s.workflows.running)), h("div", { class: "l" }, "workflows running")));
+  }
   kids.push(h("div", { class: "card", id: "count-total_processed" },
     h("div", { class: "n" }, fmt(s.total_processed)), h("div", { class: "l" }, "processed ever")));
   kids.push(h("div", { class: "card health", id: "health" },
@@ -335,7 +340,8 @@ async function jobPage(view, id) {
           kv("Partition key", j.key === undefined ? "" : String(j.key)),
           kv("Tags", j.tags ? h("span", { id: "job-tags" }, ...j.tags.map((t) => h("a", { class: "tag", href: "#/jobs?tag=" + encodeURIComponent(t) }, t))) : ""),
           kv("Timeout", j.timeout_ms ? (j.timeout_ms / 1000) + "s (this job's own)" : ""),
-          kv("Lease holder", j.worker_id ? h("span", { class: "mono", id: "job-worker" }, j.worker_id) : ""))),
+          kv("Lease holder", j.worker_id ? h("span", { class: "mono", id: "job-worker" }, j.worker_id) : ""),
+          j.workflow_id ? kv("Workflow", h("a", { id: "job-workflow", href: `#/workflows/${j.workflow_id}?job=${j.id}` }, "workflow " + j.workflow_id)) : null)),
         h("section", { class: "panel" }, h("h2", {}, "Timestamps"), h("dl", { class: "kv" },
           kv("Created", whenFull(j.created_at)), kv("Started", whenFull(j.started_at)),
           kv("Heartbeat", whenFull(j.heartbeat)), kv("Completed", whenFull(j.completed_at)),

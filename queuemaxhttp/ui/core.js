@@ -206,6 +206,8 @@ async function route() {
     else if (path === "/jobs") { nav("jobs"); await jobsPage(view, params); }
     else if ((m = path.match(/^\/jobs\/([0-9:]+)$/))) { nav("jobs"); await jobPage(view, m[1]); }
     else if (path === "/dead") { nav("dead"); await deadPage(view, params); }
+    else if (path === "/workflows") { nav("workflows"); await workflowsPage(view, params); }
+    else if ((m = path.match(/^\/workflows\/([0-9]+)$/))) { nav("workflows"); await workflowPage(view, m[1], params); }
     else view.replaceChildren(h("h1", {}, "Not found"), h("p", {}, h("a", { href: "#/" }, "Back to the overview")));
   } catch (e) {
     if (location.hash === hash) view.replaceChildren(errorView(e));

@@ -70,7 +70,8 @@ func resizeFunc(ctx context.Context, a ResizeArgs) error {
 // Call still works. A handle is a small value, safe to copy and to use
 // concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
 // Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
-// wraps is not exposed, so these are the only ones.
+// wraps is not exposed, so these are the only ones. Step and StepArgs
+// add the task as a step of a [queuemax.Workflow].
 type ResizeTask struct {
 	task queuemax.Task[ResizeArgs]
 }
@@ -187,6 +188,37 @@ func (t ResizeTask) Call(ctx context.Context, imageURL string, userID int64, siz
 	return queuemax.Call(ctx, resizeOptions, resizeFunc, ResizeArgs{ImageURL: imageURL, UserID: userID, Sizes: sizes, Meta: meta, Deadline: deadline, Crop: crop})
 }
 
+// Step adds a Resize step named stepName to wf and returns it:
+// later steps wait for it with queuemax.After(ref.Name()). Its task
+// returns no result to bind.
+//
+// Each parameter is a value, queuemax.Value(v), or the result of an
+// earlier step whose task returns the parameter's type, queuemax.From(ref),
+// which makes this step wait for that one; a result of another type does
+// not compile.
+//
+// The step's job takes the handle's defaults and With overrides. An error
+// (a duplicate step name, an unbound handle) is kept by wf and returned by
+// [queuemax.Client.EnqueueWorkflow].
+func (t ResizeTask) Step(wf *queuemax.Workflow, stepName string, imageURL queuemax.Input[string], userID queuemax.Input[int64], sizes queuemax.Input[[]int], meta queuemax.Input[map[string]string], deadline queuemax.Input[time.Time], crop queuemax.Input[*Rect], stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	var args ResizeArgs
+	stepOpts = append([]queuemax.StepOption{
+		imageURL.Into(&args.ImageURL, "image_url"),
+		userID.Into(&args.UserID, "user_id"),
+		sizes.Into(&args.Sizes, "sizes"),
+		meta.Into(&args.Meta, "meta"),
+		deadline.Into(&args.Deadline, "deadline"),
+		crop.Into(&args.Crop, "crop"),
+	}, stepOpts...)
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, args, stepOpts...)
+}
+
+// StepArgs adds a Resize step named stepName with payload args
+// to wf, every parameter a value, and returns it (see Step).
+func (t ResizeTask) StepArgs(wf *queuemax.Workflow, stepName string, args ResizeArgs, stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, args, stepOpts...)
+}
+
 // Resize must keep the signature this file was generated from (email.go):
 // after changing it, run go generate.
 var _ func(context.Context, string, int64, []int, map[string]string, time.Time, *Rect) error = Resize
@@ -221,7 +253,8 @@ func sendEmailFunc(ctx context.Context, a SendEmailArgs) error {
 // Call still works. A handle is a small value, safe to copy and to use
 // concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
 // Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
-// wraps is not exposed, so these are the only ones.
+// wraps is not exposed, so these are the only ones. Step and StepArgs
+// add the task as a step of a [queuemax.Workflow].
 type SendEmailTask struct {
 	task queuemax.Task[SendEmailArgs]
 }
@@ -336,6 +369,33 @@ func (t SendEmailTask) With(o queuemax.Opts) SendEmailTask {
 // works on an unbound handle; the task's timeout bounds ctx.
 func (t SendEmailTask) Call(ctx context.Context, to string, subject string) error {
 	return queuemax.Call(ctx, sendEmailOptions, sendEmailFunc, SendEmailArgs{To: to, Subject: subject})
+}
+
+// Step adds a SendEmail step named stepName to wf and returns it:
+// later steps wait for it with queuemax.After(ref.Name()). Its task
+// returns no result to bind.
+//
+// Each parameter is a value, queuemax.Value(v), or the result of an
+// earlier step whose task returns the parameter's type, queuemax.From(ref),
+// which makes this step wait for that one; a result of another type does
+// not compile.
+//
+// The step's job takes the handle's defaults and With overrides. An error
+// (a duplicate step name, an unbound handle) is kept by wf and returned by
+// [queuemax.Client.EnqueueWorkflow].
+func (t SendEmailTask) Step(wf *queuemax.Workflow, stepName string, to queuemax.Input[string], subject queuemax.Input[string], stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	var args SendEmailArgs
+	stepOpts = append([]queuemax.StepOption{
+		to.Into(&args.To, "to"),
+		subject.Into(&args.Subject, "subject"),
+	}, stepOpts...)
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, args, stepOpts...)
+}
+
+// StepArgs adds a SendEmail step named stepName with payload args
+// to wf, every parameter a value, and returns it (see Step).
+func (t SendEmailTask) StepArgs(wf *queuemax.Workflow, stepName string, args SendEmailArgs, stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, args, stepOpts...)
 }
 
 // SendEmail must keep the signature this file was generated from (email.go):

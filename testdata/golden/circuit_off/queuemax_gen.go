@@ -61,7 +61,8 @@ func notifyFunc(ctx context.Context, a NotifyArgs) error {
 // Call still works. A handle is a small value, safe to copy and to use
 // concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
 // Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
-// wraps is not exposed, so these are the only ones.
+// wraps is not exposed, so these are the only ones. Step and StepArgs
+// add the task as a step of a [queuemax.Workflow].
 type NotifyTask struct {
 	task queuemax.Task[NotifyArgs]
 }
@@ -176,6 +177,32 @@ func (t NotifyTask) With(o queuemax.Opts) NotifyTask {
 // works on an unbound handle; the task's timeout bounds ctx.
 func (t NotifyTask) Call(ctx context.Context, user string) error {
 	return queuemax.Call(ctx, notifyOptions, notifyFunc, NotifyArgs{User: user})
+}
+
+// Step adds a Notify step named stepName to wf and returns it:
+// later steps wait for it with queuemax.After(ref.Name()). Its task
+// returns no result to bind.
+//
+// Each parameter is a value, queuemax.Value(v), or the result of an
+// earlier step whose task returns the parameter's type, queuemax.From(ref),
+// which makes this step wait for that one; a result of another type does
+// not compile.
+//
+// The step's job takes the handle's defaults and With overrides. An error
+// (a duplicate step name, an unbound handle) is kept by wf and returned by
+// [queuemax.Client.EnqueueWorkflow].
+func (t NotifyTask) Step(wf *queuemax.Workflow, stepName string, user queuemax.Input[string], stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	var args NotifyArgs
+	stepOpts = append([]queuemax.StepOption{
+		user.Into(&args.User, "user"),
+	}, stepOpts...)
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, args, stepOpts...)
+}
+
+// StepArgs adds a Notify step named stepName with payload args
+// to wf, every parameter a value, and returns it (see Step).
+func (t NotifyTask) StepArgs(wf *queuemax.Workflow, stepName string, args NotifyArgs, stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, args, stepOpts...)
 }
 
 // Notify must keep the signature this file was generated from (tasks.go):

@@ -69,7 +69,8 @@ func chargeFunc(ctx context.Context, a ChargeArgs) error {
 // Call still works. A handle is a small value, safe to copy and to use
 // concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
 // Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
-// wraps is not exposed, so these are the only ones.
+// wraps is not exposed, so these are the only ones. Step and StepArgs
+// add the task as a step of a [queuemax.Workflow].
 type ChargeTask struct {
 	task queuemax.Task[ChargeArgs]
 }
@@ -186,6 +187,33 @@ func (t ChargeTask) Call(ctx context.Context, customerID int, cents int) error {
 	return queuemax.Call(ctx, chargeOptions, chargeFunc, ChargeArgs{CustomerID: customerID, Cents: cents})
 }
 
+// Step adds a Charge step named stepName to wf and returns it:
+// later steps wait for it with queuemax.After(ref.Name()). Its task
+// returns no result to bind.
+//
+// Each parameter is a value, queuemax.Value(v), or the result of an
+// earlier step whose task returns the parameter's type, queuemax.From(ref),
+// which makes this step wait for that one; a result of another type does
+// not compile.
+//
+// The step's job takes the handle's defaults and With overrides. An error
+// (a duplicate step name, an unbound handle) is kept by wf and returned by
+// [queuemax.Client.EnqueueWorkflow].
+func (t ChargeTask) Step(wf *queuemax.Workflow, stepName string, customerID queuemax.Input[int], cents queuemax.Input[int], stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	var args ChargeArgs
+	stepOpts = append([]queuemax.StepOption{
+		customerID.Into(&args.CustomerID, "customer_id"),
+		cents.Into(&args.Cents, "cents"),
+	}, stepOpts...)
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, args, stepOpts...)
+}
+
+// StepArgs adds a Charge step named stepName with payload args
+// to wf, every parameter a value, and returns it (see Step).
+func (t ChargeTask) StepArgs(wf *queuemax.Workflow, stepName string, args ChargeArgs, stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, args, stepOpts...)
+}
+
 // Charge must keep the signature this file was generated from (tasks.go):
 // after changing it, run go generate.
 var _ func(context.Context, int, int) error = Charge
@@ -225,7 +253,8 @@ func exportFunc(ctx context.Context, a ExportArgs) error {
 // Call still works. A handle is a small value, safe to copy and to use
 // concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
 // Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
-// wraps is not exposed, so these are the only ones.
+// wraps is not exposed, so these are the only ones. Step and StepArgs
+// add the task as a step of a [queuemax.Workflow].
 type ExportTask struct {
 	task queuemax.Task[ExportArgs]
 }
@@ -340,6 +369,32 @@ func (t ExportTask) With(o queuemax.Opts) ExportTask {
 // works on an unbound handle; the task's timeout bounds ctx.
 func (t ExportTask) Call(ctx context.Context, report string) error {
 	return queuemax.Call(ctx, exportOptions, exportFunc, ExportArgs{Report: report})
+}
+
+// Step adds a Export step named stepName to wf and returns it:
+// later steps wait for it with queuemax.After(ref.Name()). Its task
+// returns no result to bind.
+//
+// Each parameter is a value, queuemax.Value(v), or the result of an
+// earlier step whose task returns the parameter's type, queuemax.From(ref),
+// which makes this step wait for that one; a result of another type does
+// not compile.
+//
+// The step's job takes the handle's defaults and With overrides. An error
+// (a duplicate step name, an unbound handle) is kept by wf and returned by
+// [queuemax.Client.EnqueueWorkflow].
+func (t ExportTask) Step(wf *queuemax.Workflow, stepName string, report queuemax.Input[string], stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	var args ExportArgs
+	stepOpts = append([]queuemax.StepOption{
+		report.Into(&args.Report, "report"),
+	}, stepOpts...)
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, args, stepOpts...)
+}
+
+// StepArgs adds a Export step named stepName with payload args
+// to wf, every parameter a value, and returns it (see Step).
+func (t ExportTask) StepArgs(wf *queuemax.Workflow, stepName string, args ExportArgs, stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, args, stepOpts...)
 }
 
 // Export must keep the signature this file was generated from (tasks.go):

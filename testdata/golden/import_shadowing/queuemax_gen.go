@@ -65,7 +65,8 @@ func tickFunc(ctx context.Context, a TickArgs) error {
 // Call still works. A handle is a small value, safe to copy and to use
 // concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
 // Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
-// wraps is not exposed, so these are the only ones.
+// wraps is not exposed, so these are the only ones. Step and StepArgs
+// add the task as a step of a [queuemax.Workflow].
 type TickTask struct {
 	task queuemax.Task[TickArgs]
 }
@@ -160,6 +161,17 @@ func (t TickTask) Call(ctx context.Context) error {
 	return queuemax.Call(ctx, tickOptions, tickFunc, TickArgs{})
 }
 
+// Step adds a Tick step named stepName to wf and returns it:
+// later steps wait for it with queuemax.After(ref.Name()). Its task
+// returns no result to bind.
+//
+// The step's job takes the handle's defaults and With overrides. An error
+// (a duplicate step name, an unbound handle) is kept by wf and returned by
+// [queuemax.Client.EnqueueWorkflow].
+func (t TickTask) Step(wf *queuemax.Workflow, stepName string, stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, TickArgs{}, stepOpts...)
+}
+
 // Tick must keep the signature this file was generated from (clock.go):
 // after changing it, run go generate.
 var _ func(context.Context) error = Tick
@@ -193,7 +205,8 @@ func waitFunc(ctx context.Context, a WaitArgs) error {
 // Call still works. A handle is a small value, safe to copy and to use
 // concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
 // Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
-// wraps is not exposed, so these are the only ones.
+// wraps is not exposed, so these are the only ones. Step and StepArgs
+// add the task as a step of a [queuemax.Workflow].
 type WaitTask struct {
 	task queuemax.Task[WaitArgs]
 }
@@ -308,6 +321,32 @@ func (t WaitTask) With(o queuemax.Opts) WaitTask {
 // works on an unbound handle; the task's timeout bounds ctx.
 func (t WaitTask) Call(ctx context.Context, until timepkg.Time) error {
 	return queuemax.Call(ctx, waitOptions, waitFunc, WaitArgs{Until: until})
+}
+
+// Step adds a Wait step named stepName to wf and returns it:
+// later steps wait for it with queuemax.After(ref.Name()). Its task
+// returns no result to bind.
+//
+// Each parameter is a value, queuemax.Value(v), or the result of an
+// earlier step whose task returns the parameter's type, queuemax.From(ref),
+// which makes this step wait for that one; a result of another type does
+// not compile.
+//
+// The step's job takes the handle's defaults and With overrides. An error
+// (a duplicate step name, an unbound handle) is kept by wf and returned by
+// [queuemax.Client.EnqueueWorkflow].
+func (t WaitTask) Step(wf *queuemax.Workflow, stepName string, until queuemax.Input[timepkg.Time], stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	var args WaitArgs
+	stepOpts = append([]queuemax.StepOption{
+		until.Into(&args.Until, "until"),
+	}, stepOpts...)
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, args, stepOpts...)
+}
+
+// StepArgs adds a Wait step named stepName with payload args
+// to wf, every parameter a value, and returns it (see Step).
+func (t WaitTask) StepArgs(wf *queuemax.Workflow, stepName string, args WaitArgs, stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, args, stepOpts...)
 }
 
 // Wait must keep the signature this file was generated from (clock.go):

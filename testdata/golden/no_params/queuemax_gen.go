@@ -56,7 +56,8 @@ func pingFunc(ctx context.Context, a PingArgs) error {
 // Call still works. A handle is a small value, safe to copy and to use
 // concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
 // Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
-// wraps is not exposed, so these are the only ones.
+// wraps is not exposed, so these are the only ones. Step and StepArgs
+// add the task as a step of a [queuemax.Workflow].
 type PingTask struct {
 	task queuemax.Task[PingArgs]
 }
@@ -149,6 +150,17 @@ func (t PingTask) With(o queuemax.Opts) PingTask {
 // works on an unbound handle; the task's timeout bounds ctx.
 func (t PingTask) Call(ctx context.Context) error {
 	return queuemax.Call(ctx, pingOptions, pingFunc, PingArgs{})
+}
+
+// Step adds a Ping step named stepName to wf and returns it:
+// later steps wait for it with queuemax.After(ref.Name()). Its task
+// returns no result to bind.
+//
+// The step's job takes the handle's defaults and With overrides. An error
+// (a duplicate step name, an unbound handle) is kept by wf and returned by
+// [queuemax.Client.EnqueueWorkflow].
+func (t PingTask) Step(wf *queuemax.Workflow, stepName string, stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, PingArgs{}, stepOpts...)
 }
 
 // Ping must keep the signature this file was generated from (ping.go):

@@ -33,3 +33,11 @@ func Raw(ctx context.Context, raw stdjson.RawMessage, pair [2]int, opts struct {
 func Blank(_ context.Context, HTTPServer string, page_size int) error {
 	return nil
 }
+
+// Chain has parameters named like the identifiers of the generated Step
+// method (wf, stepName, stepOpts) and a builtin it calls (append).
+//
+//queuemax:task
+func Chain(ctx context.Context, wf string, stepName int, stepOpts []string, append bool) (string, error) {
+	return wf, nil
+}

@@ -16,6 +16,8 @@ import (
 type Tasks struct {
 	// Blank enqueues Blank (names.go).
 	Blank BlankTask
+	// Chain enqueues Chain (names.go).
+	Chain ChainTask
 	// Raw enqueues Raw (names.go).
 	Raw RawTask
 	// Schedule enqueues Schedule (names.go).
@@ -27,6 +29,7 @@ type Tasks struct {
 func New(c *queuemax.Client) *Tasks {
 	return &Tasks{
 		Blank:    BlankTask{queuemax.NewTask[BlankArgs](c, "github.com/queuemax/queuemax/testdata/golden/param_names.Blank", blankOptions)},
+		Chain:    ChainTask{queuemax.NewTask[ChainArgs](c, "github.com/queuemax/queuemax/testdata/golden/param_names.Chain", chainOptions)},
 		Raw:      RawTask{queuemax.NewTask[RawArgs](c, "github.com/queuemax/queuemax/testdata/golden/param_names.Raw", rawOptions)},
 		Schedule: ScheduleTask{queuemax.NewTask[ScheduleArgs](c, "github.com/queuemax/queuemax/testdata/golden/param_names.Schedule", scheduleOptions)},
 	}
@@ -37,6 +40,7 @@ func New(c *queuemax.Client) *Tasks {
 func Handlers() []queuemax.Handler {
 	return []queuemax.Handler{
 		queuemax.Define("github.com/queuemax/queuemax/testdata/golden/param_names.Blank", blankOptions, blankFunc),
+		queuemax.DefineResult("github.com/queuemax/queuemax/testdata/golden/param_names.Chain", chainOptions, chainFunc),
 		queuemax.Define("github.com/queuemax/queuemax/testdata/golden/param_names.Raw", rawOptions, rawFunc),
 		queuemax.Define("github.com/queuemax/queuemax/testdata/golden/param_names.Schedule", scheduleOptions, scheduleFunc),
 	}
@@ -68,7 +72,8 @@ func blankFunc(ctx context.Context, a BlankArgs) error {
 // Call still works. A handle is a small value, safe to copy and to use
 // concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
 // Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
-// wraps is not exposed, so these are the only ones.
+// wraps is not exposed, so these are the only ones. Step and StepArgs
+// add the task as a step of a [queuemax.Workflow].
 type BlankTask struct {
 	task queuemax.Task[BlankArgs]
 }
@@ -185,9 +190,222 @@ func (t BlankTask) Call(ctx context.Context, HTTPServer string, page_size int) e
 	return queuemax.Call(ctx, blankOptions, blankFunc, BlankArgs{HTTPServer: HTTPServer, PageSize: page_size})
 }
 
+// Step adds a Blank step named stepName to wf and returns it:
+// later steps wait for it with queuemax.After(ref.Name()). Its task
+// returns no result to bind.
+//
+// Each parameter is a value, queuemax.Value(v), or the result of an
+// earlier step whose task returns the parameter's type, queuemax.From(ref),
+// which makes this step wait for that one; a result of another type does
+// not compile.
+//
+// The step's job takes the handle's defaults and With overrides. An error
+// (a duplicate step name, an unbound handle) is kept by wf and returned by
+// [queuemax.Client.EnqueueWorkflow].
+func (t BlankTask) Step(wf *queuemax.Workflow, stepName string, HTTPServer queuemax.Input[string], page_size queuemax.Input[int], stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	var args BlankArgs
+	stepOpts = append([]queuemax.StepOption{
+		HTTPServer.Into(&args.HTTPServer, "http_server"),
+		page_size.Into(&args.PageSize, "page_size"),
+	}, stepOpts...)
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, args, stepOpts...)
+}
+
+// StepArgs adds a Blank step named stepName with payload args
+// to wf, every parameter a value, and returns it (see Step).
+func (t BlankTask) StepArgs(wf *queuemax.Workflow, stepName string, args BlankArgs, stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, args, stepOpts...)
+}
+
 // Blank must keep the signature this file was generated from (names.go):
 // after changing it, run go generate.
 var _ func(context.Context, string, int) error = Blank
+
+// ChainArgs is the payload of Chain (names.go).
+//
+// Each field holds one parameter after ctx; a job stores the payload as
+// a JSON object with snake_case keys. Every key is required except those
+// of pointer parameters, and unknown keys and wrong types are refused at
+// enqueue and at run time (see [queuemax.DecodeArgs]).
+type ChainArgs struct {
+	Wf       string   `json:"wf"`
+	StepName int      `json:"step_name"`
+	StepOpts []string `json:"step_opts"`
+	Append   bool     `json:"append"`
+}
+
+// chainOptions are the defaults of Chain from its annotation (names.go).
+var chainOptions = queuemax.TaskOptions{}
+
+// chainFunc calls Chain (names.go) with the fields of its payload.
+func chainFunc(ctx context.Context, a ChainArgs) (string, error) {
+	return Chain(ctx, a.Wf, a.StepName, a.StepOpts, a.Append)
+}
+
+// ChainTask enqueues Chain (names.go).
+//
+// Get one bound to a client from [New]. An unbound handle (the zero
+// value) returns [queuemax.ErrNotBound] from its enqueue methods, while
+// Call still works. A handle is a small value, safe to copy and to use
+// concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
+// Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
+// wraps is not exposed, so these are the only ones. Step and StepArgs
+// add the task as a step of a [queuemax.Workflow].
+type ChainTask struct {
+	task queuemax.Task[ChainArgs]
+}
+
+// Name returns the task name stored in each Chain job row.
+func (t ChainTask) Name() string {
+	return t.task.Name()
+}
+
+// Client returns the client the handle is bound to, or nil.
+func (t ChainTask) Client() *queuemax.Client {
+	return t.task.Client()
+}
+
+// Stats returns the counts of Chain jobs by status. It returns
+// [queuemax.ErrNotBound] for an unbound handle.
+func (t ChainTask) Stats(ctx context.Context) (queuemax.TaskStats, error) {
+	return t.task.Stats(ctx)
+}
+
+// Delay enqueues one Chain job to run as soon as a worker is free and
+// returns its ID. The job is durable once Delay returns nil; Delay does not
+// wait for it to run.
+//
+// Delay returns [queuemax.ErrNotBound] for an unbound handle,
+// [queuemax.ErrClosed] after [queuemax.Client.Close], or ctx's error if
+// ctx ends first. It is safe for concurrent use.
+func (t ChainTask) Delay(ctx context.Context, wf_ string, stepName_ int, stepOpts_ []string, append_ bool) (queuemax.JobID, error) {
+	return t.task.Enqueue(ctx, ChainArgs{Wf: wf_, StepName: stepName_, StepOpts: stepOpts_, Append: append_})
+}
+
+// DelayTx enqueues one Chain job inside tx, the application's open
+// transaction (a pgx.Tx or a *sql.Tx of the pgx stdlib driver), and returns
+// its ID: the job exists if and only if tx commits. On the SQLite store it
+// returns [queuemax.ErrTxUnsupported]; see [queuemax.Client.EnqueueTx].
+func (t ChainTask) DelayTx(ctx context.Context, tx queuemax.Tx, wf_ string, stepName_ int, stepOpts_ []string, append_ bool) (queuemax.JobID, error) {
+	return t.task.EnqueueTx(ctx, tx, ChainArgs{Wf: wf_, StepName: stepName_, StepOpts: stepOpts_, Append: append_})
+}
+
+// ScheduleAt enqueues one Chain job that becomes ready at at, and
+// returns its ID. The job is durable once ScheduleAt returns nil.
+func (t ChainTask) ScheduleAt(ctx context.Context, at time.Time, wf_ string, stepName_ int, stepOpts_ []string, append_ bool) (queuemax.JobID, error) {
+	return t.task.EnqueueAt(ctx, at, ChainArgs{Wf: wf_, StepName: stepName_, StepOpts: stepOpts_, Append: append_})
+}
+
+// ScheduleAtTx enqueues one Chain job inside tx that becomes ready at
+// at, and returns its ID; the job exists if and only if tx commits (see
+// DelayTx).
+func (t ChainTask) ScheduleAtTx(ctx context.Context, tx queuemax.Tx, at time.Time, wf_ string, stepName_ int, stepOpts_ []string, append_ bool) (queuemax.JobID, error) {
+	return t.task.EnqueueAtTx(ctx, tx, at, ChainArgs{Wf: wf_, StepName: stepName_, StepOpts: stepOpts_, Append: append_})
+}
+
+// ScheduleIn enqueues one Chain job that becomes ready after d, and
+// returns its ID. The job is durable once ScheduleIn returns nil.
+func (t ChainTask) ScheduleIn(ctx context.Context, d time.Duration, wf_ string, stepName_ int, stepOpts_ []string, append_ bool) (queuemax.JobID, error) {
+	return t.task.EnqueueIn(ctx, d, ChainArgs{Wf: wf_, StepName: stepName_, StepOpts: stepOpts_, Append: append_})
+}
+
+// ScheduleInTx enqueues one Chain job inside tx that becomes ready d
+// after this call, and returns its ID; the job exists if and only if tx
+// commits (see DelayTx).
+func (t ChainTask) ScheduleInTx(ctx context.Context, tx queuemax.Tx, d time.Duration, wf_ string, stepName_ int, stepOpts_ []string, append_ bool) (queuemax.JobID, error) {
+	return t.task.EnqueueInTx(ctx, tx, d, ChainArgs{Wf: wf_, StepName: stepName_, StepOpts: stepOpts_, Append: append_})
+}
+
+// Map enqueues one Chain job per element of wf_, the other parameters
+// fixed, and returns their IDs in order. The jobs are stored in one
+// transaction per shard: if any is invalid, none is stored.
+func (t ChainTask) Map(ctx context.Context, wf_ []string, stepName_ int, stepOpts_ []string, append_ bool) ([]queuemax.JobID, error) {
+	args := make([]ChainArgs, len(wf_))
+	for i, v := range wf_ {
+		args[i] = ChainArgs{Wf: v, StepName: stepName_, StepOpts: stepOpts_, Append: append_}
+	}
+	return t.task.EnqueueMany(ctx, args)
+}
+
+// MapTx enqueues one Chain job per element of wf_ inside tx, the other
+// parameters fixed, and returns their IDs in order; the jobs exist if and
+// only if tx commits (see DelayTx). If any is invalid, none is written.
+func (t ChainTask) MapTx(ctx context.Context, tx queuemax.Tx, wf_ []string, stepName_ int, stepOpts_ []string, append_ bool) ([]queuemax.JobID, error) {
+	args := make([]ChainArgs, len(wf_))
+	for i, v := range wf_ {
+		args[i] = ChainArgs{Wf: v, StepName: stepName_, StepOpts: stepOpts_, Append: append_}
+	}
+	return t.task.EnqueueManyTx(ctx, tx, args)
+}
+
+// MapArgs enqueues one Chain job per payload and returns their IDs in
+// order. The jobs are stored in one transaction per shard: if any is
+// invalid, none is stored.
+func (t ChainTask) MapArgs(ctx context.Context, args []ChainArgs) ([]queuemax.JobID, error) {
+	return t.task.EnqueueMany(ctx, args)
+}
+
+// MapArgsTx enqueues one Chain job per payload inside tx and returns
+// their IDs in order; the jobs exist if and only if tx commits (see
+// DelayTx). If any is invalid, none is written.
+func (t ChainTask) MapArgsTx(ctx context.Context, tx queuemax.Tx, args []ChainArgs) ([]queuemax.JobID, error) {
+	return t.task.EnqueueManyTx(ctx, tx, args)
+}
+
+// With returns a copy of t whose enqueues apply o (priority, retries,
+// partition key, run-at) on top of the task's defaults and earlier
+// overrides. t itself is unchanged.
+func (t ChainTask) With(o queuemax.Opts) ChainTask {
+	return ChainTask{t.task.With(o)}
+}
+
+// Call runs Chain synchronously in this goroutine and returns its result,
+// after a round trip of the arguments through the JSON codec workers use,
+// so what works with Call works in a worker. It enqueues nothing and
+// works on an unbound handle; the task's timeout bounds ctx.
+func (t ChainTask) Call(ctx context.Context, wf_ string, stepName_ int, stepOpts_ []string, append_ bool) (string, error) {
+	return queuemax.CallResult(ctx, chainOptions, chainFunc, ChainArgs{Wf: wf_, StepName: stepName_, StepOpts: stepOpts_, Append: append_})
+}
+
+// Result returns the stored result of the completed Chain job id. It
+// returns [queuemax.ErrNoResult] while the job has not completed and
+// [queuemax.ErrJobNotFound] once it is gone.
+func (t ChainTask) Result(ctx context.Context, id queuemax.JobID) (string, error) {
+	return queuemax.Result[string](ctx, t.Client(), id)
+}
+
+// Step adds a Chain step named stepName to wf and returns it:
+// later steps wait for it with queuemax.After(ref.Name()) and bind its
+// result to a parameter with queuemax.From(ref).
+//
+// Each parameter is a value, queuemax.Value(v), or the result of an
+// earlier step whose task returns the parameter's type, queuemax.From(ref),
+// which makes this step wait for that one; a result of another type does
+// not compile.
+//
+// The step's job takes the handle's defaults and With overrides. An error
+// (a duplicate step name, an unbound handle) is kept by wf and returned by
+// [queuemax.Client.EnqueueWorkflow].
+func (t ChainTask) Step(wf *queuemax.Workflow, stepName string, wf_ queuemax.Input[string], stepName_ queuemax.Input[int], stepOpts_ queuemax.Input[[]string], append_ queuemax.Input[bool], stepOpts ...queuemax.StepOption) queuemax.StepRef[string] {
+	var args ChainArgs
+	stepOpts = append([]queuemax.StepOption{
+		wf_.Into(&args.Wf, "wf"),
+		stepName_.Into(&args.StepName, "step_name"),
+		stepOpts_.Into(&args.StepOpts, "step_opts"),
+		append_.Into(&args.Append, "append"),
+	}, stepOpts...)
+	return queuemax.AddStep[string](wf, t.task, stepName, args, stepOpts...)
+}
+
+// StepArgs adds a Chain step named stepName with payload args
+// to wf, every parameter a value, and returns it (see Step).
+func (t ChainTask) StepArgs(wf *queuemax.Workflow, stepName string, args ChainArgs, stepOpts ...queuemax.StepOption) queuemax.StepRef[string] {
+	return queuemax.AddStep[string](wf, t.task, stepName, args, stepOpts...)
+}
+
+// Chain must keep the signature this file was generated from (names.go):
+// after changing it, run go generate.
+var _ func(context.Context, string, int, []string, bool) (string, error) = Chain
 
 // RawArgs is the payload of Raw (names.go).
 //
@@ -219,7 +437,8 @@ func rawFunc(ctx context.Context, a RawArgs) error {
 // Call still works. A handle is a small value, safe to copy and to use
 // concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
 // Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
-// wraps is not exposed, so these are the only ones.
+// wraps is not exposed, so these are the only ones. Step and StepArgs
+// add the task as a step of a [queuemax.Workflow].
 type RawTask struct {
 	task queuemax.Task[RawArgs]
 }
@@ -363,6 +582,37 @@ func (t RawTask) Call(ctx context.Context, raw json.RawMessage, pair [2]int, opt
 	return queuemax.Call(ctx, rawOptions, rawFunc, RawArgs{Raw: raw, Pair: pair, Opts: opts})
 }
 
+// Step adds a Raw step named stepName to wf and returns it:
+// later steps wait for it with queuemax.After(ref.Name()). Its task
+// returns no result to bind.
+//
+// Each parameter is a value, queuemax.Value(v), or the result of an
+// earlier step whose task returns the parameter's type, queuemax.From(ref),
+// which makes this step wait for that one; a result of another type does
+// not compile.
+//
+// The step's job takes the handle's defaults and With overrides. An error
+// (a duplicate step name, an unbound handle) is kept by wf and returned by
+// [queuemax.Client.EnqueueWorkflow].
+func (t RawTask) Step(wf *queuemax.Workflow, stepName string, raw queuemax.Input[json.RawMessage], pair queuemax.Input[[2]int], opts queuemax.Input[struct {
+	Verbose bool `json:"verbose,omitempty"`
+	Level   int
+}], stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	var args RawArgs
+	stepOpts = append([]queuemax.StepOption{
+		raw.Into(&args.Raw, "raw"),
+		pair.Into(&args.Pair, "pair"),
+		opts.Into(&args.Opts, "opts"),
+	}, stepOpts...)
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, args, stepOpts...)
+}
+
+// StepArgs adds a Raw step named stepName with payload args
+// to wf, every parameter a value, and returns it (see Step).
+func (t RawTask) StepArgs(wf *queuemax.Workflow, stepName string, args RawArgs, stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, args, stepOpts...)
+}
+
 // Raw must keep the signature this file was generated from (names.go):
 // after changing it, run go generate.
 var _ func(context.Context, json.RawMessage, [2]int, struct {
@@ -401,7 +651,8 @@ func scheduleFunc(ctx context.Context, a ScheduleArgs) error {
 // Call still works. A handle is a small value, safe to copy and to use
 // concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
 // Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
-// wraps is not exposed, so these are the only ones.
+// wraps is not exposed, so these are the only ones. Step and StepArgs
+// add the task as a step of a [queuemax.Workflow].
 type ScheduleTask struct {
 	task queuemax.Task[ScheduleArgs]
 }
@@ -516,6 +767,38 @@ func (t ScheduleTask) With(o queuemax.Opts) ScheduleTask {
 // works on an unbound handle; the task's timeout bounds ctx.
 func (t ScheduleTask) Call(ctx context.Context, ctx_ string, at_ time.Time, d_ time.Duration, args_ []string, t_ int, queuemax_ bool, tx_ string) error {
 	return queuemax.Call(ctx, scheduleOptions, scheduleFunc, ScheduleArgs{Ctx: ctx_, At: at_, D: d_, Args: args_, T: t_, Queuemax: queuemax_, Tx: tx_})
+}
+
+// Step adds a Schedule step named stepName to wf and returns it:
+// later steps wait for it with queuemax.After(ref.Name()). Its task
+// returns no result to bind.
+//
+// Each parameter is a value, queuemax.Value(v), or the result of an
+// earlier step whose task returns the parameter's type, queuemax.From(ref),
+// which makes this step wait for that one; a result of another type does
+// not compile.
+//
+// The step's job takes the handle's defaults and With overrides. An error
+// (a duplicate step name, an unbound handle) is kept by wf and returned by
+// [queuemax.Client.EnqueueWorkflow].
+func (t ScheduleTask) Step(wf *queuemax.Workflow, stepName string, ctx_ queuemax.Input[string], at_ queuemax.Input[time.Time], d_ queuemax.Input[time.Duration], args_ queuemax.Input[[]string], t_ queuemax.Input[int], queuemax_ queuemax.Input[bool], tx_ queuemax.Input[string], stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	var args ScheduleArgs
+	stepOpts = append([]queuemax.StepOption{
+		ctx_.Into(&args.Ctx, "ctx"),
+		at_.Into(&args.At, "at"),
+		d_.Into(&args.D, "d"),
+		args_.Into(&args.Args, "args"),
+		t_.Into(&args.T, "t"),
+		queuemax_.Into(&args.Queuemax, "queuemax"),
+		tx_.Into(&args.Tx, "tx"),
+	}, stepOpts...)
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, args, stepOpts...)
+}
+
+// StepArgs adds a Schedule step named stepName with payload args
+// to wf, every parameter a value, and returns it (see Step).
+func (t ScheduleTask) StepArgs(wf *queuemax.Workflow, stepName string, args ScheduleArgs, stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, args, stepOpts...)
 }
 
 // Schedule must keep the signature this file was generated from (names.go):

@@ -73,7 +73,8 @@ func hourlyFunc(ctx context.Context, a HourlyArgs) error {
 // Call still works. A handle is a small value, safe to copy and to use
 // concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
 // Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
-// wraps is not exposed, so these are the only ones.
+// wraps is not exposed, so these are the only ones. Step and StepArgs
+// add the task as a step of a [queuemax.Workflow].
 type HourlyTask struct {
 	task queuemax.Task[HourlyArgs]
 }
@@ -168,6 +169,17 @@ func (t HourlyTask) Call(ctx context.Context) error {
 	return queuemax.Call(ctx, hourlyOptions, hourlyFunc, HourlyArgs{})
 }
 
+// Step adds a Hourly step named stepName to wf and returns it:
+// later steps wait for it with queuemax.After(ref.Name()). Its task
+// returns no result to bind.
+//
+// The step's job takes the handle's defaults and With overrides. An error
+// (a duplicate step name, an unbound handle) is kept by wf and returned by
+// [queuemax.Client.EnqueueWorkflow].
+func (t HourlyTask) Step(wf *queuemax.Workflow, stepName string, stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, HourlyArgs{}, stepOpts...)
+}
+
 // Hourly must keep the signature this file was generated from (nightly.go):
 // after changing it, run go generate.
 var _ func(context.Context) error = Hourly
@@ -197,7 +209,8 @@ func nightlyFunc(ctx context.Context, a NightlyArgs) error {
 // Call still works. A handle is a small value, safe to copy and to use
 // concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
 // Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
-// wraps is not exposed, so these are the only ones.
+// wraps is not exposed, so these are the only ones. Step and StepArgs
+// add the task as a step of a [queuemax.Workflow].
 type NightlyTask struct {
 	task queuemax.Task[NightlyArgs]
 }
@@ -292,6 +305,17 @@ func (t NightlyTask) Call(ctx context.Context) error {
 	return queuemax.Call(ctx, nightlyOptions, nightlyFunc, NightlyArgs{})
 }
 
+// Step adds a Nightly step named stepName to wf and returns it:
+// later steps wait for it with queuemax.After(ref.Name()). Its task
+// returns no result to bind.
+//
+// The step's job takes the handle's defaults and With overrides. An error
+// (a duplicate step name, an unbound handle) is kept by wf and returned by
+// [queuemax.Client.EnqueueWorkflow].
+func (t NightlyTask) Step(wf *queuemax.Workflow, stepName string, stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, NightlyArgs{}, stepOpts...)
+}
+
 // Nightly must keep the signature this file was generated from (nightly.go):
 // after changing it, run go generate.
 var _ func(context.Context) error = Nightly
@@ -319,7 +343,8 @@ func parisMorningFunc(ctx context.Context, a ParisMorningArgs) error {
 // Call still works. A handle is a small value, safe to copy and to use
 // concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
 // Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
-// wraps is not exposed, so these are the only ones.
+// wraps is not exposed, so these are the only ones. Step and StepArgs
+// add the task as a step of a [queuemax.Workflow].
 type ParisMorningTask struct {
 	task queuemax.Task[ParisMorningArgs]
 }
@@ -412,6 +437,17 @@ func (t ParisMorningTask) With(o queuemax.Opts) ParisMorningTask {
 // works on an unbound handle; the periodic task's timeout bounds ctx.
 func (t ParisMorningTask) Call(ctx context.Context) error {
 	return queuemax.Call(ctx, parisMorningOptions, parisMorningFunc, ParisMorningArgs{})
+}
+
+// Step adds a ParisMorning step named stepName to wf and returns it:
+// later steps wait for it with queuemax.After(ref.Name()). Its task
+// returns no result to bind.
+//
+// The step's job takes the handle's defaults and With overrides. An error
+// (a duplicate step name, an unbound handle) is kept by wf and returned by
+// [queuemax.Client.EnqueueWorkflow].
+func (t ParisMorningTask) Step(wf *queuemax.Workflow, stepName string, stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, ParisMorningArgs{}, stepOpts...)
 }
 
 // ParisMorning must keep the signature this file was generated from (nightly.go):

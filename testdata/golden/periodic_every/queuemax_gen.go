@@ -70,7 +70,8 @@ func cleanupOldDataFunc(ctx context.Context, a CleanupOldDataArgs) error {
 // Call still works. A handle is a small value, safe to copy and to use
 // concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
 // Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
-// wraps is not exposed, so these are the only ones.
+// wraps is not exposed, so these are the only ones. Step and StepArgs
+// add the task as a step of a [queuemax.Workflow].
 type CleanupOldDataTask struct {
 	task queuemax.Task[CleanupOldDataArgs]
 }
@@ -165,6 +166,17 @@ func (t CleanupOldDataTask) Call(ctx context.Context) error {
 	return queuemax.Call(ctx, cleanupOldDataOptions, cleanupOldDataFunc, CleanupOldDataArgs{})
 }
 
+// Step adds a CleanupOldData step named stepName to wf and returns it:
+// later steps wait for it with queuemax.After(ref.Name()). Its task
+// returns no result to bind.
+//
+// The step's job takes the handle's defaults and With overrides. An error
+// (a duplicate step name, an unbound handle) is kept by wf and returned by
+// [queuemax.Client.EnqueueWorkflow].
+func (t CleanupOldDataTask) Step(wf *queuemax.Workflow, stepName string, stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, CleanupOldDataArgs{}, stepOpts...)
+}
+
 // CleanupOldData must keep the signature this file was generated from (cleanup.go):
 // after changing it, run go generate.
 var _ func(context.Context) error = CleanupOldData
@@ -194,7 +206,8 @@ func heartbeatFunc(ctx context.Context, a HeartbeatArgs) (string, error) {
 // Call still works. A handle is a small value, safe to copy and to use
 // concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
 // Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
-// wraps is not exposed, so these are the only ones.
+// wraps is not exposed, so these are the only ones. Step and StepArgs
+// add the task as a step of a [queuemax.Workflow].
 type HeartbeatTask struct {
 	task queuemax.Task[HeartbeatArgs]
 }
@@ -296,6 +309,17 @@ func (t HeartbeatTask) Result(ctx context.Context, id queuemax.JobID) (string, e
 	return queuemax.Result[string](ctx, t.Client(), id)
 }
 
+// Step adds a Heartbeat step named stepName to wf and returns it:
+// later steps wait for it with queuemax.After(ref.Name()) and bind its
+// result to a parameter with queuemax.From(ref).
+//
+// The step's job takes the handle's defaults and With overrides. An error
+// (a duplicate step name, an unbound handle) is kept by wf and returned by
+// [queuemax.Client.EnqueueWorkflow].
+func (t HeartbeatTask) Step(wf *queuemax.Workflow, stepName string, stepOpts ...queuemax.StepOption) queuemax.StepRef[string] {
+	return queuemax.AddStep[string](wf, t.task, stepName, HeartbeatArgs{}, stepOpts...)
+}
+
 // Heartbeat must keep the signature this file was generated from (cleanup.go):
 // after changing it, run go generate.
 var _ func(context.Context) (string, error) = Heartbeat
@@ -325,7 +349,8 @@ func notifyFunc(ctx context.Context, a NotifyArgs) error {
 // Call still works. A handle is a small value, safe to copy and to use
 // concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
 // Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
-// wraps is not exposed, so these are the only ones.
+// wraps is not exposed, so these are the only ones. Step and StepArgs
+// add the task as a step of a [queuemax.Workflow].
 type NotifyTask struct {
 	task queuemax.Task[NotifyArgs]
 }
@@ -440,6 +465,32 @@ func (t NotifyTask) With(o queuemax.Opts) NotifyTask {
 // works on an unbound handle; the task's timeout bounds ctx.
 func (t NotifyTask) Call(ctx context.Context, message string) error {
 	return queuemax.Call(ctx, notifyOptions, notifyFunc, NotifyArgs{Message: message})
+}
+
+// Step adds a Notify step named stepName to wf and returns it:
+// later steps wait for it with queuemax.After(ref.Name()). Its task
+// returns no result to bind.
+//
+// Each parameter is a value, queuemax.Value(v), or the result of an
+// earlier step whose task returns the parameter's type, queuemax.From(ref),
+// which makes this step wait for that one; a result of another type does
+// not compile.
+//
+// The step's job takes the handle's defaults and With overrides. An error
+// (a duplicate step name, an unbound handle) is kept by wf and returned by
+// [queuemax.Client.EnqueueWorkflow].
+func (t NotifyTask) Step(wf *queuemax.Workflow, stepName string, message queuemax.Input[string], stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	var args NotifyArgs
+	stepOpts = append([]queuemax.StepOption{
+		message.Into(&args.Message, "message"),
+	}, stepOpts...)
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, args, stepOpts...)
+}
+
+// StepArgs adds a Notify step named stepName with payload args
+// to wf, every parameter a value, and returns it (see Step).
+func (t NotifyTask) StepArgs(wf *queuemax.Workflow, stepName string, args NotifyArgs, stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, args, stepOpts...)
 }
 
 // Notify must keep the signature this file was generated from (cleanup.go):

@@ -75,7 +75,8 @@ func archiveFunc(ctx context.Context, a ArchiveArgs) error {
 // Call still works. A handle is a small value, safe to copy and to use
 // concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
 // Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
-// wraps is not exposed, so these are the only ones.
+// wraps is not exposed, so these are the only ones. Step and StepArgs
+// add the task as a step of a [queuemax.Workflow].
 type ArchiveTask struct {
 	task queuemax.Task[ArchiveArgs]
 }
@@ -192,6 +193,32 @@ func (t ArchiveTask) Call(ctx context.Context, id_ int) error {
 	return queuemax.Call(ctx, archiveOptions, archiveFunc, ArchiveArgs{ID: id_})
 }
 
+// Step adds a Archive step named stepName to wf and returns it:
+// later steps wait for it with queuemax.After(ref.Name()). Its task
+// returns no result to bind.
+//
+// Each parameter is a value, queuemax.Value(v), or the result of an
+// earlier step whose task returns the parameter's type, queuemax.From(ref),
+// which makes this step wait for that one; a result of another type does
+// not compile.
+//
+// The step's job takes the handle's defaults and With overrides. An error
+// (a duplicate step name, an unbound handle) is kept by wf and returned by
+// [queuemax.Client.EnqueueWorkflow].
+func (t ArchiveTask) Step(wf *queuemax.Workflow, stepName string, id_ queuemax.Input[int], stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	var args ArchiveArgs
+	stepOpts = append([]queuemax.StepOption{
+		id_.Into(&args.ID, "id"),
+	}, stepOpts...)
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, args, stepOpts...)
+}
+
+// StepArgs adds a Archive step named stepName with payload args
+// to wf, every parameter a value, and returns it (see Step).
+func (t ArchiveTask) StepArgs(wf *queuemax.Workflow, stepName string, args ArchiveArgs, stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, args, stepOpts...)
+}
+
 // Archive must keep the signature this file was generated from (api.go):
 // after changing it, run go generate.
 var _ func(context.Context, int) error = Archive
@@ -226,7 +253,8 @@ func callAPIFunc(ctx context.Context, a CallAPIArgs) error {
 // Call still works. A handle is a small value, safe to copy and to use
 // concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
 // Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
-// wraps is not exposed, so these are the only ones.
+// wraps is not exposed, so these are the only ones. Step and StepArgs
+// add the task as a step of a [queuemax.Workflow].
 type CallAPITask struct {
 	task queuemax.Task[CallAPIArgs]
 }
@@ -343,6 +371,32 @@ func (t CallAPITask) Call(ctx context.Context, endpoint string) error {
 	return queuemax.Call(ctx, callAPIOptions, callAPIFunc, CallAPIArgs{Endpoint: endpoint})
 }
 
+// Step adds a CallAPI step named stepName to wf and returns it:
+// later steps wait for it with queuemax.After(ref.Name()). Its task
+// returns no result to bind.
+//
+// Each parameter is a value, queuemax.Value(v), or the result of an
+// earlier step whose task returns the parameter's type, queuemax.From(ref),
+// which makes this step wait for that one; a result of another type does
+// not compile.
+//
+// The step's job takes the handle's defaults and With overrides. An error
+// (a duplicate step name, an unbound handle) is kept by wf and returned by
+// [queuemax.Client.EnqueueWorkflow].
+func (t CallAPITask) Step(wf *queuemax.Workflow, stepName string, endpoint queuemax.Input[string], stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	var args CallAPIArgs
+	stepOpts = append([]queuemax.StepOption{
+		endpoint.Into(&args.Endpoint, "endpoint"),
+	}, stepOpts...)
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, args, stepOpts...)
+}
+
+// StepArgs adds a CallAPI step named stepName with payload args
+// to wf, every parameter a value, and returns it (see Step).
+func (t CallAPITask) StepArgs(wf *queuemax.Workflow, stepName string, args CallAPIArgs, stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, args, stepOpts...)
+}
+
 // CallAPI must keep the signature this file was generated from (api.go):
 // after changing it, run go generate.
 var _ func(context.Context, string) error = CallAPI
@@ -377,7 +431,8 @@ func exportFunc(ctx context.Context, a ExportArgs) error {
 // Call still works. A handle is a small value, safe to copy and to use
 // concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
 // Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
-// wraps is not exposed, so these are the only ones.
+// wraps is not exposed, so these are the only ones. Step and StepArgs
+// add the task as a step of a [queuemax.Workflow].
 type ExportTask struct {
 	task queuemax.Task[ExportArgs]
 }
@@ -494,6 +549,32 @@ func (t ExportTask) Call(ctx context.Context, format string) error {
 	return queuemax.Call(ctx, exportOptions, exportFunc, ExportArgs{Format: format})
 }
 
+// Step adds a Export step named stepName to wf and returns it:
+// later steps wait for it with queuemax.After(ref.Name()). Its task
+// returns no result to bind.
+//
+// Each parameter is a value, queuemax.Value(v), or the result of an
+// earlier step whose task returns the parameter's type, queuemax.From(ref),
+// which makes this step wait for that one; a result of another type does
+// not compile.
+//
+// The step's job takes the handle's defaults and With overrides. An error
+// (a duplicate step name, an unbound handle) is kept by wf and returned by
+// [queuemax.Client.EnqueueWorkflow].
+func (t ExportTask) Step(wf *queuemax.Workflow, stepName string, format queuemax.Input[string], stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	var args ExportArgs
+	stepOpts = append([]queuemax.StepOption{
+		format.Into(&args.Format, "format"),
+	}, stepOpts...)
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, args, stepOpts...)
+}
+
+// StepArgs adds a Export step named stepName with payload args
+// to wf, every parameter a value, and returns it (see Step).
+func (t ExportTask) StepArgs(wf *queuemax.Workflow, stepName string, args ExportArgs, stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, args, stepOpts...)
+}
+
 // Export must keep the signature this file was generated from (api.go):
 // after changing it, run go generate.
 var _ func(context.Context, string) error = Export
@@ -529,7 +610,8 @@ func syncAccountFunc(ctx context.Context, a SyncAccountArgs) error {
 // Call still works. A handle is a small value, safe to copy and to use
 // concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
 // Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
-// wraps is not exposed, so these are the only ones.
+// wraps is not exposed, so these are the only ones. Step and StepArgs
+// add the task as a step of a [queuemax.Workflow].
 type SyncAccountTask struct {
 	task queuemax.Task[SyncAccountArgs]
 }
@@ -644,6 +726,32 @@ func (t SyncAccountTask) With(o queuemax.Opts) SyncAccountTask {
 // works on an unbound handle; the task's timeout bounds ctx.
 func (t SyncAccountTask) Call(ctx context.Context, accountID string) error {
 	return queuemax.Call(ctx, syncAccountOptions, syncAccountFunc, SyncAccountArgs{AccountID: accountID})
+}
+
+// Step adds a SyncAccount step named stepName to wf and returns it:
+// later steps wait for it with queuemax.After(ref.Name()). Its task
+// returns no result to bind.
+//
+// Each parameter is a value, queuemax.Value(v), or the result of an
+// earlier step whose task returns the parameter's type, queuemax.From(ref),
+// which makes this step wait for that one; a result of another type does
+// not compile.
+//
+// The step's job takes the handle's defaults and With overrides. An error
+// (a duplicate step name, an unbound handle) is kept by wf and returned by
+// [queuemax.Client.EnqueueWorkflow].
+func (t SyncAccountTask) Step(wf *queuemax.Workflow, stepName string, accountID queuemax.Input[string], stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	var args SyncAccountArgs
+	stepOpts = append([]queuemax.StepOption{
+		accountID.Into(&args.AccountID, "account_id"),
+	}, stepOpts...)
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, args, stepOpts...)
+}
+
+// StepArgs adds a SyncAccount step named stepName with payload args
+// to wf, every parameter a value, and returns it (see Step).
+func (t SyncAccountTask) StepArgs(wf *queuemax.Workflow, stepName string, args SyncAccountArgs, stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, args, stepOpts...)
 }
 
 // SyncAccount must keep the signature this file was generated from (api.go):

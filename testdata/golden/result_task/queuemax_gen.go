@@ -66,7 +66,8 @@ func countFunc(ctx context.Context, a CountArgs) (int, error) {
 // Call still works. A handle is a small value, safe to copy and to use
 // concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
 // Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
-// wraps is not exposed, so these are the only ones.
+// wraps is not exposed, so these are the only ones. Step and StepArgs
+// add the task as a step of a [queuemax.Workflow].
 type CountTask struct {
 	task queuemax.Task[CountArgs]
 }
@@ -168,6 +169,17 @@ func (t CountTask) Result(ctx context.Context, id queuemax.JobID) (int, error) {
 	return queuemax.Result[int](ctx, t.Client(), id)
 }
 
+// Step adds a Count step named stepName to wf and returns it:
+// later steps wait for it with queuemax.After(ref.Name()) and bind its
+// result to a parameter with queuemax.From(ref).
+//
+// The step's job takes the handle's defaults and With overrides. An error
+// (a duplicate step name, an unbound handle) is kept by wf and returned by
+// [queuemax.Client.EnqueueWorkflow].
+func (t CountTask) Step(wf *queuemax.Workflow, stepName string, stepOpts ...queuemax.StepOption) queuemax.StepRef[int] {
+	return queuemax.AddStep[int](wf, t.task, stepName, CountArgs{}, stepOpts...)
+}
+
 // Count must keep the signature this file was generated from (report.go):
 // after changing it, run go generate.
 var _ func(context.Context) (int, error) = Count
@@ -200,7 +212,8 @@ func generateReportFunc(ctx context.Context, a GenerateReportArgs) (Report, erro
 // Call still works. A handle is a small value, safe to copy and to use
 // concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
 // Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
-// wraps is not exposed, so these are the only ones.
+// wraps is not exposed, so these are the only ones. Step and StepArgs
+// add the task as a step of a [queuemax.Workflow].
 type GenerateReportTask struct {
 	task queuemax.Task[GenerateReportArgs]
 }
@@ -324,6 +337,33 @@ func (t GenerateReportTask) Result(ctx context.Context, id queuemax.JobID) (Repo
 	return queuemax.Result[Report](ctx, t.Client(), id)
 }
 
+// Step adds a GenerateReport step named stepName to wf and returns it:
+// later steps wait for it with queuemax.After(ref.Name()) and bind its
+// result to a parameter with queuemax.From(ref).
+//
+// Each parameter is a value, queuemax.Value(v), or the result of an
+// earlier step whose task returns the parameter's type, queuemax.From(ref),
+// which makes this step wait for that one; a result of another type does
+// not compile.
+//
+// The step's job takes the handle's defaults and With overrides. An error
+// (a duplicate step name, an unbound handle) is kept by wf and returned by
+// [queuemax.Client.EnqueueWorkflow].
+func (t GenerateReportTask) Step(wf *queuemax.Workflow, stepName string, userID queuemax.Input[int64], month queuemax.Input[string], stepOpts ...queuemax.StepOption) queuemax.StepRef[Report] {
+	var args GenerateReportArgs
+	stepOpts = append([]queuemax.StepOption{
+		userID.Into(&args.UserID, "user_id"),
+		month.Into(&args.Month, "month"),
+	}, stepOpts...)
+	return queuemax.AddStep[Report](wf, t.task, stepName, args, stepOpts...)
+}
+
+// StepArgs adds a GenerateReport step named stepName with payload args
+// to wf, every parameter a value, and returns it (see Step).
+func (t GenerateReportTask) StepArgs(wf *queuemax.Workflow, stepName string, args GenerateReportArgs, stepOpts ...queuemax.StepOption) queuemax.StepRef[Report] {
+	return queuemax.AddStep[Report](wf, t.task, stepName, args, stepOpts...)
+}
+
 // GenerateReport must keep the signature this file was generated from (report.go):
 // after changing it, run go generate.
 var _ func(context.Context, int64, string) (Report, error) = GenerateReport
@@ -353,7 +393,8 @@ func lookupFunc(ctx context.Context, a LookupArgs) (*Report, error) {
 // Call still works. A handle is a small value, safe to copy and to use
 // concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
 // Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
-// wraps is not exposed, so these are the only ones.
+// wraps is not exposed, so these are the only ones. Step and StepArgs
+// add the task as a step of a [queuemax.Workflow].
 type LookupTask struct {
 	task queuemax.Task[LookupArgs]
 }
@@ -475,6 +516,32 @@ func (t LookupTask) Call(ctx context.Context, keys []string) (*Report, error) {
 // [queuemax.ErrJobNotFound] once it is gone.
 func (t LookupTask) Result(ctx context.Context, id queuemax.JobID) (*Report, error) {
 	return queuemax.Result[*Report](ctx, t.Client(), id)
+}
+
+// Step adds a Lookup step named stepName to wf and returns it:
+// later steps wait for it with queuemax.After(ref.Name()) and bind its
+// result to a parameter with queuemax.From(ref).
+//
+// Each parameter is a value, queuemax.Value(v), or the result of an
+// earlier step whose task returns the parameter's type, queuemax.From(ref),
+// which makes this step wait for that one; a result of another type does
+// not compile.
+//
+// The step's job takes the handle's defaults and With overrides. An error
+// (a duplicate step name, an unbound handle) is kept by wf and returned by
+// [queuemax.Client.EnqueueWorkflow].
+func (t LookupTask) Step(wf *queuemax.Workflow, stepName string, keys queuemax.Input[[]string], stepOpts ...queuemax.StepOption) queuemax.StepRef[*Report] {
+	var args LookupArgs
+	stepOpts = append([]queuemax.StepOption{
+		keys.Into(&args.Keys, "keys"),
+	}, stepOpts...)
+	return queuemax.AddStep[*Report](wf, t.task, stepName, args, stepOpts...)
+}
+
+// StepArgs adds a Lookup step named stepName with payload args
+// to wf, every parameter a value, and returns it (see Step).
+func (t LookupTask) StepArgs(wf *queuemax.Workflow, stepName string, args LookupArgs, stepOpts ...queuemax.StepOption) queuemax.StepRef[*Report] {
+	return queuemax.AddStep[*Report](wf, t.task, stepName, args, stepOpts...)
 }
 
 // Lookup must keep the signature this file was generated from (report.go):

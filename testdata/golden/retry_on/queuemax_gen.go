@@ -73,7 +73,8 @@ func fetchFunc(ctx context.Context, a FetchArgs) error {
 // Call still works. A handle is a small value, safe to copy and to use
 // concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
 // Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
-// wraps is not exposed, so these are the only ones.
+// wraps is not exposed, so these are the only ones. Step and StepArgs
+// add the task as a step of a [queuemax.Workflow].
 type FetchTask struct {
 	task queuemax.Task[FetchArgs]
 }
@@ -190,6 +191,32 @@ func (t FetchTask) Call(ctx context.Context, url string) error {
 	return queuemax.Call(ctx, fetchOptions, fetchFunc, FetchArgs{URL: url})
 }
 
+// Step adds a Fetch step named stepName to wf and returns it:
+// later steps wait for it with queuemax.After(ref.Name()). Its task
+// returns no result to bind.
+//
+// Each parameter is a value, queuemax.Value(v), or the result of an
+// earlier step whose task returns the parameter's type, queuemax.From(ref),
+// which makes this step wait for that one; a result of another type does
+// not compile.
+//
+// The step's job takes the handle's defaults and With overrides. An error
+// (a duplicate step name, an unbound handle) is kept by wf and returned by
+// [queuemax.Client.EnqueueWorkflow].
+func (t FetchTask) Step(wf *queuemax.Workflow, stepName string, url queuemax.Input[string], stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	var args FetchArgs
+	stepOpts = append([]queuemax.StepOption{
+		url.Into(&args.URL, "url"),
+	}, stepOpts...)
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, args, stepOpts...)
+}
+
+// StepArgs adds a Fetch step named stepName with payload args
+// to wf, every parameter a value, and returns it (see Step).
+func (t FetchTask) StepArgs(wf *queuemax.Workflow, stepName string, args FetchArgs, stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, args, stepOpts...)
+}
+
 // Fetch must keep the signature this file was generated from (fetch.go):
 // after changing it, run go generate.
 var _ func(context.Context, string) error = Fetch
@@ -226,7 +253,8 @@ func storeFunc(ctx context.Context, a StoreArgs) error {
 // Call still works. A handle is a small value, safe to copy and to use
 // concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
 // Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
-// wraps is not exposed, so these are the only ones.
+// wraps is not exposed, so these are the only ones. Step and StepArgs
+// add the task as a step of a [queuemax.Workflow].
 type StoreTask struct {
 	task queuemax.Task[StoreArgs]
 }
@@ -341,6 +369,32 @@ func (t StoreTask) With(o queuemax.Opts) StoreTask {
 // works on an unbound handle; the task's timeout bounds ctx.
 func (t StoreTask) Call(ctx context.Context, key string) error {
 	return queuemax.Call(ctx, storeOptions, storeFunc, StoreArgs{Key: key})
+}
+
+// Step adds a Store step named stepName to wf and returns it:
+// later steps wait for it with queuemax.After(ref.Name()). Its task
+// returns no result to bind.
+//
+// Each parameter is a value, queuemax.Value(v), or the result of an
+// earlier step whose task returns the parameter's type, queuemax.From(ref),
+// which makes this step wait for that one; a result of another type does
+// not compile.
+//
+// The step's job takes the handle's defaults and With overrides. An error
+// (a duplicate step name, an unbound handle) is kept by wf and returned by
+// [queuemax.Client.EnqueueWorkflow].
+func (t StoreTask) Step(wf *queuemax.Workflow, stepName string, key queuemax.Input[string], stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	var args StoreArgs
+	stepOpts = append([]queuemax.StepOption{
+		key.Into(&args.Key, "key"),
+	}, stepOpts...)
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, args, stepOpts...)
+}
+
+// StepArgs adds a Store step named stepName with payload args
+// to wf, every parameter a value, and returns it (see Step).
+func (t StoreTask) StepArgs(wf *queuemax.Workflow, stepName string, args StoreArgs, stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, args, stepOpts...)
 }
 
 // Store must keep the signature this file was generated from (fetch.go):

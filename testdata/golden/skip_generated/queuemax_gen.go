@@ -56,7 +56,8 @@ func realFunc(ctx context.Context, a RealArgs) error {
 // Call still works. A handle is a small value, safe to copy and to use
 // concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
 // Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
-// wraps is not exposed, so these are the only ones.
+// wraps is not exposed, so these are the only ones. Step and StepArgs
+// add the task as a step of a [queuemax.Workflow].
 type RealTask struct {
 	task queuemax.Task[RealArgs]
 }
@@ -149,6 +150,17 @@ func (t RealTask) With(o queuemax.Opts) RealTask {
 // works on an unbound handle; the task's timeout bounds ctx.
 func (t RealTask) Call(ctx context.Context) error {
 	return queuemax.Call(ctx, realOptions, realFunc, RealArgs{})
+}
+
+// Step adds a Real step named stepName to wf and returns it:
+// later steps wait for it with queuemax.After(ref.Name()). Its task
+// returns no result to bind.
+//
+// The step's job takes the handle's defaults and With overrides. An error
+// (a duplicate step name, an unbound handle) is kept by wf and returned by
+// [queuemax.Client.EnqueueWorkflow].
+func (t RealTask) Step(wf *queuemax.Workflow, stepName string, stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, RealArgs{}, stepOpts...)
 }
 
 // Real must keep the signature this file was generated from (task.go):

@@ -68,7 +68,8 @@ func billFunc(ctx context.Context, a BillArgs) error {
 // Call still works. A handle is a small value, safe to copy and to use
 // concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
 // Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
-// wraps is not exposed, so these are the only ones.
+// wraps is not exposed, so these are the only ones. Step and StepArgs
+// add the task as a step of a [queuemax.Workflow].
 type BillTask struct {
 	task queuemax.Task[BillArgs]
 }
@@ -185,6 +186,35 @@ func (t BillTask) Call(ctx context.Context, inv Invoice, tally Pair[string, int]
 	return queuemax.Call(ctx, billOptions, billFunc, BillArgs{Inv: inv, Tally: tally, At: at_, Addr: addr})
 }
 
+// Step adds a Bill step named stepName to wf and returns it:
+// later steps wait for it with queuemax.After(ref.Name()). Its task
+// returns no result to bind.
+//
+// Each parameter is a value, queuemax.Value(v), or the result of an
+// earlier step whose task returns the parameter's type, queuemax.From(ref),
+// which makes this step wait for that one; a result of another type does
+// not compile.
+//
+// The step's job takes the handle's defaults and With overrides. An error
+// (a duplicate step name, an unbound handle) is kept by wf and returned by
+// [queuemax.Client.EnqueueWorkflow].
+func (t BillTask) Step(wf *queuemax.Workflow, stepName string, inv queuemax.Input[Invoice], tally queuemax.Input[Pair[string, int]], at_ queuemax.Input[time.Time], addr queuemax.Input[netip.Addr], stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	var args BillArgs
+	stepOpts = append([]queuemax.StepOption{
+		inv.Into(&args.Inv, "inv"),
+		tally.Into(&args.Tally, "tally"),
+		at_.Into(&args.At, "at"),
+		addr.Into(&args.Addr, "addr"),
+	}, stepOpts...)
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, args, stepOpts...)
+}
+
+// StepArgs adds a Bill step named stepName with payload args
+// to wf, every parameter a value, and returns it (see Step).
+func (t BillTask) StepArgs(wf *queuemax.Workflow, stepName string, args BillArgs, stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, args, stepOpts...)
+}
+
 // Bill must keep the signature this file was generated from (params.go):
 // after changing it, run go generate.
 var _ func(context.Context, Invoice, Pair[string, int], time.Time, netip.Addr) error = Bill
@@ -214,7 +244,8 @@ func processFunc(ctx context.Context, a ProcessArgs) error {
 // Call still works. A handle is a small value, safe to copy and to use
 // concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
 // Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
-// wraps is not exposed, so these are the only ones.
+// wraps is not exposed, so these are the only ones. Step and StepArgs
+// add the task as a step of a [queuemax.Workflow].
 type ProcessTask struct {
 	task queuemax.Task[ProcessArgs]
 }
@@ -329,6 +360,32 @@ func (t ProcessTask) With(o queuemax.Opts) ProcessTask {
 // works on an unbound handle; the task's timeout bounds ctx.
 func (t ProcessTask) Call(ctx context.Context, p Payload) error {
 	return queuemax.Call(ctx, processOptions, processFunc, ProcessArgs{P: p})
+}
+
+// Step adds a Process step named stepName to wf and returns it:
+// later steps wait for it with queuemax.After(ref.Name()). Its task
+// returns no result to bind.
+//
+// Each parameter is a value, queuemax.Value(v), or the result of an
+// earlier step whose task returns the parameter's type, queuemax.From(ref),
+// which makes this step wait for that one; a result of another type does
+// not compile.
+//
+// The step's job takes the handle's defaults and With overrides. An error
+// (a duplicate step name, an unbound handle) is kept by wf and returned by
+// [queuemax.Client.EnqueueWorkflow].
+func (t ProcessTask) Step(wf *queuemax.Workflow, stepName string, p queuemax.Input[Payload], stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	var args ProcessArgs
+	stepOpts = append([]queuemax.StepOption{
+		p.Into(&args.P, "p"),
+	}, stepOpts...)
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, args, stepOpts...)
+}
+
+// StepArgs adds a Process step named stepName with payload args
+// to wf, every parameter a value, and returns it (see Step).
+func (t ProcessTask) StepArgs(wf *queuemax.Workflow, stepName string, args ProcessArgs, stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, args, stepOpts...)
 }
 
 // Process must keep the signature this file was generated from (params.go):

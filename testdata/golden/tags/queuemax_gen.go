@@ -60,7 +60,8 @@ func invoiceFunc(ctx context.Context, a InvoiceArgs) error {
 // Call still works. A handle is a small value, safe to copy and to use
 // concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
 // Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
-// wraps is not exposed, so these are the only ones.
+// wraps is not exposed, so these are the only ones. Step and StepArgs
+// add the task as a step of a [queuemax.Workflow].
 type InvoiceTask struct {
 	task queuemax.Task[InvoiceArgs]
 }
@@ -175,6 +176,32 @@ func (t InvoiceTask) With(o queuemax.Opts) InvoiceTask {
 // works on an unbound handle; the task's timeout bounds ctx.
 func (t InvoiceTask) Call(ctx context.Context, customer string) error {
 	return queuemax.Call(ctx, invoiceOptions, invoiceFunc, InvoiceArgs{Customer: customer})
+}
+
+// Step adds a Invoice step named stepName to wf and returns it:
+// later steps wait for it with queuemax.After(ref.Name()). Its task
+// returns no result to bind.
+//
+// Each parameter is a value, queuemax.Value(v), or the result of an
+// earlier step whose task returns the parameter's type, queuemax.From(ref),
+// which makes this step wait for that one; a result of another type does
+// not compile.
+//
+// The step's job takes the handle's defaults and With overrides. An error
+// (a duplicate step name, an unbound handle) is kept by wf and returned by
+// [queuemax.Client.EnqueueWorkflow].
+func (t InvoiceTask) Step(wf *queuemax.Workflow, stepName string, customer queuemax.Input[string], stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	var args InvoiceArgs
+	stepOpts = append([]queuemax.StepOption{
+		customer.Into(&args.Customer, "customer"),
+	}, stepOpts...)
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, args, stepOpts...)
+}
+
+// StepArgs adds a Invoice step named stepName with payload args
+// to wf, every parameter a value, and returns it (see Step).
+func (t InvoiceTask) StepArgs(wf *queuemax.Workflow, stepName string, args InvoiceArgs, stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, args, stepOpts...)
 }
 
 // Invoice must keep the signature this file was generated from (tasks.go):

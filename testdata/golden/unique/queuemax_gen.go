@@ -68,7 +68,8 @@ func digestFunc(ctx context.Context, a DigestArgs) error {
 // Call still works. A handle is a small value, safe to copy and to use
 // concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
 // Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
-// wraps is not exposed, so these are the only ones.
+// wraps is not exposed, so these are the only ones. Step and StepArgs
+// add the task as a step of a [queuemax.Workflow].
 //
 // The task is unique: DelayResult and MapArgsResults also report
 // whether a job was a duplicate of a stored one.
@@ -203,6 +204,32 @@ func (t DigestTask) Call(ctx context.Context, since string) error {
 	return queuemax.Call(ctx, digestOptions, digestFunc, DigestArgs{Since: since})
 }
 
+// Step adds a Digest step named stepName to wf and returns it:
+// later steps wait for it with queuemax.After(ref.Name()). Its task
+// returns no result to bind.
+//
+// Each parameter is a value, queuemax.Value(v), or the result of an
+// earlier step whose task returns the parameter's type, queuemax.From(ref),
+// which makes this step wait for that one; a result of another type does
+// not compile.
+//
+// The step's job takes the handle's defaults and With overrides. An error
+// (a duplicate step name, an unbound handle) is kept by wf and returned by
+// [queuemax.Client.EnqueueWorkflow].
+func (t DigestTask) Step(wf *queuemax.Workflow, stepName string, since queuemax.Input[string], stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	var args DigestArgs
+	stepOpts = append([]queuemax.StepOption{
+		since.Into(&args.Since, "since"),
+	}, stepOpts...)
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, args, stepOpts...)
+}
+
+// StepArgs adds a Digest step named stepName with payload args
+// to wf, every parameter a value, and returns it (see Step).
+func (t DigestTask) StepArgs(wf *queuemax.Workflow, stepName string, args DigestArgs, stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, args, stepOpts...)
+}
+
 // Digest must keep the signature this file was generated from (tasks.go):
 // after changing it, run go generate.
 var _ func(context.Context, string) error = Digest
@@ -238,7 +265,8 @@ func reportFunc(ctx context.Context, a ReportArgs) error {
 // Call still works. A handle is a small value, safe to copy and to use
 // concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
 // Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
-// wraps is not exposed, so these are the only ones.
+// wraps is not exposed, so these are the only ones. Step and StepArgs
+// add the task as a step of a [queuemax.Workflow].
 //
 // The task is unique: DelayResult and MapArgsResults also report
 // whether a job was a duplicate of a stored one.
@@ -373,6 +401,32 @@ func (t ReportTask) Call(ctx context.Context, name string) error {
 	return queuemax.Call(ctx, reportOptions, reportFunc, ReportArgs{Name: name})
 }
 
+// Step adds a Report step named stepName to wf and returns it:
+// later steps wait for it with queuemax.After(ref.Name()). Its task
+// returns no result to bind.
+//
+// Each parameter is a value, queuemax.Value(v), or the result of an
+// earlier step whose task returns the parameter's type, queuemax.From(ref),
+// which makes this step wait for that one; a result of another type does
+// not compile.
+//
+// The step's job takes the handle's defaults and With overrides. An error
+// (a duplicate step name, an unbound handle) is kept by wf and returned by
+// [queuemax.Client.EnqueueWorkflow].
+func (t ReportTask) Step(wf *queuemax.Workflow, stepName string, name queuemax.Input[string], stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	var args ReportArgs
+	stepOpts = append([]queuemax.StepOption{
+		name.Into(&args.Name, "name"),
+	}, stepOpts...)
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, args, stepOpts...)
+}
+
+// StepArgs adds a Report step named stepName with payload args
+// to wf, every parameter a value, and returns it (see Step).
+func (t ReportTask) StepArgs(wf *queuemax.Workflow, stepName string, args ReportArgs, stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, args, stepOpts...)
+}
+
 // Report must keep the signature this file was generated from (tasks.go):
 // after changing it, run go generate.
 var _ func(context.Context, string) error = Report
@@ -404,7 +458,8 @@ func syncUserFunc(ctx context.Context, a SyncUserArgs) error {
 // Call still works. A handle is a small value, safe to copy and to use
 // concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
 // Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
-// wraps is not exposed, so these are the only ones.
+// wraps is not exposed, so these are the only ones. Step and StepArgs
+// add the task as a step of a [queuemax.Workflow].
 //
 // The task is unique: DelayResult and MapArgsResults also report
 // whether a job was a duplicate of a stored one.
@@ -537,6 +592,32 @@ func (t SyncUserTask) With(o queuemax.Opts) SyncUserTask {
 // works on an unbound handle; the task's timeout bounds ctx.
 func (t SyncUserTask) Call(ctx context.Context, userID int64) error {
 	return queuemax.Call(ctx, syncUserOptions, syncUserFunc, SyncUserArgs{UserID: userID})
+}
+
+// Step adds a SyncUser step named stepName to wf and returns it:
+// later steps wait for it with queuemax.After(ref.Name()). Its task
+// returns no result to bind.
+//
+// Each parameter is a value, queuemax.Value(v), or the result of an
+// earlier step whose task returns the parameter's type, queuemax.From(ref),
+// which makes this step wait for that one; a result of another type does
+// not compile.
+//
+// The step's job takes the handle's defaults and With overrides. An error
+// (a duplicate step name, an unbound handle) is kept by wf and returned by
+// [queuemax.Client.EnqueueWorkflow].
+func (t SyncUserTask) Step(wf *queuemax.Workflow, stepName string, userID queuemax.Input[int64], stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	var args SyncUserArgs
+	stepOpts = append([]queuemax.StepOption{
+		userID.Into(&args.UserID, "user_id"),
+	}, stepOpts...)
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, args, stepOpts...)
+}
+
+// StepArgs adds a SyncUser step named stepName with payload args
+// to wf, every parameter a value, and returns it (see Step).
+func (t SyncUserTask) StepArgs(wf *queuemax.Workflow, stepName string, args SyncUserArgs, stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, args, stepOpts...)
 }
 
 // SyncUser must keep the signature this file was generated from (tasks.go):
