@@ -29,7 +29,7 @@ package pgstore
 // notifyWindow ago (see notify.go).
 
 // schemaVersion is the newest migration this binary knows.
-const schemaVersion = 9
+const schemaVersion = 10
 
 type migration struct {
 	version int
@@ -220,5 +220,8 @@ var migrations = []migration{
 	{
 		// workflow_schema.go
 		version: 9, name: workflowMigration.name, stmts: workflowMigration.stmts,
+	},
+	{
+		version: 10, name: workflowReleaseByKey.name, stmts: workflowReleaseByKey.stmts, // workflow_schema.go
 	},
 }

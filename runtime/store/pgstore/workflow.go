@@ -351,7 +351,7 @@ func (s *Store) FinishedBy(ctx context.Context, jobs []store.JobID) ([]*store.Wo
 	for i, j := range jobs {
 		seqs[i] = j.Seq()
 	}
-	rows, err := s.query(ctx, `SELECT * FROM {s}.wf_finished_by($1::bigint[])`, seqs)
+	rows, err := s.query(ctx, `SELECT `+wfColumns+` FROM {s}.workflows WHERE finisher = ANY($1::bigint[])`, seqs)
 	if err != nil {
 		return nil, err
 	}
