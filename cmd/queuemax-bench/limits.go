@@ -15,7 +15,7 @@ const limitsJobs = 50000
 
 // limitsDrain drains jobs on a fresh store like drainOnce, with the task's
 // options set by opts.
-func (b *bench) limitsDrain(ctx context.Context, name string, jobs, workers int, opts queuemax.TaskOptions) (time.Duration, cpuPair, error) {
+func (b *bench) limitsDrain(ctx context.Context, name string, jobs, workers int, opts queuemax.TaskOptions, queue ...queuemax.QueueLimits) (time.Duration, cpuPair, error) {
 	mod := func(c *queuemax.Config) {
 		c.Handlers[0].Options = opts
 		if workers > 0 {
@@ -45,6 +45,11 @@ func (b *bench) limitsDrain(ctx context.Context, name string, jobs, workers int,
 		return 0, cpuPair{}, err
 	}
 	defer cleanup()
+	for _, l := range queue { // the default queue's global limits
+		if err := h.c.SetQueueLimits(ctx, queuemax.DefaultQueue, l); err != nil {
+			return 0, cpuPair{}, err
+		}
+	}
 	ids, _, err := enqueueBatched(ctx, h.c, jobs, 1000)
 	if err != nil {
 		return 0, cpuPair{}, err
@@ -92,6 +97,14 @@ func (b *bench) limits(ctx context.Context) error {
 		}
 		b.rep.add(label, what, rates[i], "jobs/s").note("%s", b.cpuText(cpu))
 	}
+	// A queue limit that does not bind (SetQueueLimits on the jobs' queue).
+	d, cpu, err := b.limitsDrain(ctx, "limits", jobs, workers, queuemax.TaskOptions{}, queuemax.QueueLimits{Concurrency: workers})
+	if err != nil {
+		return err
+	}
+	qrate := rate(jobs, d)
+	b.rep.add(label, fmt.Sprintf("processing, queue limit concurrency=%d", workers), qrate, "jobs/s").note("%s", b.cpuText(cpu))
+	b.rep.add(label, "queue limit = workers / none", qrate/rates[0]*100, "%")
 	r := b.rep.add(label, "limit = workers / none", rates[1]/rates[0]*100, "%")
 	r.target("≥ 90%", r.Value >= 90)
 	r = b.rep.add(label, "limit = 4×workers / none", rates[2]/rates[0]*100, "%")
