@@ -56,7 +56,18 @@ type queueLimits struct {
 	retryIn time.Duration
 
 	mu       sync.Mutex
-	held     map[store.JobID]string // claimed jobs holding a slot → queue
+	held     map[store.JobID]heldSlot // claimed jobs holding a slot
+	inUse    map[string]int           // held jobs per queue
+	// A queue with a concurrency cap and no rate is pooled: its slots
+	// stay held by the process between jobs (a job's end gives none
+	// back), so a busy process pays no store call per round; spare slots
+	// go back when a claim finds fewer jobs than it could take, when they
+	// sat unused for a renewal period, at the stop, and when the queue's
+	// rule changes (poolGen moves: the jobs claimed before give theirs
+	// back at their end).
+	pooled  map[string]bool
+	poolGen map[string]int
+	touched map[string]bool
 	nheld    atomic.Int64           // len(held): ended costs no lock without any
 	count    map[string]int         // slots held per queue
 	toGive   map[string]int
@@ -64,11 +75,22 @@ type queueLimits struct {
 	free     chan struct{} // buffer 1: a slot went back
 }
 
-// queueGrant is one limited queue's starts in a round.
+// queueGrant is one limited queue's starts in a round; pooled ones start
+// with base spare slots the process held.
 type queueGrant struct {
-	granted, used int
-	at            time.Time
+	granted, used, base int
+	pooled              bool
+	at                  time.Time
 }
+
+// heldSlot is the slot a claimed job holds.
+type heldSlot struct {
+	queue  string
+	gen    int
+	pooled bool
+}
+
+func pooledRule(r store.LimitRule) bool { return r.Concurrency > 0 && r.Rate <= 0 }
 
 func newQueueLimits(e *Engine) *queueLimits {
 	st, ok := e.cfg.Store.(store.Limiter)
@@ -76,7 +98,8 @@ func newQueueLimits(e *Engine) *queueLimits {
 		return nil
 	}
 	q := &queueLimits{e: e, st: st, notBefore: make(map[string]time.Time), round: make(map[string]*queueGrant),
-		held: make(map[store.JobID]string), count: make(map[string]int), toGive: make(map[string]int), free: make(chan struct{}, 1)}
+		held: make(map[store.JobID]heldSlot), inUse: make(map[string]int), pooled: make(map[string]bool),
+		poolGen: make(map[string]int), touched: make(map[string]bool), count: make(map[string]int), toGive: make(map[string]int), free: make(chan struct{}, 1)}
 	q.stale.Store(true)
 	return q
 }
@@ -120,9 +143,40 @@ func (q *queueLimits) refresh(ctx context.Context, now time.Time) {
 			}
 		}
 	}
+	var gives []store.LimitGive
+	q.mu.Lock()
+	for name := range q.pooled {
+		if r, ok := rules[name]; !ok || r != q.rules[name] {
+			gives = q.unpool(gives, name)
+		}
+	}
+	for name, r := range rules {
+		if pooledRule(r) {
+			q.pooled[name] = true
+		}
+	}
+	q.mu.Unlock()
 	q.rules = rules
 	q.names = slices.Sorted(maps.Keys(rules))
 	q.any.Store(len(rules) > 0)
+	q.give(ctx, gives)
+}
+
+// unpool ends queue name's pool (its rule changed): its spare slots go
+// back now, its running jobs' at their end. q.mu is held.
+func (q *queueLimits) unpool(gives []store.LimitGive, name string) []store.LimitGive {
+	delete(q.pooled, name)
+	q.poolGen[name]++
+	return q.spare(gives, name)
+}
+
+// spare appends the give of queue name's slots no job holds. q.mu is held.
+func (q *queueLimits) spare(gives []store.LimitGive, name string) []store.LimitGive {
+	if n := q.count[name] - q.inUse[name] - q.toGive[name]; n > 0 {
+		q.count[name] -= n
+		gives = append(gives, store.LimitGive{Scope: store.QueueScope(name), Slots: n})
+	}
+	return gives
 }
 
 // plan prepares, for a round of up to n jobs, the takes of every limited
@@ -147,6 +201,17 @@ func (q *queueLimits) plan(ctx context.Context, n int, now time.Time) time.Durat
 			q.round[name] = &queueGrant{}
 			retryIn = min(retryIn, max(nb.Sub(now), time.Millisecond))
 			continue
+		}
+		if pooledRule(q.rules[name]) {
+			q.mu.Lock()
+			spare := max(q.count[name]-q.inUse[name]-q.toGive[name], 0)
+			q.mu.Unlock()
+			if spare >= want {
+				q.round[name] = &queueGrant{granted: want, base: want, pooled: true}
+				continue
+			}
+			q.round[name] = &queueGrant{base: spare, pooled: true}
+			want -= spare
 		}
 		q.takes = append(q.takes, store.LimitTake{Scope: store.QueueScope(name), Want: want})
 	}
@@ -191,7 +256,12 @@ func (q *queueLimits) grant(ctx context.Context, grants []store.LimitGrant, err 
 	defer q.mu.Unlock()
 	for i, t := range q.takes {
 		g, name := grants[i], t.Scope[len("queue:"):]
-		q.round[name] = &queueGrant{granted: g.N, at: g.At}
+		rg := q.round[name]
+		if rg == nil {
+			rg = &queueGrant{}
+			q.round[name] = rg
+		}
+		rg.granted, rg.at = rg.base+g.N, g.At
 		q.count[name] += g.N
 		if g.N < t.Want {
 			if g.RetryAt.IsZero() {
@@ -283,7 +353,9 @@ func (q *queueLimits) claimed(jobs []*store.Job) {
 		name := store.QueueOf(j.Queue)
 		if g := q.round[name]; g != nil {
 			g.used++
-			q.held[j.ID] = name
+			q.held[j.ID] = heldSlot{queue: name, gen: q.poolGen[name], pooled: g.pooled}
+			q.inUse[name]++
+			q.touched[name] = true
 			q.nheld.Add(1)
 		}
 	}
@@ -303,6 +375,12 @@ func (q *queueLimits) settle(gives []store.LimitGive) []store.LimitGive {
 			continue
 		}
 		unused := g.granted - g.used
+		if g.pooled {
+			if unused > 0 {
+				gives = q.spare(gives, name) // no more jobs: no use for spare slots
+			}
+			continue
+		}
 		q.count[name] -= unused
 		out := store.LimitGive{Scope: store.QueueScope(name), Slots: unused, Tokens: unused, At: g.at}
 		if g.used > 0 {
@@ -334,14 +412,20 @@ func (q *queueLimits) ended(j *store.Job) {
 		return
 	}
 	q.mu.Lock()
-	name, ok := q.held[j.ID]
+	h, ok := q.held[j.ID]
 	if !ok {
 		q.mu.Unlock()
 		return
 	}
 	delete(q.held, j.ID)
 	q.nheld.Add(-1)
-	q.toGive[name]++
+	q.inUse[h.queue]--
+	if h.pooled && h.gen == q.poolGen[h.queue] {
+		q.mu.Unlock() // the slot stays held for the next job
+		q.wake()
+		return
+	}
+	q.toGive[h.queue]++
 	start := !q.flushing
 	q.flushing = true
 	q.mu.Unlock()
@@ -413,6 +497,7 @@ func (q *queueLimits) Interval() time.Duration {
 	return q.expiry() / 3
 }
 func (q *queueLimits) RunOnce(ctx context.Context, _ time.Time) {
+	q.give(ctx, q.idleSpare(false))
 	q.mu.Lock()
 	var keys []store.ScopeKey
 	for _, name := range slices.Sorted(maps.Keys(q.count)) {
@@ -431,6 +516,24 @@ func (q *queueLimits) RunOnce(ctx context.Context, _ time.Time) {
 		q.e.log.WarnContext(ctx, "queue limits: renew slots", "err", err)
 	}
 }
+
+// idleSpare takes out the pooled slots no job holds that were not used
+// since the last call (all of them with all), to give back.
+func (q *queueLimits) idleSpare(all bool) []store.LimitGive {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var gives []store.LimitGive
+	for name := range q.count {
+		if q.pooled[name] && (all || !q.touched[name]) {
+			gives = q.spare(gives, name)
+		}
+	}
+	clear(q.touched)
+	return gives
+}
+
+// Close gives back the spare slots once the engine stopped.
+func (q *queueLimits) Close(ctx context.Context) { q.give(ctx, q.idleSpare(true)) }
 
 // probed applies the round's queue grants to a breaker probe's claim
 // (ClaimProbe knows no queue limits): a job of a limited queue without a
