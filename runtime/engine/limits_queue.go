@@ -55,9 +55,9 @@ type queueLimits struct {
 	landed  bool
 	retryIn time.Duration
 
-	mu       sync.Mutex
-	held     map[store.JobID]heldSlot // claimed jobs holding a slot
-	inUse    map[string]int           // held jobs per queue
+	mu    sync.Mutex
+	held  map[store.JobID]heldSlot // claimed jobs holding a slot
+	inUse map[string]int           // held jobs per queue, and a round's grants until settle
 	// A queue with a concurrency cap and no rate is pooled: its slots
 	// stay held by the process between jobs (a job's end gives none
 	// back), so a busy process pays no store call per round; spare slots
@@ -65,11 +65,11 @@ type queueLimits struct {
 	// sat unused for a renewal period, at the stop, and when the queue's
 	// rule changes (poolGen moves: the jobs claimed before give theirs
 	// back at their end).
-	pooled  map[string]bool
-	poolGen map[string]int
-	touched map[string]bool
-	nheld    atomic.Int64           // len(held): ended costs no lock without any
-	count    map[string]int         // slots held per queue
+	pooled   map[string]bool
+	poolGen  map[string]int
+	touched  map[string]bool
+	nheld    atomic.Int64   // len(held): ended costs no lock without any
+	count    map[string]int // slots held per queue
 	toGive   map[string]int
 	flushing bool
 	free     chan struct{} // buffer 1: a slot went back
@@ -205,11 +205,14 @@ func (q *queueLimits) plan(ctx context.Context, n int, now time.Time) time.Durat
 		if pooledRule(q.rules[name]) {
 			q.mu.Lock()
 			spare := max(q.count[name]-q.inUse[name]-q.toGive[name], 0)
-			q.mu.Unlock()
 			if spare >= want {
+				q.inUse[name] += want // reserved until settle
+				q.mu.Unlock()
 				q.round[name] = &queueGrant{granted: want, base: want, pooled: true}
 				continue
 			}
+			q.inUse[name] += spare
+			q.mu.Unlock()
 			q.round[name] = &queueGrant{base: spare, pooled: true}
 			want -= spare
 		}
@@ -263,6 +266,7 @@ func (q *queueLimits) grant(ctx context.Context, grants []store.LimitGrant, err 
 		}
 		rg.granted, rg.at = rg.base+g.N, g.At
 		q.count[name] += g.N
+		q.inUse[name] += g.N // reserved until settle
 		if g.N < t.Want {
 			if g.RetryAt.IsZero() {
 				retryIn = min(retryIn, q.poll()) // slots other processes hold
@@ -354,7 +358,6 @@ func (q *queueLimits) claimed(jobs []*store.Job) {
 		if g := q.round[name]; g != nil {
 			g.used++
 			q.held[j.ID] = heldSlot{queue: name, gen: q.poolGen[name], pooled: g.pooled}
-			q.inUse[name]++
 			q.touched[name] = true
 			q.nheld.Add(1)
 		}
@@ -375,6 +378,7 @@ func (q *queueLimits) settle(gives []store.LimitGive) []store.LimitGive {
 			continue
 		}
 		unused := g.granted - g.used
+		q.inUse[name] -= unused // the reservation the jobs did not use
 		if g.pooled {
 			if unused > 0 {
 				gives = q.spare(gives, name) // no more jobs: no use for spare slots
