@@ -157,8 +157,17 @@ func TestGlobalLimits_Rate(t *testing.T) {
 	waitFor(t, "every job to start", func() bool { mu.Lock(); defer mu.Unlock(); return len(starts) == n })
 	mu.Lock()
 	defer mu.Unlock()
-	if m := maxInWindow(starts, time.Second); m > 20 {
-		t.Errorf("%d starts within one second; want at most 20", m)
+	// The store counts a start from its claim (plus a margin of 20 ms);
+	// the handler's start is measured here. Under the race detector on a
+	// busy machine a handler may start later than the margin, so a window
+	// may also hold the next claim's starts: at most one claim's worth
+	// more (4, a process's free workers), as in the process test.
+	most := 20
+	if raceEnabled {
+		most = 24
+	}
+	if m := maxInWindow(starts, time.Second); m > most {
+		t.Errorf("%d starts within one second; want at most the burst, 20 (%d under the race detector)", m, most)
 	}
 	sort.Slice(starts, func(i, j int) bool { return starts[i].Before(starts[j]) })
 	if d := starts[n-1].Sub(starts[0]); d < time.Second {
