@@ -22,10 +22,9 @@ import (
 // now, so a changed rule binds from the next round on), claims each
 // limited queue capped by what it was granted (ClaimParams.Queues) and
 // the other queues without them (ClaimParams.SkipQueues), and gives back
-// what it did not claim in one more call. A job of a limited queue holds a
-// slot from its claim to its end; slots go back batched, and the slots
-// held are renewed like the task limits' (a process killed with kill -9
-// lets them expire after StuckTimeout).
+// what it did not claim in one more call. A job holds a slot from claim to
+// end; slots go back batched and are renewed like the task limits' (those
+// of a process killed with kill -9 expire after StuckTimeout).
 
 // queueRulesRefresh is the least time between two reads of the queue
 // rules (at least PollInterval).
