@@ -264,6 +264,14 @@ func testProcessConcurrencyKill(t *testing.T, cfg Config) {
 			}
 		}
 	}
+	// How soon the slot comes back is a timing bound: the race detector
+	// on a loaded machine slows the survivors' claims and renewals past
+	// it, so under -race only the safety checks above hold and `make
+	// test` runs these tests again without it (see the Makefile).
+	if raceEnabled {
+		t.Logf("both slots in use again %v after the kill (not checked under the race detector)", back.Sub(killed).Round(time.Millisecond))
+		return
+	}
 	if back.IsZero() || back.Sub(killed) > 2*time.Second {
 		t.Errorf("after the kill the survivors ran 2 at once only %v later; want within the stuck timeout (1s) and a renewal", back.Sub(killed))
 	}
@@ -305,12 +313,12 @@ func testProcessRate(t *testing.T, cfg Config) {
 	// again at the next claim: the claims' latency is lost once per period.
 	// The race detector makes every claim several times slower, so under
 	// it the count may fall further below the rate (never above it).
-	lo := 1425
-	if raceEnabled {
-		lo = 1300
-	}
-	if len(starts) < lo || len(starts) > 1575 {
-		t.Errorf("%d starts in 30 s; want 1,500 ± 5%% (at least %d under the race detector)", len(starts), lo)
+	// Under the race detector on a loaded machine a claim round takes far
+	// longer, and that time is lost once per token cycle: there only the
+	// upper bound is checked, and `make test` runs these tests again
+	// without it (see the Makefile), where the count must be within 5%.
+	if len(starts) > 1575 || !raceEnabled && len(starts) < 1425 {
+		t.Errorf("%d starts in 30 s; want 1,500 ± 5%%", len(starts))
 	}
 	// A token's period runs from its claim (plus a margin of 20 ms), its
 	// handler's start is measured here: under the race detector on a busy
