@@ -295,18 +295,6 @@ func (s *sharedBreakers) write(batch map[string]*breaker.Outcomes, marks []store
 	}
 }
 
-// Held returns why breaker name holds its jobs at now, from this
-// engine's copy ("" if it does not).
-func (s *sharedBreakers) held(name string, now time.Time) string {
-	s.mu.Lock()
-	r, ok := s.rows[name]
-	s.mu.Unlock()
-	if !ok || s.off[name] {
-		return ""
-	}
-	return breaker.Held(r, now)
-}
-
 // claimFor claims up to max jobs for group g: a probe group claims its
 // one job through the store's ClaimProbe, which prefers a job that never
 // ran, so that a job that failed on its own input does not decide the

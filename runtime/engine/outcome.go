@@ -103,15 +103,6 @@ func Outcome(job *Job, err error) string {
 	return queuemaxtype.OutcomeRetry
 }
 
-// retryable reports whether a handler error may succeed on retry: it
-// counts against the task's breaker (a snooze is no failure).
-func retryable(err error) bool {
-	if _, ok := errors.AsType[*queuemaxtype.SnoozeError](err); ok {
-		return false
-	}
-	return !Classify(err).Permanent
-}
-
 // Decide returns what a failed attempt of job with jobErr becomes: a
 // cancellation, a snooze (or a dead letter past MaxSnoozes), a dead letter,
 // or a retry after the error's delay or the backoff of the task (else of

@@ -12,15 +12,6 @@ import (
 	"github.com/queuemax/queuemax/runtime/store"
 )
 
-// nowSQL is the current time as a statement sees it: the caller's Now in $1
-// (host clock) or the database's now().
-func (s *Store) nowSQL() string {
-	if s.host {
-		return "$1::timestamptz"
-	}
-	return "coalesce(now(), $1::timestamptz)"
-}
-
 // exec runs q (with {s} and @now expanded) and returns the rows affected.
 func (s *Store) exec(ctx context.Context, q string, args ...any) (int, error) {
 	if s.closed.Load() {

@@ -388,21 +388,6 @@ func (s *Store) checkShard(sh int) error {
 	return nil
 }
 
-// shardList returns the shards that shard (or AllShards) selects.
-func (s *Store) shardList(shard int) ([]int, error) {
-	if shard == store.AllShards {
-		out := make([]int, s.shards)
-		for i := range out {
-			out[i] = i
-		}
-		return out, nil
-	}
-	if err := s.checkShard(shard); err != nil {
-		return nil, err
-	}
-	return []int{shard}, nil
-}
-
 // offset returns t-now in microseconds, the form in which absolute times
 // reach SQL (applied to the database's or the caller's clock).
 func offset(t, now time.Time) int64 { return t.Sub(now).Microseconds() }

@@ -71,13 +71,6 @@ func scanJob(r scanner, sh int) (*store.Job, error) {
 	return &j, nil
 }
 
-func nullTime(t time.Time) any {
-	if t.IsZero() {
-		return nil
-	}
-	return store.FormatTime(t)
-}
-
 func nullString(s string) any {
 	if s == "" {
 		return nil
