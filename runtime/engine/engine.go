@@ -143,6 +143,7 @@ type Engine struct {
 	queues *queueSlots   // nil without Config.Queues (see queues.go)
 	glim   *globalLimits // nil without Config.GlobalLimits (see limits.go)
 	qlim   *queueLimits  // nil if the store holds no limits (see limits_queue.go)
+	stamp  *stamps       // rate tokens moved to their handlers' starts (limits_stamp.go)
 
 	// queue holds claimed jobs for the workers; its capacity is the most
 	// jobs a claim may queue (ClaimBatch, or the largest worker limit).
@@ -212,6 +213,7 @@ func New(cfg Config) *Engine {
 	e.queues = newQueueSlots(e, cfg.Queues)
 	e.glim = newGlobalLimits(e)
 	e.qlim = newQueueLimits(e)
+	e.stamp = newStamps(e)
 	e.state.Store(Running)
 	e.limit.Store(int64(cfg.Workers))
 	if p := cfg.Autoscale; p != nil {

@@ -121,8 +121,8 @@ func (g *globalLimits) take(ctx context.Context, groups []claimGroup, now time.T
 		r, k := g.rules[gr.tasks[0]], store.ScopeKey{Scope: store.TaskScope(gr.tasks[0])}
 		want := gr.max
 		if r.Rate > 0 {
-			// Tokens only for the workers free now: a token's period runs
-			// from its claim, so its job must not wait in the process.
+			// Tokens only for the workers free now: a token taken is out
+			// of the bucket while its job waits, so it must not wait.
 			want = min(want, max(int(g.e.limit.Load()-g.e.executing.Load()), 1))
 		}
 		if pooled(r) {
@@ -199,13 +199,14 @@ func (g *globalLimits) poll() time.Duration {
 	return max(g.e.cfg.PollInterval, 20*time.Millisecond)
 }
 
-// give appends what group gr of a round must give back after claiming n
-// of the granted jobs (room was the most it asked the claim for): unused
-// slots and tokens, and, under a rate, the used tokens restamped to now,
-// when the jobs start (see store.LimitGive). A pooled rule keeps its held
+// give appends what group gr of a round must give back after claiming
+// jobs of the granted ones (room was the most it asked the claim for):
+// unused slots and tokens; under a rate, the used tokens move to their
+// handlers' starts later (limits_stamp.go). A pooled rule keeps its held
 // slots while the claim found all it asked for, and gives back those its
 // claimed and running jobs do not need otherwise.
-func (g *globalLimits) give(gives []store.LimitGive, gr claimGroup, room, n int, _ time.Time) []store.LimitGive {
+func (g *globalLimits) give(gives []store.LimitGive, gr claimGroup, room int, jobs []*store.Job) []store.LimitGive {
+	n := len(jobs)
 	r := g.rules[gr.tasks[0]]
 	k := store.ScopeKey{Scope: store.TaskScope(gr.tasks[0])}
 	out := store.LimitGive{Scope: k.Scope, Key: k.Key, At: gr.takenAt}
@@ -225,8 +226,8 @@ func (g *globalLimits) give(gives []store.LimitGive, gr claimGroup, room, n int,
 	g.mu.Unlock()
 	if r.Rate > 0 {
 		out.Tokens = unused
-		if n > 0 {
-			out.Used, out.StartedAt = n, g.e.cfg.Now()
+		for _, j := range jobs {
+			g.e.stamp.add(j.ID, k.Scope, k.Key, gr.takenAt) // moved to the handler's start (limits_stamp.go)
 		}
 	}
 	if out.Slots > 0 || out.Tokens > 0 || out.Used > 0 {

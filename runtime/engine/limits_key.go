@@ -204,13 +204,15 @@ func (g *globalLimits) claimKeyed(ctx context.Context, p *producer, gr claimGrou
 	for _, j := range jobs {
 		n := idKey[j.ID]
 		used[n]++
+		if r.Rate > 0 {
+			e.stamp.add(j.ID, scope, takes[n].Key, grants[n].At) // moved to the handler's start (limits_stamp.go)
+		}
 		if r.Concurrency > 0 {
 			g.keys.of[j.ID] = store.ScopeKey{Scope: scope, Key: takes[n].Key}
 		}
 	}
 	g.keys.mu.Unlock()
 	var gives []store.LimitGive
-	started := e.cfg.Now()
 	g.mu.Lock()
 	for n, t := range takes {
 		unused := grants[n].N - used[n]
@@ -223,9 +225,6 @@ func (g *globalLimits) claimKeyed(ctx context.Context, p *producer, gr claimGrou
 		}
 		if r.Rate > 0 {
 			out.Tokens = unused
-			if used[n] > 0 {
-				out.Used, out.StartedAt = used[n], started
-			}
 		}
 		if out.Slots > 0 || out.Tokens > 0 || out.Used > 0 {
 			gives = append(gives, out)

@@ -357,6 +357,9 @@ func (q *queueLimits) claimed(jobs []*store.Job) {
 		if g := q.round[name]; g != nil {
 			g.used++
 			q.held[j.ID] = heldSlot{queue: name, gen: q.poolGen[name], pooled: g.pooled}
+			if !g.pooled {
+				q.e.stamp.add(j.ID, store.QueueScope(name), "", g.at) // moved to the handler's start (limits_stamp.go)
+			}
 			q.touched[name] = true
 			q.nheld.Add(1)
 		}
@@ -364,12 +367,12 @@ func (q *queueLimits) claimed(jobs []*store.Job) {
 }
 
 // settle appends to gives what the round must give back: the starts it
-// did not claim, and the used tokens moved to now, when their jobs start.
+// did not claim (the used tokens move to their handlers' starts,
+// limits_stamp.go).
 func (q *queueLimits) settle(gives []store.LimitGive) []store.LimitGive {
 	if q == nil || len(q.round) == 0 {
 		return gives
 	}
-	now := q.e.cfg.Now()
 	q.mu.Lock()
 	for _, name := range q.names {
 		g := q.round[name]
@@ -385,11 +388,9 @@ func (q *queueLimits) settle(gives []store.LimitGive) []store.LimitGive {
 			continue
 		}
 		q.count[name] -= unused
-		out := store.LimitGive{Scope: store.QueueScope(name), Slots: unused, Tokens: unused, At: g.at}
-		if g.used > 0 {
-			out.Used, out.StartedAt = g.used, now
+		if unused > 0 {
+			gives = append(gives, store.LimitGive{Scope: store.QueueScope(name), Slots: unused, Tokens: unused, At: g.at})
 		}
-		gives = append(gives, out)
 	}
 	q.mu.Unlock()
 	clear(q.round)

@@ -188,6 +188,7 @@ func (p *producer) releaseQueued() {
 		}
 		e.glim.ended(rj.job, false)
 		e.qlim.ended(rj.job)
+		e.stamp.drop(rj.job.ID)
 		e.dequeued()
 		e.unhold(rj)
 	}
@@ -250,7 +251,7 @@ func (p *producer) RunOnce(ctx context.Context, now time.Time) (claimed int, ret
 			jobs, _ = p.claimFor(ctx, g, room, now)
 		}
 		if g.global && !keyed {
-			unused = e.glim.give(unused, g, room, len(jobs), takeAt)
+			unused = e.glim.give(unused, g, room, jobs)
 		}
 		if g.limiter != nil {
 			for range g.max - len(jobs) {

@@ -105,11 +105,13 @@ func (e *Engine) runJob(rj *runningJob) {
 		e.lostCnt.Add(1)
 		e.glim.ended(rj.job, false)
 		e.qlim.ended(rj.job)
+		e.stamp.drop(rj.job.ID)
 		e.dequeued()
 		e.unhold(rj)
 		return
 	}
 	e.glim.start(rj.job) // waits for a free global slot of the process
+	e.stamp.begun(rj.job.ID)
 	e.executing.Add(1)
 	result, err := e.cfg.Exec.Execute(rj.ctx, rj.job)
 	e.executing.Add(-1)

@@ -1,0 +1,130 @@
+package engine
+
+import (
+	"context"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/queuemax/queuemax/runtime/store"
+)
+
+// Rate tokens count from the handler's start. A claim takes its tokens at
+// the claim (store.LimitGrant.At); a job of a global or queue rate
+// remembers which take its token came from, and when its handler starts
+// the token is moved to that instant (store.LimitGive.Used), batched: the
+// jobs that start together are moved in one call. A token thus stays out
+// for a whole period after the handler started, however long the job
+// waited for a worker (a busy machine), so no window of the period sees
+// more starts than the rate where the handlers run. A job dropped before
+// it started keeps its token at the claim, the earlier and safe side.
+
+// rateStamp names the take a job's rate token came from.
+type rateStamp struct {
+	scope, key string
+	at         int64 // the take's LimitGrant.At, unix ms
+}
+
+// stamps moves the rate tokens of starting jobs to their start.
+type stamps struct {
+	e  *Engine
+	st store.Limiter
+
+	n        atomic.Int64 // jobs in of: the hot path skips the lock at zero
+	mu       sync.Mutex
+	of       map[store.JobID][]rateStamp // claimed, not started
+	due      map[rateStamp]int           // started, not moved yet
+	last     time.Time                   // the latest start in due
+	flushing bool
+}
+
+func newStamps(e *Engine) *stamps {
+	st, ok := e.cfg.Store.(store.Limiter)
+	if !ok {
+		return nil
+	}
+	return &stamps{e: e, st: st, of: make(map[store.JobID][]rateStamp), due: make(map[rateStamp]int)}
+}
+
+// add records that job id's start spent a token of the take at at.
+func (s *stamps) add(id store.JobID, scope, key string, at time.Time) {
+	if s == nil || at.IsZero() {
+		return
+	}
+	s.mu.Lock()
+	if _, ok := s.of[id]; !ok {
+		s.n.Add(1)
+	}
+	s.of[id] = append(s.of[id], rateStamp{scope: scope, key: key, at: at.UnixMilli()})
+	s.mu.Unlock()
+}
+
+// begun moves job id's tokens to now, its handler's start.
+func (s *stamps) begun(id store.JobID) {
+	if s == nil || s.n.Load() == 0 {
+		return
+	}
+	now := s.e.cfg.Now()
+	s.mu.Lock()
+	rs, ok := s.of[id]
+	if !ok {
+		s.mu.Unlock()
+		return
+	}
+	delete(s.of, id)
+	s.n.Add(-1)
+	for _, r := range rs {
+		s.due[r]++
+	}
+	if now.After(s.last) {
+		s.last = now
+	}
+	start := !s.flushing
+	s.flushing = true
+	s.mu.Unlock()
+	if start {
+		s.e.jobWG.Add(1)
+		go s.flush()
+	}
+}
+
+// drop forgets job id, dropped before its handler started.
+func (s *stamps) drop(id store.JobID) {
+	if s == nil || s.n.Load() == 0 {
+		return
+	}
+	s.mu.Lock()
+	if _, ok := s.of[id]; ok {
+		delete(s.of, id)
+		s.n.Add(-1)
+	}
+	s.mu.Unlock()
+}
+
+// flush moves the due tokens until none is left, each batch to its latest
+// start (a token moved a little later than its start stays out a little
+// longer: the safe side).
+func (s *stamps) flush() {
+	defer s.e.jobWG.Done()
+	runtime.Gosched() // let the rest of a claim's jobs start
+	for {
+		s.mu.Lock()
+		if len(s.due) == 0 {
+			s.flushing = false
+			s.mu.Unlock()
+			return
+		}
+		at := s.last
+		gives := make([]store.LimitGive, 0, len(s.due))
+		for r, n := range s.due {
+			gives = append(gives, store.LimitGive{Scope: r.scope, Key: r.key, At: time.UnixMilli(r.at), Used: n, StartedAt: at})
+		}
+		clear(s.due)
+		s.mu.Unlock()
+		if err := s.st.LimitGive(context.WithoutCancel(s.e.jobCtx), s.e.cfg.WorkerID, gives, s.e.cfg.Now()); err != nil {
+			// The tokens stay at their claims, a little earlier.
+			s.e.log.Warn("global limits: move rate tokens to their starts", "err", err)
+		}
+	}
+}
