@@ -248,7 +248,11 @@ func (c *Client) WaitUntilEmpty(ctx context.Context) error {
 // jobs of any status from every shard, newest first.
 type ListParams struct {
 	Status Status
-	Task   string
+	// Statuses, when set, lists jobs with any of these statuses (and
+	// Status, if also set) in one read per shard, so a job that moves
+	// between two of them while it is listed is listed, not missed.
+	Statuses []Status
+	Task     string
 	// Tag, when set, lists only jobs with this tag (Opts.Tags); it does
 	// not apply to DeadLetters.
 	Tag string
@@ -259,7 +263,7 @@ type ListParams struct {
 }
 
 func (p ListParams) store(shards int) (store.ListParams, error) {
-	sp := store.ListParams{Shard: store.AllShards, Status: p.Status, Task: p.Task, Tag: p.Tag, Limit: p.Limit}
+	sp := store.ListParams{Shard: store.AllShards, Status: p.Status, Statuses: p.Statuses, Task: p.Task, Tag: p.Tag, Limit: p.Limit}
 	if p.Shard != nil {
 		if *p.Shard < 0 || *p.Shard >= shards {
 			return sp, fmt.Errorf("%w: %d (valid: 0–%d; nil Shard lists every shard)", ErrInvalidShard, *p.Shard, shards-1)
@@ -272,8 +276,11 @@ func (p ListParams) store(shards int) (store.ListParams, error) {
 // Jobs lists stored jobs, newest first; the limit applies to the merged
 // list, not per shard.
 func (c *Client) Jobs(ctx context.Context, p ListParams) ([]*Job, error) {
-	if p.Status != "" {
-		if _, err := store.ParseStatus(string(p.Status)); err != nil {
+	for _, st := range append([]Status{p.Status}, p.Statuses...) {
+		if st == "" {
+			continue
+		}
+		if _, err := store.ParseStatus(string(st)); err != nil {
 			return nil, err
 		}
 	}

@@ -84,40 +84,11 @@ func checkShard(shard optInt, c *queuemax.Client) error {
 }
 
 // listJobs lists the jobs of p with any of sts (every status if none),
-// newest first, at most p.Limit.
+// newest first, at most p.Limit, in one read per shard: a job that moves
+// between two of the statuses meanwhile is listed once, never missed.
 func listJobs(ctx context.Context, c *queuemax.Client, p queuemax.ListParams, sts []queuemax.Status) ([]*queuemax.Job, error) {
-	if len(sts) <= 1 {
-		if len(sts) == 1 {
-			p.Status = sts[0]
-		}
-		return c.Jobs(ctx, p)
-	}
-	var all []*queuemax.Job
-	for _, st := range sts {
-		p.Status = st
-		jobs, err := c.Jobs(ctx, p)
-		if err != nil {
-			return nil, err
-		}
-		all = append(all, jobs...)
-	}
-	slices.SortStableFunc(all, func(a, b *queuemax.Job) int {
-		if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
-			return c
-		}
-		return cmpInt(int64(b.ID), int64(a.ID))
-	})
-	return all[:min(len(all), p.Limit)], nil
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
+	p.Statuses = sts
+	return c.Jobs(ctx, p)
 }
 
 func runList(r *runner, ctx context.Context, cmd *command, args []string) (err error) {

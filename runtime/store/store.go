@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/queuemax/queuemax/queuemaxtype"
@@ -382,10 +383,31 @@ type CleanupResult = queuemaxtype.CleanupResult
 type ListParams struct {
 	Shard  int // one shard index, or AllShards (-1) for every shard
 	Status Status
-	Task   string
+	// Statuses, when set, selects jobs with any of these statuses (and
+	// Status, when it is set too), in one read per shard.
+	Statuses []Status
+	Task     string
 	// Tag, when set, selects jobs stored with this tag (InsertParams.Tags).
 	Tag   string
 	Limit int // 0 means 100
+}
+
+// StatusSet returns the statuses p selects: Statuses and Status, without
+// repeats; none selects every status.
+func (p ListParams) StatusSet() []Status {
+	if len(p.Statuses) == 0 {
+		if p.Status == "" {
+			return nil
+		}
+		return []Status{p.Status}
+	}
+	set := make([]Status, 0, len(p.Statuses)+1)
+	for _, st := range append(p.Statuses, p.Status) {
+		if st != "" && !slices.Contains(set, st) {
+			set = append(set, st)
+		}
+	}
+	return set
 }
 
 // MaxRows returns how many rows a listing returns at most: Limit, or 100

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -324,11 +325,23 @@ func (s *Store) Jobs(ctx context.Context, p store.ListParams) ([]*store.Job, err
 	}
 	q := `SELECT ` + jobColumns + ` FROM {s}.jobs
 		WHERE ($1 < 0 OR shard = $1) AND ($2 = '' OR status = $2) AND ($3 = '' OR task = $3)`
-	args := []any{int32(p.Shard), string(p.Status), p.Task, p.MaxRows()}
+	one, set := "", p.StatusSet()
+	if len(set) == 1 {
+		one = string(set[0])
+	}
+	args := []any{int32(p.Shard), one, p.Task, p.MaxRows()}
+	if len(set) > 1 {
+		sts := make([]string, len(set))
+		for i, st := range set {
+			sts[i] = string(st)
+		}
+		q += ` AND status = ANY($` + strconv.Itoa(len(args)+1) + `::text[])`
+		args = append(args, sts)
+	}
 	if p.Tag != "" {
 		// Written out only when filtering, so that the plan can use the
 		// GIN index jobs_tags.
-		q += ` AND tags @> ARRAY[$5::text]`
+		q += ` AND tags @> ARRAY[$` + strconv.Itoa(len(args)+1) + `::text]`
 		args = append(args, p.Tag)
 	}
 	rows, err := s.query(ctx, q+` ORDER BY created_at DESC, id DESC LIMIT $4`, args...)

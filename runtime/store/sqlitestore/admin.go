@@ -312,9 +312,11 @@ func (s *Store) Jobs(ctx context.Context, p store.ListParams) ([]*store.Job, err
 	for _, sh := range list {
 		q := `SELECT ` + sh.cols + ` FROM fila WHERE ` + notStaged
 		var args []any
-		if p.Status != "" {
-			q += ` AND status = ?`
-			args = append(args, string(p.Status))
+		if set := p.StatusSet(); len(set) > 0 {
+			q += ` AND status IN (?` + strings.Repeat(`,?`, len(set)-1) + `)`
+			for _, st := range set {
+				args = append(args, string(st))
+			}
 		}
 		if p.Task != "" {
 			q += ` AND ` + sh.taskCol + ` = ?`

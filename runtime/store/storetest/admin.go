@@ -44,6 +44,23 @@ func testAdminArea(t *testing.T, s *suite) {
 		if err != nil || tc[store.StatusPending] != 6 {
 			t.Errorf("TaskCounts(t.A) = %v, %v; want 6 pending", tc, err)
 		}
+		// Several statuses in one listing.
+		run := claim(t, b, 1, t0.Add(time.Minute))
+		if len(run) != 1 {
+			t.Fatalf("claimed %d jobs, want 1", len(run))
+		}
+		got, err = b.st.Jobs(b.ctx, store.ListParams{Shard: store.AllShards, Statuses: []store.Status{store.StatusProcessing, store.StatusCompleted}})
+		if err != nil || len(got) != 1 || got[0].ID != run[0].ID {
+			t.Errorf("Jobs(processing or completed) = %v, %v; want the claimed job %d", ids(got), err, run[0].ID)
+		}
+		got, _ = b.st.Jobs(b.ctx, store.ListParams{Shard: store.AllShards, Status: store.StatusPending, Statuses: []store.Status{store.StatusProcessing}, Limit: 20})
+		if len(got) != 9 {
+			t.Errorf("Jobs(pending, or processing) = %d jobs, want all 9", len(got))
+		}
+		got, _ = b.st.Jobs(b.ctx, store.ListParams{Shard: store.AllShards, Statuses: []store.Status{store.StatusFailed, store.StatusScheduled}})
+		if len(got) != 0 {
+			t.Errorf("Jobs(failed or scheduled) = %v, want none", ids(got))
+		}
 		has, err := b.st.HasWork(b.ctx)
 		if err != nil || !has {
 			t.Errorf("HasWork = %v, %v; want true", has, err)
