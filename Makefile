@@ -16,8 +16,8 @@ all: test
 ## test: vet, check formatting, generated files and tracked-file sizes, then run every test with -race and -shuffle
 test: lint check-generated check-size
 	@$(call EACH,$(GO) test -race -shuffle=on -timeout 20m $(PKGS))
-	@echo "== . (global limits across processes, timing bounds, without the race detector)"
-	@GOWORK=off $(GO) test -count=1 -timeout 10m -run 'Processes_Global' .
+	@echo "== . (global limits: rates and timing bounds, without the race detector)"
+	@GOWORK=off $(GO) test -count=1 -timeout 10m -run 'Processes_Global|GlobalLimits_Rate|QueueLimits_?Rate' .
 
 ## test-short: the quick run (smaller volume tests, no race detector)
 test-short:

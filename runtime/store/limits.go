@@ -230,7 +230,6 @@ func (st *LimitState) Give(owner string, g LimitGive, now time.Time) {
 	}
 	if g.Tokens > 0 || g.Used > 0 && !g.StartedAt.IsZero() {
 		at, left := g.At.UnixMilli(), int64(g.Tokens)
-		moved := int64(0)
 		if !g.StartedAt.IsZero() {
 			left += int64(g.Used)
 		}
@@ -241,10 +240,12 @@ func (st *LimitState) Give(owner string, g LimitGive, now time.Time) {
 			d := min(left, st.Log[i][1])
 			st.Log[i][1] -= d
 			left -= d
-			moved += d
 		}
 		st.Log = slices.DeleteFunc(st.Log, func(e [2]int64) bool { return e[1] <= 0 })
-		if n := min(moved, int64(max(g.Used, 0))); n > 0 && !g.StartedAt.IsZero() {
+		// The used tokens count from StartedAt even when their take's entry
+		// is gone (older than the window: the job started more than a
+		// period after its claim): those starts happened then.
+		if n := int64(max(g.Used, 0)); n > 0 && !g.StartedAt.IsZero() {
 			ms := max(g.StartedAt.UnixMilli(), at)
 			i, _ := slices.BinarySearchFunc(st.Log, ms, func(e [2]int64, t int64) int { return int(e[0] - t) })
 			if i < len(st.Log) && st.Log[i][0] == ms {

@@ -120,6 +120,25 @@ func testLimitsArea(t *testing.T, s *suite) {
 		if g := take(at.Add(1600*time.Millisecond), 10); g.N != 4 {
 			t.Fatalf("take a period after the starts = %+v; want their 4 tokens back", g)
 		}
+		// Jobs that started more than a period after their take (they
+		// waited for a worker): their starts count from then, though the
+		// take's own entry is gone.
+		late := t0.Add(10 * time.Second)
+		if g := take(late, 5); g.N != 5 {
+			t.Fatalf("take of a full bucket = %+v; want 5", g)
+		}
+		started := late.Add(3 * time.Second)
+		for range 5 { // one job at a time, as single starts are moved
+			if err := l.LimitGive(ctx, "p", []store.LimitGive{{Scope: sc, At: late, Used: 1, StartedAt: started}}, started); err != nil {
+				t.Fatalf("LimitGive: %v", err)
+			}
+		}
+		if g := take(started.Add(500*time.Millisecond), 10); g.N != 0 {
+			t.Fatalf("take half a period after 5 late starts = %+v; want none", g)
+		}
+		if g := take(started.Add(1100*time.Millisecond), 10); g.N != 5 {
+			t.Fatalf("take a period after the late starts = %+v; want 5", g)
+		}
 	})
 	t.Run("ConcurrentTakes", func(t *testing.T) {
 		t.Parallel()
