@@ -24,7 +24,10 @@ import (
 // the other queues without them (ClaimParams.SkipQueues), and gives back
 // what it did not claim in one more call. A job holds a slot from claim to
 // end; slots go back batched and are renewed like the task limits' (those
-// of a process killed with kill -9 expire after StuckTimeout).
+// of a process killed with kill -9 expire after StuckTimeout). A process
+// that holds a slot of a cap for each of its workers claims that queue's
+// jobs ahead without more slots (saturated): no more of them can run at
+// once than it holds.
 
 // queueRulesRefresh is the least time between two reads of the queue
 // rules (at least PollInterval).
@@ -72,6 +75,20 @@ type queueLimits struct {
 	toGive   map[string]int
 	flushing bool
 	free     chan struct{} // buffer 1: a slot went back
+	// maxWorkers is the most handlers the engine ever runs at once
+	// (Workers, or the autoscaler's maximum). A pooled queue of which the
+	// process holds that many slots is saturated: however many of its
+	// jobs the process claims, no more of them run at once than it holds
+	// slots, so its claims may prefetch (see saturated).
+	maxWorkers int
+	// requeue asks the producer to return its queued jobs to pending: a
+	// saturated queue's rule changed while it had more jobs claimed than
+	// slots (they would run under the old rule's slots).
+	requeue bool
+	// oldGen counts, per queue, the held jobs claimed under a rule that
+	// has changed since: a queue is not saturated while any is left (the
+	// slots they keep are the old rule's).
+	oldGen map[string]int
 }
 
 // queueGrant is one limited queue's starts in a round; pooled ones start
@@ -98,13 +115,54 @@ func newQueueLimits(e *Engine) *queueLimits {
 	}
 	q := &queueLimits{e: e, st: st, notBefore: make(map[string]time.Time), round: make(map[string]*queueGrant),
 		held: make(map[store.JobID]heldSlot), inUse: make(map[string]int), pooled: make(map[string]bool),
-		poolGen: make(map[string]int), touched: make(map[string]bool), count: make(map[string]int), toGive: make(map[string]int), free: make(chan struct{}, 1)}
+		poolGen: make(map[string]int), oldGen: make(map[string]int), touched: make(map[string]bool), count: make(map[string]int), toGive: make(map[string]int), free: make(chan struct{}, 1)}
+	q.maxWorkers = e.cfg.Workers
+	if p := e.cfg.Autoscale; p != nil {
+		q.maxWorkers = max(q.maxWorkers, p.Max)
+	}
 	q.stale.Store(true)
 	return q
 }
 
-// active reports whether some queue has limits (claims do not prefetch
-// then: a prefetched job would hold its slot while it waits).
+// saturated reports whether the process holds a slot of pooled queue name
+// for every handler it may run, none of them kept for a job claimed under
+// an older rule (q.mu is held).
+func (q *queueLimits) saturated(name string) bool {
+	return q.pooled[name] && q.oldGen[name] == 0 && q.maxWorkers > 0 && q.count[name]-q.toGive[name] >= q.maxWorkers
+}
+
+// prefetchOK reports whether claims may prefetch beyond the free workers:
+// no queue has limits, or every limited queue is saturated (producer
+// goroutine).
+func (q *queueLimits) prefetchOK() bool {
+	if !q.active() {
+		return true
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, name := range q.names {
+		if !q.saturated(name) {
+			return false
+		}
+	}
+	return true
+}
+
+// requeueAsked reports, once, whether a rule change asked the producer to
+// return its queued jobs to pending.
+func (q *queueLimits) requeueAsked() bool {
+	if q == nil {
+		return false
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	r := q.requeue
+	q.requeue = false
+	return r
+}
+
+// active reports whether some queue has limits (claims then prefetch
+// only while every limited queue is saturated: see prefetchOK).
 func (q *queueLimits) active() bool { return q != nil && q.any.Load() }
 
 // changed makes the next round read the rules again.
@@ -164,6 +222,14 @@ func (q *queueLimits) refresh(ctx context.Context, now time.Time) {
 // unpool ends queue name's pool (its rule changed): its spare slots go
 // back now, its running jobs' at their end. q.mu is held.
 func (q *queueLimits) unpool(gives []store.LimitGive, name string) []store.LimitGive {
+	if q.inUse[name] > q.count[name]-q.toGive[name] {
+		q.requeue = true // prefetched jobs beyond the slots: back to pending
+	}
+	for _, h := range q.held {
+		if h.queue == name && h.pooled && h.gen == q.poolGen[name] {
+			q.oldGen[name]++
+		}
+	}
 	delete(q.pooled, name)
 	q.poolGen[name]++
 	return q.spare(gives, name)
@@ -204,7 +270,7 @@ func (q *queueLimits) plan(ctx context.Context, n int, now time.Time) time.Durat
 		if pooledRule(q.rules[name]) {
 			q.mu.Lock()
 			spare := max(q.count[name]-q.inUse[name]-q.toGive[name], 0)
-			if spare >= want {
+			if spare >= want || q.saturated(name) {
 				q.inUse[name] += want // reserved until settle
 				q.mu.Unlock()
 				q.round[name] = &queueGrant{granted: want, base: want, pooled: true}
@@ -427,6 +493,15 @@ func (q *queueLimits) ended(j *store.Job) {
 	if h.pooled && h.gen == q.poolGen[h.queue] {
 		q.mu.Unlock() // the slot stays held for the next job
 		q.wake()
+		return
+	}
+	if h.pooled {
+		q.oldGen[h.queue]--
+	}
+	if q.count[h.queue]-q.toGive[h.queue] <= min(q.inUse[h.queue], q.maxWorkers) {
+		// The jobs still held (a saturated queue's prefetch) may run
+		// that many at once: the slot stays until fewer are left.
+		q.mu.Unlock()
 		return
 	}
 	q.toGive[h.queue]++

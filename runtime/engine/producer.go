@@ -57,6 +57,8 @@ func (p *producer) run(ctx context.Context) {
 	e := p.e
 	gather := time.NewTimer(time.Hour)
 	defer gather.Stop()
+	recheck := time.NewTimer(time.Hour)
+	defer recheck.Stop()
 	defer p.releaseQueued()
 	for ctx.Err() == nil {
 		e.ensureWorkers()
@@ -65,10 +67,25 @@ func (p *producer) run(ctx context.Context) {
 		e.lowWater.Store(int64(low))
 		inflight := int(e.inflight.Load())
 		if inflight >= low {
+			// While limited queues prefetch (saturated ones), their rules
+			// are read again every queueRulesRefresh as when claiming: a
+			// rule changed by another process returns the prefetched jobs
+			// to pending rather than run them under the old rule's slots.
+			var tick <-chan time.Time
+			if e.qlim.active() {
+				recheck.Reset(queueRulesRefresh)
+				tick = recheck.C
+			}
 			select {
 			case <-ctx.Done():
 			case <-e.slotFree:
+			case <-tick:
+				e.qlim.refresh(ctx, e.cfg.Now())
+				if e.qlim.requeueAsked() {
+					p.releaseQueued()
+				}
 			}
+			recheck.Stop()
 			continue
 		}
 		// Without prefetch, wait up to gatherWait for a whole batch of
@@ -113,7 +130,7 @@ func (p *producer) run(ctx context.Context) {
 
 // ahead reports whether claims prefetch beyond the free workers.
 func (p *producer) ahead(limit int) bool {
-	return p.e.cfg.Limiter == nil && len(p.e.cfg.TaskLimiters) == 0 && max(p.e.cfg.ClaimBatch, p.e.cfg.ClaimMax) > limit && p.e.queues == nil && !p.e.qlim.active()
+	return p.e.cfg.Limiter == nil && len(p.e.cfg.TaskLimiters) == 0 && max(p.e.cfg.ClaimBatch, p.e.cfg.ClaimMax) > limit && p.e.queues == nil && p.e.qlim.prefetchOK()
 }
 
 // sizes returns how many jobs may be held queued or running at once
@@ -221,6 +238,9 @@ func (p *producer) RunOnce(ctx context.Context, now time.Time) (claimed int, ret
 	groups, retryIn := p.plan(ctx, n, now)
 	takeAt := now
 	retryIn = min(retryIn, e.qlim.plan(ctx, n, takeAt)) // limits_queue.go
+	if e.qlim.requeueAsked() {
+		p.releaseQueued() // a changed queue rule binds on the prefetched jobs too
+	}
 	if e.glim != nil {
 		var r time.Duration
 		groups, r = e.glim.take(ctx, groups, takeAt)
