@@ -346,6 +346,19 @@ func waitDone(t *testing.T, conn *pgx.Conn, schema string, n int, within time.Du
 	}
 }
 
+// doneAll reports whether the store holds exactly n jobs of t.Job, all
+// completed.
+func doneAll(t *testing.T, conn *pgx.Conn, schema string, n int) bool {
+	t.Helper()
+	var done, all int
+	err := conn.QueryRow(context.Background(), `SELECT count(*) FILTER (WHERE status = 'completed'), count(*) FROM `+
+		pgx.Identifier{schema, "jobs"}.Sanitize()+` WHERE task = 't.Job'`).Scan(&done, &all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return done == n && all == n
+}
+
 // prefixWriter passes a child's stderr to the test log.
 type prefixWriter struct {
 	t  *testing.T
