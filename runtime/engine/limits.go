@@ -230,7 +230,7 @@ func (g *globalLimits) give(gives []store.LimitGive, gr claimGroup, room int, jo
 			g.e.stamp.add(j.ID, k.Scope, k.Key, gr.takenAt) // moved to the handler's start (limits_stamp.go)
 		}
 	}
-	if out.Slots > 0 || out.Tokens > 0 || out.Used > 0 {
+	if out.Slots > 0 || out.Tokens > 0 {
 		gives = append(gives, out)
 	}
 	return gives

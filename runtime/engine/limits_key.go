@@ -226,7 +226,7 @@ func (g *globalLimits) claimKeyed(ctx context.Context, p *producer, gr claimGrou
 		if r.Rate > 0 {
 			out.Tokens = unused
 		}
-		if out.Slots > 0 || out.Tokens > 0 || out.Used > 0 {
+		if out.Slots > 0 || out.Tokens > 0 {
 			gives = append(gives, out)
 		}
 	}
