@@ -61,6 +61,12 @@ type WorkflowStore interface {
 	FinishedBy(ctx context.Context, jobs []JobID) ([]*WorkflowRecord, error)
 	// WorkflowCounts counts the stored workflows by status.
 	WorkflowCounts(ctx context.Context) (map[string]int64, error)
+	// RetryWorkflow reopens a failed or cancelled workflow (see
+	// workflow_retry.go): it returns how many steps run again.
+	RetryWorkflow(ctx context.Context, id int64, now time.Time) (int, error)
+	// ClaimWorkflowEnds claims ended workflows whose end no process has
+	// announced yet (see workflow_retry.go).
+	ClaimWorkflowEnds(ctx context.Context, p ClaimEndsParams) ([]*WorkflowRecord, error)
 }
 
 // WorkflowTxInserter is implemented by stores that can insert a workflow
