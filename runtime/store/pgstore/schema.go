@@ -29,7 +29,7 @@ package pgstore
 // notifyWindow ago (see notify.go).
 
 // schemaVersion is the newest migration this binary knows.
-const schemaVersion = 10
+const schemaVersion = 11
 
 type migration struct {
 	version int
@@ -223,5 +223,8 @@ var migrations = []migration{
 	},
 	{
 		version: 10, name: workflowReleaseByKey.name, stmts: workflowReleaseByKey.stmts, // workflow_schema.go
+	},
+	{
+		version: 11, name: workflowRetryMigration.name, stmts: workflowRetryMigration.stmts, // workflow_retry.go
 	},
 }
