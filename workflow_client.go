@@ -235,9 +235,7 @@ func (c *Client) CancelWorkflow(ctx context.Context, id WorkflowID) error {
 		}
 	}
 	if finished {
-		if r, err := ws.Workflow(ctx, int64(id)); err == nil {
-			engine.EmitWorkflowEnd(ctx, c.events, r)
-		}
+		engine.ClaimWorkflowEnds(context.WithoutCancel(ctx), ws, c.events, []int64{int64(id)}, c.log.WarnContext)
 	}
 	return nil
 }

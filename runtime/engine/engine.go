@@ -95,6 +95,9 @@ type Config struct {
 	// once before the first claim, refreshed beside maintenance until the
 	// drain has ended, removed at the stop.
 	Registry *Registry
+	// WorkflowEnds, when set, announces the workflow ends recorded by no
+	// process of ours (workflow.go).
+	WorkflowEnds *WorkflowEnds
 }
 
 // Periodic is a periodic scheduler: Register once, then Tick at each slot.
@@ -312,6 +315,9 @@ func (e *Engine) backgroundServices() []Service {
 	}
 	if e.cfg.Registry != nil {
 		ss = append(ss, e.cfg.Registry)
+	}
+	if e.cfg.WorkflowEnds != nil {
+		ss = append(ss, e.cfg.WorkflowEnds)
 	}
 	if e.glim != nil {
 		ss = append(ss, e.glim)

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"log/slog"
+	"time"
 
 	"github.com/queuemax/queuemax/queuemaxtype"
 	"github.com/queuemax/queuemax/runtime/store"
@@ -55,18 +57,64 @@ func (x *Executor) workflowEnds(ctx context.Context, as []*Attempt, errs []error
 
 // EmitWorkflowEnds emits EventWorkflowCompleted or EventWorkflowFailed
 // for each workflow whose last step to end was one of jobs, whose ends
-// the caller has just committed (so no other process emits them).
+// the caller has just committed. It claims each end first
+// (ClaimWorkflowEnds), so that an end another process's sweep announced
+// already is not announced again.
 func EmitWorkflowEnds(ctx context.Context, st store.Store, ev *Events, jobs []store.JobID, warn func(context.Context, string, ...any)) {
 	ws, ok := st.(store.WorkflowStore)
 	if !ok || ev == nil {
 		return
 	}
-	ended, err := ws.FinishedBy(context.WithoutCancel(ctx), jobs)
+	ctx = context.WithoutCancel(ctx)
+	ended, err := ws.FinishedBy(ctx, jobs)
 	if err != nil && warn != nil {
 		warn(ctx, "workflow end events: read finished workflows", "err", err)
 	}
-	for _, w := range ended {
+	if len(ended) == 0 {
+		return
+	}
+	ids := make([]int64, len(ended))
+	for i, w := range ended {
+		ids[i] = w.ID
+	}
+	ClaimWorkflowEnds(ctx, ws, ev, ids, warn)
+}
+
+// ClaimWorkflowEnds claims the unannounced ends of workflows ids (nil:
+// any) and emits their events.
+func ClaimWorkflowEnds(ctx context.Context, ws store.WorkflowStore, ev *Events, ids []int64, warn func(context.Context, string, ...any)) int {
+	claimed, err := ws.ClaimWorkflowEnds(ctx, store.ClaimEndsParams{IDs: ids})
+	if err != nil && warn != nil && ctx.Err() == nil {
+		warn(ctx, "workflow end events: claim ends", "err", err)
+	}
+	for _, w := range claimed {
 		EmitWorkflowEnd(ctx, ev, w)
+	}
+	return len(claimed)
+}
+
+// WorkflowEnds is the service that announces the workflow ends no process
+// of ours recorded: those of orphan recovery, or of queue-max writing a
+// step's end into the same SQLite file. Every process running the engine
+// sweeps; each end is claimed by one of them.
+type WorkflowEnds struct {
+	Store  store.WorkflowStore
+	Events *Events
+	Every  time.Duration
+	Log    *slog.Logger
+}
+
+func (w *WorkflowEnds) Name() string            { return "workflow ends" }
+func (w *WorkflowEnds) Interval() time.Duration { return w.Every }
+
+// RunOnce claims and announces unannounced ends until none is left.
+func (w *WorkflowEnds) RunOnce(ctx context.Context, _ time.Time) {
+	var warn func(context.Context, string, ...any)
+	if w.Log != nil {
+		warn = w.Log.WarnContext
+	}
+	full := store.ClaimEndsParams{}.MaxRows()
+	for ctx.Err() == nil && ClaimWorkflowEnds(ctx, w.Store, w.Events, nil, warn) >= full {
 	}
 }
 
