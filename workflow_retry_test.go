@@ -284,3 +284,48 @@ func testWorkflowEndsOnce(t *testing.T, open wfOpener) {
 		t.Fatalf("orphaned workflow %s, want failed", st)
 	}
 }
+
+// TestWorkflowEndsOnce_QueueMax: queue-max 0.2.0, writing the same SQLite
+// files, pops and completes a workflow's steps (deleting their rows, as
+// its complete_job does); the end it recorded is announced once by one of
+// two running processes.
+func TestWorkflowEndsOnce_QueueMax(t *testing.T) {
+	t.Parallel()
+	open := sqliteOpener(t)
+	h := []Handler{Define("qmw.Ours", TaskOptions{}, func(ctx context.Context, a struct{}) error { return nil })}
+	cfg := Config{Handlers: h, RecoveryInterval: 50 * time.Millisecond}
+	p1, p2 := open(t, cfg), open(t, cfg)
+	ctx := p1.ctx
+	evs := endEvents(p1.c, p2.c)
+	wf := NewWorkflow("by-queue-max")
+	wf.Add("a", "qmw.Theirs", struct{}{})
+	wf.Add("b", "qmw.Theirs", struct{}{}, After("a"))
+	id, err := open(t, Config{}).c.EnqueueWorkflow(ctx, wf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, p1.c)
+	run(t, p2.c)
+	info, err := p1.c.Workflow(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range info.Steps {
+		j, err := p1.c.Job(ctx, s.JobID)
+		if err != nil || j.Status != StatusPending {
+			t.Fatalf("step %s before queue-max pops it: %+v, %v", s.Name, j, err)
+		}
+		queueMaxWrite(t, p1.dir, id.Shard(),
+			fmt.Sprintf(`UPDATE fila SET status = 'processing', worker_id = 'qm', tentativas = tentativas + 1 WHERE id = %d`, s.JobID.Seq()),
+			fmt.Sprintf(`DELETE FROM fila WHERE id = %d`, s.JobID.Seq()))
+	}
+	if e := waitEvents(t, evs, 1)[0]; e.Kind != EventWorkflowCompleted || WorkflowID(e.Workflow) != id {
+		t.Fatalf("end = %+v, want workflow_completed of %d", e, id)
+	}
+	noEndLeft(t, p1.c)
+	select {
+	case e := <-evs:
+		t.Fatalf("announced twice: %+v", e)
+	default:
+	}
+}
