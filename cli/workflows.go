@@ -14,15 +14,16 @@ import (
 
 var workflowsCommand = &command{
 	name:    "workflows",
-	args:    "[list] [--status S] [--name N] [--limit N] [--json] | show ID [--json] | cancel ID [--json]",
-	summary: "list workflows, show one with its steps, or cancel one",
+	args:    "[list] [--status S] [--name N] [--limit N] [--json] | show ID [--json] | cancel ID [--json] | retry ID [--json]",
+	summary: "list workflows, show one with its steps, cancel or retry one",
 	help: `
 Workflows lists the stored workflows, newest first (workflows list, the
 default: --status running|completed|failed|cancelled, --name, --limit,
 default 100), shows one with every step's state, dependencies, job and the
 reason a step was cancelled (workflows show ID), or cancels every step of
 one that has not finished, running steps through their context (workflows
-cancel ID).`,
+cancel ID), or retries a failed or cancelled one: its steps that did not
+complete run again, completed ones keep their results (workflows retry ID).`,
 	run: runWorkflows,
 }
 
@@ -34,7 +35,7 @@ func runWorkflows(r *runner, ctx context.Context, cmd *command, args []string) e
 	switch sub {
 	case "list":
 		return runWorkflowList(r, ctx, cmd, args)
-	case "show", "cancel":
+	case "show", "cancel", "retry":
 		if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 			return usagef("workflows %s needs a workflow ID (see %s workflows --help)", sub, r.name)
 		}
@@ -42,12 +43,15 @@ func runWorkflows(r *runner, ctx context.Context, cmd *command, args []string) e
 		if err != nil {
 			return usagef("%v", strings.TrimPrefix(err.Error(), "queuemax: "))
 		}
-		if sub == "show" {
+		switch sub {
+		case "show":
 			return runWorkflowShow(r, ctx, cmd, id, args[1:])
+		case "retry":
+			return runWorkflowRetry(r, ctx, cmd, id, args[1:])
 		}
 		return runWorkflowCancel(r, ctx, cmd, id, args[1:])
 	}
-	return usagef("unknown workflows command %q (want list, show or cancel)", sub)
+	return usagef("unknown workflows command %q (want list, show, cancel or retry)", sub)
 }
 
 func runWorkflowList(r *runner, ctx context.Context, cmd *command, args []string) (err error) {
@@ -186,5 +190,30 @@ func runWorkflowCancel(r *runner, ctx context.Context, cmd *command, id queuemax
 	} else {
 		fmt.Fprintf(r.stdout, "workflow %s is %s\n", id, w.Status)
 	}
+	return nil
+}
+
+func runWorkflowRetry(r *runner, ctx context.Context, cmd *command, id queuemax.WorkflowID, args []string) (err error) {
+	fs := r.newFlagSet(cmd.name)
+	jsonOut := fs.Bool("json", false, "print JSON")
+	if err := r.parse(fs, cmd, args); err != nil {
+		return err
+	}
+	c, err := r.open(ctx, readWrite, "", nil)
+	if err != nil {
+		return err
+	}
+	defer closeClient(c, &err)
+	n, err := c.RetryWorkflow(ctx, id)
+	if errors.Is(err, queuemax.ErrWorkflowNotFound) {
+		return fmt.Errorf("workflow %s does not exist", id)
+	}
+	if err != nil {
+		return err
+	}
+	if *jsonOut {
+		return writeJSON(r.stdout, map[string]any{"workflow_id": id, "steps": n, "status": queuemax.WorkflowRunning})
+	}
+	fmt.Fprintf(r.stdout, "retrying workflow %s: %d steps will run again\n", id, n)
 	return nil
 }

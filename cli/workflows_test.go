@@ -59,4 +59,16 @@ func TestWorkflows(t *testing.T) {
 	if st := ok(t, qm(t, append(d, "stats", "--json")...), "stats"); !strings.Contains(st.stdout, `"cancelled": 1`) {
 		t.Errorf("stats --json lacks the cancelled workflow:\n%s", st.stdout)
 	}
+
+	res = ok(t, qm(t, append(d, "workflows", "retry", id.String())...), "workflows retry")
+	if res.stdout != "retrying workflow "+id.String()+": 2 steps will run again\n" {
+		t.Errorf("workflows retry: %q", res.stdout)
+	}
+	res = ok(t, qm(t, append(d, "workflows", "show", id.String(), "--json")...), "workflows show after retry")
+	if err := json.Unmarshal([]byte(res.stdout), &info); err != nil || info.Status != queuemax.WorkflowRunning ||
+		info.Steps[0].Status != queuemax.StatusPending || info.Steps[1].Status != queuemax.StepWaiting {
+		t.Errorf("workflows show after retry = %s (%v)", res.stdout, err)
+	}
+	wantFail(t, qm(t, append(d, "workflows", "retry", id.String())...), 1, "is running")
+	wantFail(t, qm(t, append(d, "workflows", "retry", "999999")...), 1, "does not exist")
 }
