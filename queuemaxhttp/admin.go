@@ -89,6 +89,9 @@ type Options struct {
 //	                                         heartbeat); 409 if it already finished
 //	POST /workflows/{id}/cancel              cancel every step not ended (running ones through their
 //	                                         context): the workflow as GET answers it; 409 if it finished
+//	POST /workflows/{id}/retry               run a failed or cancelled workflow's steps that did not
+//	                                         complete again: the workflow as GET answers it; 409 if it
+//	                                         is running or completed
 //	POST /queues/{name}/pause                pause a queue on every worker: {"queue": name, "paused": true}
 //	POST /queues/{name}/resume               resume it: {"queue": name, "paused": false}
 //	POST /queues/{name}/limits {"rate": 50, "per": "1s", "concurrency": 4}
@@ -154,6 +157,7 @@ func NewHandler(c *queuemax.Client, opts Options) http.Handler {
 		{"GET", "workflows", a.workflows},
 		{"GET", "workflows/{}", a.workflow},
 		{"POST", "workflows/{}/cancel", a.cancelWorkflow},
+		{"POST", "workflows/{}/retry", a.retryWorkflow},
 		{"POST", "queues/{}/pause", a.pauseQueue},
 		{"POST", "queues/{}/resume", a.resumeQueue},
 		{"POST", "queues/{}/limits", a.queueLimits}, // queues_limit.go

@@ -1,6 +1,7 @@
 package queuemaxhttp
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -8,8 +9,8 @@ import (
 	"github.com/queuemax/queuemax"
 )
 
-// The workflow endpoints: GET /workflows, GET /workflows/{id} and
-// POST /workflows/{id}/cancel.
+// The workflow endpoints: GET /workflows, GET /workflows/{id},
+// POST /workflows/{id}/cancel and POST /workflows/{id}/retry.
 
 // workflowView is a workflow as JSON; Steps is omitted in listings.
 type workflowView struct {
@@ -181,6 +182,32 @@ func (a *admin) cancelWorkflow(w http.ResponseWriter, r *http.Request, args []st
 		return err
 	}
 	if info, err = a.c.Workflow(r.Context(), id); err != nil {
+		return err
+	}
+	return reply(w, http.StatusOK, newWorkflowView(info, true))
+}
+
+// retryWorkflow serves POST /workflows/{id}/retry: a failed or cancelled
+// workflow runs its steps that did not complete again (completed ones keep
+// their results). It answers the workflow as GET does, and 409 for a
+// workflow that is running or completed.
+func (a *admin) retryWorkflow(w http.ResponseWriter, r *http.Request, args []string) error {
+	if err := a.noBody(r); err != nil {
+		return err
+	}
+	id, err := a.workflowID(args[0])
+	if err != nil {
+		return err
+	}
+	_, err = a.c.RetryWorkflow(r.Context(), id)
+	if errors.Is(err, queuemax.ErrWorkflowNotRetryable) {
+		return &httpError{http.StatusConflict, err.Error()}
+	}
+	if err != nil {
+		return err
+	}
+	info, err := a.c.Workflow(r.Context(), id)
+	if err != nil {
 		return err
 	}
 	return reply(w, http.StatusOK, newWorkflowView(info, true))

@@ -199,7 +199,11 @@ async function workflowPage(view, id, params) {
             wf.status === "running" ? actionButton("Cancel workflow", "danger", async () => {
               const r = await act("Cancel", `workflows/${wf.id}/cancel`);
               if (r) flash(`Workflow ${wf.id} cancelled: steps not ended will not run; running ones are stopped within a heartbeat.`);
-            }, { id: "wf-cancel" }) : null))),
+            }, { id: "wf-cancel" }) : null,
+            wf.status === "failed" || wf.status === "cancelled" ? actionButton("Retry workflow", "", async () => {
+              const r = await act("Retry", `workflows/${wf.id}/retry`);
+              if (r) flash(`Workflow ${wf.id} retried: its steps that did not complete run again; completed ones keep their results.`);
+            }, { id: "wf-retry" }) : null))),
       h("section", { class: "panel" }, h("h2", {}, "Steps"),
         h("div", { class: "scroll wf-graph" }, stepGraph(wf, currentJob)),
         h("p", { class: "note" }, "Each arrow runs from a step to one that waits for it: solid when it must complete, dashed when it only has to end (AfterSettled), blue when its result is bound to a parameter. Click a step to open its job.")),
