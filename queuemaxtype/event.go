@@ -42,14 +42,15 @@ const (
 	EventQueueResumed EventKind = "queue_resumed"
 )
 
-// EventWorkflowCompleted is emitted once per workflow whose every step
-// completed, by the process that recorded the last step's end.
+// EventWorkflowCompleted is emitted once per workflow run whose every step
+// completed, over all processes: by the process that recorded the last
+// step's end, or else (orphan recovery, queue-max) by one running Run.
 const EventWorkflowCompleted EventKind = "workflow_completed"
 
 // EventWorkflowFailed is emitted once per workflow that ended with a step
 // failed or cancelled (Error says which: "failed" or "cancelled" when
-// CancelWorkflow cancelled it), by the process that recorded the last
-// step's end.
+// CancelWorkflow cancelled it), once per workflow run over all processes,
+// as EventWorkflowCompleted.
 const EventWorkflowFailed EventKind = "workflow_failed"
 
 // EventKinds lists every kind.

@@ -90,8 +90,8 @@ var workflowMigration = migration{
 			param TEXT NOT NULL,
 			PRIMARY KEY (dep, job, param)
 		) WITHOUT ROWID`,
-		// A step's row ended: record it in its step (once: a step that
-		// ended stays ended, even if its job is retried later).
+		// A step's row ended: record it in its step (once, until its job
+		// is re-queued: workflow_retry.go).
 		`CREATE TRIGGER IF NOT EXISTS qm_wf_end AFTER UPDATE OF status ON fila
 			WHEN NEW.wf_id IS NOT NULL AND NEW.status IN ('completed', 'failed', 'cancelled')
 			BEGIN
