@@ -37,6 +37,44 @@ var workflowRetryMigration = migration{
 		{"qm_workflows", "run", "INTEGER NOT NULL DEFAULT 1"},
 	},
 	stmts: []string{
+		// The release moves from a trigger on each dependent's waits into
+		// the step's end, after its decrement: SQLite's UPDATE … FROM reads
+		// its rows before the triggers of its earlier rows run, so a
+		// release that cascaded (a cancelled dependent ending another
+		// dependent of the same step) had its decrement overwritten, and
+		// a fan-in step after both stayed waiting for ever.
+		`DROP TRIGGER IF EXISTS qm_wf_release`,
+		`DROP TRIGGER IF EXISTS qm_wf_step_end`,
+		`CREATE TRIGGER qm_wf_step_end AFTER UPDATE OF state ON qm_wf_steps
+			WHEN OLD.state IN ('waiting', 'ready') AND NEW.state IN ('completed', 'failed', 'cancelled')
+			BEGIN
+				DELETE FROM qm_wf_binds WHERE dep = NEW.job_id;
+				UPDATE qm_wf_steps SET waits = waits - 1,
+					blocked = CASE WHEN blocked IS NULL AND NEW.state != 'completed' AND e.settled = 0
+						THEN 'step "' || NEW.name || '" ' || CASE NEW.state WHEN 'failed' THEN 'failed' ELSE 'was cancelled' END
+							|| coalesce(': ' || NEW.reason, '')
+						ELSE blocked END
+				FROM qm_wf_edges e WHERE e.dep = NEW.job_id AND qm_wf_steps.job_id = e.job;
+				UPDATE qm_workflows SET unended = unended - 1, bad = bad + (NEW.state != 'completed'),
+					status = CASE WHEN unended = 1 THEN
+						CASE WHEN cancelled = 1 THEN 'cancelled' WHEN bad + (NEW.state != 'completed') > 0 THEN 'failed' ELSE 'completed' END
+						ELSE status END,
+					finished_at = CASE WHEN unended = 1 THEN NEW.ended_at ELSE finished_at END,
+					finisher = CASE WHEN unended = 1 THEN NEW.job_id ELSE finisher END
+				WHERE id = NEW.wf_id;
+				UPDATE qm_wf_steps SET state = 'ready'
+				WHERE job_id IN (SELECT job FROM qm_wf_edges WHERE dep = NEW.job_id) AND waits = 0 AND state = 'waiting' AND blocked IS NULL;
+				UPDATE fila SET
+					status = CASE WHEN s.blocked IS NOT NULL THEN 'cancelled'
+						WHEN s.run_at > ` + wfNow + ` THEN 'scheduled' ELSE 'pending' END,
+					next_retry_at = CASE WHEN s.blocked IS NULL AND s.run_at > ` + wfNow + ` THEN s.run_at END,
+					completed_at = CASE WHEN s.blocked IS NOT NULL THEN ` + wfNow + ` END,
+					last_error = CASE WHEN s.blocked IS NOT NULL THEN s.blocked ELSE last_error END,
+					error_type = CASE WHEN s.blocked IS NOT NULL THEN 'WorkflowDependency' ELSE error_type END
+				FROM (SELECT d.job_id, d.blocked, d.run_at FROM qm_wf_edges e JOIN qm_wf_steps d ON d.job_id = e.job
+					WHERE e.dep = NEW.job_id AND d.waits = 0 AND d.state IN ('waiting', 'ready')) s
+				WHERE fila.id = s.job_id AND fila.status = 'scheduled' AND fila.next_retry_at IS NULL;
+			END`,
 		`UPDATE qm_workflows SET announced = 1 WHERE status != 'running'`,
 		`CREATE INDEX IF NOT EXISTS idx_qm_wf_unannounced ON qm_workflows(id) WHERE announced = 0 AND status != 'running'`,
 		`CREATE TRIGGER IF NOT EXISTS qm_wf_reopen_job AFTER UPDATE OF status ON fila

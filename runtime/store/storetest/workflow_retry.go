@@ -22,6 +22,7 @@ func testWorkflowRetryArea(t *testing.T, s *suite) {
 		{"RetryCancelled", testWorkflowRetryCancelled},
 		{"RetryJobReopensBranch", testWorkflowRetryJob},
 		{"ClaimEndsOnce", testWorkflowClaimEnds},
+		{"FailureCascadesIntoFanIn", testWorkflowFanInCascade},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -234,4 +235,38 @@ func testWorkflowClaimEnds(t *testing.T, w *wfBundle) {
 	if ends := w.claimEnds(t, one, two); ends != nil {
 		t.Fatalf("ClaimWorkflowEnds after both claimed = %v", ends)
 	}
+}
+
+// testWorkflowFanInCascade: a step after both a failed step and a step
+// that the failure cancelled is cancelled too, and the workflow ends (on
+// SQLite it stayed waiting, the workflow running for ever: the cascade's
+// count-off was lost).
+func testWorkflowFanInCascade(t *testing.T, w *wfBundle) {
+	id, jobs := w.insert(t, "fan-in",
+		wfStep("a", nil, nil),
+		wfStep("b", []string{"a"}, nil),
+		wfStep("c", []string{"a", "b"}, nil),
+		wfStep("d", nil, []string{"c"}),
+	)
+	a := w.claimExactly(t, "a")
+	w.fail(t, a["a"], false)
+	d := w.claimExactly(t, "d")
+	w.wantStates(t, id, store.WorkflowRunning, "a:failed", "b:cancelled", "c:cancelled", "d:ready")
+	w.complete(t, d["d"], "")
+	w.wantStates(t, id, store.WorkflowFailed, "a:failed", "b:cancelled", "c:cancelled", "d:completed")
+	if got := w.finishedBy(t, jobs["d"]); !slices.Equal(got, []string{"fan-in:failed"}) {
+		t.Fatalf("FinishedBy(d) = %v", got)
+	}
+	if n, err := w.ws.RetryWorkflow(w.ctx, id, t0); err != nil || n != 3 {
+		t.Fatalf("RetryWorkflow = %d, %v; want 3", n, err)
+	}
+	w.wantStates(t, id, store.WorkflowRunning, "a:ready", "b:waiting", "c:waiting", "d:completed")
+	a = w.claimExactly(t, "a")
+	w.complete(t, a["a"], "")
+	b := w.claimExactly(t, "b")
+	w.complete(t, b["b"], "")
+	c := w.claimExactly(t, "c")
+	w.complete(t, c["c"], "")
+	w.claimExactly(t)
+	w.wantStates(t, id, store.WorkflowCompleted, "a:completed", "b:completed", "c:completed", "d:completed")
 }
