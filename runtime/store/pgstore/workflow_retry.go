@@ -30,6 +30,13 @@ var workflowRetryMigration = migration{
 					WHERE e.job = NEW.id AND d.state IN ('waiting', 'ready')),
 				blocked = NULL, reason = NULL, result = NULL, ended_at = NULL
 			WHERE job_id = NEW.id AND state IN ('failed', 'cancelled');
+			-- A row put back in the waiting shape whose dependencies all
+			-- ended meanwhile is released at once.
+			UPDATE {s}.wf_steps SET state = 'ready' WHERE job_id = NEW.id AND state = 'waiting' AND waits = 0;
+			UPDATE {s}.jobs j SET status = CASE WHEN s.run_at > now() THEN 'scheduled' ELSE 'pending' END,
+				next_retry_at = CASE WHEN s.run_at > now() THEN s.run_at END
+			FROM {s}.wf_steps s WHERE s.job_id = NEW.id AND s.state = 'ready' AND s.waits = 0
+				AND j.id = NEW.id AND (j.status = 'scheduled' AND j.next_retry_at IS NULL) IS TRUE;
 			RETURN NULL;
 		END $$`,
 		`CREATE OR REPLACE TRIGGER jobs_wf_reopen AFTER UPDATE OF status ON {s}.jobs

@@ -393,5 +393,5 @@ func repairWorkflows(ctx context.Context, tx *sql.Tx) error {
 	if _, err := tx.ExecContext(ctx, sqlWorkflowRepair); err != nil && !isNoTable(err) {
 		return err
 	}
-	return nil
+	return repairReopens(ctx, tx) // workflow_retry.go
 }

@@ -86,6 +86,13 @@ var workflowRetryMigration = migration{
 						WHERE e.job = NEW.id AND d.state IN ('waiting', 'ready')),
 					blocked = NULL, reason = NULL, result = NULL, ended_at = NULL
 				WHERE job_id = NEW.id AND state IN ('failed', 'cancelled');
+				-- A row put back in the waiting shape whose dependencies all
+				-- ended meanwhile (repairReopens) is released at once.
+				UPDATE qm_wf_steps SET state = 'ready' WHERE job_id = NEW.id AND state = 'waiting' AND waits = 0;
+				UPDATE fila SET status = CASE WHEN s.run_at > ` + wfNow + ` THEN 'scheduled' ELSE 'pending' END,
+					next_retry_at = CASE WHEN s.run_at > ` + wfNow + ` THEN s.run_at END
+				FROM (SELECT run_at FROM qm_wf_steps WHERE job_id = NEW.id AND state = 'ready' AND waits = 0) s
+				WHERE fila.id = NEW.id AND fila.status = 'scheduled' AND fila.next_retry_at IS NULL;
 			END`,
 		`CREATE TRIGGER IF NOT EXISTS qm_wf_reopen AFTER UPDATE OF state ON qm_wf_steps
 			WHEN OLD.state IN ('failed', 'cancelled') AND NEW.state IN ('waiting', 'ready')
@@ -317,4 +324,44 @@ func unannounced(ctx context.Context, sh *shardDB, n int) ([]int64, error) {
 		out = append(out, id)
 	}
 	return out, rows.Err()
+}
+
+// repairReopens finishes reopenings that a connection without recursive
+// triggers (queue-max re-queueing a failed step) stopped after one step:
+// a dependent's job went back to the waiting shape but its step row still
+// says cancelled. Moving such a row out of the waiting shape and back on
+// our connection reopens it, with the rest of its branch. It runs in
+// RecoverOrphans' transaction, after sqlWorkflowRepair.
+func repairReopens(ctx context.Context, tx *sql.Tx) error {
+	rows, err := tx.QueryContext(ctx, `SELECT s.job_id FROM qm_wf_steps s JOIN fila f ON f.id = s.job_id
+		WHERE s.state IN ('failed', 'cancelled') AND f.status = 'scheduled' AND f.next_retry_at IS NULL`)
+	if isNoTable(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return err
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil || len(ids) == 0 {
+		return err
+	}
+	list := idList(len(ids), func(k int) int64 { return ids[k] })
+	for _, q := range []string{
+		`UPDATE fila SET status = 'cancelled' WHERE id IN (SELECT value FROM json_each(?1))`,
+		`UPDATE fila SET status = 'scheduled' WHERE id IN (SELECT value FROM json_each(?1))`,
+	} {
+		if _, err := tx.ExecContext(ctx, q, list); err != nil {
+			return err
+		}
+	}
+	return nil
 }
