@@ -169,9 +169,9 @@ func testWorkflowRetryCancelled(t *testing.T, w *wfBundle) {
 	w.wantStates(t, id, store.WorkflowCompleted, "a:completed", "b:completed", "c:completed")
 }
 
-// testWorkflowRetryJob: re-queueing one failed step's job reopens that
-// step and the branch it cancelled, but not a dependent that another
-// failed step still blocks.
+// testWorkflowRetryJob: re-queueing one failed step's job (RetryJob, then
+// RequeueDead) reopens that step and the branch it cancelled, but not a
+// dependent that another failed step still blocks.
 func testWorkflowRetryJob(t *testing.T, w *wfBundle) {
 	id, jobs := w.insert(t, "branch",
 		wfStep("a", nil, nil),
@@ -199,9 +199,25 @@ func testWorkflowRetryJob(t *testing.T, w *wfBundle) {
 	if got := w.finishedBy(t, jobs["c"]); !slices.Equal(got, []string{"branch:failed"}) {
 		t.Fatalf("FinishedBy(c) = %v", got)
 	}
-	// Then the other branch: z now has both dependencies.
-	if err := w.st.RetryJob(w.ctx, jobs["x"], t0); err != nil {
-		t.Fatalf("RetryJob(x): %v", err)
+	// Then the other branch, through its dead-letter row: z now has both
+	// dependencies.
+	dls, err := w.st.DeadLetters(w.ctx, store.ListParams{Shard: store.AllShards})
+	if err != nil {
+		t.Fatalf("DeadLetters: %v", err)
+	}
+	var requeued bool
+	for _, dl := range dls {
+		if dl.OriginalJobID == jobs["x"] {
+			id, err := w.st.RequeueDead(w.ctx, dl.Shard, dl.ID, store.RequeueParams{Now: t0,
+				Defaults: func(string) (store.Priority, int) { return store.PriorityLow, 1 }})
+			if err != nil || id != jobs["x"] {
+				t.Fatalf("RequeueDead(x) = %d, %v; want its job %d back", id, err, jobs["x"])
+			}
+			requeued = true
+		}
+	}
+	if !requeued {
+		t.Fatalf("no dead-letter row for x among %d", len(dls))
 	}
 	w.wantStates(t, id, store.WorkflowRunning, "a:completed", "x:ready", "b:completed", "c:completed", "y:waiting", "z:waiting")
 	x := w.claimExactly(t, "x")
