@@ -316,7 +316,10 @@ func TestWorkflowEndsOnce_QueueMax(t *testing.T) {
 			t.Fatalf("step %s before queue-max pops it: %+v, %v", s.Name, j, err)
 		}
 		queueMaxWrite(t, p1.dir, id.Shard(),
-			fmt.Sprintf(`UPDATE fila SET status = 'processing', worker_id = 'qm', tentativas = tentativas + 1 WHERE id = %d`, s.JobID.Seq()),
+			// A fresh heartbeat, so that orphan recovery leaves the popped
+			// row alone until queue-max completes it.
+			fmt.Sprintf(`UPDATE fila SET status = 'processing', worker_id = 'qm', tentativas = tentativas + 1,
+				heartbeat = strftime('%%Y-%%m-%%dT%%H:%%M:%%fZ', 'now') WHERE id = %d`, s.JobID.Seq()),
 			fmt.Sprintf(`DELETE FROM fila WHERE id = %d`, s.JobID.Seq()))
 	}
 	if e := waitEvents(t, evs, 1)[0]; e.Kind != EventWorkflowCompleted || WorkflowID(e.Workflow) != id {
