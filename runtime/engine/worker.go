@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync/atomic"
 
 	"github.com/queuemax/queuemax/queuemaxtype"
@@ -185,7 +186,7 @@ func (e *Engine) fail(a *Attempt) {
 			e.lostCnt.Add(1)
 			e.log.WarnContext(ctx, "job lease lost; failure rejected", "task", j.Task, "job_id", int64(j.ID))
 		case err != nil:
-			e.log.ErrorContext(ctx, "record failure; the job is recovered as an orphan", "task", j.Task, "job_id", int64(j.ID), "err", err)
+			e.out.fail(ctx, slog.LevelError, "failure records", "record failure; the job is recovered as an orphan", err, "task", j.Task, "job_id", int64(j.ID))
 		case a.Fail.Dead:
 			e.failed.Add(1)
 		default:
