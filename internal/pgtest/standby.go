@@ -16,11 +16,10 @@ import (
 
 // NewStandby makes a streaming standby of primary (pg_basebackup -R, so
 // it follows primary's WAL from the start) and starts it on a free port
-// with settings (extra -c name=value settings). upstream is the
-// host:port the standby streams from: "" for the primary itself, or a
-// proxy in front of it. The standby accepts read-only sessions; Promote
-// makes it a primary. It is stopped and removed when the test ends.
-func NewStandby(t testing.TB, primary *Cluster, upstream string, settings ...string) *Cluster {
+// with settings (extra -c name=value settings; e.g. a primary_conninfo
+// through a proxy). The standby accepts read-only sessions; Promote makes
+// it a primary. It is stopped and removed when the test ends.
+func NewStandby(t testing.TB, primary *Cluster, settings ...string) *Cluster {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "qmpg")
 	if err != nil {
@@ -37,13 +36,6 @@ func NewStandby(t testing.TB, primary *Cluster, upstream string, settings ...str
 		os.RemoveAll(dir)
 	})
 	host, port := "127.0.0.1", strconv.Itoa(primary.Port)
-	if upstream != "" {
-		h, p, ok := strings.Cut(upstream, ":")
-		if !ok {
-			t.Fatalf("upstream %q is not host:port", upstream)
-		}
-		host, port = h, p
-	}
 	if out, err := c.cmd(filepath.Join(c.bin, "pg_basebackup"), "-h", host, "-p", port, "-U", "postgres",
 		"-D", c.data, "-R", "-X", "stream", "-c", "fast", "--no-sync").CombinedOutput(); err != nil {
 		t.Fatalf("pg_basebackup: %v\n%s", err, out)

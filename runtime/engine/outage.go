@@ -23,7 +23,10 @@ const (
 // with the count and the outage's length. A per-job failure (a
 // completion that could not be recorded) counts under its service's
 // name too, so an outage logs a few lines per service, never one per job
-// or heartbeat.
+// or heartbeat. Lost leases (acknowledgements the fence refused, after an
+// outage or a partition) count the same way under "lost leases", an
+// outage that only ends by quiet (outageQuiet); WorkerStats counts them
+// all.
 type outages struct {
 	log    *slog.Logger
 	active atomic.Int32 // services failing now: ok is a load when zero
