@@ -154,10 +154,13 @@ func (s *Store) retryInsert(ctx context.Context, insert func() error) error {
 	for {
 		err := insert()
 		var ns *notSent
-		if err != nil && ctx.Err() != nil && (errors.As(err, &ns) || pgconn.SafeToRetry(err)) {
-			// Never sent, and the caller has given up: its context's
-			// error, not an unknown outcome.
-			return fmt.Errorf("%w (the insert was not sent: %w)", context.Cause(ctx), err)
+		var pgErr *pgconn.PgError
+		cancelled := errors.As(err, &pgErr) && pgErr.Code == "57014" // query_canceled: rolled back
+		if err != nil && ctx.Err() != nil && (errors.As(err, &ns) || pgconn.SafeToRetry(err) || cancelled) {
+			// Never sent (or cancelled before it committed), and the
+			// caller has given up: its context's error, not an
+			// unknown outcome.
+			return fmt.Errorf("%w (the insert was not stored: %w)", context.Cause(ctx), err)
 		}
 		if err == nil || !connLost(err) {
 			return err
