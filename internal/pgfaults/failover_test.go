@@ -178,6 +178,20 @@ func runFailover(t *testing.T, c failoverCase) {
 		}
 		return sum
 	}
+	// Unique jobs enqueued right before the crash (a task no worker
+	// runs, so they stay pending): after the failover the same keys are
+	// enqueued again, and each key must then be held by exactly one job.
+	uniq := func() ([]queuemax.EnqueueResult, error) {
+		ps := make([]queuemax.EnqueueParams, failoverUnique)
+		for i := range ps {
+			ps[i] = queuemax.EnqueueParams{Task: "t.Uniq", Payload: args{N: i},
+				Opts: queuemax.Opts{UniqueKey: "u" + strconv.Itoa(i), Unique: &queuemax.UniqueOpts{ByKey: true}}}
+		}
+		return prod.EnqueueManyResults(ctx, ps)
+	}
+	if _, err := uniq(); err != nil {
+		t.Fatalf("unique jobs: %v", err)
+	}
 	linesBefore := logged()
 	replicationLag(t, primary.DSN)
 	stopped := time.Now()
@@ -264,6 +278,28 @@ func runFailover(t *testing.T, c failoverCase) {
 		}
 	}
 	waitDone(t, conn, schema, n, 3*time.Minute)
+	var uniqSurvived int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM `+jobsTable+` WHERE task = 't.Uniq'`).Scan(&uniqSurvived); err != nil {
+		t.Fatal(err)
+	}
+	res, err := uniq()
+	if err != nil {
+		t.Fatalf("unique jobs again: %v", err)
+	}
+	dups := 0
+	for _, r := range res {
+		if r.Duplicate {
+			dups++
+		}
+	}
+	var uniqRows, uniqKeys int
+	if err := conn.QueryRow(ctx, `SELECT count(*), count(DISTINCT unique_key) FROM `+jobsTable+` WHERE task = 't.Uniq'`).Scan(&uniqRows, &uniqKeys); err != nil {
+		t.Fatal(err)
+	}
+	if uniqRows != failoverUnique || uniqKeys != failoverUnique || dups != uniqSurvived {
+		t.Errorf("unique jobs after the failover: %d rows for %d keys (want %d each); %d duplicates for %d that survived",
+			uniqRows, uniqKeys, failoverUnique, dups, uniqSurvived)
+	}
 	waitListening(t, conn, 4) // the producer and the three workers, on the new primary
 
 	var processed, fenced int64
@@ -333,14 +369,18 @@ func runFailover(t *testing.T, c failoverCase) {
 	t.Logf("FAILOVER %s: %d jobs; stop at %d enqueued; promotion took %v, %v after the stop; completions resumed %v after it; "+
 		"acknowledged enqueues lost %d of %d; enqueues retried by the producer %d, outcome unknown %d, enqueued again %d; "+
 		"re-runs of lost jobs %d, of others %d (of an attempt already run: %d); completions acknowledged %d for %d jobs (undone: %d); fenced %d; "+
-		"log lines during the outage %d (3 workers)",
+		"log lines during the outage %d (3 workers); unique jobs enqueued just before the crash surviving %d of %d",
 		c.name, n, atStop, promoted.Sub(promoting).Round(time.Millisecond), promoting.Sub(stopped).Round(time.Millisecond),
 		resumed.Round(time.Millisecond), len(lost), len(ackedBefore), failures, len(uncertain), again, rerunLost, reruns, twice,
-		processed-ticks, n, max(processed-ticks-int64(n), 0), fenced, linesOutage)
+		processed-ticks, n, max(processed-ticks-int64(n), 0), fenced, linesOutage, uniqSurvived, failoverUnique)
 	if resumed > 10*time.Second {
 		t.Errorf("completions resumed %v after the promotion, want within 10 s", resumed)
 	}
 }
+
+// failoverUnique is how many unique jobs the producer enqueues right
+// before the crash.
+const failoverUnique = 200
 
 // outageLines bounds what one worker process logs during an outage: a
 // failure and a recovery line for each of its services (claims,
