@@ -18,6 +18,8 @@ test: lint check-generated check-size
 	@$(call EACH,$(GO) test -race -shuffle=on -timeout 20m $(PKGS))
 	@echo "== . (global limits: rates and timing bounds, without the race detector)"
 	@GOWORK=off $(GO) test -count=1 -timeout 10m -run 'Processes_Global|GlobalLimits_Rate|QueueLimits_?Rate' .
+	@echo "== internal/pgfaults (PostgreSQL failover at full size, 10,000 jobs each, without the race detector)"
+	@GOWORK=off $(GO) test -count=1 -timeout 10m -run 'TestFailover' ./internal/pgfaults/
 
 ## test-short: the quick run (smaller volume tests, no race detector)
 test-short:

@@ -94,6 +94,8 @@ func (b *bench) run(ctx context.Context, chosen []string) *Report {
 				err = b.pgProcessing(ctx)
 			case "enqueue":
 				err = b.pgEnqueue(ctx)
+			case "bulk":
+				err = b.pgBulk(ctx)
 			case "failure":
 				err = b.failure(ctx)
 			case "depth":

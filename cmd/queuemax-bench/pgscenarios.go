@@ -177,6 +177,11 @@ func (b *bench) pgEnqueue(ctx context.Context) error {
 // of jobs no-op jobs, 1,000 per call, on a fresh schema of the same
 // server) and returns its rate and River's version.
 func (b *bench) pgRiver(ctx context.Context, jobs int) (float64, string, error) {
+	return b.pgRiverRun(ctx, jobs)
+}
+
+// pgRiverRun is pgRiver with riverpeer's extra flags (-fast: InsertManyFast).
+func (b *bench) pgRiverRun(ctx context.Context, jobs int, flags ...string) (float64, string, error) {
 	dir := "cmd/queuemax-bench/riverpeer"
 	if _, file, _, ok := runtime.Caller(0); ok {
 		if d := filepath.Join(filepath.Dir(file), "riverpeer"); dirExists(d) {
@@ -188,7 +193,7 @@ func (b *bench) pgRiver(ctx context.Context, jobs int) (float64, string, error) 
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "run", ".", "-dsn", b.o.dsn, "-jobs", strconv.Itoa(jobs), "-batch", "1000")
+	cmd := exec.CommandContext(ctx, "go", append([]string{"run", ".", "-dsn", b.o.dsn, "-jobs", strconv.Itoa(jobs), "-batch", "1000"}, flags...)...)
 	cmd.Dir = dir
 	// riverpeer is its own module, outside the repository's go.work.
 	cmd.Env = append(os.Environ(), "GOWORK=off")

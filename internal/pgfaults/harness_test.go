@@ -39,6 +39,7 @@ const (
 	envSlow   = "QMFAULTS_SLOW"  // how long each job's handler takes
 	envTick   = "QMFAULTS_TICK"  // a periodic task t.Tick with this interval
 	envDelay  = "QMFAULTS_DELAY" // "<first n> <count> <delay>": jobs the child enqueues at start, due after delay
+	envLog    = "QMFAULTS_LOG"   // the child's log level (slog's names); error when unset
 )
 
 func TestMain(m *testing.M) {
@@ -101,10 +102,17 @@ func childMain(mode string) int {
 		handlers = append(handlers, tick)
 	}
 	stuck, _ := time.ParseDuration(os.Getenv(envStuck))
+	level := slog.LevelError
+	if l := os.Getenv(envLog); l != "" {
+		if err := level.UnmarshalText([]byte(l)); err != nil {
+			fmt.Println("error", envLog, err)
+			return 1
+		}
+	}
 	cfg := queuemax.Config{DSN: os.Getenv(envDSN), Schema: os.Getenv(envSchema), Handlers: handlers,
 		Middleware: []queuemax.JobMiddleware{record}, Workers: 8, HeartbeatInterval: 250 * time.Millisecond,
 		StuckTimeout: stuck, RecoveryInterval: 250 * time.Millisecond, DrainTimeout: 5 * time.Second,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))}
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))}
 	c, err := queuemax.Open(ctx, cfg)
 	if err != nil {
 		fmt.Println("error", err)
@@ -146,6 +154,7 @@ type worker struct {
 	out   string // its executions file
 	lines chan string
 	stats string
+	log   *prefixWriter // its stderr: the lines it logged
 }
 
 // startWorker starts a child worker on dsn and schema and waits until it
@@ -161,7 +170,8 @@ func startWorker(t *testing.T, dsn, schema string, stuck time.Duration, env ...s
 	w.cmd.Env = append(os.Environ(), envChild+"=worker", envDSN+"="+dsn, envSchema+"="+schema, envOut+"="+w.out,
 		envStuck+"="+stuck.String())
 	w.cmd.Env = append(w.cmd.Env, env...)
-	w.cmd.Stderr = &prefixWriter{t: t}
+	w.log = &prefixWriter{t: t}
+	w.cmd.Stderr = w.log
 	stdout, err := w.cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -361,15 +371,24 @@ func doneAll(t *testing.T, conn *pgx.Conn, schema string, n int) bool {
 
 // prefixWriter passes a child's stderr to the test log.
 type prefixWriter struct {
-	t  *testing.T
-	mu sync.Mutex
+	t     *testing.T
+	mu    sync.Mutex
+	count int // lines written
 }
 
 func (p *prefixWriter) Write(b []byte) (int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, l := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
+		p.count++
 		p.t.Log("child:", l)
 	}
 	return len(b), nil
+}
+
+// Lines returns how many lines the child has written to stderr.
+func (p *prefixWriter) Lines() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.count
 }

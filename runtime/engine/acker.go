@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -153,10 +154,11 @@ func (a *acker) settle(x ack, err error) {
 	switch {
 	case errors.Is(err, store.ErrLeaseLost):
 		e.lostCnt.Add(1)
-		e.log.WarnContext(x.att.Ctx, "job lease lost; completion rejected", "task", j.Task, "job_id", int64(j.ID))
+		e.out.fail(x.att.Ctx, slog.LevelWarn, "lost leases", "job lease lost; completion rejected", store.ErrLeaseLost, "task", j.Task, "job_id", int64(j.ID))
 	case err != nil:
-		e.log.ErrorContext(x.att.Ctx, "record completion; the job is recovered as an orphan", "task", j.Task, "job_id", int64(j.ID), "err", err)
+		e.out.fail(x.att.Ctx, slog.LevelError, "completions", "record completion; the job is recovered as an orphan", err, "task", j.Task, "job_id", int64(j.ID))
 	default:
+		e.out.ok(x.att.Ctx, "completions")
 		e.processed.Add(1)
 	}
 }

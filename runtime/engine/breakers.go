@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"log/slog"
 	"math"
 	"math/rand/v2"
 	"strconv"
@@ -89,7 +90,7 @@ func (s *sharedBreakers) refresh(ctx context.Context, force bool) {
 	rows, err := s.st.BreakerList(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
-			s.e.log.WarnContext(ctx, "read circuit breakers", "err", err)
+			s.e.out.fail(ctx, slog.LevelWarn, "breakers read", "read circuit breakers", err)
 		}
 		s.mu.Lock()
 		s.readAt = time.Now() // retry at the next refresh, not every round
@@ -163,7 +164,7 @@ func (s *sharedBreakers) takeProbe(ctx context.Context, name string, now time.Ti
 		return got
 	})
 	if err != nil {
-		s.e.log.WarnContext(ctx, "take circuit breaker probe", "task", name, "err", err)
+		s.e.out.fail(ctx, slog.LevelWarn, "breaker probes", "take circuit breaker probe", err, "task", name)
 		return false
 	}
 	s.store(rows)
@@ -284,13 +285,13 @@ func (s *sharedBreakers) write(batch map[string]*breaker.Outcomes, marks []store
 		return breaker.Apply(r, *o, s.pols[r.Task], now)
 	})
 	if err != nil {
-		s.e.log.Warn("record circuit breaker outcomes", "tasks", names, "err", err)
+		s.e.out.fail(context.Background(), slog.LevelWarn, "breaker outcomes", "record circuit breaker outcomes", err, "tasks", names)
 		return
 	}
 	s.store(rows)
 	if len(marks) > 0 {
 		if err := s.st.MarkDependencyFailures(ctx, marks); err != nil {
-			s.e.log.Warn("mark dependency failures", "err", err)
+			s.e.out.fail(context.Background(), slog.LevelWarn, "dependency marks", "mark dependency failures", err)
 		}
 	}
 }
@@ -315,7 +316,7 @@ func (p *producer) claimFor(ctx context.Context, g claimGroup, max int, now time
 	jobs, err := e.brk.st.ClaimProbe(cctx, store.ClaimParams{WorkerID: e.cfg.WorkerID, Max: 1, Now: now, Tasks: tasks,
 		Queues: e.queues.limits()})
 	if err != nil && ctx.Err() == nil {
-		e.log.WarnContext(ctx, "claim circuit breaker probe", "tasks", tasks, "err", err)
+		e.out.fail(ctx, slog.LevelWarn, "breaker probe claims", "claim circuit breaker probe", err, "tasks", tasks)
 	}
 	jobs = e.qlim.probed(ctx, jobs) // limits_queue.go
 	return jobs, err

@@ -132,6 +132,7 @@ type Stats struct {
 type Engine struct {
 	cfg     Config
 	log     *slog.Logger
+	out     *outages // bounds the logs of an outage (outage.go)
 	order   []string // breaker names, sorted, for a stable claim plan
 	brk     *sharedBreakers
 	rlWaits map[string]*atomic.Int64
@@ -200,6 +201,7 @@ func New(cfg Config) *Engine {
 	}
 	e.jobCtx, e.cancelJobs = context.WithCancelCause(context.Background()) // Run replaces it
 	e.acks = newAcker(e)
+	e.out = newOutages(cfg.Log)
 	queueCap := max(cfg.ClaimBatch, cfg.ClaimMax, cfg.Workers)
 	if p := cfg.Autoscale; p != nil {
 		queueCap = max(queueCap, p.Max)

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"log/slog"
 	"math"
 	"runtime"
 	"sort"
@@ -155,7 +156,7 @@ func (g *globalLimits) take(ctx context.Context, groups []claimGroup, now time.T
 	grants, err := g.st.LimitTake(ctx, g.e.cfg.WorkerID, append(takes, riders...), now, now.Add(g.expiry()))
 	g.e.qlim.rode(ctx, grants[min(len(takes), len(grants)):], err, now)
 	if err != nil {
-		g.e.log.WarnContext(ctx, "global limits: take failed", "err", err)
+		g.e.out.fail(ctx, slog.LevelWarn, "global limits", "global limits: take failed", err)
 		grants = make([]store.LimitGrant, len(takes)) // take none this round
 		retryIn = g.poll()
 	}
@@ -244,7 +245,7 @@ func (g *globalLimits) settle(ctx context.Context, gives []store.LimitGive) {
 	}
 	if err := g.st.LimitGive(context.WithoutCancel(ctx), g.e.cfg.WorkerID, gives, g.e.cfg.Now()); err != nil {
 		// The slots expire with this process's lease instead.
-		g.e.log.WarnContext(ctx, "global limits: give back unused starts", "err", err)
+		g.e.out.fail(ctx, slog.LevelWarn, "global limits give", "global limits: give back unused starts", err)
 	}
 }
 
@@ -394,7 +395,7 @@ func (g *globalLimits) RunOnce(ctx context.Context, _ time.Time) {
 	sort.Slice(keys, func(a, b int) bool { return keys[a].Scope < keys[b].Scope })
 	now := g.e.cfg.Now()
 	if err := g.st.LimitRefresh(ctx, g.e.cfg.WorkerID, keys, now, now.Add(g.expiry())); err != nil {
-		g.e.log.WarnContext(ctx, "global limits: renew slots", "err", err)
+		g.e.out.fail(ctx, slog.LevelWarn, "global limits renew", "global limits: renew slots", err)
 	}
 }
 

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sort"
 	"sync"
 	"time"
@@ -95,7 +96,7 @@ func (g *globalLimits) claimKeyed(ctx context.Context, p *producer, gr claimGrou
 	defer cancel()
 	cands, err := g.keys.st.PeekKeys(cctx, params, by, peekSize(room))
 	if err != nil && ctx.Err() == nil && !errors.Is(err, store.ErrClosed) {
-		e.log.WarnContext(ctx, "global limits: peek keyed jobs", "task", task, "err", err)
+		e.out.fail(ctx, slog.LevelWarn, "keyed limits peek", "global limits: peek keyed jobs", err, "task", task)
 	}
 	if len(cands) == 0 {
 		return nil, retryIn
@@ -141,7 +142,7 @@ func (g *globalLimits) claimKeyed(ctx context.Context, p *producer, gr claimGrou
 	}
 	grants, err := g.st.LimitTake(cctx, e.cfg.WorkerID, takes, now, now.Add(g.expiry()))
 	if err != nil {
-		e.log.WarnContext(ctx, "global limits: take failed", "err", err)
+		e.out.fail(ctx, slog.LevelWarn, "keyed limits", "global limits: take failed", err)
 		return nil, g.poll()
 	}
 	// The granted jobs, in claim order, within room and the queues' caps.
@@ -193,7 +194,7 @@ func (g *globalLimits) claimKeyed(ctx context.Context, p *producer, gr claimGrou
 		jobs, err = g.keys.st.ClaimIDs(cctx, params, ids)
 		e.qlim.claimed(jobs)
 		if err != nil && ctx.Err() == nil && !errors.Is(err, store.ErrClosed) {
-			e.log.WarnContext(ctx, "claim failed", "err", err)
+			e.out.fail(ctx, slog.LevelWarn, "keyed claims", "claim failed", err)
 		}
 	}
 	if len(ids) > 0 && len(jobs) == 0 && err == nil {
@@ -263,6 +264,6 @@ func (g *globalLimits) sweepKeys(ctx context.Context) {
 	}
 	sort.Strings(scopes)
 	if _, err := g.keys.st.LimitSweep(ctx, scopes, g.e.cfg.Now(), age+time.Second); err != nil {
-		g.e.log.WarnContext(ctx, "global limits: sweep keyed state", "err", err)
+		g.e.out.fail(ctx, slog.LevelWarn, "keyed limits sweep", "global limits: sweep keyed state", err)
 	}
 }

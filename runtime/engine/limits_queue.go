@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"maps"
 	"runtime"
 	"slices"
@@ -316,7 +317,7 @@ func (q *queueLimits) take(ctx context.Context, now time.Time) time.Duration {
 func (q *queueLimits) grant(ctx context.Context, grants []store.LimitGrant, err error, now time.Time) time.Duration {
 	retryIn := time.Hour
 	if err != nil {
-		q.e.log.WarnContext(ctx, "queue limits: take failed", "err", err)
+		q.e.out.fail(ctx, slog.LevelWarn, "queue limits", "queue limits: take failed", err)
 		grants = make([]store.LimitGrant, len(q.takes)) // claim none of them this round
 		retryIn = q.poll()
 	}
@@ -470,7 +471,7 @@ func (q *queueLimits) give(ctx context.Context, gives []store.LimitGive) {
 	}
 	if err := q.st.LimitGive(context.WithoutCancel(ctx), q.e.cfg.WorkerID, gives, q.e.cfg.Now()); err != nil {
 		// The slots expire with this process's lease instead.
-		q.e.log.WarnContext(ctx, "queue limits: give back", "err", err)
+		q.e.out.fail(ctx, slog.LevelWarn, "queue limits give", "queue limits: give back", err)
 	}
 }
 
@@ -592,7 +593,7 @@ func (q *queueLimits) RunOnce(ctx context.Context, _ time.Time) {
 	}
 	now := q.e.cfg.Now()
 	if err := q.st.LimitRefresh(ctx, q.e.cfg.WorkerID, keys, now, now.Add(q.expiry())); err != nil {
-		q.e.log.WarnContext(ctx, "queue limits: renew slots", "err", err)
+		q.e.out.fail(ctx, slog.LevelWarn, "queue limits renew", "queue limits: renew slots", err)
 	}
 }
 
@@ -634,7 +635,7 @@ func (q *queueLimits) probed(ctx context.Context, jobs []*store.Job) []*store.Jo
 	if len(back) > 0 {
 		for _, err := range q.e.cfg.Store.Release(context.WithoutCancel(ctx), back) {
 			if err != nil && !errors.Is(err, store.ErrLeaseLost) {
-				q.e.log.WarnContext(ctx, "queue limits: return a probe's job", "err", err)
+				q.e.out.fail(ctx, slog.LevelWarn, "queue limits probes", "queue limits: return a probe's job", err)
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"log/slog"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -124,7 +125,7 @@ func (s *stamps) flush() {
 		s.mu.Unlock()
 		if err := s.st.LimitGive(context.WithoutCancel(s.e.jobCtx), s.e.cfg.WorkerID, gives, s.e.cfg.Now()); err != nil {
 			// The tokens stay at their claims, a little earlier.
-			s.e.log.Warn("global limits: move rate tokens to their starts", "err", err)
+			s.e.out.fail(context.Background(), slog.LevelWarn, "rate token moves", "global limits: move rate tokens to their starts", err)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"math/rand/v2"
 	"time"
 
@@ -196,7 +197,7 @@ func (p *producer) releaseQueued() {
 	}
 	for i, err := range e.cfg.Store.Release(context.WithoutCancel(e.jobCtx), ls) {
 		if err != nil && !errors.Is(err, store.ErrLeaseLost) {
-			e.log.Error("return unstarted job to pending", "job_id", int64(rjs[i].job.ID), "err", err)
+			e.out.fail(context.Background(), slog.LevelError, "releases", "return unstarted job to pending", err, "job_id", int64(rjs[i].job.ID))
 		}
 	}
 	for _, rj := range rjs {
@@ -397,7 +398,9 @@ func (p *producer) claim(ctx context.Context, tasks []string, max int, now time.
 	jobs, err := e.qlim.claim(cctx, e.cfg.Store, store.ClaimParams{WorkerID: e.cfg.WorkerID, Max: max, Now: now, Tasks: tasks,
 		Order: p.claimOrder(), Queues: e.queues.limits()})
 	if err != nil && ctx.Err() == nil && !errors.Is(err, store.ErrClosed) {
-		e.log.WarnContext(ctx, "claim failed", "err", err)
+		e.out.fail(ctx, slog.LevelWarn, "claims", "claim failed", err)
+	} else if err == nil {
+		e.out.ok(ctx, "claims")
 	}
 	// Stay on a shard that filled the batch: the next claim then joins the
 	// group transaction that acknowledges this batch on that shard's

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/queuemax/queuemax/runtime/store"
@@ -80,6 +81,8 @@ func (e *Engine) renew(ctx context.Context) {
 	for i, rj := range rjs {
 		ls[i] = Lease(rj.job)
 	}
+	failed, first := 0, -1
+	var firstErr error
 	for i, err := range e.cfg.Store.Heartbeat(ctx, ls, e.cfg.Now()) {
 		switch {
 		case errors.Is(err, store.ErrLeaseLost):
@@ -88,8 +91,17 @@ func (e *Engine) renew(ctx context.Context) {
 		case errors.Is(err, store.ErrCancelRequested):
 			requestCancel(rjs[i])
 		case err != nil && ctx.Err() == nil:
-			e.log.WarnContext(ctx, "heartbeat failed", "job_id", int64(rjs[i].job.ID), "err", err)
+			if failed++; first < 0 {
+				first, firstErr = i, err
+			}
 		}
+	}
+	if failed > 0 {
+		// One line for the round, and only for the first failing round
+		// of an outage (outage.go).
+		e.out.fail(ctx, slog.LevelWarn, "heartbeats", "heartbeat failed", firstErr, "job_id", int64(rjs[first].job.ID), "jobs", failed)
+	} else if ctx.Err() == nil {
+		e.out.ok(ctx, "heartbeats")
 	}
 }
 
@@ -110,9 +122,12 @@ func (r *rescuer) RunOnce(ctx context.Context, now time.Time) {
 	res, err := e.cfg.Store.RecoverOrphans(ctx, now.Add(-e.cfg.StuckTimeout), now)
 	switch {
 	case err != nil && ctx.Err() == nil:
-		e.log.WarnContext(ctx, "orphan recovery failed", "err", err)
+		e.out.fail(ctx, slog.LevelWarn, "orphan recovery", "orphan recovery failed", err)
 	case err == nil && res.Requeued+res.DeadLettered > 0:
+		e.out.ok(ctx, "orphan recovery")
 		e.log.WarnContext(ctx, "recovered orphaned jobs", "requeued", res.Requeued, "dead_lettered", res.DeadLettered)
+	case err == nil:
+		e.out.ok(ctx, "orphan recovery")
 	}
 	if res.Requeued > 0 && e.cfg.Wake != nil {
 		select {
@@ -139,7 +154,7 @@ func (m *maintenance) RunOnce(ctx context.Context, now time.Time) {
 		res, err := e.cfg.Store.Prune(ctx, PruneParams(now, e.cfg.CompletedRetention, e.cfg.CleanupAge))
 		switch {
 		case err != nil && ctx.Err() == nil:
-			e.log.WarnContext(ctx, "cleanup failed", "err", err)
+			e.out.fail(ctx, slog.LevelWarn, "cleanup", "cleanup failed", err)
 		case err == nil && res.Jobs+res.DeadLetters > 0:
 			e.log.InfoContext(ctx, "cleaned up old jobs", "jobs", res.Jobs, "dead_letters", res.DeadLetters)
 		}
@@ -191,7 +206,9 @@ func newScheduler(e *Engine) *scheduler { return &scheduler{e: e, p: e.cfg.Perio
 func (s *scheduler) RunOnce(ctx context.Context, now time.Time) time.Time {
 	next, err := s.p.Tick(ctx, now)
 	if err != nil && ctx.Err() == nil {
-		s.e.log.WarnContext(ctx, "periodic scheduler", "err", err)
+		s.e.out.fail(ctx, slog.LevelWarn, "periodic scheduler", "periodic scheduler", err)
+	} else if err == nil {
+		s.e.out.ok(ctx, "periodic scheduler")
 	}
 	return next
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync/atomic"
 
 	"github.com/queuemax/queuemax/queuemaxtype"
@@ -159,7 +160,7 @@ func (e *Engine) outcome(rj *runningJob, result any, err error) {
 	e.brk.record(j, err, rj.probe)
 	if rj.lost.Load() {
 		e.lostCnt.Add(1)
-		e.log.WarnContext(rj.ctx, "job lease lost while running; result discarded", "task", j.Task, "job_id", int64(j.ID))
+		e.out.fail(rj.ctx, slog.LevelWarn, "lost leases", "job lease lost while running; result discarded", store.ErrLeaseLost, "task", j.Task, "job_id", int64(j.ID))
 		e.unhold(rj)
 		return
 	}
@@ -183,9 +184,9 @@ func (e *Engine) fail(a *Attempt) {
 		switch {
 		case errors.Is(err, store.ErrLeaseLost):
 			e.lostCnt.Add(1)
-			e.log.WarnContext(ctx, "job lease lost; failure rejected", "task", j.Task, "job_id", int64(j.ID))
+			e.out.fail(ctx, slog.LevelWarn, "lost leases", "job lease lost; failure rejected", store.ErrLeaseLost, "task", j.Task, "job_id", int64(j.ID))
 		case err != nil:
-			e.log.ErrorContext(ctx, "record failure; the job is recovered as an orphan", "task", j.Task, "job_id", int64(j.ID), "err", err)
+			e.out.fail(ctx, slog.LevelError, "failure records", "record failure; the job is recovered as an orphan", err, "task", j.Task, "job_id", int64(j.ID))
 		case a.Fail.Dead:
 			e.failed.Add(1)
 		default:

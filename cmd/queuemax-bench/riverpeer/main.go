@@ -38,14 +38,15 @@ func main() {
 	dsn := flag.String("dsn", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable", "the PostgreSQL server")
 	jobs := flag.Int("jobs", 200000, "jobs to insert")
 	batch := flag.Int("batch", 1000, "jobs per InsertMany call")
+	fast := flag.Bool("fast", false, "InsertManyFast (COPY, no rows returned) instead of InsertMany")
 	flag.Parse()
-	if err := run(context.Background(), *dsn, *jobs, *batch); err != nil {
+	if err := run(context.Background(), *dsn, *jobs, *batch, *fast); err != nil {
 		fmt.Fprintln(os.Stderr, "riverpeer:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, dsn string, jobs, batch int) error {
+func run(ctx context.Context, dsn string, jobs, batch int, fast bool) error {
 	pool, err := pgxpool.New(ctx, dsn)
 	if err != nil {
 		return err
@@ -75,14 +76,22 @@ func run(ctx context.Context, dsn string, jobs, batch int) error {
 		}
 		return ps
 	}
+	insert := func(ps []river.InsertManyParams) error {
+		if fast {
+			_, err := client.InsertManyFast(ctx, ps)
+			return err
+		}
+		_, err := client.InsertMany(ctx, ps)
+		return err
+	}
 	// Warm the pool's connections and prepared statements, untimed.
-	if _, err := client.InsertMany(ctx, params(0, batch)); err != nil {
+	if err := insert(params(0, batch)); err != nil {
 		return err
 	}
 	start := time.Now()
 	for done := 0; done < jobs; {
 		k := min(batch, jobs-done)
-		if _, err := client.InsertMany(ctx, params(done, k)); err != nil {
+		if err := insert(params(done, k)); err != nil {
 			return err
 		}
 		done += k

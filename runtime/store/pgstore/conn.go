@@ -34,16 +34,24 @@ const (
 
 // connLost reports whether err means the session to the server is gone
 // (so every pooled connection is suspect): a network error, an EOF, a
-// connection exception (SQLSTATE class 08) or an operator intervention
+// connection exception (SQLSTATE class 08), an operator intervention
 // that ends sessions (57P01 admin shutdown, 57P02 crash shutdown, 57P03
-// cannot connect now).
+// cannot connect now), or a server that cannot be written to (see
+// readOnlyServer): after a failover the writable primary is another
+// host, which only new sessions reach. A connection that could not be
+// taken from the pool because the caller's context ended (notSent) is
+// not a loss: nothing is known about the server.
 func connLost(err error) bool {
 	if err == nil {
 		return false
 	}
+	var ns *notSent
+	if errors.As(err, &ns) && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+		return false
+	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
-		return strings.HasPrefix(pgErr.Code, "08") || strings.HasPrefix(pgErr.Code, "57P")
+		return strings.HasPrefix(pgErr.Code, "08") || strings.HasPrefix(pgErr.Code, "57P") || readOnlyServer(pgErr)
 	}
 	var netErr net.Error
 	var connectErr *pgconn.ConnectError
@@ -56,7 +64,8 @@ func connLost(err error) bool {
 // (or pg_terminate_backend) ended the session, which aborts a running
 // statement and never interrupts a commit.
 func notRun(err error) bool {
-	if pgconn.SafeToRetry(err) {
+	var ns *notSent
+	if pgconn.SafeToRetry(err) || errors.As(err, &ns) {
 		return true
 	}
 	var connectErr *pgconn.ConnectError
@@ -73,9 +82,43 @@ func notRun(err error) bool {
 		case "57P03": // the server is starting or stopping: nothing ran
 			return true
 		}
+		// A read-only server refuses the statement before it writes.
+		return readOnlyServer(pgErr)
 	}
 	return false
 }
+
+// readOnlyServer reports whether the server refused a statement because
+// it cannot be written to: a standby (hot standby: "cannot execute … during
+// recovery", "recovery is in progress", a statement cancelled by a
+// conflict with recovery) or a demoted or fenced primary (25006
+// read_only_sql_transaction, "cannot execute … in a read-only
+// transaction"). Such an error says nothing about the job: the store
+// resets its pools, whose new sessions reach the writable primary (with
+// target_session_attrs=read-write in the DSN; see docs/postgres.md), and
+// the statement is retried there, as after a lost connection. The
+// store's own read-only sessions (Options.ReadOnly) never send a write,
+// so they never see this error from one.
+func readOnlyServer(e *pgconn.PgError) bool {
+	switch e.Code {
+	case "25006": // read_only_sql_transaction, on a standby or a read-only primary
+		return true
+	case "55000": // object_not_in_prerequisite_state: only the standby's one
+		return strings.Contains(e.Message, "recovery is in progress")
+	case "40001": // serialization_failure: only a hot standby's conflict
+		return strings.Contains(e.Message, "conflict with recovery")
+	}
+	return false
+}
+
+// notSent wraps the error of an insert whose rows never left the client:
+// the pool gave no connection (its context ended while it waited, or no
+// server could be reached), or the statement before the COPY failed. No
+// job was stored.
+type notSent struct{ err error }
+
+func (e *notSent) Error() string { return e.err.Error() }
+func (e *notSent) Unwrap() error { return e.err }
 
 // resetGap bounds how often a connection loss resets the pools.
 const resetGap = 100 * time.Millisecond
@@ -110,6 +153,15 @@ func (s *Store) retryInsert(ctx context.Context, insert func() error) error {
 	deadline := time.Now().Add(insertRetryFor)
 	for {
 		err := insert()
+		var ns *notSent
+		var pgErr *pgconn.PgError
+		cancelled := errors.As(err, &pgErr) && pgErr.Code == "57014" // query_canceled: rolled back
+		if err != nil && ctx.Err() != nil && (errors.As(err, &ns) || pgconn.SafeToRetry(err) || cancelled) {
+			// Never sent (or cancelled before it committed), and the
+			// caller has given up: its context's error, not an
+			// unknown outcome.
+			return fmt.Errorf("%w (the insert was not stored: %w)", context.Cause(ctx), err)
+		}
 		if err == nil || !connLost(err) {
 			return err
 		}

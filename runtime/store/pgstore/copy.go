@@ -59,12 +59,12 @@ var (
 func (s *Store) insertCopy(ctx context.Context, jobs []store.InsertParams) ([]store.JobID, error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("queuemax: insert jobs: %w", err)
+		return nil, fmt.Errorf("queuemax: insert jobs: %w", &notSent{err})
 	}
 	defer conn.Release()
 	var seqs []int64
 	if err := conn.QueryRow(ctx, s.q.nextIDs, len(jobs)).Scan(&seqs); err != nil {
-		return nil, fmt.Errorf("queuemax: insert jobs: take ids: %w", err)
+		return nil, fmt.Errorf("queuemax: insert jobs: take ids: %w", &notSent{err})
 	}
 	if len(seqs) != len(jobs) {
 		return nil, fmt.Errorf("queuemax: insert jobs: %d ids taken for %d jobs", len(seqs), len(jobs))

@@ -156,7 +156,12 @@ type querier interface {
 type poolQuerier struct{ s *Store }
 
 func (p poolQuerier) ids(ctx context.Context, q string, args ...any) ([]int64, error) {
-	rows, err := p.s.pool.Query(ctx, q, args...)
+	conn, err := p.s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, &notSent{err}
+	}
+	defer conn.Release()
+	rows, err := conn.Query(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -192,7 +192,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	}
 	s.q = buildQueries(pgx.Identifier{o.Schema}.Sanitize(), o.HostClock)
 	s.notifies = newNotifyGate(func() { s.notify(context.Background()) })
-	s.inserts = newBatcher(s.insertBatch)
+	s.inserts = newCallerBatcher(s.insertBatch)
 	s.completes = newBatcher(s.completeBatch)
 	s.failures = newBatcher(s.failBatch)
 	s.lis = startListener(s, cfg.ConnConfig, o.Schema+".jobs", o.PollInterval)

@@ -1,0 +1,5 @@
+//go:build !race
+
+package pgfaults_test
+
+const raceEnabled = false
