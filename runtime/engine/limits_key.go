@@ -30,6 +30,9 @@ type keyedLimits struct {
 	// blocked holds the keys a take found at their limit, until when
 	// rounds skip them (a slot of theirs ending here unblocks them).
 	blocked map[store.ScopeKey]time.Time
+	// walks is, per task, where the next walk of the keys behind the
+	// window resumes and when it may run (limits_heads.go).
+	walks map[string]*keyWalk
 }
 
 func newKeyedLimits(e *Engine) *keyedLimits {
@@ -38,7 +41,7 @@ func newKeyedLimits(e *Engine) *keyedLimits {
 		return nil
 	}
 	return &keyedLimits{st: kc, by: e.cfg.LimitBy, of: make(map[store.JobID]store.ScopeKey),
-		blocked: make(map[store.ScopeKey]time.Time)}
+		blocked: make(map[store.ScopeKey]time.Time), walks: make(map[string]*keyWalk)}
 }
 
 // keyBy returns the payload key task's limits apply per ("" if none).
@@ -77,9 +80,10 @@ func (g *globalLimits) keyedWant(gr claimGroup) int {
 	return gr.max
 }
 
-// peekSize is how many ready jobs a keyed claim of room jobs looks at:
-// enough that keys at their limit ahead in the queue rarely hide the
-// others, bounded so that a claim's cost does not grow with the backlog.
+// peekSize is how many ready jobs a keyed claim of room jobs looks at
+// first, in claim order: enough to serve the usual mix of keys in one
+// read; the keys behind it are reached by a walk of the keys when it
+// is not (limits_heads.go).
 func peekSize(room int) int { return min(max(4*room, 32), 512) }
 
 // claimKeyed claims up to room jobs of keyed group gr; see the top of the
@@ -107,6 +111,7 @@ func (g *globalLimits) claimKeyed(ctx context.Context, p *producer, gr claimGrou
 	at := make(map[string]int)
 	var takes []store.LimitTake
 	wanted, skipped := 0, false
+	perKey := perKeyWant(r)
 	g.keys.mu.Lock()
 	for k, until := range g.keys.blocked {
 		if !now.Before(until) {
@@ -123,15 +128,38 @@ func (g *globalLimits) claimKeyed(ctx context.Context, p *producer, gr claimGrou
 			skipped = true
 			continue
 		}
-		wanted++
 		if n, ok := at[k]; ok {
-			takes[n].Want++
+			if takes[n].Want < perKey {
+				takes[n].Want++
+				wanted++
+			}
 			continue
 		}
+		wanted++
 		at[k] = len(takes)
 		takes = append(takes, store.LimitTake{Scope: scope, Key: k, Rule: r, Want: 1})
 	}
+	// The window may hold only keys at their limit, or fewer keys than
+	// the round has room for, while other keys' jobs wait behind it: walk
+	// the keys behind it for their first jobs (limits_heads.go).
+	var skip []string
+	if wanted < room && len(cands) == peekSize(room) {
+		skip = g.keys.skipped(scope, keyOf, now)
+	}
 	g.keys.mu.Unlock()
+	if skip != nil {
+		for _, c := range g.walkKeys(ctx, cctx, params, task, by, skip, room-wanted, now) {
+			k := store.LimitKey(by, c.Value, c.Missing)
+			if _, ok := at[k]; ok {
+				continue
+			}
+			cands = append(cands, c)
+			keyOf = append(keyOf, k)
+			wanted++
+			at[k] = len(takes)
+			takes = append(takes, store.LimitTake{Scope: scope, Key: k, Rule: r, Want: 1})
+		}
+	}
 	if skipped {
 		retryIn = min(retryIn, g.poll())
 	}

@@ -1,0 +1,140 @@
+package queuemax
+
+import (
+	"context"
+
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// testLimitByBacklog is the head-of-line case of a per-key limit: 600
+// ready jobs of customer 1 (limit 1 per customer; its first job holds
+// the slot until the test ends), then one job of customer 2 on the same
+// shard. Customer 2's job must start while customer 1 has started only
+// its first: within a claim round, however deep customer 1's backlog.
+func testLimitByBacklog(t *testing.T, cfg Config) {
+	const task = "t.Backlog"
+	release := make(chan struct{})
+	defer close(release)
+	var started1 atomic.Int64
+	done2 := make(chan int64, 1)
+	h := Define(task, TaskOptions{GlobalConcurrency: 1, LimitBy: "customer"}, func(ctx context.Context, a custArgs) error {
+		if a.Customer == 1 {
+			started1.Add(1)
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return nil
+		}
+		done2 <- started1.Load()
+		return nil
+	})
+	cfg.Workers, cfg.Handlers = 4, []Handler{h}
+	b := setup(t, cfg)
+	batch := make([]EnqueueParams, 0, 600)
+	for i := range 600 {
+		batch = append(batch, EnqueueParams{Task: task, Payload: custArgs{Customer: 1, N: i}})
+	}
+	if _, err := b.c.EnqueueMany(b.ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.c.Enqueue(b.ctx, task, custArgs{Customer: 2}, Opts{}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	run(t, b.c)
+	select {
+	case n := <-done2:
+		t.Logf("customer 2's job ran %v after Run started", time.Since(start).Round(time.Millisecond))
+		if n > 1 {
+			t.Errorf("customer 2's job ran after %d jobs of customer 1 started; want at most 1 (its limit)", n)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("customer 2's job did not run in 30 s behind customer 1's backlog (%d of customer 1's jobs started)", started1.Load())
+	}
+}
+
+func TestLimitBy_Backlog(t *testing.T) {
+	t.Parallel()
+	testLimitByBacklog(t, Config{Dir: t.TempDir(), Shards: 1})
+}
+
+func TestPostgres_LimitBy_Backlog(t *testing.T) {
+	t.Parallel()
+	dsn := pgTestDSN(t)
+	testLimitByBacklog(t, Config{DSN: dsn, Schema: pgTestSchema(t, dsn)})
+}
+
+// testLimitByManyKeysAtLimit: n customers (10,000; 2,000 under the race
+// detector) each spent their rate (1 an hour) and have one more job
+// waiting; a job of a new customer enqueued behind that backlog must
+// start promptly (within a claim round; the test allows 10 s on a loaded
+// machine), while none of the waiting jobs starts.
+func testLimitByManyKeysAtLimit(t *testing.T, cfg Config) {
+	const task = "t.ManyAtLimit"
+	n := 10_000
+	if raceEnabled {
+		n = 2_000
+	}
+	var mu sync.Mutex
+	starts := make(map[int]int)
+	h := Define(task, TaskOptions{GlobalRateLimit: Rate{Limit: 1, Per: time.Hour}, LimitBy: "customer"}, func(ctx context.Context, a custArgs) error {
+		mu.Lock()
+		starts[a.Customer]++
+		mu.Unlock()
+		return nil
+	})
+	cfg.Workers, cfg.Handlers = 8, []Handler{h}
+	b := setup(t, cfg)
+	batch := make([]EnqueueParams, 0, 2*n)
+	for round := range 2 {
+		for c := range n {
+			batch = append(batch, EnqueueParams{Task: task, Payload: custArgs{Customer: c, N: round}})
+		}
+	}
+	if _, err := b.c.EnqueueMany(b.ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+	evs := collect(b.c, EventCompleted)
+	run(t, b.c)
+	deadline := time.After(120 * time.Second)
+	for got := 0; got < n; got++ {
+		select {
+		case <-evs:
+		case <-deadline:
+			t.Fatalf("%d of the %d customers' first jobs completed in 120 s", got, n)
+		}
+	}
+	if _, err := b.c.Enqueue(b.ctx, task, custArgs{Customer: -1}, Opts{}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	select {
+	case <-evs:
+		t.Logf("the new customer's job ran %v after its enqueue, behind %d jobs of %d customers at their limit",
+			time.Since(start).Round(time.Millisecond), n, n)
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the new customer's job did not run in 10 s behind %d customers at their limit", n)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for c, k := range starts {
+		if k != 1 {
+			t.Fatalf("customer %d started %d jobs; want 1 (its rate)", c, k)
+		}
+	}
+}
+
+func TestLimitBy_ManyKeysAtLimit(t *testing.T) {
+	t.Parallel()
+	testLimitByManyKeysAtLimit(t, Config{Dir: t.TempDir(), Shards: 2})
+}
+
+func TestPostgres_LimitBy_ManyKeysAtLimit(t *testing.T) {
+	t.Parallel()
+	dsn := pgTestDSN(t)
+	testLimitByManyKeysAtLimit(t, Config{DSN: dsn, Schema: pgTestSchema(t, dsn)})
+}
