@@ -12,3 +12,9 @@ import (
 func BenchmarkKeyHeads(b *testing.B) {
 	storetest.BenchmarkKeyHeads(b, func(b *testing.B) store.Store { return benchStore(b) })
 }
+
+// BenchmarkClaimBehindPaused: a claim behind 100,000 jobs of a paused or
+// capped queue (see storetest).
+func BenchmarkClaimBehindPaused(b *testing.B) {
+	storetest.BenchmarkClaimBehindPaused(b, func(b *testing.B) store.Store { return benchStore(b) })
+}

@@ -183,3 +183,49 @@ func BenchmarkKeyHeads(b *testing.B, open func(b *testing.B) store.Store) {
 	b.Run("10000Keys", func(b *testing.B) { run(b, 10_000, true) })
 	b.Run("10000KeysFree", func(b *testing.B) { run(b, 10_000, false) })
 }
+
+// BenchmarkClaimBehindPaused measures one claim of one job of the default
+// queue behind 100,000 ready jobs of a paused queue ahead of it in claim
+// order ("Paused"), and behind 100,000 of a queue at its cap
+// ("Capped": the claim of the other queues leaves the capped one out).
+func BenchmarkClaimBehindPaused(b *testing.B, open func(b *testing.B) store.Store) {
+	const backlog = 100_000
+	run := func(b *testing.B, paused bool) {
+		st := open(b)
+		ctx := b.Context()
+		batch := make([]store.InsertParams, 0, 1000)
+		add := func(q string, n int) {
+			for i := range n {
+				batch = append(batch, store.InsertParams{Task: "t", Payload: json.RawMessage(`{}`), MaxAttempts: 1, Queue: q, Now: t0})
+				if len(batch) == cap(batch) || i == n-1 {
+					if _, err := st.Insert(ctx, batch); err != nil {
+						b.Fatal(err)
+					}
+					batch = batch[:0]
+				}
+			}
+		}
+		add("p", backlog)
+		add(store.DefaultQueue, b.N)
+		p := store.ClaimParams{WorkerID: "w1", Max: 1, Now: t0}
+		if paused {
+			qa, ok := st.(store.QueueAdmin)
+			if !ok {
+				b.Skip("store does not implement store.QueueAdmin")
+			}
+			if err := qa.QueuePause(ctx, "p", t0); err != nil {
+				b.Fatal(err)
+			}
+		} else {
+			p.Queues = []store.QueueLimit{{Queue: "p", Max: 0}, {Queue: store.DefaultQueue, Max: 1}}
+		}
+		b.ResetTimer()
+		for range b.N {
+			if jobs, err := st.Claim(ctx, p); err != nil || len(jobs) != 1 || jobs[0].Queue != "" && jobs[0].Queue != store.DefaultQueue {
+				b.Fatalf("Claim = %d jobs, %v", len(jobs), err)
+			}
+		}
+	}
+	b.Run("Paused", func(b *testing.B) { run(b, true) })
+	b.Run("Capped", func(b *testing.B) { run(b, false) })
+}
