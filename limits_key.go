@@ -158,7 +158,7 @@ func (c *Client) keyedLimitInfos(out []GlobalLimitInfo, usage []store.LimitUsage
 			continue
 		}
 		g := GlobalLimitInfo{Scope: "task", Name: task, Rate: a.rule.Rate, Concurrency: a.rule.Concurrency,
-			Running: a.running, By: a.by, Keys: a.keys}
+			Running: a.running, Slots: a.running, By: a.by, Keys: a.keys}
 		if a.rule.Rate > 0 {
 			g.Per, g.Started = a.rule.Per.String(), a.strt
 		}
