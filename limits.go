@@ -142,7 +142,10 @@ func (c *Client) globalLimits(ctx context.Context) ([]GlobalLimitInfo, error) {
 		if out[i].Scope != out[j].Scope {
 			return out[i].Scope > out[j].Scope // tasks first
 		}
-		return out[i].Name < out[j].Name
+		if out[i].Name != out[j].Name {
+			return out[i].Name < out[j].Name
+		}
+		return out[i].By < out[j].By // a task's limit over all keys, then its per-key one
 	})
 	return out, nil
 }

@@ -33,6 +33,10 @@ type keyedLimits struct {
 	// walks is, per task, where the next walk of the keys behind the
 	// window resumes and when it may run (limits_heads.go).
 	walks map[string]*keyWalk
+	// wide are the tasks' limits over all keys (limits_wide.go), and
+	// wideOf the running keyed jobs that hold a slot of theirs.
+	wide   map[string]store.LimitRule
+	wideOf map[store.JobID]bool
 }
 
 func newKeyedLimits(e *Engine) *keyedLimits {
@@ -41,7 +45,8 @@ func newKeyedLimits(e *Engine) *keyedLimits {
 		return nil
 	}
 	return &keyedLimits{st: kc, by: e.cfg.LimitBy, of: make(map[store.JobID]store.ScopeKey),
-		blocked: make(map[store.ScopeKey]time.Time), walks: make(map[string]*keyWalk)}
+		blocked: make(map[store.ScopeKey]time.Time), walks: make(map[string]*keyWalk),
+		wide: e.cfg.WideLimits, wideOf: make(map[store.JobID]bool)}
 }
 
 // keyBy returns the payload key task's limits apply per ("" if none).
@@ -167,10 +172,28 @@ func (g *globalLimits) claimKeyed(ctx context.Context, p *producer, gr claimGrou
 		g.waits[task].Add(1)
 		return nil, retryIn
 	}
+	wide, wideN := g.keys.wide[task], len(cands)
+	if !wide.IsZero() {
+		// The task's limit over all keys, in the same transaction.
+		takes = append(takes, store.LimitTake{Scope: scope, Rule: wide, Want: g.wideWant(wide, wanted)})
+	}
 	grants, err := g.st.LimitTake(cctx, e.cfg.WorkerID, takes, now, now.Add(g.expiry()))
 	if err != nil {
 		e.log.WarnContext(ctx, "global limits: take failed", "err", err)
 		return nil, g.poll()
+	}
+	var wideAt time.Time
+	if !wide.IsZero() {
+		n := len(takes) - 1
+		wideN, wideAt = grants[n].N, grants[n].At
+		if wideN < takes[n].Want {
+			retryIn = min(retryIn, g.poll())
+			if !grants[n].RetryAt.IsZero() {
+				retryIn = min(retryIn, max(grants[n].RetryAt.Sub(now), time.Millisecond))
+			}
+		}
+		takes, grants = takes[:n], grants[:n] // the unused wide ones go back below
+
 	}
 	// The granted jobs, in claim order, within room and the queues' caps.
 	left := make([]int, len(takes))
@@ -199,7 +222,7 @@ func (g *globalLimits) claimKeyed(ctx context.Context, p *producer, gr claimGrou
 	qleft := e.qlim.left() // the round's queue limits (limits_queue.go)
 	for i, c := range cands {
 		n, ok := at[keyOf[i]]
-		if !ok || len(ids) == room || left[n] == 0 {
+		if !ok || len(ids) == room || len(ids) == wideN || left[n] == 0 {
 			continue
 		}
 		if caps != nil {
@@ -238,6 +261,12 @@ func (g *globalLimits) claimKeyed(ctx context.Context, p *producer, gr claimGrou
 		if r.Concurrency > 0 {
 			g.keys.of[j.ID] = store.ScopeKey{Scope: scope, Key: takes[n].Key}
 		}
+		if wide.Rate > 0 {
+			e.stamp.add(j.ID, scope, "", wideAt)
+		}
+		if wide.Concurrency > 0 {
+			g.keys.wideOf[j.ID] = true
+		}
 	}
 	g.keys.mu.Unlock()
 	var gives []store.LimitGive
@@ -257,6 +286,9 @@ func (g *globalLimits) claimKeyed(ctx context.Context, p *producer, gr claimGrou
 		if out.Slots > 0 || out.Tokens > 0 {
 			gives = append(gives, out)
 		}
+	}
+	if !wide.IsZero() {
+		gives = g.wideGive(gives, scope, wide, wideN, wideAt, len(jobs))
 	}
 	g.mu.Unlock()
 	g.settle(ctx, gives)
