@@ -27,6 +27,66 @@ import (
 type keyWalk struct {
 	after string    // the key the last walk stopped at ("": the first)
 	next  time.Time // no walk before then (after one that found nothing)
+	// refresh is when the keys at their limit may be read again.
+	refresh time.Time
+}
+
+// refreshBlocked reads which of task's keys are at their limit now, over
+// every process (one read of the limits' state rows), and marks them
+// blocked for a poll interval, so that the window and the walk pass them
+// by without a take each: keys another process holds, or whose rate
+// this process has not asked for yet, would otherwise be learnt only a
+// round's room at a time. It runs only when the window is full and a key
+// of the task was found at its limit, at most once per poll interval
+// (and four times its own duration).
+func (g *globalLimits) refreshBlocked(ctx context.Context, task, scope string, now time.Time) {
+	g.keys.mu.Lock()
+	w := g.keys.walk(task)
+	due := !now.Before(w.refresh)
+	if due {
+		due = false
+		for k, until := range g.keys.blocked {
+			if k.Scope == scope && now.Before(until) {
+				due = true
+				break
+			}
+		}
+	}
+	g.keys.mu.Unlock()
+	if !due {
+		return
+	}
+	start := time.Now()
+	us, err := g.st.LimitUsage(ctx, now)
+	if err != nil {
+		if ctx.Err() == nil && !errors.Is(err, store.ErrClosed) {
+			g.e.log.WarnContext(ctx, "global limits: read keys at their limit", "task", task, "err", err)
+		}
+		return
+	}
+	until := now.Add(g.poll())
+	g.keys.mu.Lock()
+	defer g.keys.mu.Unlock()
+	for _, u := range us {
+		r := u.Rule
+		if u.Scope == scope && u.Key != "" && (r.Concurrency > 0 && u.Running >= r.Concurrency || r.Rate > 0 && u.Started >= r.Rate) {
+			k := store.ScopeKey{Scope: scope, Key: u.Key}
+			if g.keys.blocked[k].Before(until) {
+				g.keys.blocked[k] = until
+			}
+		}
+	}
+	w.refresh = now.Add(max(g.poll(), 4*time.Since(start)))
+}
+
+// walk returns task's walk state. It holds k.mu.
+func (k *keyedLimits) walk(task string) *keyWalk {
+	w := k.walks[task]
+	if w == nil {
+		w = &keyWalk{}
+		k.walks[task] = w
+	}
+	return w
 }
 
 // perKeyWant is the most starts a round asks one key for: its
@@ -70,11 +130,7 @@ func (g *globalLimits) walkKeys(ctx, cctx context.Context, params store.ClaimPar
 	want int, now time.Time) []store.KeyCandidate {
 	e := g.e
 	g.keys.mu.Lock()
-	w := g.keys.walks[task]
-	if w == nil {
-		w = &keyWalk{}
-		g.keys.walks[task] = w
-	}
+	w := g.keys.walk(task)
 	after, next := w.after, w.next
 	g.keys.mu.Unlock()
 	if now.Before(next) {

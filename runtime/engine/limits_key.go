@@ -112,6 +112,9 @@ func (g *globalLimits) claimKeyed(ctx context.Context, p *producer, gr claimGrou
 	// One take per key, for the first room jobs in claim order whose keys
 	// are not known to be at their limit, in one transaction.
 	scope := store.TaskScope(task)
+	if len(cands) == peekSize(room) {
+		g.refreshBlocked(cctx, task, scope, now) // limits_heads.go
+	}
 	keyOf := make([]string, len(cands))
 	at := make(map[string]int)
 	var takes []store.LimitTake
