@@ -200,12 +200,7 @@ func (p *producer) releaseQueued() {
 		}
 	}
 	for _, rj := range rjs {
-		if rj.probe {
-			e.brk.releaseProbe(rj.job.Task)
-		}
-		e.glim.ended(rj.job, false)
-		e.qlim.ended(rj.job)
-		e.stamp.drop(rj.job.ID)
+		e.admitDrop(rj.job, rj.probe) // admission.go
 		e.dequeued()
 		e.unhold(rj)
 	}
