@@ -25,10 +25,14 @@ type GlobalLimitInfo struct {
 	Rate        int    `json:"rate,omitempty"`
 	Per         string `json:"per,omitempty"`
 	Concurrency int    `json:"concurrency,omitempty"`
-	// Running is how many slots running jobs hold now; Started how many
-	// jobs started in the last Per.
+	// Running is how many of the limit's jobs run now; Started how many
+	// jobs started in the last Per. Slots is how many slots processes
+	// hold now: a queue's cap without a rate lets a process keep slots
+	// for its next jobs (prefetch), so Slots may exceed Running, and a
+	// queue with no job running shows Running 0 whatever its slots.
 	Running int `json:"running"`
 	Started int `json:"started"`
+	Slots   int `json:"slots"`
 	// By is the payload key the limits apply per (TaskOptions.LimitBy);
 	// then Keys is how many keys hold state now, and Running and Started
 	// are the busiest key's.
@@ -42,6 +46,9 @@ func (g GlobalLimitInfo) String() string {
 	var parts []string
 	if g.Concurrency > 0 {
 		parts = append(parts, fmt.Sprintf("running %d/%d", g.Running, g.Concurrency))
+		if g.Slots > g.Running {
+			parts = append(parts, fmt.Sprintf("%d slots held", g.Slots))
+		}
 	}
 	if g.Rate > 0 {
 		parts = append(parts, fmt.Sprintf("started %d/%d per %s", g.Started, g.Rate, g.Per))
@@ -104,7 +111,8 @@ func (c *Client) globalLimits(ctx context.Context) ([]GlobalLimitInfo, error) {
 	}
 	var out []GlobalLimitInfo
 	add := func(name string, r store.LimitRule, u store.LimitUsage) {
-		g := GlobalLimitInfo{Scope: "task", Name: name, Rate: r.Rate, Concurrency: r.Concurrency, Running: u.Running, Started: u.Started}
+		g := GlobalLimitInfo{Scope: "task", Name: name, Rate: r.Rate, Concurrency: r.Concurrency, Running: u.Running, Started: u.Started,
+			Slots: u.Running}
 		if r.Rate > 0 {
 			g.Per = r.Per.String()
 		} else {
@@ -134,7 +142,10 @@ func (c *Client) globalLimits(ctx context.Context) ([]GlobalLimitInfo, error) {
 		if out[i].Scope != out[j].Scope {
 			return out[i].Scope > out[j].Scope // tasks first
 		}
-		return out[i].Name < out[j].Name
+		if out[i].Name != out[j].Name {
+			return out[i].Name < out[j].Name
+		}
+		return out[i].By < out[j].By // a task's limit over all keys, then its per-key one
 	})
 	return out, nil
 }

@@ -14,10 +14,19 @@ const maxLimitByLen = 64
 // (letters, digits, '_' and '-'), only together with a global limit.
 func checkLimitBy(h *Handler) error {
 	by := h.Options.LimitBy
+	if kr := keyRule(h.Options); !kr.IsZero() {
+		if by == "" {
+			return fmt.Errorf("handler %q: %w: KeyRateLimit and KeyConcurrency need LimitBy (key_rate_limit= and key_concurrency= need limit_by=)",
+				h.Name, ErrInvalidLimit)
+		}
+		if err := kr.Check(); err != nil {
+			return fmt.Errorf("handler %q: per-key limit: %w", h.Name, err)
+		}
+	}
 	if by == "" {
 		return nil
 	}
-	if globalRule(h.Options).IsZero() {
+	if globalRule(h.Options).IsZero() && keyRule(h.Options).IsZero() {
 		return fmt.Errorf("handler %q: %w: limit_by %q needs a global limit (GlobalRateLimit or GlobalConcurrency)",
 			h.Name, ErrInvalidLimit, by)
 	}
@@ -33,11 +42,57 @@ func checkLimitBy(h *Handler) error {
 	return nil
 }
 
+// keyRule is a task's limits per key as TaskOptions.KeyRateLimit and
+// KeyConcurrency state them (zero: none; see perKeyRule).
+func keyRule(o TaskOptions) store.LimitRule {
+	return store.LimitRule{Rate: o.KeyRateLimit.Limit, Per: o.KeyRateLimit.Per, Concurrency: o.KeyConcurrency}
+}
+
+// perKeyRule is the rule a task limited per key applies to each key: its
+// Key limits, or, without them, its global ones (limit_by alone).
+func perKeyRule(o TaskOptions) store.LimitRule {
+	if r := keyRule(o); !r.IsZero() {
+		return r
+	}
+	return globalRule(o)
+}
+
+// engineRules returns the rules the engine takes per task: a task's
+// global limits, or, for a task limited per key, its per-key rule (its
+// task-wide one is in wideRules).
+func (c *Client) engineRules() map[string]store.LimitRule {
+	out := c.globalRules()
+	for name, h := range c.handlers {
+		if h.Options.LimitBy != "" && !keyRule(h.Options).IsZero() {
+			if out == nil {
+				out = make(map[string]store.LimitRule)
+			}
+			out[name] = keyRule(h.Options)
+		}
+	}
+	return out
+}
+
+// wideRules returns, per task limited per key with Key limits, its
+// task-wide global limits (nil if none).
+func (c *Client) wideRules() map[string]store.LimitRule {
+	var out map[string]store.LimitRule
+	for name, h := range c.handlers {
+		if h.Options.LimitBy != "" && !keyRule(h.Options).IsZero() && !globalRule(h.Options).IsZero() {
+			if out == nil {
+				out = make(map[string]store.LimitRule)
+			}
+			out[name] = globalRule(h.Options)
+		}
+	}
+	return out
+}
+
 // limitBys returns, per task with a global limit and a LimitBy, its key.
 func (c *Client) limitBys() map[string]string {
 	var out map[string]string
 	for name, h := range c.handlers {
-		if h.Options.LimitBy != "" && !globalRule(h.Options).IsZero() {
+		if h.Options.LimitBy != "" && !perKeyRule(h.Options).IsZero() {
 			if out == nil {
 				out = make(map[string]string)
 			}
@@ -129,36 +184,44 @@ func (c *Client) keyedLimitInfos(out []GlobalLimitInfo, usage []store.LimitUsage
 		a.keys++
 		a.running, a.strt = max(a.running, u.Running), max(a.strt, u.Started)
 	}
+	// The entries of out are the tasks' own rows: per key for a task of
+	// this client limited per key by its global limits alone; over all
+	// keys (task-wide) for one with Key limits, or of another process.
 	seen := make(map[string]bool)
 	for i := range out {
 		g := &out[i]
-		if g.Scope != "task" {
+		h, ok := c.handlers[g.Name]
+		if g.Scope != "task" || !ok || h.Options.LimitBy == "" || !keyRule(h.Options).IsZero() {
 			continue
 		}
 		seen[g.Name] = true
-		by := ""
-		if h, ok := c.handlers[g.Name]; ok {
-			by = h.Options.LimitBy
-		} else if a := byTask[g.Name]; a != nil {
-			by = a.by
-		}
-		if by == "" {
-			continue
-		}
-		g.By, g.Keys, g.Running, g.Started = by, 0, 0, 0
+		g.By, g.Keys, g.Running, g.Started, g.Slots = h.Options.LimitBy, 0, 0, 0, 0
 		if a := byTask[g.Name]; a != nil {
-			g.Keys, g.Running = a.keys, a.running
+			g.Keys, g.Running, g.Slots = a.keys, a.running, a.running
 			if g.Rate > 0 {
 				g.Started = a.strt
 			}
 		}
+	}
+	// The per-key limits of this client's tasks with Key limits, then
+	// those of tasks only other processes run.
+	for name, h := range c.handlers {
+		if h.Options.LimitBy == "" || keyRule(h.Options).IsZero() {
+			continue
+		}
+		a := byTask[name]
+		if a == nil {
+			a = &agg{}
+		}
+		a.by, a.rule = h.Options.LimitBy, keyRule(h.Options)
+		byTask[name] = a
 	}
 	for task, a := range byTask {
 		if seen[task] || a.rule.IsZero() {
 			continue
 		}
 		g := GlobalLimitInfo{Scope: "task", Name: task, Rate: a.rule.Rate, Concurrency: a.rule.Concurrency,
-			Running: a.running, By: a.by, Keys: a.keys}
+			Running: a.running, Slots: a.running, By: a.by, Keys: a.keys}
 		if a.rule.Rate > 0 {
 			g.Per, g.Started = a.rule.Per.String(), a.strt
 		}

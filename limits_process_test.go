@@ -23,6 +23,10 @@ const (
 	glRateEnv  = "QUEUEMAX_TEST_GL_RATE"  // global rate per second; 0: none
 	glConcEnv  = "QUEUEMAX_TEST_GL_CONC"  // global concurrency; 0: none
 	glSleepEnv = "QUEUEMAX_TEST_GL_SLEEP" // how long each job works
+	// glKeyConcEnv is a per-customer concurrency (KeyConcurrency with
+	// LimitBy "customer", beside the task-wide limits); 0: none. The
+	// jobs are then custArgs{Customer: N % 5, N}.
+	glKeyConcEnv = "QUEUEMAX_TEST_GL_KEY_CONC"
 )
 
 // limitsChildMain runs mode "glimits": 10 workers on t.Limited until
@@ -45,14 +49,19 @@ func limitsChildMain(ctx context.Context, mode, dir string, shards int, say func
 	if rate > 0 {
 		opts.GlobalRateLimit = Rate{Limit: rate, Per: time.Second}
 	}
-	h := Define("t.Limited", opts, func(ctx context.Context, a echoArgs) error {
-		say("s %d %d", time.Now().UnixNano(), a.N)
+	do := func(n int) error {
+		say("s %d %d", time.Now().UnixNano(), n)
 		if work > 0 {
 			time.Sleep(work) // the job's work
 		}
-		say("e %d %d", time.Now().UnixNano(), a.N)
+		say("e %d %d", time.Now().UnixNano(), n)
 		return nil
-	})
+	}
+	h := Define("t.Limited", opts, func(ctx context.Context, a echoArgs) error { return do(a.N) })
+	if kc, _ := strconv.Atoi(os.Getenv(glKeyConcEnv)); kc > 0 {
+		opts.KeyConcurrency, opts.LimitBy = kc, "customer"
+		h = Define("t.Limited", opts, func(ctx context.Context, a custArgs) error { return do(a.N) })
+	}
 	c, err := Open(ctx, Config{Dir: dir, Shards: shards, DSN: os.Getenv(childDSNEnv), Schema: os.Getenv(childSchemaEnv),
 		Handlers: []Handler{h}, Workers: 10, Logger: slog.New(slog.DiscardHandler),
 		HeartbeatInterval: 200 * time.Millisecond, StuckTimeout: time.Second, RecoveryInterval: 200 * time.Millisecond})
@@ -90,9 +99,13 @@ type glRun struct {
 func startLimitKids(t *testing.T, cfg Config, n int, env ...string) (*glRun, *testBundle) {
 	t.Helper()
 	b := setup(t, cfg)
+	keyed := slices.ContainsFunc(env, func(e string) bool { return strings.HasPrefix(e, glKeyConcEnv+"=") })
 	params := make([]EnqueueParams, n)
 	for i := range params {
 		params[i] = EnqueueParams{Task: "t.Limited", Payload: echoArgs{i}}
+		if keyed {
+			params[i].Payload = custArgs{Customer: i % 5, N: i}
+		}
 	}
 	if _, err := b.c.EnqueueMany(b.ctx, params); err != nil {
 		t.Fatal(err)
@@ -320,6 +333,44 @@ func testProcessRate(t *testing.T, cfg Config) {
 	}
 	checkRate(t, starts, 50, time.Second, 10)
 	t.Logf("%d starts in 30 s, per process %v", len(starts), kids)
+}
+
+// testProcessWideAndKey: "at most 3 at once, 1 per customer" over 3
+// processes of 10 workers, 5 customers: never 4 running in all, never 2
+// of one customer, every job done.
+func testProcessWideAndKey(t *testing.T, cfg Config) {
+	const n = 60
+	r, _ := startLimitKids(t, cfg, n, glConcEnv+"=3", glKeyConcEnv+"=1", glSleepEnv+"=15ms")
+	r.wait(t, "every job to end", 90*time.Second, endedAll(n))
+	r.stop()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	all := spansOf(r.evs, time.Now(), -1)
+	if m := maxOverlap(all); m > 3 || m < 2 {
+		t.Errorf("at most %d jobs ran at once; want the task-wide 3 (never 4), and more than one", m)
+	}
+	for c := range 5 {
+		var evs []glEvent
+		for _, e := range r.evs {
+			if e.n%5 == c {
+				evs = append(evs, e)
+			}
+		}
+		if m := maxOverlap(spansOf(evs, time.Now(), -1)); m > 1 {
+			t.Errorf("customer %d: %d jobs ran at once; want at most 1", c, m)
+		}
+	}
+}
+
+func TestProcesses_WideAndKeyConcurrency(t *testing.T) {
+	t.Parallel()
+	testProcessWideAndKey(t, Config{Dir: t.TempDir(), Shards: 2})
+}
+
+func TestPostgresProcesses_WideAndKeyConcurrency(t *testing.T) {
+	t.Parallel()
+	dsn := pgTestDSN(t)
+	testProcessWideAndKey(t, Config{DSN: dsn, Schema: pgTestSchema(t, dsn)})
 }
 
 func TestProcesses_GlobalConcurrency(t *testing.T) {

@@ -186,10 +186,22 @@ func (c *Client) queueLimitInfos(ctx context.Context, usage []store.LimitUsage) 
 			used[name] = u
 		}
 	}
+	// Running is the queue's jobs that processes claimed, at most the
+	// slots held: a slot kept for prefetch runs nothing.
+	var claimed map[string]int
+	if qs, err := c.st.QueueList(ctx); err == nil {
+		claimed = make(map[string]int, len(qs))
+		for _, q := range qs {
+			claimed[store.QueueOf(q.Name)] = int(q.Processing)
+		}
+	} else {
+		return nil, err
+	}
 	out := make([]GlobalLimitInfo, 0, len(ls))
 	for name, l := range ls {
 		u := used[name]
-		g := GlobalLimitInfo{Scope: "queue", Name: name, Rate: l.Rate.Limit, Concurrency: l.Concurrency, Running: u.Running}
+		g := GlobalLimitInfo{Scope: "queue", Name: name, Rate: l.Rate.Limit, Concurrency: l.Concurrency,
+			Running: min(u.Running, claimed[store.QueueOf(name)]), Slots: u.Running}
 		if l.Rate.Limit > 0 {
 			g.Per, g.Started = l.Rate.Per.String(), u.Started
 		}

@@ -181,12 +181,22 @@ type TaskOptions struct {
 	// GlobalConcurrency caps how many of the task's jobs run at once over
 	// every process (annotation global_concurrency=N); zero means no cap.
 	GlobalConcurrency int
-	// LimitBy applies GlobalRateLimit and GlobalConcurrency per distinct
-	// value of this top-level payload key (annotation
-	// limit_by=customer_id): each value has its own limits, so one
-	// customer cannot take them all. A payload without the key counts
-	// as one more value. It needs a global limit. See docs/limits.md.
+	// LimitBy names a top-level payload key (annotation
+	// limit_by=customer_id) whose each distinct value gets limits of its
+	// own, so one customer cannot take them all; a payload without the
+	// key counts as one more value. With KeyRateLimit or KeyConcurrency
+	// set, those are the limits per value and GlobalRateLimit and
+	// GlobalConcurrency hold over the whole task beside them; without,
+	// GlobalRateLimit and GlobalConcurrency apply per value. It needs a
+	// limit. See docs/limits.md.
 	LimitBy string
+	// KeyRateLimit and KeyConcurrency are the limits of each value of
+	// LimitBy (annotations key_rate_limit=10/s, key_concurrency=1), over
+	// every process, beside the task-wide global ones: "at most 10 at
+	// once, 1 per customer" is GlobalConcurrency 10, KeyConcurrency 1,
+	// LimitBy "customer_id". They need LimitBy.
+	KeyRateLimit   Rate
+	KeyConcurrency int
 }
 
 // Periodic describes when a periodic task runs. Exactly one of Every and

@@ -102,8 +102,9 @@ func (c *Client) newEngine() (*worker, error) {
 		Tasks:              c.names,
 		TaskLimiters:       make(map[string]*ratelimit.Limiter),
 		Breakers:           make(map[string]*breaker.Breaker),
-		GlobalLimits:       c.globalRules(),
+		GlobalLimits:       c.engineRules(), // limits_key.go
 		LimitBy:            c.limitBys(),
+		WideLimits:         c.wideRules(),
 		Wake:               c.wake,
 		Now:                c.now,
 		Log:                c.log,

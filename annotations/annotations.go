@@ -34,8 +34,12 @@
 //	global_rate_limit=N/UNIT  as rate_limit, over every process on the same data
 //	                       directory or database: at most N starts in any window of UNIT
 //	global_concurrency=N   at most N jobs of the task run at once over every process, N ≥ 1
-//	limit_by=KEY           both global limits apply per distinct value of the payload key
-//	                       KEY (a parameter's JSON name, e.g. customer_id); needs one of them
+//	limit_by=KEY           limits per distinct value of the payload key KEY (a parameter's
+//	                       JSON name, e.g. customer_id): key_rate_limit= and key_concurrency=,
+//	                       or, without them, both global limits apply per value
+//	key_rate_limit=N/UNIT  as global_rate_limit, for each value of limit_by's key
+//	key_concurrency=N      as global_concurrency, for each value of limit_by's key; with
+//	                       either key_ limit, the global_ ones hold over the whole task
 //
 // Unique jobs (//queuemax:task only; a duplicate enqueue returns the stored
 // job's ID instead of inserting):
@@ -117,9 +121,14 @@ type Directive struct {
 	// GlobalConcurrency is global_concurrency=N, the most jobs running at
 	// once over every process; zero means unset.
 	GlobalConcurrency int
-	// LimitBy is limit_by=KEY, the payload key the global limits apply
+	// LimitBy is limit_by=KEY, the payload key the per-key limits apply
 	// per; empty means unset.
 	LimitBy string
+	// KeyRateLimit and KeyConcurrency are key_rate_limit= and
+	// key_concurrency=N, the limits of each value of LimitBy; zero means
+	// unset (then the global limits apply per value).
+	KeyRateLimit   Rate
+	KeyConcurrency int
 	// RetryOn lists the errors to retry in the worker, in source order.
 	RetryOn []ErrorRef
 	// InlineRetries is how many in-worker retries RetryOn allows; zero
@@ -231,7 +240,8 @@ func IsDirective(line string) bool { return strings.HasPrefix(line, Prefix) }
 const MaxRetries = 1000
 
 var taskKeys = []string{"name", "priority", "retries", "timeout", "retry_delay", "rate_limit", "retry_on", "inline_retries", "circuit", "queue", "tags",
-	"unique", "unique_for", "unique_states", "global_rate_limit", "global_concurrency", "limit_by"}
+	"unique", "unique_for", "unique_states", "global_rate_limit", "global_concurrency", "limit_by",
+	"key_rate_limit", "key_concurrency"}
 
 // uniqueKeys are the task keys a periodic task rejects: each of its slots
 // fires once already.
@@ -513,24 +523,31 @@ func (p *parser) pair(key, val string, keyOff, valOff int) {
 			return
 		}
 		p.d.Cron = val
-	case "rate_limit", "global_rate_limit":
+	case "rate_limit", "global_rate_limit", "key_rate_limit":
 		r, err := parseRate(val)
 		if err != nil {
 			bad("%v", err)
 			return
 		}
-		if key == "rate_limit" {
+		switch key {
+		case "rate_limit":
 			p.d.RateLimit = r
-		} else {
+		case "global_rate_limit":
 			p.d.GlobalRateLimit = r
+		default:
+			p.d.KeyRateLimit = r
 		}
-	case "global_concurrency":
+	case "global_concurrency", "key_concurrency":
 		n, err := strconv.Atoi(val)
 		if err != nil || n < 1 {
 			bad("want an integer ≥ 1")
 			return
 		}
-		p.d.GlobalConcurrency = n
+		if key == "global_concurrency" {
+			p.d.GlobalConcurrency = n
+		} else {
+			p.d.KeyConcurrency = n
+		}
 	case "limit_by":
 		if !limitByName(val) {
 			bad("want a payload key: letters, digits, _ and -, at most 64 bytes")

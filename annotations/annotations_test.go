@@ -290,7 +290,30 @@ func TestParse(t *testing.T) {
 			name:    "LimitByWithoutGlobalLimit",
 			in:      "//queuemax:task rate_limit=1/s limit_by=customer_id",
 			want:    &annotations.Directive{Kind: annotations.KindTask, RateLimit: annotations.Rate{Limit: 1, Per: time.Second}, LimitBy: "customer_id"},
-			wantErr: []string{`31: queuemax:task: limit_by needs global_rate_limit or global_concurrency`},
+			wantErr: []string{`31: queuemax:task: limit_by needs key_rate_limit, key_concurrency, global_rate_limit or global_concurrency`},
+		},
+		{
+			name: "KeyAndTaskLimits",
+			in:   "//queuemax:task global_concurrency=10 key_concurrency=1 key_rate_limit=5/s limit_by=customer_id",
+			want: &annotations.Directive{Kind: annotations.KindTask, GlobalConcurrency: 10, KeyConcurrency: 1,
+				KeyRateLimit: annotations.Rate{Limit: 5, Per: time.Second}, LimitBy: "customer_id"},
+		},
+		{
+			name: "KeyLimitAlone",
+			in:   "//queuemax:task key_concurrency=1 limit_by=customer_id",
+			want: &annotations.Directive{Kind: annotations.KindTask, KeyConcurrency: 1, LimitBy: "customer_id"},
+		},
+		{
+			name:    "KeyLimitWithoutLimitBy",
+			in:      "//queuemax:task key_concurrency=1",
+			want:    &annotations.Directive{Kind: annotations.KindTask, KeyConcurrency: 1},
+			wantErr: []string{`16: queuemax:task: key_concurrency needs limit_by`},
+		},
+		{
+			name:    "KeyConcurrencyZero",
+			in:      "//queuemax:task key_concurrency=0 limit_by=c",
+			want:    &annotations.Directive{Kind: annotations.KindTask, LimitBy: "c"},
+			wantErr: []string{`32: queuemax:task: bad key_concurrency "0": want an integer ≥ 1`},
 		},
 		{
 			name:    "LimitByBadName",

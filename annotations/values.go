@@ -226,8 +226,17 @@ func (p *parser) finish() {
 	if off, ok := p.seen["limit_by"]; ok {
 		_, rate := p.seen["global_rate_limit"]
 		_, conc := p.seen["global_concurrency"]
-		if !rate && !conc {
-			p.errorf(off, "limit_by needs global_rate_limit or global_concurrency")
+		_, krate := p.seen["key_rate_limit"]
+		_, kconc := p.seen["key_concurrency"]
+		if !rate && !conc && !krate && !kconc {
+			p.errorf(off, "limit_by needs key_rate_limit, key_concurrency, global_rate_limit or global_concurrency")
+		}
+	}
+	for _, k := range []string{"key_rate_limit", "key_concurrency"} {
+		if off, ok := p.seen[k]; ok {
+			if _, by := p.seen["limit_by"]; !by {
+				p.errorf(off, "%s needs limit_by", k)
+			}
 		}
 	}
 	if off, ok := p.seen["inline_retries"]; ok {

@@ -18,6 +18,9 @@ func globalLimitRows(kv *table, ls []queuemax.GlobalLimitInfo) {
 		var parts []string
 		if g.Concurrency > 0 {
 			parts = append(parts, fmt.Sprintf("running %d/%d", g.Running, g.Concurrency))
+			if g.Slots > g.Running {
+				parts = append(parts, fmt.Sprintf("%d slots held", g.Slots))
+			}
 		}
 		if g.Rate > 0 {
 			parts = append(parts, fmt.Sprintf("started %d/%d per %s", g.Started, g.Rate, g.Per))

@@ -61,12 +61,16 @@ type taskSpec struct {
 	// global_concurrency=.
 	GlobalRateLimit   annotations.Rate
 	GlobalConcurrency int
-	// LimitBy is limit_by=, the payload key the global limits apply per.
-	LimitBy       string
-	RetryOn       []errorMatch
-	InlineRetries int
-	CircuitOff    bool
-	Queue         string
+	// LimitBy is limit_by=, the payload key the per-key limits apply
+	// per; KeyRateLimit and KeyConcurrency are key_rate_limit= and
+	// key_concurrency=.
+	LimitBy        string
+	KeyRateLimit   annotations.Rate
+	KeyConcurrency int
+	RetryOn        []errorMatch
+	InlineRetries  int
+	CircuitOff     bool
+	Queue          string
 	// Unique is "args", "key" or ""; UniqueFor and UniqueStates as in the
 	// annotation (UniqueStates nil for the default).
 	Unique       string
@@ -387,6 +391,8 @@ func (a *analyser) task(d *funcDirective) (taskSpec, bool) {
 		GlobalRateLimit:   dir.GlobalRateLimit,
 		GlobalConcurrency: dir.GlobalConcurrency,
 		LimitBy:           dir.LimitBy,
+		KeyRateLimit:      dir.KeyRateLimit,
+		KeyConcurrency:    dir.KeyConcurrency,
 		InlineRetries:     dir.InlineRetries,
 		CircuitOff:        dir.CircuitOff,
 		Queue:             dir.Queue,

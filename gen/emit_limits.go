@@ -22,6 +22,15 @@ func emitGlobalLimits(g *jen.Group, t taskSpec) {
 	if t.LimitBy != "" {
 		g.Line().Id("LimitBy").Op(":").Lit(t.LimitBy)
 	}
+	if t.KeyRateLimit.Limit != 0 {
+		g.Line().Id("KeyRateLimit").Op(":").Add(qm("Rate")).Values(jen.Dict{
+			jen.Id("Limit"): jen.Lit(t.KeyRateLimit.Limit),
+			jen.Id("Per"):   duration(t.KeyRateLimit.Per),
+		})
+	}
+	if t.KeyConcurrency != 0 {
+		g.Line().Id("KeyConcurrency").Op(":").Lit(t.KeyConcurrency)
+	}
 }
 
 // checkLimitBy reports a limit_by= that names no parameter of the task:

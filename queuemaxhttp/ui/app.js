@@ -101,12 +101,14 @@ function renderTasks(el, tasks) {
 }
 
 // limitsText is a queue's limits with their use u over every process
-// (Stats.GlobalLimits), e.g. "started 3/50 per 1s, running 1/4"; "–" if none.
+// (Stats.GlobalLimits), e.g. "started 3/50 per 1s, running 1/4, 2 slots held"
+// (slots a process keeps for its next jobs); "–" if none.
 function limitsText(l, u) {
   const parts = [];
   u = u || { started: 0, running: 0 };
   if (l && l.rate) parts.push(`started ${u.started}/${l.rate} per ${l.per}`);
   if (l && l.concurrency) parts.push(`running ${u.running}/${l.concurrency}`);
+  if (l && l.concurrency && u.slots > u.running) parts.push(`${u.slots} slots held`);
   return parts.length ? parts.join(", ") : h("span", { class: "muted" }, "–");
 }
 

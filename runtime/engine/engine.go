@@ -65,8 +65,12 @@ type Config struct {
 	GlobalLimits map[string]store.LimitRule
 	// LimitBy names, per task, the payload key its global limits apply
 	// per (limits_key.go); used only with a store.KeyClaimer.
-	LimitBy   map[string]string
-	Autoscale *scale.Policy // validated, with defaults; nil: fixed Workers
+	LimitBy map[string]string
+	// WideLimits are, per task limited per key (LimitBy), its limits over
+	// all its keys together, beside the per-key GlobalLimits[task]
+	// (limits_wide.go).
+	WideLimits map[string]store.LimitRule
+	Autoscale  *scale.Policy // validated, with defaults; nil: fixed Workers
 	// Queues caps named queues (name → MaxWorkers); the default queue gets
 	// the rest of the limit, and only these queues are claimed. Nil: one
 	// pool for every queue. See queues.go.

@@ -280,7 +280,19 @@ func (g *globalLimits) ended(j *store.Job, started bool) {
 		return
 	}
 	r, ok := g.rules[j.Task]
-	if !ok || r.Concurrency <= 0 {
+	if !ok {
+		return
+	}
+	if g.wideEnded(j) { // a keyed job's slot of the task's limit over all keys (limits_wide.go)
+		g.mu.Lock()
+		g.toGive[store.ScopeKey{Scope: store.TaskScope(j.Task)}]++
+		g.mu.Unlock()
+		if r.Concurrency <= 0 {
+			g.startFlush()
+			return
+		}
+	}
+	if r.Concurrency <= 0 {
 		return
 	}
 	k := g.jobKey(j)
@@ -297,6 +309,13 @@ func (g *globalLimits) ended(j *store.Job, started bool) {
 		return
 	}
 	g.toGive[k]++
+	g.mu.Unlock()
+	g.startFlush()
+}
+
+// startFlush starts flush unless one is running.
+func (g *globalLimits) startFlush() {
+	g.mu.Lock()
 	start := !g.flushing
 	g.flushing = true
 	g.mu.Unlock()
@@ -355,7 +374,8 @@ func (g *globalLimits) idleSpare(all bool) []store.LimitGive {
 	defer g.mu.Unlock()
 	var gives []store.LimitGive
 	for k, n := range g.held {
-		if k.Key != "" || !pooled(g.rules[strings.TrimPrefix(k.Scope, "task:")]) {
+		task := strings.TrimPrefix(k.Scope, "task:")
+		if k.Key != "" || !pooled(g.rules[task]) || g.keyBy(task) != "" { // a keyed task's slots are never pooled
 			continue
 		}
 		if spare := n - g.running[k] - g.queued[k]; spare > 0 && (all || !g.touched[k]) {

@@ -31,6 +31,13 @@ type keyedLimits struct {
 	// blocked holds the keys a take found at their limit, until when
 	// rounds skip them (a slot of theirs ending here unblocks them).
 	blocked map[store.ScopeKey]time.Time
+	// walks is, per task, where the next walk of the keys behind the
+	// window resumes and when it may run (limits_heads.go).
+	walks map[string]*keyWalk
+	// wide are the tasks' limits over all keys (limits_wide.go), and
+	// wideOf the running keyed jobs that hold a slot of theirs.
+	wide   map[string]store.LimitRule
+	wideOf map[store.JobID]bool
 }
 
 func newKeyedLimits(e *Engine) *keyedLimits {
@@ -39,7 +46,8 @@ func newKeyedLimits(e *Engine) *keyedLimits {
 		return nil
 	}
 	return &keyedLimits{st: kc, by: e.cfg.LimitBy, of: make(map[store.JobID]store.ScopeKey),
-		blocked: make(map[store.ScopeKey]time.Time)}
+		blocked: make(map[store.ScopeKey]time.Time), walks: make(map[string]*keyWalk),
+		wide: e.cfg.WideLimits, wideOf: make(map[store.JobID]bool)}
 }
 
 // keyBy returns the payload key task's limits apply per ("" if none).
@@ -78,9 +86,10 @@ func (g *globalLimits) keyedWant(gr claimGroup) int {
 	return gr.max
 }
 
-// peekSize is how many ready jobs a keyed claim of room jobs looks at:
-// enough that keys at their limit ahead in the queue rarely hide the
-// others, bounded so that a claim's cost does not grow with the backlog.
+// peekSize is how many ready jobs a keyed claim of room jobs looks at
+// first, in claim order: enough to serve the usual mix of keys in one
+// read; the keys behind it are reached by a walk of the keys when it
+// is not (limits_heads.go).
 func peekSize(room int) int { return min(max(4*room, 32), 512) }
 
 // claimKeyed claims up to room jobs of keyed group gr; see the top of the
@@ -104,10 +113,14 @@ func (g *globalLimits) claimKeyed(ctx context.Context, p *producer, gr claimGrou
 	// One take per key, for the first room jobs in claim order whose keys
 	// are not known to be at their limit, in one transaction.
 	scope := store.TaskScope(task)
+	if len(cands) == peekSize(room) {
+		g.refreshBlocked(cctx, task, scope, now) // limits_heads.go
+	}
 	keyOf := make([]string, len(cands))
 	at := make(map[string]int)
 	var takes []store.LimitTake
 	wanted, skipped := 0, false
+	perKey := perKeyWant(r)
 	g.keys.mu.Lock()
 	for k, until := range g.keys.blocked {
 		if !now.Before(until) {
@@ -124,15 +137,38 @@ func (g *globalLimits) claimKeyed(ctx context.Context, p *producer, gr claimGrou
 			skipped = true
 			continue
 		}
-		wanted++
 		if n, ok := at[k]; ok {
-			takes[n].Want++
+			if takes[n].Want < perKey {
+				takes[n].Want++
+				wanted++
+			}
 			continue
 		}
+		wanted++
 		at[k] = len(takes)
 		takes = append(takes, store.LimitTake{Scope: scope, Key: k, Rule: r, Want: 1})
 	}
+	// The window may hold only keys at their limit, or fewer keys than
+	// the round has room for, while other keys' jobs wait behind it: walk
+	// the keys behind it for their first jobs (limits_heads.go).
+	var skip []string
+	if wanted < room && len(cands) == peekSize(room) {
+		skip = g.keys.skipped(scope, keyOf, now)
+	}
 	g.keys.mu.Unlock()
+	if skip != nil {
+		for _, c := range g.walkKeys(ctx, cctx, params, task, by, skip, room-wanted, now) {
+			k := store.LimitKey(by, c.Value, c.Missing)
+			if _, ok := at[k]; ok {
+				continue
+			}
+			cands = append(cands, c)
+			keyOf = append(keyOf, k)
+			wanted++
+			at[k] = len(takes)
+			takes = append(takes, store.LimitTake{Scope: scope, Key: k, Rule: r, Want: 1})
+		}
+	}
 	if skipped {
 		retryIn = min(retryIn, g.poll())
 	}
@@ -140,10 +176,28 @@ func (g *globalLimits) claimKeyed(ctx context.Context, p *producer, gr claimGrou
 		g.waits[task].Add(1)
 		return nil, retryIn
 	}
+	wide, wideN := g.keys.wide[task], len(cands)
+	if !wide.IsZero() {
+		// The task's limit over all keys, in the same transaction.
+		takes = append(takes, store.LimitTake{Scope: scope, Rule: wide, Want: g.wideWant(wide, wanted)})
+	}
 	grants, err := g.st.LimitTake(cctx, e.cfg.WorkerID, takes, now, now.Add(g.expiry()))
 	if err != nil {
 		e.out.fail(ctx, slog.LevelWarn, "keyed limits", "global limits: take failed", err)
 		return nil, g.poll()
+	}
+	var wideAt time.Time
+	if !wide.IsZero() {
+		n := len(takes) - 1
+		wideN, wideAt = grants[n].N, grants[n].At
+		if wideN < takes[n].Want {
+			retryIn = min(retryIn, g.poll())
+			if !grants[n].RetryAt.IsZero() {
+				retryIn = min(retryIn, max(grants[n].RetryAt.Sub(now), time.Millisecond))
+			}
+		}
+		takes, grants = takes[:n], grants[:n] // the unused wide ones go back below
+
 	}
 	// The granted jobs, in claim order, within room and the queues' caps.
 	left := make([]int, len(takes))
@@ -172,7 +226,7 @@ func (g *globalLimits) claimKeyed(ctx context.Context, p *producer, gr claimGrou
 	qleft := e.qlim.left() // the round's queue limits (limits_queue.go)
 	for i, c := range cands {
 		n, ok := at[keyOf[i]]
-		if !ok || len(ids) == room || left[n] == 0 {
+		if !ok || len(ids) == room || len(ids) == wideN || left[n] == 0 {
 			continue
 		}
 		if caps != nil {
@@ -211,6 +265,12 @@ func (g *globalLimits) claimKeyed(ctx context.Context, p *producer, gr claimGrou
 		if r.Concurrency > 0 {
 			g.keys.of[j.ID] = store.ScopeKey{Scope: scope, Key: takes[n].Key}
 		}
+		if wide.Rate > 0 {
+			e.stamp.add(j.ID, scope, "", wideAt)
+		}
+		if wide.Concurrency > 0 {
+			g.keys.wideOf[j.ID] = true
+		}
 	}
 	g.keys.mu.Unlock()
 	var gives []store.LimitGive
@@ -230,6 +290,9 @@ func (g *globalLimits) claimKeyed(ctx context.Context, p *producer, gr claimGrou
 		if out.Slots > 0 || out.Tokens > 0 {
 			gives = append(gives, out)
 		}
+	}
+	if !wide.IsZero() {
+		gives = g.wideGive(gives, scope, wide, wideN, wideAt, len(jobs))
 	}
 	g.mu.Unlock()
 	g.settle(ctx, gives)

@@ -201,12 +201,7 @@ func (p *producer) releaseQueued() {
 		}
 	}
 	for _, rj := range rjs {
-		if rj.probe {
-			e.brk.releaseProbe(rj.job.Task)
-		}
-		e.glim.ended(rj.job, false)
-		e.qlim.ended(rj.job)
-		e.stamp.drop(rj.job.ID)
+		e.admitDrop(rj.job, rj.probe) // admission.go
 		e.dequeued()
 		e.unhold(rj)
 	}
@@ -237,17 +232,8 @@ func (p *producer) RunOnce(ctx context.Context, now time.Time) (claimed int, ret
 		n = got
 	}
 	groups, retryIn := p.plan(ctx, n, now)
-	takeAt := now
-	retryIn = min(retryIn, e.qlim.plan(ctx, n, takeAt)) // limits_queue.go
-	if e.qlim.requeueAsked() {
-		p.releaseQueued() // a changed queue rule binds on the prefetched jobs too
-	}
-	if e.glim != nil {
-		var r time.Duration
-		groups, r = e.glim.take(ctx, groups, takeAt)
-		retryIn = min(retryIn, r)
-	}
-	retryIn = min(retryIn, e.qlim.take(ctx, takeAt))
+	groups, r := p.admitTake(ctx, groups, n, now) // admission.go
+	retryIn = min(retryIn, r)
 	var unused []store.LimitGive
 	if p.versioned {
 		if v, err := e.cfg.Store.DataVersion(ctx); err == nil {
@@ -262,25 +248,12 @@ func (p *producer) RunOnce(ctx context.Context, now time.Time) (claimed int, ret
 		if g.global {
 			room = min(room, g.granted)
 		}
-		keyed := g.global && e.glim.keyBy(g.tasks[0]) != ""
-		switch {
-		case room > 0 && keyed:
-			var r time.Duration
-			jobs, r = e.glim.claimKeyed(ctx, p, g, room, now)
-			retryIn = min(retryIn, r)
-		case room > 0:
-			jobs, _ = p.claimFor(ctx, g, room, now)
-		}
-		if g.global && !keyed {
-			unused = e.glim.give(unused, g, room, jobs)
-		}
+		jobs, r, unused = p.admitClaim(ctx, g, room, now, unused) // admission.go
+		retryIn = min(retryIn, r)
 		if g.limiter != nil {
 			for range g.max - len(jobs) {
 				g.limiter.Refund()
 			}
-		}
-		if g.probe && len(jobs) == 0 {
-			e.brk.releaseProbe(g.tasks[0]) // a probe that finds no job must not wedge the breaker
 		}
 		for _, j := range jobs {
 			rj := e.hold(j, g.probe)
@@ -289,12 +262,7 @@ func (p *producer) RunOnce(ctx context.Context, now time.Time) (claimed int, ret
 		}
 		claimed += len(jobs)
 	}
-	unused = e.qlim.settle(unused) // limits_queue.go: the queues' gives join the tasks'
-	if e.glim != nil {
-		e.glim.settle(ctx, unused)
-	} else {
-		e.qlim.give(ctx, unused)
-	}
+	e.admitSettle(ctx, unused) // admission.go
 	if l := e.cfg.Limiter; l != nil {
 		for range n - claimed {
 			l.Refund()

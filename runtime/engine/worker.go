@@ -100,24 +100,17 @@ func (e *Engine) shrink() bool {
 func (e *Engine) runJob(rj *runningJob) {
 	if rj.lost.Load() {
 		// Taken back while it waited for a worker: another worker owns it.
-		if rj.probe {
-			e.brk.releaseProbe(rj.job.Task)
-		}
 		e.lostCnt.Add(1)
-		e.glim.ended(rj.job, false)
-		e.qlim.ended(rj.job)
-		e.stamp.drop(rj.job.ID)
+		e.admitDrop(rj.job, rj.probe) // admission.go
 		e.dequeued()
 		e.unhold(rj)
 		return
 	}
-	e.glim.start(rj.job) // waits for a free global slot of the process
-	e.stamp.begun(rj.job.ID)
+	e.admitStart(rj.job) // waits for a free global slot of the process
 	e.executing.Add(1)
 	result, err := e.cfg.Exec.Execute(rj.ctx, rj.job)
 	e.executing.Add(-1)
-	e.glim.ended(rj.job, true) // the job no longer runs: its global slot is free
-	e.qlim.ended(rj.job)
+	e.admitEnd(rj.job)
 	e.dequeued()
 	e.outcome(rj, result, err)
 }

@@ -163,4 +163,5 @@ func testKeyedArea(t *testing.T, s *suite) {
 			t.Fatalf("LimitUsage = %+v; want only the task's own row", us)
 		}
 	})
+	t.Run("KeyHeads", func(t *testing.T) { testKeyHeads(t, s) })
 }

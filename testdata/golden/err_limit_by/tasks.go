@@ -22,3 +22,8 @@ func Sync(ctx context.Context) error { return nil }
 //
 //queuemax:task global_concurrency=1 limit_by=a.b
 func Import(ctx context.Context, a int) error { return nil }
+
+// Notify has a per-key limit but no key.
+//
+//queuemax:task key_concurrency=1
+func Notify(ctx context.Context, user int) error { return nil }

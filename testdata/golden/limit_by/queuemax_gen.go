@@ -17,6 +17,8 @@ type Tasks struct {
 	Charge ChargeTask
 	// Export enqueues Export (tasks.go).
 	Export ExportTask
+	// Sync enqueues Sync (tasks.go).
+	Sync SyncTask
 }
 
 // New binds every task handle of the package to c. Handles are small
@@ -25,6 +27,7 @@ func New(c *queuemax.Client) *Tasks {
 	return &Tasks{
 		Charge: ChargeTask{queuemax.NewTask[ChargeArgs](c, "github.com/queuemax/queuemax/testdata/golden/limit_by.Charge", chargeOptions)},
 		Export: ExportTask{queuemax.NewTask[ExportArgs](c, "github.com/queuemax/queuemax/testdata/golden/limit_by.Export", exportOptions)},
+		Sync:   SyncTask{queuemax.NewTask[SyncArgs](c, "github.com/queuemax/queuemax/testdata/golden/limit_by.Sync", syncOptions)},
 	}
 }
 
@@ -34,6 +37,7 @@ func Handlers() []queuemax.Handler {
 	return []queuemax.Handler{
 		queuemax.Define("github.com/queuemax/queuemax/testdata/golden/limit_by.Charge", chargeOptions, chargeFunc),
 		queuemax.Define("github.com/queuemax/queuemax/testdata/golden/limit_by.Export", exportOptions, exportFunc),
+		queuemax.Define("github.com/queuemax/queuemax/testdata/golden/limit_by.Sync", syncOptions, syncFunc),
 	}
 }
 
@@ -396,3 +400,184 @@ func (t ExportTask) StepArgs(wf *queuemax.Workflow, stepName string, args Export
 // Export must keep the signature this file was generated from (tasks.go):
 // after changing it, run go generate.
 var _ func(context.Context, string, string) error = Export
+
+// SyncArgs is the payload of Sync (tasks.go).
+//
+// Each field holds one parameter after ctx; a job stores the payload as
+// a JSON object with snake_case keys. Every key is required except those
+// of pointer parameters, and unknown keys and wrong types are refused at
+// enqueue and at run time (see [queuemax.DecodeArgs]).
+type SyncArgs struct {
+	Tenant string `json:"tenant"`
+}
+
+// syncOptions are the defaults of Sync from its annotation (tasks.go).
+var syncOptions = queuemax.TaskOptions{
+	GlobalConcurrency: 10,
+	LimitBy:           "tenant",
+	KeyRateLimit: queuemax.Rate{
+		Limit: 5,
+		Per:   time.Minute,
+	},
+	KeyConcurrency: 1,
+}
+
+// syncFunc calls Sync (tasks.go) with the fields of its payload.
+func syncFunc(ctx context.Context, a SyncArgs) error {
+	return Sync(ctx, a.Tenant)
+}
+
+// SyncTask enqueues Sync (tasks.go).
+//
+// Get one bound to a client from [New]. An unbound handle (the zero
+// value) returns [queuemax.ErrNotBound] from its enqueue methods, while
+// Call still works. A handle is a small value, safe to copy and to use
+// concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
+// Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
+// wraps is not exposed, so these are the only ones. Step and StepArgs
+// add the task as a step of a [queuemax.Workflow].
+type SyncTask struct {
+	task queuemax.Task[SyncArgs]
+}
+
+// Name returns the task name stored in each Sync job row.
+func (t SyncTask) Name() string {
+	return t.task.Name()
+}
+
+// Client returns the client the handle is bound to, or nil.
+func (t SyncTask) Client() *queuemax.Client {
+	return t.task.Client()
+}
+
+// Stats returns the counts of Sync jobs by status. It returns
+// [queuemax.ErrNotBound] for an unbound handle.
+func (t SyncTask) Stats(ctx context.Context) (queuemax.TaskStats, error) {
+	return t.task.Stats(ctx)
+}
+
+// Delay enqueues one Sync job to run as soon as a worker is free and
+// returns its ID. The job is durable once Delay returns nil; Delay does not
+// wait for it to run.
+//
+// Delay returns [queuemax.ErrNotBound] for an unbound handle,
+// [queuemax.ErrClosed] after [queuemax.Client.Close], or ctx's error if
+// ctx ends first. It is safe for concurrent use.
+func (t SyncTask) Delay(ctx context.Context, tenant string) (queuemax.JobID, error) {
+	return t.task.Enqueue(ctx, SyncArgs{Tenant: tenant})
+}
+
+// DelayTx enqueues one Sync job inside tx, the application's open
+// transaction (a pgx.Tx or a *sql.Tx of the pgx stdlib driver), and returns
+// its ID: the job exists if and only if tx commits. On the SQLite store it
+// returns [queuemax.ErrTxUnsupported]; see [queuemax.Client.EnqueueTx].
+func (t SyncTask) DelayTx(ctx context.Context, tx queuemax.Tx, tenant string) (queuemax.JobID, error) {
+	return t.task.EnqueueTx(ctx, tx, SyncArgs{Tenant: tenant})
+}
+
+// ScheduleAt enqueues one Sync job that becomes ready at at, and
+// returns its ID. The job is durable once ScheduleAt returns nil.
+func (t SyncTask) ScheduleAt(ctx context.Context, at time.Time, tenant string) (queuemax.JobID, error) {
+	return t.task.EnqueueAt(ctx, at, SyncArgs{Tenant: tenant})
+}
+
+// ScheduleAtTx enqueues one Sync job inside tx that becomes ready at
+// at, and returns its ID; the job exists if and only if tx commits (see
+// DelayTx).
+func (t SyncTask) ScheduleAtTx(ctx context.Context, tx queuemax.Tx, at time.Time, tenant string) (queuemax.JobID, error) {
+	return t.task.EnqueueAtTx(ctx, tx, at, SyncArgs{Tenant: tenant})
+}
+
+// ScheduleIn enqueues one Sync job that becomes ready after d, and
+// returns its ID. The job is durable once ScheduleIn returns nil.
+func (t SyncTask) ScheduleIn(ctx context.Context, d time.Duration, tenant string) (queuemax.JobID, error) {
+	return t.task.EnqueueIn(ctx, d, SyncArgs{Tenant: tenant})
+}
+
+// ScheduleInTx enqueues one Sync job inside tx that becomes ready d
+// after this call, and returns its ID; the job exists if and only if tx
+// commits (see DelayTx).
+func (t SyncTask) ScheduleInTx(ctx context.Context, tx queuemax.Tx, d time.Duration, tenant string) (queuemax.JobID, error) {
+	return t.task.EnqueueInTx(ctx, tx, d, SyncArgs{Tenant: tenant})
+}
+
+// Map enqueues one Sync job per element of tenant, the other parameters
+// fixed, and returns their IDs in order. The jobs are stored in one
+// transaction per shard: if any is invalid, none is stored.
+func (t SyncTask) Map(ctx context.Context, tenant []string) ([]queuemax.JobID, error) {
+	args := make([]SyncArgs, len(tenant))
+	for i, v := range tenant {
+		args[i] = SyncArgs{Tenant: v}
+	}
+	return t.task.EnqueueMany(ctx, args)
+}
+
+// MapTx enqueues one Sync job per element of tenant inside tx, the other
+// parameters fixed, and returns their IDs in order; the jobs exist if and
+// only if tx commits (see DelayTx). If any is invalid, none is written.
+func (t SyncTask) MapTx(ctx context.Context, tx queuemax.Tx, tenant []string) ([]queuemax.JobID, error) {
+	args := make([]SyncArgs, len(tenant))
+	for i, v := range tenant {
+		args[i] = SyncArgs{Tenant: v}
+	}
+	return t.task.EnqueueManyTx(ctx, tx, args)
+}
+
+// MapArgs enqueues one Sync job per payload and returns their IDs in
+// order. The jobs are stored in one transaction per shard: if any is
+// invalid, none is stored.
+func (t SyncTask) MapArgs(ctx context.Context, args []SyncArgs) ([]queuemax.JobID, error) {
+	return t.task.EnqueueMany(ctx, args)
+}
+
+// MapArgsTx enqueues one Sync job per payload inside tx and returns
+// their IDs in order; the jobs exist if and only if tx commits (see
+// DelayTx). If any is invalid, none is written.
+func (t SyncTask) MapArgsTx(ctx context.Context, tx queuemax.Tx, args []SyncArgs) ([]queuemax.JobID, error) {
+	return t.task.EnqueueManyTx(ctx, tx, args)
+}
+
+// With returns a copy of t whose enqueues apply o (priority, retries,
+// partition key, run-at) on top of the task's defaults and earlier
+// overrides. t itself is unchanged.
+func (t SyncTask) With(o queuemax.Opts) SyncTask {
+	return SyncTask{t.task.With(o)}
+}
+
+// Call runs Sync synchronously in this goroutine and returns its error,
+// after a round trip of the arguments through the JSON codec workers use,
+// so what works with Call works in a worker. It enqueues nothing and
+// works on an unbound handle; the task's timeout bounds ctx.
+func (t SyncTask) Call(ctx context.Context, tenant string) error {
+	return queuemax.Call(ctx, syncOptions, syncFunc, SyncArgs{Tenant: tenant})
+}
+
+// Step adds a Sync step named stepName to wf and returns it:
+// later steps wait for it with queuemax.After(ref.Name()). Its task
+// returns no result to bind.
+//
+// Each parameter is a value, queuemax.Value(v), or the result of an
+// earlier step whose task returns the parameter's type, queuemax.From(ref),
+// which makes this step wait for that one; a result of another type does
+// not compile.
+//
+// The step's job takes the handle's defaults and With overrides. An error
+// (a duplicate step name, an unbound handle) is kept by wf and returned by
+// [queuemax.Client.EnqueueWorkflow].
+func (t SyncTask) Step(wf *queuemax.Workflow, stepName string, tenant queuemax.Input[string], stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	var args SyncArgs
+	stepOpts = append([]queuemax.StepOption{
+		tenant.Into(&args.Tenant, "tenant"),
+	}, stepOpts...)
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, args, stepOpts...)
+}
+
+// StepArgs adds a Sync step named stepName with payload args
+// to wf, every parameter a value, and returns it (see Step).
+func (t SyncTask) StepArgs(wf *queuemax.Workflow, stepName string, args SyncArgs, stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, args, stepOpts...)
+}
+
+// Sync must keep the signature this file was generated from (tasks.go):
+// after changing it, run go generate.
+var _ func(context.Context, string) error = Sync
