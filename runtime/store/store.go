@@ -58,6 +58,9 @@ const AllShards = -1
 type Store interface {
 	// Shards returns the number of shards.
 	Shards() int
+	// ReadOnly reports whether the store was opened read-only: every
+	// write then returns ErrReadOnly.
+	ReadOnly() bool
 	// Insert stores jobs and returns their IDs in input order. Jobs are
 	// routed by Shard (each InsertParams has Shard already resolved). A
 	// single job joins a group commit with concurrent inserts to its shard.
