@@ -110,7 +110,7 @@ type scheduler struct {
 
 func (c *Client) newScheduler() (*scheduler, error) {
 	s := &scheduler{c: c, now: c.now}
-	if dc, ok := c.st.(store.Clock); ok {
+	if dc := c.st; dc.Features().Clock {
 		// Slots come due by the database's clock (PostgreSQL), so that
 		// schedulers on hosts whose clocks disagree agree on when.
 		s.now = func() time.Time {

@@ -61,8 +61,7 @@ func (c *Client) enqueueTx(ctx context.Context, tx Tx, jobs []EnqueueParams, man
 	if c.closed.Load() {
 		return nil, ErrClosed
 	}
-	ti, ok := c.st.(store.TxInserter)
-	if !ok {
+	if !c.st.Features().Tx {
 		return nil, ErrTxUnsupported
 	}
 	if isNil(tx) {
@@ -84,7 +83,7 @@ func (c *Client) enqueueTx(ctx context.Context, tx Tx, jobs []EnqueueParams, man
 	if len(ps) == 0 {
 		return nil, nil
 	}
-	ids, err := ti.InsertTx(ctx, tx, ps)
+	ids, err := c.st.InsertTx(ctx, tx, ps)
 	if err != nil {
 		return nil, err
 	}

@@ -57,11 +57,10 @@ func (x *Executor) workflowEnds(ctx context.Context, as []*Attempt, errs []error
 // for each workflow whose last step to end was one of jobs, whose ends
 // the caller has just committed (so no other process emits them).
 func EmitWorkflowEnds(ctx context.Context, st store.Store, ev *Events, jobs []store.JobID, warn func(context.Context, string, ...any)) {
-	ws, ok := st.(store.WorkflowStore)
-	if !ok || ev == nil {
+	if ev == nil {
 		return
 	}
-	ended, err := ws.FinishedBy(context.WithoutCancel(ctx), jobs)
+	ended, err := st.FinishedBy(context.WithoutCancel(ctx), jobs)
 	if err != nil && warn != nil {
 		warn(ctx, "workflow end events: read finished workflows", "err", err)
 	}

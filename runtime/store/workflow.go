@@ -31,7 +31,7 @@ const (
 	StepReady   = "ready"
 )
 
-// WorkflowStore is implemented by stores that run workflows.
+// WorkflowStore is the workflow part of Store.
 type WorkflowStore interface {
 	// InsertWorkflow stores a workflow and every step's job in one
 	// transaction on p.Shard, and returns the workflow's ID (packed like
@@ -61,12 +61,6 @@ type WorkflowStore interface {
 	FinishedBy(ctx context.Context, jobs []JobID) ([]*WorkflowRecord, error)
 	// WorkflowCounts counts the stored workflows by status.
 	WorkflowCounts(ctx context.Context) (map[string]int64, error)
-}
-
-// WorkflowTxInserter is implemented by stores that can insert a workflow
-// inside a transaction the application owns (see TxInserter).
-type WorkflowTxInserter interface {
-	InsertWorkflowTx(ctx context.Context, tx any, p *WorkflowParams) (int64, []JobID, error)
 }
 
 // WorkflowParams is a workflow to insert. Steps' jobs must all have Shard
