@@ -15,7 +15,6 @@ import (
 
 type insertItem = store.InsertParams
 
-
 func text(s string) pgtype.Text { return pgtype.Text{String: s, Valid: s != ""} }
 
 func rawText(b []byte) pgtype.Text {
