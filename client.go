@@ -257,7 +257,7 @@ func (c *Client) enqueueResult(ctx context.Context, e EnqueueParams) (EnqueueRes
 		return EnqueueResult{}, err
 	}
 	ps := []store.InsertParams{p}
-	ids, err := c.insertVia(ctx, ps, c.st.Insert)
+	ids, err := c.insertVia(ctx, ps, c.place, c.st.Insert)
 	if err != nil {
 		return EnqueueResult{}, err
 	}
@@ -279,11 +279,11 @@ func (c *Client) prepareMany(jobs []EnqueueParams) ([]store.InsertParams, error)
 		}
 		ps[i] = p
 	}
-	routeBatch(ps, c.cfg.Shards) // keyless jobs together: one transaction per shard touched
 	return ps, nil
 }
 
-// prepare validates one job and resolves its defaults and shard.
+// prepare validates one job and resolves its defaults: every enqueue
+// path's one resolution of a job's options (place then chooses its shard).
 func (c *Client) prepare(e EnqueueParams) (store.InsertParams, error) {
 	if c.closed.Load() {
 		return store.InsertParams{}, ErrClosed
@@ -382,15 +382,26 @@ func (c *Client) prepare(e EnqueueParams) (store.InsertParams, error) {
 	if p.Unique, err = resolveUnique(def, e.Opts, &p); err != nil {
 		return store.InsertParams{}, err
 	}
-	switch {
-	case e.Opts.Key != nil:
-		p.Shard = shard.ForKey(*e.Opts.Key, c.cfg.Shards)
-	case p.Unique != nil:
-		p.Shard = uniqueShard(p.Unique.Key, c.cfg.Shards)
-	default:
-		p.Shard = rand.IntN(c.cfg.Shards)
+	return p, nil // its shard is chosen by place, after the enqueue middleware
+}
+
+// place chooses the shards of one call's jobs, once, after the enqueue
+// middleware (which may change a job's partition key): a partition key's
+// shard, else a unique key's, else a random one, and then routeBatch keeps
+// the call's keyless jobs together.
+func (c *Client) place(ps []store.InsertParams) {
+	for i := range ps {
+		p := &ps[i]
+		switch {
+		case p.PartitionKey != nil:
+			p.Shard = shard.ForKey(*p.PartitionKey, c.cfg.Shards)
+		case p.Unique != nil:
+			p.Shard = uniqueShard(p.Unique.Key, c.cfg.Shards)
+		default:
+			p.Shard = rand.IntN(c.cfg.Shards)
+		}
 	}
-	return p, nil
+	routeBatch(ps, c.cfg.Shards) // keyless jobs together: one transaction per shard touched
 }
 
 func (c *Client) afterInsert(ctx context.Context, ps []store.InsertParams, ids []JobID) {
@@ -433,7 +444,7 @@ func (c *Client) insertPrepared(ctx context.Context, ps []store.InsertParams) ([
 	if len(ps) == 0 {
 		return nil, nil
 	}
-	ids, err := c.insertVia(ctx, ps, c.st.Insert)
+	ids, err := c.insertVia(ctx, ps, c.place, c.st.Insert)
 	if err != nil {
 		return nil, err
 	}
