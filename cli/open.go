@@ -87,7 +87,10 @@ func (r *runner) open(ctx context.Context, mode access, hint string, adjust func
 		if err != nil {
 			return nil, err
 		}
+		// The environment's SQLite settings (DATA_DIR, NUM_SHARDS,
+		// DB_BUSY_TIMEOUT, CACHE_SIZE, MMAP_SIZE) do not apply to it.
 		cfg.Store, cfg.Dir, cfg.Shards, cfg.ReadOnly = st, "", 0, false
+		cfg.BusyTimeout, cfg.CacheSize, cfg.MmapSize = 0, 0, 0
 	}
 	cfg.Logger = slog.New(slog.NewTextHandler(r.stderr, &slog.HandlerOptions{Level: level}))
 	if adjust != nil {

@@ -43,8 +43,11 @@ func TestPostgresDSN(t *testing.T) {
 	if code, stderr := run(t, t.Context(), io.Discard, nil, append([]string{"enqueue", "--task", "t.A", "--payload", `{"n":1}`}, flags...)...); code != 0 {
 		t.Fatalf("enqueue --dsn: exit %d, %s", code, stderr)
 	}
-	// The environment works as the flags do.
-	if code, stderr := run(t, t.Context(), io.Discard, []string{"QUEUE_MAX_DSN=" + dsn, "QUEUE_MAX_SCHEMA=" + schema}, "enqueue", "--task", "t.B"); code != 0 {
+	// The environment works as the flags do; its SQLite settings do not
+	// apply to the PostgreSQL store.
+	env := []string{"QUEUE_MAX_DSN=" + dsn, "QUEUE_MAX_SCHEMA=" + schema, "DATA_DIR=/nonexistent", "NUM_SHARDS=3",
+		"DB_BUSY_TIMEOUT=100", "CACHE_SIZE=20", "MMAP_SIZE=0"}
+	if code, stderr := run(t, t.Context(), io.Discard, env, "enqueue", "--task", "t.B"); code != 0 {
 		t.Fatalf("enqueue with QUEUE_MAX_DSN: exit %d, %s", code, stderr)
 	}
 	var out bytes.Buffer
