@@ -22,8 +22,8 @@ func cancelBackends(t *testing.T, handlers []Handler, fn func(t *testing.T, work
 		t.Parallel()
 		dsn := pgTestDSN(t)
 		schema := pgTestSchema(t, dsn)
-		w := setup(t, Config{DSN: dsn, Schema: schema, Handlers: handlers, HeartbeatInterval: 50 * time.Millisecond})
-		o := setup(t, Config{DSN: dsn, Schema: schema})
+		w := setup(t, Config{Store: &pgTarget{dsn: dsn, schema: schema}, Handlers: handlers, HeartbeatInterval: 50 * time.Millisecond})
+		o := setup(t, Config{Store: &pgTarget{dsn: dsn, schema: schema}})
 		fn(t, w, o)
 	})
 }

@@ -84,7 +84,7 @@ func (c *Client) CircuitBreakers(ctx context.Context) ([]CircuitBreakerInfo, err
 	if c.closed.Load() {
 		return nil, ErrClosed
 	}
-	rows, err := store.BreakersOf(c.st).BreakerList(ctx)
+	rows, err := c.st.BreakerList(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -159,7 +159,7 @@ func (c *Client) fillHeld(ctx context.Context, jobs []*Job) {
 	if !ready {
 		return
 	}
-	rows, err := store.BreakersOf(c.st).BreakerList(ctx)
+	rows, err := c.st.BreakerList(ctx)
 	if err != nil || len(rows) == 0 {
 		return
 	}

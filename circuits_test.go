@@ -145,5 +145,5 @@ func TestBreakers_SharedPostgres(t *testing.T) {
 	t.Parallel()
 	dsn := pgTestDSN(t)
 	schema := pgTestSchema(t, dsn)
-	testSharedBreaker(t, func() Config { return Config{DSN: dsn, Schema: schema} })
+	testSharedBreaker(t, func() Config { return Config{Store: &pgTarget{dsn: dsn, schema: schema}} })
 }

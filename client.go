@@ -15,7 +15,6 @@ import (
 	"github.com/queuemax/queuemax/runtime/engine"
 	"github.com/queuemax/queuemax/runtime/shard"
 	"github.com/queuemax/queuemax/runtime/store"
-	"github.com/queuemax/queuemax/runtime/store/sqlitestore"
 )
 
 // Client is an open queue: a data directory of shard files, the handlers
@@ -73,21 +72,26 @@ type EnqueueParams struct {
 	validate func(json.RawMessage) error
 }
 
-// Open opens (creating if needed) the data directory and every shard file,
-// migrates their schema, and returns a Client. It starts no goroutines: call
-// Run to process jobs. Open fails with a *ConfigError for a bad field,
-// ErrShardMismatch if the directory holds another shard count,
-// ErrNotDatabase for a shard file that is not a database, and
-// ErrDuplicateTask for two handlers with one name. With a postgres:// or
-// postgresql:// Config.DSN it opens the PostgreSQL store instead (see
-// postgres.go), which keeps one listener goroutine until Close.
-func Open(ctx context.Context, cfg Config) (*Client, error) {
-	pg, err := usesPostgres(cfg.DSN)
-	if err != nil {
-		return nil, err
-	}
-	if pg {
-		cfg.Shards = 1 // one logical shard; Dir does not apply
+// Open opens the client's store and returns a Client. It starts no
+// goroutines: call Run to process jobs. With Config.Store nil it opens
+// (creating if needed) the embedded SQLite store: the data directory and
+// every shard file, migrating their schema; Open then fails with
+// ErrShardMismatch if the directory holds another shard count and
+// ErrNotDatabase for a shard file that is not a database. With a Store it
+// uses that one, and closes it if Open fails. Open fails with a
+// *ConfigError for a bad field and ErrDuplicateTask for two handlers with
+// one name.
+func Open(ctx context.Context, cfg Config) (c *Client, err error) {
+	if cfg.Store != nil {
+		defer func() {
+			if err != nil {
+				cfg.Store.Close()
+			}
+		}()
+		if err := cfg.checkStoreFields(); err != nil {
+			return nil, err
+		}
+		cfg.Shards = cfg.Store.Shards()
 	}
 	// Zero Shards: the store reads the count under its creation lock.
 	infer := cfg.Shards == 0
@@ -96,7 +100,7 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	c := &Client{
+	c = &Client{
 		cfg:      cfg,
 		log:      cfg.Logger,
 		handlers: make(map[string]*Handler),
@@ -130,37 +134,21 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 		c.defaultH = &Handler{Func: cfg.DefaultHandler}
 		c.names = append(c.names, "")
 	}
-	if pg {
-		st, err := openPostgres(ctx, cfg)
-		if err != nil {
+	st := cfg.Store
+	if st == nil {
+		shards := cfg.Shards
+		if infer {
+			shards = 0
+		}
+		if st, err = openSQLite(ctx, cfg, shards); err != nil {
 			return nil, err
 		}
+	} else {
 		c.cfg.Dir = "" // no data directory
-		c.st = st
-		c.exec = c.newExecutor()
-		c.started = c.now()
-		return c, nil
-	}
-	shards := cfg.Shards
-	if infer {
-		shards = 0
-	}
-	st, err := sqlitestore.Open(ctx, sqlitestore.Options{
-		Dir:           cfg.Dir,
-		Shards:        shards,
-		DefaultShards: cfg.Shards,
-		DirMode:       cfg.DirMode,
-		FileMode:      cfg.FileMode,
-		BusyTimeout:   cfg.BusyTimeout,
-		CacheSize:     cfg.CacheSize,
-		MmapSize:      cfg.MmapSize,
-		FullSync:      cfg.Durability == DurabilityFull,
-		ReadOnly:      cfg.ReadOnly,
-	})
-	if err != nil {
-		return nil, err
 	}
 	c.st = st
+	c.cfg.Store = st
+	c.cfg.ReadOnly = st.ReadOnly()
 	c.exec = c.newExecutor()
 	c.cfg.Shards = st.Shards()
 	c.started = c.now()
@@ -269,7 +257,7 @@ func (c *Client) enqueueResult(ctx context.Context, e EnqueueParams) (EnqueueRes
 		return EnqueueResult{}, err
 	}
 	ps := []store.InsertParams{p}
-	ids, err := c.insertVia(ctx, ps, c.st.Insert)
+	ids, err := c.insertVia(ctx, ps, c.place, c.st.Insert)
 	if err != nil {
 		return EnqueueResult{}, err
 	}
@@ -291,11 +279,11 @@ func (c *Client) prepareMany(jobs []EnqueueParams) ([]store.InsertParams, error)
 		}
 		ps[i] = p
 	}
-	routeBatch(ps, c.cfg.Shards) // keyless jobs together: one transaction per shard touched
 	return ps, nil
 }
 
-// prepare validates one job and resolves its defaults and shard.
+// prepare validates one job and resolves its defaults: every enqueue
+// path's one resolution of a job's options (place then chooses its shard).
 func (c *Client) prepare(e EnqueueParams) (store.InsertParams, error) {
 	if c.closed.Load() {
 		return store.InsertParams{}, ErrClosed
@@ -394,15 +382,26 @@ func (c *Client) prepare(e EnqueueParams) (store.InsertParams, error) {
 	if p.Unique, err = resolveUnique(def, e.Opts, &p); err != nil {
 		return store.InsertParams{}, err
 	}
-	switch {
-	case e.Opts.Key != nil:
-		p.Shard = shard.ForKey(*e.Opts.Key, c.cfg.Shards)
-	case p.Unique != nil:
-		p.Shard = uniqueShard(p.Unique.Key, c.cfg.Shards)
-	default:
-		p.Shard = rand.IntN(c.cfg.Shards)
+	return p, nil // its shard is chosen by place, after the enqueue middleware
+}
+
+// place chooses the shards of one call's jobs, once, after the enqueue
+// middleware (which may change a job's partition key): a partition key's
+// shard, else a unique key's, else a random one, and then routeBatch keeps
+// the call's keyless jobs together.
+func (c *Client) place(ps []store.InsertParams) {
+	for i := range ps {
+		p := &ps[i]
+		switch {
+		case p.PartitionKey != nil:
+			p.Shard = shard.ForKey(*p.PartitionKey, c.cfg.Shards)
+		case p.Unique != nil:
+			p.Shard = uniqueShard(p.Unique.Key, c.cfg.Shards)
+		default:
+			p.Shard = rand.IntN(c.cfg.Shards)
+		}
 	}
-	return p, nil
+	routeBatch(ps, c.cfg.Shards) // keyless jobs together: one transaction per shard touched
 }
 
 func (c *Client) afterInsert(ctx context.Context, ps []store.InsertParams, ids []JobID) {
@@ -445,7 +444,7 @@ func (c *Client) insertPrepared(ctx context.Context, ps []store.InsertParams) ([
 	if len(ps) == 0 {
 		return nil, nil
 	}
-	ids, err := c.insertVia(ctx, ps, c.st.Insert)
+	ids, err := c.insertVia(ctx, ps, c.place, c.st.Insert)
 	if err != nil {
 		return nil, err
 	}

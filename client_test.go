@@ -35,7 +35,8 @@ type testBundle struct {
 // filled in when empty.
 func setup(t *testing.T, cfg Config) *testBundle {
 	t.Helper()
-	if cfg.Dir == "" {
+	cfg = pgConfig(t, cfg)
+	if cfg.Dir == "" && cfg.Store == nil {
 		cfg.Dir = t.TempDir()
 	}
 	if cfg.Logger == nil {

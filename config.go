@@ -24,24 +24,19 @@ const (
 )
 
 // Config configures a Client. Every field's zero value means its default,
-// so Config{} opens six shards in ./data. queuemaxenv.Config fills it from
+// so Config{} opens the embedded SQLite store, six shards in ./data. queuemaxenv.Config fills it from
 // queue-max's environment variables.
 type Config struct {
-	// DSN, when it is a postgres:// or postgresql:// URL, selects the
-	// PostgreSQL store instead of the embedded SQLite one; Dir and Shards
-	// then do not apply (env QUEUE_MAX_DSN). Empty means SQLite.
-	DSN string
-	// Schema is the PostgreSQL schema holding queuemax's tables, so one
-	// database can serve several applications. Empty means "queuemax" (env
-	// QUEUE_MAX_SCHEMA). Ignored for SQLite.
-	Schema string
-	// MaxConns caps the connections to PostgreSQL this client opens in
-	// all: its LISTEN session, its claim pool and its main pool (see
-	// docs/postgres.md, Connection budget). Zero means the DSN's
-	// pool_max_conns if it sets one, else 4 — so 20 processes stay within
-	// 80, under the server's default max_connections of 100. At least 3.
-	// Ignored for SQLite.
-	MaxConns int
+	// Store is where jobs are kept: a store the program opened, such as
+	// queuemaxpg.Open's PostgreSQL store (module
+	// github.com/queuemax/queuemax/queuemaxpg). The client owns it: Close
+	// closes it, and so does an Open that fails. Nil means the embedded
+	// SQLite store in Dir, configured by the fields below up to Durability;
+	// with a Store set those fields belong to no store, and setting one is
+	// a *ConfigError naming it.
+	Store Store
+	// The default store's settings: SQLite shard files in a data directory.
+
 	// Dir is the data directory holding shard_0.db … shard_N-1.db. It is
 	// created if missing. Empty means "./data" (env DATA_DIR).
 	Dir string

@@ -10,8 +10,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/queuemax/queuemax/internal/pgtest"
 )
 
 // BenchmarkRunDrain drains b.N no-op jobs with Run (on 8 SQLite shards,
@@ -31,8 +29,8 @@ func BenchmarkRunDrain(b *testing.B) {
 func benchDrain(b *testing.B, st string, claimBatch int) {
 	cfg := Config{Dir: b.TempDir(), Shards: 8}
 	if st == "postgres" {
-		dsn := pgtest.DSN(b)
-		cfg = Config{DSN: dsn, Schema: pgtest.Schema(b, dsn)}
+		dsn := pgTestDSN(b)
+		cfg = Config{Store: pgTestStore(b, dsn, pgTestSchema(b, dsn))}
 	}
 	var done atomic.Int64
 	finished := make(chan struct{})

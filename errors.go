@@ -82,8 +82,8 @@ var (
 	// EnqueueManyTx, Task.EnqueueTx, the generated DelayTx, …) on the
 	// embedded SQLite store: its jobs live in queuemax's own shard files,
 	// which an application's transaction cannot span. Use the PostgreSQL
-	// store (Config.DSN) for them.
-	ErrTxUnsupported = errors.New("queuemax: transactional enqueue needs the PostgreSQL store (Config.DSN); the SQLite store cannot join an application's transaction")
+	// store (queuemaxpg) for them.
+	ErrTxUnsupported = errors.New("queuemax: transactional enqueue needs the PostgreSQL store (queuemaxpg); the SQLite store cannot join an application's transaction")
 	// ErrInvalidTx is wrapped by the error of a transactional enqueue whose
 	// transaction is nil. A value of the wrong type gets the store's error,
 	// which names the type it got and the types it takes.

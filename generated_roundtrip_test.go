@@ -13,7 +13,6 @@ import (
 
 	"github.com/queuemax/queuemax"
 	"github.com/queuemax/queuemax/examples/tasks"
-	"github.com/queuemax/queuemax/internal/pgtest"
 	"github.com/queuemax/queuemax/testdata/golden/basic"
 	"github.com/queuemax/queuemax/testdata/golden/circuit_off"
 	"github.com/queuemax/queuemax/testdata/golden/import_shadowing"
@@ -78,10 +77,7 @@ func TestGenerated_RoundTrip(t *testing.T) {
 		cfg  func(t *testing.T) queuemax.Config
 	}{
 		{"sqlite", func(t *testing.T) queuemax.Config { return queuemax.Config{Dir: t.TempDir(), Shards: 2} }},
-		{"postgres", func(t *testing.T) queuemax.Config {
-			dsn := pgtest.DSN(t)
-			return queuemax.Config{DSN: dsn, Schema: pgtest.Schema(t, dsn)}
-		}},
+		{"postgres", func(t *testing.T) queuemax.Config { return queuemax.PGTestConfigs(t)() }},
 	}
 	const perTask = 6
 	for _, st := range stores {

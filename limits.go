@@ -2,7 +2,6 @@ package queuemax
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -88,16 +87,10 @@ func (c *Client) globalRules() map[string]store.LimitRule {
 	return out
 }
 
-// errNoLimiter is returned when the store holds no global limits.
-var errNoLimiter = errors.New("queuemax: this store does not support global limits")
-
 // globalLimits lists the global limits this client's handlers set, with
 // their use from the store.
 func (c *Client) globalLimits(ctx context.Context) ([]GlobalLimitInfo, error) {
-	l, ok := c.st.(store.Limiter)
-	if !ok {
-		return nil, nil
-	}
+	l := c.st
 	now := c.now()
 	usage, err := l.LimitUsage(ctx, now)
 	if err != nil {
@@ -153,9 +146,6 @@ func (c *Client) globalLimits(ctx context.Context) ([]GlobalLimitInfo, error) {
 // GlobalLimits returns every global limit this client's handlers set,
 // with its current use over every process.
 func (c *Client) GlobalLimits(ctx context.Context) ([]GlobalLimitInfo, error) {
-	if _, ok := c.st.(store.Limiter); !ok {
-		return nil, errNoLimiter
-	}
 	return c.globalLimits(ctx)
 }
 
@@ -164,10 +154,7 @@ func (c *Client) GlobalLimits(ctx context.Context) ([]GlobalLimitInfo, error) {
 // listing; nothing is read when no job is ready). A reason already set
 // (a breaker's) is kept.
 func (c *Client) fillLimitHeld(ctx context.Context, jobs []*Job) {
-	l, ok := c.st.(store.Limiter)
-	if !ok {
-		return
-	}
+	l := c.st
 	ready := false
 	for _, j := range jobs {
 		ready = ready || j != nil && j.Status == StatusPending && j.Held == ""

@@ -72,5 +72,5 @@ func TestQueueLimits_SlotsShown(t *testing.T) {
 func TestPostgres_QueueLimitsSlotsShown(t *testing.T) {
 	t.Parallel()
 	dsn := pgTestDSN(t)
-	testQueueLimitSlotsShown(t, Config{DSN: dsn, Schema: pgTestSchema(t, dsn)})
+	testQueueLimitSlotsShown(t, Config{Store: &pgTarget{dsn: dsn, schema: pgTestSchema(t, dsn)}})
 }

@@ -67,7 +67,7 @@ func TestLimitBy_Backlog(t *testing.T) {
 func TestPostgres_LimitBy_Backlog(t *testing.T) {
 	t.Parallel()
 	dsn := pgTestDSN(t)
-	testLimitByBacklog(t, Config{DSN: dsn, Schema: pgTestSchema(t, dsn)})
+	testLimitByBacklog(t, Config{Store: &pgTarget{dsn: dsn, schema: pgTestSchema(t, dsn)}})
 }
 
 // testLimitByManyKeysAtLimit: 10,000 customers (2,000 under the race
@@ -138,5 +138,5 @@ func TestLimitBy_ManyKeysAtLimit(t *testing.T) {
 func TestPostgres_LimitBy_ManyKeysAtLimit(t *testing.T) {
 	t.Parallel()
 	dsn := pgTestDSN(t)
-	testLimitByManyKeysAtLimit(t, Config{DSN: dsn, Schema: pgTestSchema(t, dsn)})
+	testLimitByManyKeysAtLimit(t, Config{Store: &pgTarget{dsn: dsn, schema: pgTestSchema(t, dsn)}})
 }

@@ -166,7 +166,7 @@ func TestLimitBy_Concurrency(t *testing.T) {
 func TestPostgres_LimitBy_Concurrency(t *testing.T) {
 	t.Parallel()
 	dsn := pgTestDSN(t)
-	testLimitByConcurrency(t, Config{DSN: dsn, Schema: pgTestSchema(t, dsn)})
+	testLimitByConcurrency(t, Config{Store: &pgTarget{dsn: dsn, schema: pgTestSchema(t, dsn)}})
 }
 
 // testLimitByManyKeys: 1,000 distinct keys (and jobs without the key,
@@ -207,7 +207,7 @@ func TestLimitBy_ManyKeys(t *testing.T) {
 func TestPostgres_LimitBy_ManyKeys(t *testing.T) {
 	t.Parallel()
 	dsn := pgTestDSN(t)
-	testLimitByManyKeys(t, Config{DSN: dsn, Schema: pgTestSchema(t, dsn)})
+	testLimitByManyKeys(t, Config{Store: &pgTarget{dsn: dsn, schema: pgTestSchema(t, dsn)}})
 }
 
 // testLimitByRate: a global rate of 5 an hour per customer lets two
@@ -263,7 +263,7 @@ func TestLimitBy_Rate(t *testing.T) {
 func TestPostgres_LimitBy_Rate(t *testing.T) {
 	t.Parallel()
 	dsn := pgTestDSN(t)
-	testLimitByRate(t, Config{DSN: dsn, Schema: pgTestSchema(t, dsn)})
+	testLimitByRate(t, Config{Store: &pgTarget{dsn: dsn, schema: pgTestSchema(t, dsn)}})
 }
 
 // TestLimitBy_Invalid: limit_by without a global limit, or not a key

@@ -62,9 +62,8 @@ func limitsChildMain(ctx context.Context, mode, dir string, shards int, say func
 		opts.KeyConcurrency, opts.LimitBy = kc, "customer"
 		h = Define("t.Limited", opts, func(ctx context.Context, a custArgs) error { return do(a.N) })
 	}
-	c, err := Open(ctx, Config{Dir: dir, Shards: shards, DSN: os.Getenv(childDSNEnv), Schema: os.Getenv(childSchemaEnv),
-		Handlers: []Handler{h}, Workers: 10, Logger: slog.New(slog.DiscardHandler),
-		HeartbeatInterval: 200 * time.Millisecond, StuckTimeout: time.Second, RecoveryInterval: 200 * time.Millisecond})
+	c, err := Open(ctx, childConfig(dir, shards, Config{Handlers: []Handler{h}, Workers: 10, Logger: slog.New(slog.DiscardHandler),
+		HeartbeatInterval: 200 * time.Millisecond, StuckTimeout: time.Second, RecoveryInterval: 200 * time.Millisecond}))
 	if err != nil {
 		say("error %v", err)
 		return 1, true
@@ -95,7 +94,7 @@ type glRun struct {
 }
 
 // startLimitKids starts three "glimits" children on the queue that cfg
-// opens (Dir or DSN and Schema) and enqueues n jobs of t.Limited.
+// opens (Dir, or a PostgreSQL target) and enqueues n jobs of t.Limited.
 func startLimitKids(t *testing.T, cfg Config, n int, env ...string) (*glRun, *testBundle) {
 	t.Helper()
 	b := setup(t, cfg)
@@ -111,8 +110,8 @@ func startLimitKids(t *testing.T, cfg Config, n int, env ...string) (*glRun, *te
 		t.Fatal(err)
 	}
 	r := &glRun{seen: make(chan struct{}, 1)}
-	if cfg.DSN != "" {
-		env = append(env, pgEnv(cfg.DSN, cfg.Schema)...)
+	if pt := pgTargetOf(cfg); pt != nil {
+		env = append(env, pgEnv(pt.dsn, pt.schema)...)
 	}
 	dir := cfg.Dir
 	if dir == "" {
@@ -370,7 +369,7 @@ func TestProcesses_WideAndKeyConcurrency(t *testing.T) {
 func TestPostgresProcesses_WideAndKeyConcurrency(t *testing.T) {
 	t.Parallel()
 	dsn := pgTestDSN(t)
-	testProcessWideAndKey(t, Config{DSN: dsn, Schema: pgTestSchema(t, dsn)})
+	testProcessWideAndKey(t, Config{Store: &pgTarget{dsn: dsn, schema: pgTestSchema(t, dsn)}})
 }
 
 func TestProcesses_GlobalConcurrency(t *testing.T) {
@@ -391,17 +390,17 @@ func TestProcesses_GlobalRate(t *testing.T) {
 func TestPostgresProcesses_GlobalConcurrency(t *testing.T) {
 	t.Parallel()
 	dsn := pgTestDSN(t)
-	testProcessConcurrency(t, Config{DSN: dsn, Schema: pgTestSchema(t, dsn)})
+	testProcessConcurrency(t, Config{Store: &pgTarget{dsn: dsn, schema: pgTestSchema(t, dsn)}})
 }
 
 func TestPostgresProcesses_GlobalConcurrencyKill9(t *testing.T) {
 	t.Parallel()
 	dsn := pgTestDSN(t)
-	testProcessConcurrencyKill(t, Config{DSN: dsn, Schema: pgTestSchema(t, dsn)})
+	testProcessConcurrencyKill(t, Config{Store: &pgTarget{dsn: dsn, schema: pgTestSchema(t, dsn)}})
 }
 
 func TestPostgresProcesses_GlobalRate(t *testing.T) {
 	t.Parallel()
 	dsn := pgTestDSN(t)
-	testProcessRate(t, Config{DSN: dsn, Schema: pgTestSchema(t, dsn)})
+	testProcessRate(t, Config{Store: &pgTarget{dsn: dsn, schema: pgTestSchema(t, dsn)}})
 }

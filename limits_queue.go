@@ -123,10 +123,7 @@ func (c *Client) SetQueueLimits(ctx context.Context, queue string, l QueueLimits
 	if err := checkQueueLimits(queue, l); err != nil {
 		return err
 	}
-	lim, ok := c.st.(store.Limiter)
-	if !ok {
-		return errNoLimiter
-	}
+	lim := c.st
 	if c.cfg.ReadOnly {
 		return ErrReadOnly
 	}
@@ -143,10 +140,7 @@ func (c *Client) SetQueueLimits(ctx context.Context, queue string, l QueueLimits
 // queueLimits returns every queue's stored limits (nil without any, or on
 // a store without limits).
 func (c *Client) queueLimits(ctx context.Context) (map[string]QueueLimits, error) {
-	lim, ok := c.st.(store.Limiter)
-	if !ok {
-		return nil, nil
-	}
+	lim := c.st
 	rules, err := lim.QueueLimits(ctx)
 	if err != nil || len(rules) == 0 {
 		return nil, err

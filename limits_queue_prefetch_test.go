@@ -16,7 +16,7 @@ func TestQueueLimits_SaturatedPrefetch(t *testing.T) {
 func TestPostgres_QueueLimitsSaturatedPrefetch(t *testing.T) {
 	t.Parallel()
 	dsn := pgTestDSN(t)
-	testQueueSaturatedPrefetch(t, Config{DSN: dsn, Schema: pgTestSchema(t, dsn)})
+	testQueueSaturatedPrefetch(t, Config{Store: &pgTarget{dsn: dsn, schema: pgTestSchema(t, dsn)}})
 }
 
 // testQueueSaturatedPrefetch: a client holding a slot of a queue's cap for

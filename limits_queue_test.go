@@ -20,7 +20,7 @@ func TestQueueLimits_Concurrency(t *testing.T) {
 func TestPostgres_QueueLimitsConcurrency(t *testing.T) {
 	t.Parallel()
 	dsn := pgTestDSN(t)
-	testQueueConcurrency(t, Config{DSN: dsn, Schema: pgTestSchema(t, dsn)})
+	testQueueConcurrency(t, Config{Store: &pgTarget{dsn: dsn, schema: pgTestSchema(t, dsn)}})
 }
 
 func TestQueueLimits_Rate(t *testing.T) {
@@ -31,7 +31,7 @@ func TestQueueLimits_Rate(t *testing.T) {
 func TestPostgres_QueueLimitsRate(t *testing.T) {
 	t.Parallel()
 	dsn := pgTestDSN(t)
-	testQueueRate(t, Config{DSN: dsn, Schema: pgTestSchema(t, dsn)})
+	testQueueRate(t, Config{Store: &pgTarget{dsn: dsn, schema: pgTestSchema(t, dsn)}})
 }
 
 // testQueueConcurrency: a queue with a global concurrency of 1 over two

@@ -120,7 +120,7 @@ func TestWideAndKeyLimits_Concurrency(t *testing.T) {
 func TestPostgres_WideAndKeyLimits_Concurrency(t *testing.T) {
 	t.Parallel()
 	dsn := pgTestDSN(t)
-	testWideAndKeyConcurrency(t, Config{DSN: dsn, Schema: pgTestSchema(t, dsn)})
+	testWideAndKeyConcurrency(t, Config{Store: &pgTarget{dsn: dsn, schema: pgTestSchema(t, dsn)}})
 }
 
 // testWideAndKeyRate: 6 an hour for the task, 2 an hour per customer,
@@ -205,7 +205,7 @@ func TestWideAndKeyLimits_Rate(t *testing.T) {
 func TestPostgres_WideAndKeyLimits_Rate(t *testing.T) {
 	t.Parallel()
 	dsn := pgTestDSN(t)
-	testWideAndKeyRate(t, Config{DSN: dsn, Schema: pgTestSchema(t, dsn)})
+	testWideAndKeyRate(t, Config{Store: &pgTarget{dsn: dsn, schema: pgTestSchema(t, dsn)}})
 }
 
 // TestWideAndKeyLimits_Invalid: Key limits without LimitBy, or invalid,

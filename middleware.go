@@ -5,10 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 
 	"github.com/queuemax/queuemax/queuemaxtype"
-	"github.com/queuemax/queuemax/runtime/shard"
 	"github.com/queuemax/queuemax/runtime/store"
 )
 
@@ -51,8 +49,9 @@ func checkMiddleware(mws []JobMiddleware) error {
 
 // insertVia runs the enqueue middleware around insert, which stores ps.
 // Changes the middleware makes are validated and written back into ps
-// (in place, so the caller's events see them) before insert runs.
-func (c *Client) insertVia(ctx context.Context, ps []store.InsertParams,
+// (in place, so the caller's events see them); then place chooses the
+// jobs' shards, and insert runs.
+func (c *Client) insertVia(ctx context.Context, ps []store.InsertParams, place func([]store.InsertParams),
 	insert func(ctx context.Context, ps []store.InsertParams) ([]JobID, error)) ([]JobID, error) {
 	var mws []EnqueueMiddleware
 	for _, m := range c.cfg.Middleware {
@@ -61,6 +60,7 @@ func (c *Client) insertVia(ctx context.Context, ps []store.InsertParams,
 		}
 	}
 	if len(mws) == 0 {
+		place(ps)
 		return insert(ctx, ps)
 	}
 	jobs := make([]*InsertJob, len(ps))
@@ -77,6 +77,7 @@ func (c *Client) insertVia(ctx context.Context, ps []store.InsertParams,
 				return nil, fmt.Errorf("job %d: %w", i, err)
 			}
 		}
+		place(ps)
 		return insert(ctx, ps)
 	}
 	var run func(i int, ctx context.Context) ([]JobID, error)
@@ -90,7 +91,7 @@ func (c *Client) insertVia(ctx context.Context, ps []store.InsertParams,
 }
 
 // applyInsertJob validates j, as changed by middleware, and copies it into
-// p, moving the job to its key's shard if the key changed.
+// p (place then chooses its shard from its key).
 func (c *Client) applyInsertJob(p *store.InsertParams, j *InsertJob) error {
 	if err := checkPayload(j.Payload); err != nil {
 		return err
@@ -109,12 +110,6 @@ func (c *Client) applyInsertJob(p *store.InsertParams, j *InsertJob) error {
 	if p.Unique != nil && !sameKey(j.Key, p.PartitionKey) {
 		// The unique key (and so the shard) includes the partition key.
 		return fmt.Errorf("%w: enqueue middleware changed the partition key of a unique job", ErrInvalidUnique)
-	}
-	switch {
-	case j.Key != nil && (p.PartitionKey == nil || *p.PartitionKey != *j.Key):
-		p.Shard = shard.ForKey(*j.Key, c.cfg.Shards)
-	case j.Key == nil && p.PartitionKey != nil:
-		p.Shard = rand.IntN(c.cfg.Shards)
 	}
 	p.Task, p.Payload, p.Priority, p.MaxAttempts, p.RunAt, p.PartitionKey, p.Metadata =
 		j.Task, j.Payload, j.Priority, j.MaxAttempts, j.RunAt, j.Key, j.Metadata

@@ -26,8 +26,7 @@ func TestOpts_Timeout(t *testing.T) {
 			t.Parallel()
 			cfg := Config{}
 			if backend == "PostgreSQL" {
-				cfg.DSN = pgTestDSN(t)
-				cfg.Schema = pgTestSchema(t, cfg.DSN)
+				cfg.Store = newPGTarget(t)
 			}
 			producer := setup(t, cfg) // a pure producer: no handlers
 			cfg.Dir = producer.dir
@@ -80,8 +79,7 @@ func TestOpts_MetadataAndTags(t *testing.T) {
 			t.Parallel()
 			cfg := Config{Handlers: []Handler{noop}, Middleware: []JobMiddleware{tracer}}
 			if backend == "PostgreSQL" {
-				cfg.DSN = pgTestDSN(t)
-				cfg.Schema = pgTestSchema(t, cfg.DSN)
+				cfg.Store = newPGTarget(t)
 			}
 			b := setup(t, cfg)
 			task := NewTask[struct{}](b.c, noop.Name, noop.Options)

@@ -110,7 +110,7 @@ type scheduler struct {
 
 func (c *Client) newScheduler() (*scheduler, error) {
 	s := &scheduler{c: c, now: c.now}
-	if dc, ok := c.st.(store.Clock); ok {
+	if dc := c.st; dc.Features().Clock {
 		// Slots come due by the database's clock (PostgreSQL), so that
 		// schedulers on hosts whose clocks disagree agree on when.
 		s.now = func() time.Time {
@@ -231,7 +231,8 @@ func (s *scheduler) fire(ctx context.Context, e scheduleEntry, due, now time.Tim
 	if err != nil {
 		return err
 	}
-	job.Shard, job.Now = 0, now
+	job.Now = now // on shard 0 (prepare chooses none), fired with the slot
+	onShard0 := func(ps []store.InsertParams) { ps[0].Shard = 0 }
 	var id JobID
 	var fired bool
 	firePeriodic := func(ctx context.Context, ps []store.InsertParams) ([]JobID, error) {
@@ -244,7 +245,7 @@ func (s *scheduler) fire(ctx context.Context, e scheduleEntry, due, now time.Tim
 	if slot.IsZero() {
 		_, err = firePeriodic(ctx, []store.InsertParams{job}) // skips the slot: no job to insert
 	} else {
-		_, err = s.c.insertVia(ctx, []store.InsertParams{job}, firePeriodic)
+		_, err = s.c.insertVia(ctx, []store.InsertParams{job}, onShard0, firePeriodic)
 	}
 	if err != nil {
 		return fmt.Errorf("fire periodic task %s: %w", e.h.Name, err)

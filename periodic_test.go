@@ -220,7 +220,7 @@ func TestScheduler_ManySchedulersOneSlotEach(t *testing.T) {
 func schedChild(dir string, shards int, in io.Reader, say func(string, ...any)) int {
 	ctx := context.Background()
 	h := periodicHandler("t.Tick", Periodic{Every: time.Minute})
-	c, err := Open(ctx, Config{Dir: dir, Shards: shards, DSN: os.Getenv(childDSNEnv), Schema: os.Getenv(childSchemaEnv), Handlers: []Handler{h}})
+	c, err := Open(ctx, childConfig(dir, shards, Config{Handlers: []Handler{h}}))
 	if err != nil {
 		say("error %v", err)
 		return 1

@@ -39,7 +39,7 @@ func childMain() int {
 	say := func(format string, args ...any) { fmt.Fprintf(out, format+"\n", args...); out.Flush() }
 	switch mode := os.Getenv(childEnv); mode {
 	case "claim":
-		c, err := Open(ctx, Config{Dir: dir, Shards: shards, DSN: os.Getenv(childDSNEnv), Schema: os.Getenv(childSchemaEnv)})
+		c, err := Open(ctx, childConfig(dir, shards, Config{}))
 		if err != nil {
 			say("error %v", err)
 			return 1
@@ -78,9 +78,8 @@ func childMain() int {
 				time.Sleep(5 * time.Millisecond)
 			}
 		})
-		c, err := Open(ctx, Config{Dir: dir, Shards: shards, DSN: os.Getenv(childDSNEnv), Schema: os.Getenv(childSchemaEnv),
-			Logger: slog.New(slog.DiscardHandler), Handlers: []Handler{h}, HeartbeatInterval: 100 * time.Millisecond,
-			StuckTimeout: 300 * time.Millisecond, RecoveryInterval: time.Hour, DrainTimeout: time.Second})
+		c, err := Open(ctx, childConfig(dir, shards, Config{Logger: slog.New(slog.DiscardHandler), Handlers: []Handler{h}, HeartbeatInterval: 100 * time.Millisecond,
+			StuckTimeout: 300 * time.Millisecond, RecoveryInterval: time.Hour, DrainTimeout: time.Second}))
 		if err != nil {
 			say("error %v", err)
 			return 1
@@ -112,8 +111,10 @@ func childMain() int {
 	case "wfchaos":
 		return wfChaosChild(ctx, dir, shards, say) // workflow_chaos_test.go
 	default:
-		if code, ok := pgChildMain(ctx, mode, dir, say); ok {
-			return code
+		if pgHook.ChildMain != nil {
+			if code, ok := pgHook.ChildMain(ctx, mode, dir, say); ok {
+				return code
+			}
 		}
 		if code, ok := limitsChildMain(ctx, mode, dir, shards, say); ok {
 			return code

@@ -222,10 +222,11 @@ func TestClient_RunQueueFloodLeavesOtherWorkersFree(t *testing.T) {
 				<-release
 				return nil, nil
 			}}
-			cfg := Config{Shards: 2, Workers: 4, Queues: map[string]QueueConfig{"bulk": {MaxWorkers: 2}}, Handlers: []Handler{bulk, mail}}
+			cfg := Config{Workers: 4, Queues: map[string]QueueConfig{"bulk": {MaxWorkers: 2}}, Handlers: []Handler{bulk, mail}}
 			if backend == "PostgreSQL" {
-				cfg.DSN = pgTestDSN(t)
-				cfg.Schema = pgTestSchema(t, cfg.DSN)
+				cfg.Store = newPGTarget(t)
+			} else {
+				cfg.Shards = 2
 			}
 			b := setup(t, cfg)
 			ctx := b.ctx

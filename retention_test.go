@@ -24,8 +24,7 @@ func TestClient_CompletedRetention(t *testing.T) {
 			cfg := Config{Handlers: []Handler{ok, bad, res}, CompletedRetention: time.Hour,
 				now: func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }}
 			if backend == "PostgreSQL" {
-				cfg.DSN = pgTestDSN(t)
-				cfg.Schema = pgTestSchema(t, cfg.DSN)
+				cfg.Store = newPGTarget(t)
 			}
 			b := setup(t, cfg)
 			done := collect(b.c, EventCompleted, EventFailed)

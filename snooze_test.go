@@ -29,8 +29,7 @@ func TestClient_Snooze(t *testing.T) {
 			forever.Store(0)
 			cfg := Config{Handlers: []Handler{wait, loop}, MaxSnoozes: 3}
 			if backend == "PostgreSQL" {
-				cfg.DSN = pgTestDSN(t)
-				cfg.Schema = pgTestSchema(t, cfg.DSN)
+				cfg.Store = newPGTarget(t)
 			}
 			b := setup(t, cfg)
 			done := collect(b.c, EventCompleted, EventFailed)

@@ -12,11 +12,11 @@ import (
 // enqueue methods (Client.EnqueueTx, Task.EnqueueTx, the generated
 // DelayTx, ScheduleAtTx, MapTx, …) so that the jobs are written in it.
 //
-// With the PostgreSQL store (Config.DSN) it is either a pgx.Tx (from
+// With the PostgreSQL store (queuemaxpg) it is either a pgx.Tx (from
 // pgx.Conn.Begin or pgxpool.Pool.Begin, github.com/jackc/pgx/v5) or a
 // *sql.Tx of database/sql opened with pgx's stdlib driver (sql.Open("pgx",
 // dsn) or stdlib.OpenDBFromPool). The transaction must be on the database
-// Config.DSN names. Any other value is an error naming its type.
+// the store opened. Any other value is an error naming its type.
 //
 // Tx is an alias of any so that the code calling these methods, generated
 // stubs included, does not import a database driver; the store checks the
@@ -61,8 +61,7 @@ func (c *Client) enqueueTx(ctx context.Context, tx Tx, jobs []EnqueueParams, man
 	if c.closed.Load() {
 		return nil, ErrClosed
 	}
-	ti, ok := c.st.(store.TxInserter)
-	if !ok {
+	if !c.st.Features().Tx {
 		return nil, ErrTxUnsupported
 	}
 	if isNil(tx) {
@@ -84,7 +83,8 @@ func (c *Client) enqueueTx(ctx context.Context, tx Tx, jobs []EnqueueParams, man
 	if len(ps) == 0 {
 		return nil, nil
 	}
-	ids, err := ti.InsertTx(ctx, tx, ps)
+	c.place(ps)
+	ids, err := c.st.InsertTx(ctx, tx, ps)
 	if err != nil {
 		return nil, err
 	}

@@ -79,6 +79,13 @@ type txStore struct {
 	calls int
 }
 
+// Features adds Tx to the wrapped store's.
+func (s *txStore) Features() store.Features {
+	f := s.Store.Features()
+	f.Tx = true
+	return f
+}
+
 func (s *txStore) InsertTx(_ context.Context, tx any, jobs []store.InsertParams) ([]JobID, error) {
 	ft, ok := tx.(*fakeTx)
 	if !ok {

@@ -13,8 +13,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/queuemax/queuemax/internal/pgtest"
 )
 
 type syncArgs struct {
@@ -28,12 +26,11 @@ func uniqueBackends(t *testing.T, handlers []Handler, f func(t *testing.T, cfg C
 	for _, backend := range []string{"SQLite", "PostgreSQL"} {
 		t.Run(backend, func(t *testing.T) {
 			t.Parallel()
-			cfg := Config{Shards: 6, Handlers: handlers}
+			cfg := Config{Handlers: handlers}
 			if backend == "PostgreSQL" {
-				cfg.DSN = pgTestDSN(t)
-				cfg.Schema = pgTestSchema(t, cfg.DSN)
+				cfg.Store = newPGTarget(t)
 			} else {
-				cfg.Dir = t.TempDir()
+				cfg.Dir, cfg.Shards = t.TempDir(), 6
 			}
 			f(t, cfg, setup(t, cfg))
 		})
@@ -332,12 +329,12 @@ func BenchmarkEnqueueUnique(b *testing.B) {
 	for _, backend := range []string{"SQLite", "PostgreSQL"} {
 		for _, mode := range []string{"Plain", "Unique", "Duplicate"} {
 			b.Run(backend+"/"+mode, func(b *testing.B) {
-				cfg := Config{Shards: 6, Logger: slog.New(slog.DiscardHandler)}
+				cfg := Config{Logger: slog.New(slog.DiscardHandler)}
 				if backend == "PostgreSQL" {
-					cfg.DSN = pgtest.DSN(b)
-					cfg.Schema = pgtest.Schema(b, cfg.DSN)
+					dsn := pgTestDSN(b)
+					cfg.Store = pgTestStore(b, dsn, pgTestSchema(b, dsn))
 				} else {
-					cfg.Dir = b.TempDir()
+					cfg.Dir, cfg.Shards = b.TempDir(), 6
 				}
 				c, err := Open(b.Context(), cfg)
 				if err != nil {

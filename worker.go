@@ -11,7 +11,6 @@ import (
 	"github.com/queuemax/queuemax/runtime/engine"
 	"github.com/queuemax/queuemax/runtime/ratelimit"
 	"github.com/queuemax/queuemax/runtime/scale"
-	"github.com/queuemax/queuemax/runtime/store"
 )
 
 // Hooks are optional callbacks around each job Run or Client.Work
@@ -120,9 +119,7 @@ func (c *Client) newEngine() (*worker, error) {
 		Registry: &engine.Registry{Store: c.st, Key: w.regKey, Every: c.registryRefresh(), TTL: c.registryTTL(),
 			Now: c.now, Log: c.log, Describe: w.describe},
 	}
-	if ws, ok := c.st.(store.WorkflowStore); ok {
-		cfg.WorkflowEnds = &engine.WorkflowEnds{Store: ws, Events: c.events, Every: workflowEndsInterval(c.cfg.RecoveryInterval), Log: c.log}
-	}
+	cfg.WorkflowEnds = &engine.WorkflowEnds{Store: c.st, Events: c.events, Every: workflowEndsInterval(c.cfg.RecoveryInterval), Log: c.log}
 	if c.claimAuto {
 		cfg.ClaimMax = min(maxAutoClaim, autoClaimFactor*c.cfg.Workers)
 	}

@@ -94,9 +94,8 @@ func wfChaosChild(ctx context.Context, dir string, shards int, say func(string, 
 		record("end", int64(j.ID), a)
 		return wfChaosResult{WF: a.WF, Step: a.Step}, nil
 	}}
-	c, err := Open(ctx, Config{Dir: dir, Shards: shards, DSN: os.Getenv(childDSNEnv), Schema: os.Getenv(childSchemaEnv),
-		Logger: slog.New(slog.DiscardHandler), Handlers: []Handler{h}, Workers: 8, HeartbeatInterval: 100 * time.Millisecond,
-		StuckTimeout: 2 * time.Second, RecoveryInterval: 100 * time.Millisecond, DrainTimeout: time.Second})
+	c, err := Open(ctx, childConfig(dir, shards, Config{Logger: slog.New(slog.DiscardHandler), Handlers: []Handler{h}, Workers: 8, HeartbeatInterval: 100 * time.Millisecond,
+		StuckTimeout: 2 * time.Second, RecoveryInterval: 100 * time.Millisecond, DrainTimeout: time.Second}))
 	if err != nil {
 		say("error %v", err)
 		return 1
@@ -136,7 +135,7 @@ func TestWorkflowChaos_KillNine(t *testing.T) {
 		t.Parallel()
 		dsn := pgTestDSN(t)
 		schema := pgTestSchema(t, dsn)
-		b := setup(t, Config{DSN: dsn, Schema: schema})
+		b := setup(t, Config{Store: &pgTarget{dsn: dsn, schema: schema}})
 		wfChaos(t, b, t.TempDir(), 0, pgEnv(dsn, schema))
 	})
 }

@@ -12,19 +12,11 @@ import (
 	"github.com/queuemax/queuemax/runtime/store"
 )
 
-// ErrWorkflowsUnsupported is returned by the workflow methods of a Client
-// whose store cannot run workflows.
-var ErrWorkflowsUnsupported = errors.New("queuemax: this store does not support workflows")
-
 func (c *Client) workflowStore() (store.WorkflowStore, error) {
 	if c.closed.Load() {
 		return nil, ErrClosed
 	}
-	ws, ok := c.st.(store.WorkflowStore)
-	if !ok {
-		return nil, ErrWorkflowsUnsupported
-	}
-	return ws, nil
+	return c.st, nil
 }
 
 // EnqueueWorkflow validates wf (see Workflow.Validate) and each step's job
@@ -60,8 +52,7 @@ func (c *Client) EnqueueWorkflowTx(ctx context.Context, tx Tx, wf *Workflow) (Wo
 	if c.closed.Load() {
 		return 0, ErrClosed
 	}
-	ti, ok := c.st.(store.WorkflowTxInserter)
-	if !ok {
+	if !c.st.Features().Tx {
 		return 0, ErrTxUnsupported
 	}
 	if isNil(tx) {
@@ -71,7 +62,7 @@ func (c *Client) EnqueueWorkflowTx(ctx context.Context, tx Tx, wf *Workflow) (Wo
 	if err != nil {
 		return 0, err
 	}
-	id, _, err := ti.InsertWorkflowTx(ctx, tx, p)
+	id, _, err := c.st.InsertWorkflowTx(ctx, tx, p)
 	if err != nil {
 		return 0, err
 	}
@@ -260,11 +251,7 @@ func StepResult(ctx context.Context, step string, v any) error {
 	if !ok {
 		return fmt.Errorf("%w: StepResult(%q) needs the context of a workflow step's handler", ErrNotWorkflowStep, step)
 	}
-	ws, ok := s.Store.(store.WorkflowStore)
-	if !ok {
-		return ErrWorkflowsUnsupported
-	}
-	out, err := ws.StepResult(ctx, s.Job.ID, step)
+	out, err := s.Store.StepResult(ctx, s.Job.ID, step)
 	if err != nil {
 		return err
 	}
@@ -300,11 +287,7 @@ type WorkflowCounts struct {
 }
 
 func (c *Client) fillWorkflowCounts(ctx context.Context, s *Stats) error {
-	ws, ok := c.st.(store.WorkflowStore)
-	if !ok {
-		return nil
-	}
-	n, err := ws.WorkflowCounts(ctx)
+	n, err := c.st.WorkflowCounts(ctx)
 	if err != nil {
 		return err
 	}

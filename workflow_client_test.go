@@ -24,7 +24,7 @@ func workflowBackends(t *testing.T, mk func(rec *wfRecorder) []Handler, fn func(
 		t.Parallel()
 		dsn := pgTestDSN(t)
 		rec := &wfRecorder{}
-		fn(t, setup(t, Config{DSN: dsn, Schema: pgTestSchema(t, dsn), Handlers: mk(rec), HeartbeatInterval: 50 * time.Millisecond}), rec)
+		fn(t, setup(t, Config{Store: &pgTarget{dsn: dsn, schema: pgTestSchema(t, dsn)}, Handlers: mk(rec), HeartbeatInterval: 50 * time.Millisecond}), rec)
 	})
 }
 

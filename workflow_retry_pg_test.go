@@ -8,7 +8,7 @@ func pgOpener(t *testing.T) wfOpener {
 	dsn := pgTestDSN(t)
 	schema := pgTestSchema(t, dsn)
 	return func(t *testing.T, cfg Config) *testBundle {
-		cfg.DSN, cfg.Schema = dsn, schema
+		cfg.Store = &pgTarget{dsn: dsn, schema: schema}
 		return setup(t, cfg)
 	}
 }

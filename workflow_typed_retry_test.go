@@ -15,11 +15,12 @@ import (
 // after it run with the new result bound to their typed parameters.
 func TestTypedWorkflowRetry_SQLite(t *testing.T) {
 	t.Parallel()
-	testTypedWorkflowRetry(t, queuemax.Config{Dir: t.TempDir(), Shards: 2})
+	dir := t.TempDir()
+	testTypedWorkflowRetry(t, func() queuemax.Config { return queuemax.Config{Dir: dir, Shards: 2} })
 }
 
-func testTypedWorkflowRetry(t *testing.T, cfg queuemax.Config) {
-	producer := queuemaxtest.NewClient(t, cfg)
+func testTypedWorkflowRetry(t *testing.T, newConfig func() queuemax.Config) {
+	producer := queuemaxtest.NewClient(t, newConfig())
 	ctx := t.Context()
 	h := workflow.New(producer)
 	order := workflow.Order{ID: "o-9", Amount: 900}
@@ -44,6 +45,7 @@ func testTypedWorkflowRetry(t *testing.T, cfg queuemax.Config) {
 	if n, err := producer.RetryWorkflow(ctx, id); err != nil || n != 3 {
 		t.Fatalf("RetryWorkflow = %d, %v; want 3", n, err)
 	}
+	cfg := newConfig()
 	cfg.Handlers = workflow.Handlers()
 	cfg.PollInterval = 20 * time.Millisecond
 	worker := queuemaxtest.NewClient(t, cfg)

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/queuemax/queuemax"
-	"github.com/queuemax/queuemax/internal/pgtest"
 	"github.com/queuemax/queuemax/queuemaxtest"
 	"github.com/queuemax/queuemax/testdata/golden/workflow"
 )
@@ -22,20 +21,22 @@ func TestTypedWorkflow(t *testing.T) {
 	t.Parallel()
 	stores := []struct {
 		name string
-		cfg  func(t *testing.T) queuemax.Config
+		cfgs func(t *testing.T) func() queuemax.Config // one Config a client, on one queue
 	}{
-		{"SQLite", func(t *testing.T) queuemax.Config { return queuemax.Config{Dir: t.TempDir(), Shards: 2} }},
-		{"PostgreSQL", func(t *testing.T) queuemax.Config {
-			dsn := pgtest.DSN(t)
-			return queuemax.Config{DSN: dsn, Schema: pgtest.Schema(t, dsn)}
+		{"SQLite", func(t *testing.T) func() queuemax.Config {
+			dir := t.TempDir()
+			return func() queuemax.Config { return queuemax.Config{Dir: dir, Shards: 2} }
 		}},
+		{"PostgreSQL", queuemax.PGTestConfigs},
 	}
 	for _, st := range stores {
 		t.Run(st.name, func(t *testing.T) {
 			t.Parallel()
-			cfg := st.cfg(t)
+			cfgs := st.cfgs(t)
+			cfg := cfgs()
 			cfg.MaxRetries = queuemax.Ptr(7)
 			producer := queuemaxtest.NewClient(t, cfg)
+			cfg.Store = cfgs().Store
 			cfg.Handlers = workflow.Handlers()
 			cfg.PollInterval = 20 * time.Millisecond
 			worker := queuemaxtest.NewClient(t, cfg)

@@ -86,6 +86,13 @@ type Program struct {
 	// queuemaxprom.Handler). Nil: the dashboard serves no /metrics, and the
 	// program's module needs no metrics library.
 	Metrics func(*queuemax.Client) (http.Handler, error)
+	// OpenPostgres, when set, opens the PostgreSQL store that --dsn or
+	// QUEUE_MAX_DSN names, in schema (empty for the default), read-only
+	// for the commands that only read. The queuemax command sets it to
+	// queuemaxpg.Open (module github.com/queuemax/queuemax/queuemaxpg). Nil:
+	// --dsn is an error, and the program's module needs no PostgreSQL
+	// driver.
+	OpenPostgres func(ctx context.Context, dsn, schema string, readOnly bool) (queuemax.Store, error)
 
 	// Stdin, Stdout and Stderr default to the process's. Progress bars and
 	// live status lines are drawn only when the stream is a terminal.

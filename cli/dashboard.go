@@ -103,8 +103,7 @@ func runDashboard(r *runner, ctx context.Context, cmd *command, args []string) (
 	}
 	target := fmt.Sprintf("data dir %s (%d shards)", c.Dir(), c.Shards())
 	if c.Dir() == "" {
-		cfg, _, _ := r.config()
-		target = pgTarget(cfg.DSN, cfg.Schema)
+		target = pgTarget(r.postgres())
 	}
 	fmt.Fprintf(r.stdout, "dashboard: http://%s/ui/ — %s, %s\n", ln.Addr(), target, access)
 	if host, _, _ := net.SplitHostPort(ln.Addr().String()); !*protect && !isLoopback(host) {

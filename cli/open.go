@@ -46,14 +46,22 @@ func (r *runner) config() (queuemax.Config, slog.Level, error) {
 	if r.shards > 0 {
 		cfg.Shards = r.shards
 	}
-	if r.dsn != "" {
-		cfg.DSN = r.dsn
-	}
-	if r.schema != "" {
-		cfg.Schema = r.schema
-	}
 	cfg.Handlers = r.handlers
 	return cfg, level, nil
+}
+
+// postgres returns the PostgreSQL DSN and schema of --dsn and --schema,
+// else of QUEUE_MAX_DSN and QUEUE_MAX_SCHEMA; an empty DSN means the data
+// directory.
+func (r *runner) postgres() (dsn, schema string) {
+	dsn, schema = queuemaxenv.Postgres(r.getenv)
+	if r.dsn != "" {
+		dsn = r.dsn
+	}
+	if r.schema != "" {
+		schema = r.schema
+	}
+	return dsn, schema
 }
 
 // open opens the queue for a command. hint is appended to the error for a
@@ -64,12 +72,26 @@ func (r *runner) open(ctx context.Context, mode access, hint string, adjust func
 	if err != nil {
 		return nil, err
 	}
-	if mode != create && cfg.DSN == "" {
+	dsn, schema := r.postgres()
+	if dsn == "" && mode != create {
 		if err := checkQueueDir(cfg.Dir, hint); err != nil {
 			return nil, err
 		}
 	}
 	cfg.ReadOnly = mode == readOnly
+	if dsn != "" {
+		if r.p.OpenPostgres == nil {
+			return nil, errors.New("this binary has no PostgreSQL store for --dsn or QUEUE_MAX_DSN (set Program.OpenPostgres, as the queuemax command does)")
+		}
+		st, err := r.p.OpenPostgres(ctx, dsn, schema, cfg.ReadOnly)
+		if err != nil {
+			return nil, err
+		}
+		// The environment's SQLite settings (DATA_DIR, NUM_SHARDS,
+		// DB_BUSY_TIMEOUT, CACHE_SIZE, MMAP_SIZE) do not apply to it.
+		cfg.Store, cfg.Dir, cfg.Shards, cfg.ReadOnly = st, "", 0, false
+		cfg.BusyTimeout, cfg.CacheSize, cfg.MmapSize = 0, 0, 0
+	}
 	cfg.Logger = slog.New(slog.NewTextHandler(r.stderr, &slog.HandlerOptions{Level: level}))
 	if adjust != nil {
 		adjust(&cfg)

@@ -27,7 +27,8 @@ import (
 // NUM_SHARDS=0 and a malformed or out-of-range value are a *ConfigError
 // naming the variable (several are joined). It also returns the level named
 // by QUEUE_MAX_LOG_LEVEL (default WARNING) for programs that build their
-// own logger.
+// own logger. QUEUE_MAX_DSN and QUEUE_MAX_SCHEMA name a PostgreSQL store,
+// which Config does not open: read them with Postgres.
 func Config(getenv func(string) string) (queuemax.Config, slog.Level, error) {
 	var c queuemax.Config
 	var errs []error
@@ -58,12 +59,6 @@ func Config(getenv func(string) string) (queuemax.Config, slog.Level, error) {
 	ms := func(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
 	if v := getenv("DATA_DIR"); v != "" {
 		c.Dir = v
-	}
-	if v := getenv("QUEUE_MAX_DSN"); v != "" {
-		c.DSN = v
-	}
-	if v := getenv("QUEUE_MAX_SCHEMA"); v != "" {
-		c.Schema = v
 	}
 	intVar("NUM_SHARDS", func(n int64) {
 		if n < 1 || n > shard.MaxShards {
@@ -142,4 +137,15 @@ func Config(getenv func(string) string) (queuemax.Config, slog.Level, error) {
 		}
 	}
 	return c, level, errors.Join(errs...)
+}
+
+// Postgres returns QUEUE_MAX_DSN and QUEUE_MAX_SCHEMA, for a program that
+// opens the PostgreSQL store (module github.com/queuemax/queuemax/queuemaxpg)
+// when a DSN is set:
+//
+//	if dsn, schema := queuemaxenv.Postgres(os.Getenv); dsn != "" {
+//		cfg.Store, err = queuemaxpg.Open(ctx, dsn, queuemaxpg.Options{Schema: schema})
+//	}
+func Postgres(getenv func(string) string) (dsn, schema string) {
+	return strings.TrimSpace(getenv("QUEUE_MAX_DSN")), strings.TrimSpace(getenv("QUEUE_MAX_SCHEMA"))
 }

@@ -43,7 +43,7 @@ const workerID = "queuemaxtest"
 const maxList = 10000
 
 // NewClient opens a client for a test: cfg as given, except that an empty
-// Dir (with no DSN) becomes a fresh tb.TempDir() and a nil Logger writes
+// Dir (with no Store) becomes a fresh tb.TempDir() and a nil Logger writes
 // warnings and errors to the test's log. The client is closed by
 // tb.Cleanup. NewClient fails the test if Open fails.
 //
@@ -51,7 +51,7 @@ const maxList = 10000
 // the jobs with Drain and WorkOne.
 func NewClient(tb testing.TB, cfg queuemax.Config) *queuemax.Client {
 	tb.Helper()
-	if cfg.Dir == "" && cfg.DSN == "" {
+	if cfg.Dir == "" && cfg.Store == nil {
 		cfg.Dir = tb.TempDir()
 	}
 	if cfg.Logger == nil {

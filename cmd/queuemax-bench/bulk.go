@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/queuemax/queuemax"
+	"github.com/queuemax/queuemax/queuemaxpg"
 )
 
 // pgBulkJobs is the bulk scenario's size: the outside harness's 20,000
@@ -63,7 +64,11 @@ func (b *bench) pgBulk(ctx context.Context) error {
 	qs, qdrop := b.pg.schema("bulk")
 	defer qdrop()
 	h := queuemax.Define(taskNoop, queuemax.TaskOptions{}, func(context.Context, noopArgs) error { return nil })
-	c, err := queuemax.Open(ctx, queuemax.Config{DSN: b.pg.dsn, Schema: qs, Handlers: []queuemax.Handler{h}, Logger: b.log})
+	st, err := queuemaxpg.Open(ctx, b.pg.dsn, queuemaxpg.Options{Schema: qs})
+	if err != nil {
+		return err
+	}
+	c, err := queuemax.Open(ctx, queuemax.Config{Store: st, Handlers: []queuemax.Handler{h}, Logger: b.log})
 	if err != nil {
 		return err
 	}

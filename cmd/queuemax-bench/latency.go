@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/queuemax/queuemax"
+	"github.com/queuemax/queuemax/queuemaxpg"
 )
 
 const taskLatency = "bench.latency"
@@ -65,7 +66,11 @@ func produce(ctx context.Context, c *queuemax.Client, count, rate int) error {
 func runProducer(ctx context.Context, p producerFlags) error {
 	cfg := queuemax.Config{Dir: p.dir, Shards: p.shards}
 	if p.dsn != "" {
-		cfg = queuemax.Config{DSN: p.dsn, Schema: p.schema}
+		st, err := queuemaxpg.Open(ctx, p.dsn, queuemaxpg.Options{Schema: p.schema})
+		if err != nil {
+			return err
+		}
+		cfg = queuemax.Config{Store: st}
 	}
 	c, err := queuemax.Open(ctx, cfg)
 	if err != nil {
@@ -165,7 +170,11 @@ func (b *bench) latencyRun(ctx context.Context, samples int, cross bool) ([]time
 	if b.pg != nil {
 		schema, drop := b.pg.schema("latency")
 		defer drop()
-		cfg.Dir, cfg.Shards, cfg.DSN, cfg.Schema = "", 0, b.pg.dsn, schema
+		st, err := queuemaxpg.Open(ctx, b.pg.dsn, queuemaxpg.Options{Schema: schema})
+		if err != nil {
+			return nil, err
+		}
+		cfg.Dir, cfg.Shards, cfg.Store = "", 0, st
 		prodStore = []string{"-producer-dsn", b.pg.dsn, "-producer-schema", schema}
 	}
 	c, err := queuemax.Open(ctx, cfg)

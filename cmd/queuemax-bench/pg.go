@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/queuemax/queuemax"
+	"github.com/queuemax/queuemax/queuemaxpg"
 )
 
 // pgScenarioNames lists the PostgreSQL scenarios (-store postgres) in the
@@ -454,8 +455,13 @@ func (b *bench) pgFloor(ctx context.Context, single, concurrent, batched, copied
 // and drops the schema.
 func (b *bench) openPG(ctx context.Context, name string, workers int, mod func(*queuemax.Config)) (*harness, string, func(), error) {
 	schema, drop := b.pg.schema(name)
+	st, err := queuemaxpg.Open(ctx, b.pg.dsn, queuemaxpg.Options{Schema: schema})
+	if err != nil {
+		drop()
+		return nil, "", nil, err
+	}
 	h, err := b.open(ctx, "", 0, workers, func(c *queuemax.Config) {
-		c.DSN, c.Schema = b.pg.dsn, schema
+		c.Store = st
 		if mod != nil {
 			mod(c)
 		}

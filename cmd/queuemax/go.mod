@@ -4,7 +4,11 @@ go 1.26.8
 
 require github.com/queuemax/queuemax v0.0.0-00010101000000-000000000000
 
-require github.com/queuemax/queuemax/queuemaxprom v0.0.0-00010101000000-000000000000
+require (
+	github.com/queuemax/queuemax/internal/pgtest v0.0.0-00010101000000-000000000000
+	github.com/queuemax/queuemax/queuemaxpg v0.0.0-00010101000000-000000000000
+	github.com/queuemax/queuemax/queuemaxprom v0.0.0-00010101000000-000000000000
+)
 
 require (
 	github.com/beorn7/perks v1.0.1 // indirect

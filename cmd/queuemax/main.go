@@ -83,11 +83,22 @@ import (
 	"context"
 	"os"
 
+	"github.com/queuemax/queuemax"
 	"github.com/queuemax/queuemax/cli"
+	"github.com/queuemax/queuemax/queuemaxpg"
 	"github.com/queuemax/queuemax/queuemaxprom"
 )
 
 func main() {
-	p := &cli.Program{Name: "queuemax", Metrics: queuemaxprom.Handler} // the dashboard's GET /metrics
-	os.Exit(p.Run(context.Background(), os.Args[1:]))
+	os.Exit(program().Run(context.Background(), os.Args[1:]))
+}
+
+// program is the queuemax command line: the dashboard's GET /metrics and
+// the PostgreSQL store of --dsn.
+func program() *cli.Program {
+	return &cli.Program{Name: "queuemax", Metrics: queuemaxprom.Handler, OpenPostgres: openPostgres}
+}
+
+func openPostgres(ctx context.Context, dsn, schema string, readOnly bool) (queuemax.Store, error) {
+	return queuemaxpg.Open(ctx, dsn, queuemaxpg.Options{Schema: schema, ReadOnly: readOnly})
 }

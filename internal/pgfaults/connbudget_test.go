@@ -26,7 +26,7 @@ func TestConnectionBudget_TwentyProcesses(t *testing.T) {
 	cl := pgtest.NewCluster(t, "max_connections=100")
 	const schema = "qm_conns"
 	ctx := t.Context()
-	prod, err := queuemax.Open(ctx, queuemax.Config{DSN: cl.DSN + "&application_name=qm_producer", Schema: schema,
+	prod, err := openClient(ctx, cl.DSN+"&application_name=qm_producer", schema, queuemax.Config{
 		Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)

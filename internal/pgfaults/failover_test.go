@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/queuemax/queuemax"
 	"github.com/queuemax/queuemax/internal/pgtest"
+	"github.com/queuemax/queuemax/queuemaxpg"
 )
 
 // failoverCase is one failover: the replication mode, the lag of an
@@ -96,7 +97,7 @@ func runFailover(t *testing.T, c failoverCase) {
 		primary.Port, standby.Port)
 	const schema = "qm_failover"
 	ctx := t.Context()
-	prod, err := queuemax.Open(ctx, queuemax.Config{DSN: dsn, Schema: schema, Logger: slog.New(slog.DiscardHandler)})
+	prod, err := openClient(ctx, dsn, schema, queuemax.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,14 +138,14 @@ func runFailover(t *testing.T, c failoverCase) {
 				for _, k := range ks {
 					acked[k] = true
 				}
-			case errors.Is(err, queuemax.ErrCommitUnknown):
+			case errors.Is(err, queuemaxpg.ErrCommitUnknown):
 				uncertain = append(uncertain, ks...)
 			default:
 				failures++
 				t.Logf("enqueue %d jobs failed (tried again): %v", len(ks), err)
 			}
 			mu.Unlock()
-			if err == nil || errors.Is(err, queuemax.ErrCommitUnknown) || ctx.Err() != nil {
+			if err == nil || errors.Is(err, queuemaxpg.ErrCommitUnknown) || ctx.Err() != nil {
 				break
 			}
 		}

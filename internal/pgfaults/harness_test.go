@@ -26,6 +26,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/queuemax/queuemax"
 	"github.com/queuemax/queuemax/internal/clock"
+	"github.com/queuemax/queuemax/queuemaxpg"
 )
 
 // Environment of a child worker process.
@@ -109,11 +110,11 @@ func childMain(mode string) int {
 			return 1
 		}
 	}
-	cfg := queuemax.Config{DSN: os.Getenv(envDSN), Schema: os.Getenv(envSchema), Handlers: handlers,
+	cfg := queuemax.Config{Handlers: handlers,
 		Middleware: []queuemax.JobMiddleware{record}, Workers: 8, HeartbeatInterval: 250 * time.Millisecond,
 		StuckTimeout: stuck, RecoveryInterval: 250 * time.Millisecond, DrainTimeout: 5 * time.Second,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))}
-	c, err := queuemax.Open(ctx, cfg)
+	c, err := openClient(ctx, os.Getenv(envDSN), os.Getenv(envSchema), cfg)
 	if err != nil {
 		fmt.Println("error", err)
 		return 1
@@ -391,4 +392,14 @@ func (p *prefixWriter) Lines() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.count
+}
+
+// openClient opens a client on the PostgreSQL store of dsn in schema.
+func openClient(ctx context.Context, dsn, schema string, cfg queuemax.Config) (*queuemax.Client, error) {
+	st, err := queuemaxpg.Open(ctx, dsn, queuemaxpg.Options{Schema: schema})
+	if err != nil {
+		return nil, err
+	}
+	cfg.Store = st
+	return queuemax.Open(ctx, cfg)
 }

@@ -30,7 +30,7 @@ func TestPartitionedWorker(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	schema := pgtest.Schema(t, dsn)
 	ctx := t.Context()
-	prod, err := queuemax.Open(ctx, queuemax.Config{DSN: dsn, Schema: schema, Logger: slog.New(slog.DiscardHandler)})
+	prod, err := openClient(ctx, dsn, schema, queuemax.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/queuemax/queuemax"
 	"github.com/queuemax/queuemax/internal/pgtest"
+	"github.com/queuemax/queuemax/queuemaxpg"
 )
 
 // Behind pgbouncer in transaction (or statement) pooling mode Open
@@ -22,8 +23,8 @@ func TestPgbouncer(t *testing.T) {
 	for _, mode := range []string{"transaction", "statement"} {
 		t.Run(mode, func(t *testing.T) {
 			through := pgtest.Bouncer(t, dsn, mode)
-			_, err := queuemax.Open(t.Context(), queuemax.Config{DSN: through, Schema: pgtest.Schema(t, dsn), Logger: slog.New(slog.DiscardHandler)})
-			if !errors.Is(err, queuemax.ErrTransactionPooling) {
+			_, err := openClient(t.Context(), through, pgtest.Schema(t, dsn), queuemax.Config{Logger: slog.New(slog.DiscardHandler)})
+			if !errors.Is(err, queuemaxpg.ErrTransactionPooling) {
 				t.Fatalf("Open through pgbouncer in %s mode: %v, want ErrTransactionPooling", mode, err)
 			}
 			t.Logf("%v", err)
@@ -33,7 +34,7 @@ func TestPgbouncer(t *testing.T) {
 		through := pgtest.Bouncer(t, dsn, "session")
 		schema := pgtest.Schema(t, dsn)
 		ctx := t.Context()
-		prod, err := queuemax.Open(ctx, queuemax.Config{DSN: through, Schema: schema, Logger: slog.New(slog.DiscardHandler)})
+		prod, err := openClient(ctx, through, schema, queuemax.Config{Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			t.Fatalf("Open through pgbouncer in session mode: %v", err)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/queuemax/queuemax"
 	"github.com/queuemax/queuemax/internal/pgtest"
+	"github.com/queuemax/queuemax/queuemaxpg"
 )
 
 // Three worker processes run while a producer keeps enqueuing and the
@@ -27,7 +28,7 @@ func TestServerRestarts(t *testing.T) {
 	cl := pgtest.NewCluster(t)
 	const schema = "qm_restarts"
 	ctx := t.Context()
-	prod, err := queuemax.Open(ctx, queuemax.Config{DSN: cl.DSN, Schema: schema, Logger: slog.New(slog.DiscardHandler)})
+	prod, err := openClient(ctx, cl.DSN, schema, queuemax.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +60,7 @@ func TestServerRestarts(t *testing.T) {
 			_, err = prod.EnqueueMany(ctx, ps)
 		}
 		switch {
-		case errors.Is(err, queuemax.ErrCommitUnknown):
+		case errors.Is(err, queuemaxpg.ErrCommitUnknown):
 			mu.Lock()
 			uncertain = append(uncertain, ks...)
 			t.Logf("unknown: %v", err)

@@ -48,7 +48,7 @@ type sharedBreakers struct {
 func newSharedBreakers(e *Engine) *sharedBreakers {
 	s := &sharedBreakers{
 		e:       e,
-		st:      store.BreakersOf(e.cfg.Store),
+		st:      e.cfg.Store,
 		owner:   e.cfg.WorkerID + "#" + strconv.FormatUint(rand.Uint64()%1e9, 36),
 		pols:    make(map[string]breaker.Policy, len(e.cfg.Breakers)),
 		off:     make(map[string]bool),

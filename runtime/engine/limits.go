@@ -47,8 +47,8 @@ type globalLimits struct {
 }
 
 func newGlobalLimits(e *Engine) *globalLimits {
-	st, ok := e.cfg.Store.(store.Limiter)
-	if !ok || len(e.cfg.GlobalLimits) == 0 {
+	st := e.cfg.Store
+	if len(e.cfg.GlobalLimits) == 0 {
 		return nil
 	}
 	g := &globalLimits{e: e, st: st, rules: e.cfg.GlobalLimits, toGive: make(map[store.ScopeKey]int),

@@ -41,8 +41,8 @@ type keyedLimits struct {
 }
 
 func newKeyedLimits(e *Engine) *keyedLimits {
-	kc, ok := e.cfg.Store.(store.KeyClaimer)
-	if !ok || len(e.cfg.LimitBy) == 0 {
+	kc := e.cfg.Store
+	if len(e.cfg.LimitBy) == 0 {
 		return nil
 	}
 	return &keyedLimits{st: kc, by: e.cfg.LimitBy, of: make(map[store.JobID]store.ScopeKey),

@@ -110,10 +110,7 @@ type heldSlot struct {
 func pooledRule(r store.LimitRule) bool { return r.Concurrency > 0 && r.Rate <= 0 }
 
 func newQueueLimits(e *Engine) *queueLimits {
-	st, ok := e.cfg.Store.(store.Limiter)
-	if !ok {
-		return nil
-	}
+	st := e.cfg.Store
 	q := &queueLimits{e: e, st: st, notBefore: make(map[string]time.Time), round: make(map[string]*queueGrant),
 		held: make(map[store.JobID]heldSlot), inUse: make(map[string]int), pooled: make(map[string]bool),
 		poolGen: make(map[string]int), oldGen: make(map[string]int), touched: make(map[string]bool), count: make(map[string]int), toGive: make(map[string]int), free: make(chan struct{}, 1)}

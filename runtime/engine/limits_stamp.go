@@ -41,10 +41,7 @@ type stamps struct {
 }
 
 func newStamps(e *Engine) *stamps {
-	st, ok := e.cfg.Store.(store.Limiter)
-	if !ok {
-		return nil
-	}
+	st := e.cfg.Store
 	return &stamps{e: e, st: st, of: make(map[store.JobID][]rateStamp), due: make(map[rateStamp]int)}
 }
 

@@ -91,13 +91,20 @@ func Outcome(job *Job, err error) string {
 	if err == nil {
 		return queuemaxtype.OutcomeCompleted
 	}
+	return outcome(job, err, Classify(err))
+}
+
+// outcome is Outcome of a failure whose classification d is known: the
+// one place that decides a dead letter (a permanent error, or the
+// attempts spent).
+func outcome(job *Job, err error, d queuemaxtype.Decision) string {
 	if _, ok := errors.AsType[*queuemaxtype.CancelError](err); ok {
 		return queuemaxtype.OutcomeCancelled
 	}
 	if _, ok := errors.AsType[*queuemaxtype.SnoozeError](err); ok {
 		return queuemaxtype.OutcomeSnoozed
 	}
-	if Classify(err).Permanent || job.Attempts >= job.MaxAttempts {
+	if d.Permanent || job.Attempts >= job.MaxAttempts {
 		return queuemaxtype.OutcomeDeadLettered
 	}
 	return queuemaxtype.OutcomeRetry
@@ -109,9 +116,9 @@ func Outcome(job *Job, err error) string {
 // the job's row, else ExecConfig.RetryDelay).
 func (x *Executor) Decide(job *Job, jobErr error) queuemaxtype.FailOutcome {
 	type FailOutcome = queuemaxtype.FailOutcome
-	d := Classify(jobErr)
-	outcome := Outcome(job, jobErr)
-	switch outcome {
+	d := Classify(jobErr) // once per failure
+	oc := outcome(job, jobErr, d)
+	switch oc {
 	case queuemaxtype.OutcomeCancelled:
 		return FailOutcome{Decision: d, Cancelled: true}
 	case queuemaxtype.OutcomeSnoozed:
@@ -121,7 +128,7 @@ func (x *Executor) Decide(job *Job, jobErr error) queuemaxtype.FailOutcome {
 		s, _ := errors.AsType[*queuemaxtype.SnoozeError](jobErr)
 		return FailOutcome{Decision: d, Snoozed: true, RetryAt: x.cfg.Now().Add(s.Delay)}
 	}
-	out := FailOutcome{Decision: d, Dead: outcome == queuemaxtype.OutcomeDeadLettered}
+	out := FailOutcome{Decision: d, Dead: oc == queuemaxtype.OutcomeDeadLettered}
 	if !out.Dead {
 		delay := d.Delay
 		if delay <= 0 {

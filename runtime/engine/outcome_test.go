@@ -41,3 +41,28 @@ func TestDecide_SnoozeLimit(t *testing.T) {
 		t.Errorf("Decide = %+v, want dead by the snooze limit", out)
 	}
 }
+
+// countedStatusErr counts how often a classification reads its status code.
+type countedStatusErr struct{ reads *int }
+
+func (e countedStatusErr) Error() string   { return "503" }
+func (e countedStatusErr) StatusCode() int { *e.reads++; return 503 }
+
+// A failure is classified once: Prepare (Decide) reads the error's status
+// code once, and decides the retry or the dead letter from that one
+// reading.
+func TestDecide_ClassifiesOnce(t *testing.T) {
+	t.Parallel()
+	x := NewExecutor(ExecConfig{MaxSnoozes: 5, RetryDelay: time.Second})
+	for _, job := range []Job{{Attempts: 1, MaxAttempts: 3}, {Attempts: 3, MaxAttempts: 3}} {
+		reads := 0
+		a := Attempt{Job: &job, Err: countedStatusErr{&reads}}
+		x.Prepare(&a)
+		if reads != 1 {
+			t.Errorf("job %+v: the error's status code was read %d times, want once", job, reads)
+		}
+		if want := job.Attempts >= job.MaxAttempts; a.Fail.Dead != want || a.Fail.Decision.Reason != "http server error" {
+			t.Errorf("job %+v: Fail = %+v, want dead %v from the http server error", job, a.Fail, want)
+		}
+	}
+}

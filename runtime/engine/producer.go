@@ -442,8 +442,8 @@ func (p *producer) idle(ctx context.Context, retryIn time.Duration) {
 	// only when it closes Changes (its listener polls for what
 	// notifications miss), so the producer does not poll it.
 	var changes <-chan struct{}
-	if n, ok := st.(store.Notifier); ok {
-		changes = n.Changes()
+	if st.Features().Notify {
+		changes = st.Changes()
 		poll.Stop()
 		// A change between the last claim and Changes would be missed.
 		if v, err := st.DataVersion(ctx); err != nil || v != p.lastVersion {

@@ -61,12 +61,11 @@ func (x *Executor) workflowEnds(ctx context.Context, as []*Attempt, errs []error
 // (ClaimWorkflowEnds), so that an end another process's sweep announced
 // already is not announced again.
 func EmitWorkflowEnds(ctx context.Context, st store.Store, ev *Events, jobs []store.JobID, warn func(context.Context, string, ...any)) {
-	ws, ok := st.(store.WorkflowStore)
-	if !ok || ev == nil {
+	if ev == nil {
 		return
 	}
 	ctx = context.WithoutCancel(ctx)
-	ended, err := ws.FinishedBy(ctx, jobs)
+	ended, err := st.FinishedBy(ctx, jobs)
 	if err != nil && warn != nil {
 		warn(ctx, "workflow end events: read finished workflows", "err", err)
 	}
@@ -77,7 +76,7 @@ func EmitWorkflowEnds(ctx context.Context, st store.Store, ev *Events, jobs []st
 	for i, w := range ended {
 		ids[i] = w.ID
 	}
-	ClaimWorkflowEnds(ctx, ws, ev, ids, warn)
+	ClaimWorkflowEnds(ctx, st, ev, ids, warn)
 }
 
 // ClaimWorkflowEnds claims the unannounced ends of workflows ids (nil:

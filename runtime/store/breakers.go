@@ -2,9 +2,6 @@ package store
 
 import (
 	"context"
-	"slices"
-	"strings"
-	"sync"
 	"time"
 )
 
@@ -43,8 +40,8 @@ type BreakerRow struct {
 // Closed reports whether the row lets every job through.
 func (r BreakerRow) Closed() bool { return r.State == "" || r.State == BreakerClosed }
 
-// BreakerStore keeps the circuit breakers of the tasks. Both stores
-// implement it; MemBreakers is the fallback for a Store that does not.
+// BreakerStore keeps the circuit breakers of the tasks: the breaker part
+// of Store.
 type BreakerStore interface {
 	// BreakerList returns every stored breaker, ordered by task.
 	BreakerList(ctx context.Context) ([]BreakerRow, error)
@@ -70,63 +67,4 @@ type BreakerStore interface {
 type DependencyMark struct {
 	ID      JobID
 	Attempt int
-}
-
-// MemBreakers is a BreakerStore held in memory, for one process: what an
-// engine uses over a Store that is not a BreakerStore (a test's wrapper).
-// ClaimProbe is the Store's ordinary Claim of one job.
-type MemBreakers struct {
-	Store Store
-	mu    sync.Mutex
-	rows  map[string]BreakerRow
-}
-
-// BreakerList returns the rows held; see BreakerStore.
-func (m *MemBreakers) BreakerList(context.Context) ([]BreakerRow, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	out := make([]BreakerRow, 0, len(m.rows))
-	for _, r := range m.rows {
-		out = append(out, r)
-	}
-	slices.SortFunc(out, func(a, b BreakerRow) int { return strings.Compare(a.Task, b.Task) })
-	return out, nil
-}
-
-// BreakerUpdate applies fn under the lock; see BreakerStore.
-func (m *MemBreakers) BreakerUpdate(_ context.Context, tasks []string, fn func(*BreakerRow) bool) ([]BreakerRow, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.rows == nil {
-		m.rows = make(map[string]BreakerRow)
-	}
-	out := make([]BreakerRow, len(tasks))
-	for i, t := range tasks {
-		r, ok := m.rows[t]
-		if !ok {
-			r = BreakerRow{Task: t, State: BreakerClosed}
-		}
-		if fn(&r) {
-			m.rows[t] = r
-		}
-		out[i] = r
-	}
-	return out, nil
-}
-
-// ClaimProbe claims one job with the Store's Claim.
-func (m *MemBreakers) ClaimProbe(ctx context.Context, p ClaimParams) ([]*Job, error) {
-	p.Max = 1
-	return m.Store.Claim(ctx, p)
-}
-
-// MarkDependencyFailures does nothing: ClaimProbe has no preference.
-func (m *MemBreakers) MarkDependencyFailures(context.Context, []DependencyMark) error { return nil }
-
-// BreakersOf returns st's BreakerStore, or a MemBreakers over it.
-func BreakersOf(st Store) BreakerStore {
-	if b, ok := st.(BreakerStore); ok {
-		return b
-	}
-	return &MemBreakers{Store: st}
 }

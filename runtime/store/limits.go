@@ -92,7 +92,7 @@ type LimitUsage struct {
 	UpdatedAt        time.Time
 }
 
-// Limiter is implemented by stores that hold global limits. Every
+// Limiter is the global and queue limit part of Store. Every
 // method's now is the caller's clock (a PostgreSQL store uses its own).
 type Limiter interface {
 	// LimitTake takes starts for owner (a process's worker ID) in one

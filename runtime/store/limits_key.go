@@ -27,7 +27,7 @@ type KeyCandidate struct {
 	Missing  bool
 }
 
-// KeyClaimer is implemented by stores that claim per-key limited tasks.
+// KeyClaimer is the per-key limit part of Store.
 type KeyClaimer interface {
 	// PeekKeys returns up to max ready jobs of p.Tasks[0] (under p's
 	// queue filter) in claim order (priority, then FIFO, shard by shard

@@ -45,6 +45,9 @@ var (
 	// a processing job): the worker should stop the handler and end the
 	// job with FailParams.Cancelled.
 	ErrCancelRequested = errors.New("queuemax: job cancellation requested")
+	// ErrUnsupported is returned (wrapped) by the methods of an optional
+	// capability the store lacks (see Features).
+	ErrUnsupported = errors.New("queuemax: the store does not support this")
 )
 
 // AllShards selects every shard in calls that take a shard index.
@@ -58,6 +61,9 @@ const AllShards = -1
 type Store interface {
 	// Shards returns the number of shards.
 	Shards() int
+	// ReadOnly reports whether the store was opened read-only: every
+	// write then returns ErrReadOnly.
+	ReadOnly() bool
 	// Insert stores jobs and returns their IDs in input order. Jobs are
 	// routed by Shard (each InsertParams has Shard already resolved). A
 	// single job joins a group commit with concurrent inserts to its shard.
@@ -193,6 +199,38 @@ type Store interface {
 
 	// QueueAdmin pauses, resumes and lists named queues.
 	QueueAdmin
+	// BreakerStore keeps the tasks' circuit breakers (breakers.go).
+	BreakerStore
+	// Limiter holds global and queue limits (limits.go).
+	Limiter
+	// KeyClaimer claims per-key limited tasks (limits_key.go).
+	KeyClaimer
+	// WorkflowStore runs workflows (workflow.go).
+	WorkflowStore
+
+	// Features says which optional capabilities the store has. The
+	// methods below of one it lacks return an error wrapping
+	// ErrUnsupported; callers ask Features first, never by a type
+	// assertion.
+	Features() Features
+	// InsertTx inserts jobs inside a transaction the application owns, so
+	// that they exist if and only if it commits (Features.Tx). tx is the
+	// store's own transaction type (for PostgreSQL a pgx.Tx, or a *sql.Tx
+	// opened with the pgx stdlib driver); any other value is an error
+	// naming the type.
+	InsertTx(ctx context.Context, tx any, jobs []InsertParams) ([]JobID, error)
+	// InsertWorkflowTx is InsertWorkflow inside the application's
+	// transaction tx (Features.Tx).
+	InsertWorkflowTx(ctx context.Context, tx any, p *WorkflowParams) (int64, []JobID, error)
+	// Changes returns a channel closed at the next change DataVersion
+	// would report, for a store that learns of other processes' commits
+	// by notification (Features.Notify: PostgreSQL's LISTEN/NOTIFY);
+	// idle workers wait on it as well as polling DataVersion. Nil
+	// without Features.Notify.
+	Changes() <-chan struct{}
+	// Now returns the database clock's current time, for a store whose
+	// clock decides times for every host (Features.Clock).
+	Now(ctx context.Context) (time.Time, error)
 
 	// Close releases every resource. Later calls return ErrClosed.
 	Close() error
@@ -209,25 +247,16 @@ type WorkerRecord struct {
 	ExpiresAt time.Time
 }
 
-// TxInserter is implemented by stores that can insert jobs inside a
-// transaction the application owns, so that the jobs exist if and only if
-// that transaction commits. tx is the store's own transaction type (for
-// PostgreSQL a pgx.Tx, or a *sql.Tx opened with the pgx stdlib driver); any
-// other value is an error naming the type.
-type TxInserter interface {
-	InsertTx(ctx context.Context, tx any, jobs []InsertParams) ([]JobID, error)
-}
-
-// CompleteClaimer is implemented by stores that can acknowledge a batch
-// and claim the next one in one transaction, cheaper than Complete then
-// Claim (PostgreSQL: one round trip and one commit instead of two). A
-// producer that acknowledges and claims in a loop uses it when present.
-type CompleteClaimer interface {
-	// CompleteClaim is Complete(acks) then Claim(p) in one transaction:
-	// the per-item errors as Complete returns them, then the claimed jobs
-	// and the claim's error. A storage error fails both: every item gets
-	// it, no job is claimed, and nothing was changed.
-	CompleteClaim(ctx context.Context, acks []CompleteParams, p ClaimParams) ([]error, []*Job, error)
+// Features lists a store's optional capabilities (Store.Features).
+type Features struct {
+	// Tx: InsertTx and InsertWorkflowTx join an application's
+	// transaction.
+	Tx bool
+	// Notify: Changes reports other processes' commits.
+	Notify bool
+	// Clock: Now reads the database's clock, which decides leases,
+	// retry and run-at times and periodic slots for every host.
+	Clock bool
 }
 
 // PeriodicParams registers one periodic task.
@@ -435,21 +464,6 @@ type PruneParams struct {
 
 // ShardStats holds one shard's counts.
 type ShardStats = queuemaxtype.ShardStats
-
-// Notifier is implemented by stores that learn of other processes' commits
-// by notification (PostgreSQL's LISTEN/NOTIFY) rather than by polling.
-// Changes returns a channel that is closed at the next change DataVersion
-// would report; idle workers wait on it as well as polling DataVersion.
-type Notifier interface {
-	Changes() <-chan struct{}
-}
-
-// Clock is implemented by stores whose database clock decides times for
-// every host (PostgreSQL). Now returns that clock's current time, or an
-// error when the store follows the callers' clocks instead.
-type Clock interface {
-	Now(ctx context.Context) (time.Time, error)
-}
 
 // EncodeTags returns tags as the JSON array both stores keep in their tags
 // column, or "" for none.

@@ -31,7 +31,7 @@ const (
 	StepReady   = "ready"
 )
 
-// WorkflowStore is implemented by stores that run workflows.
+// WorkflowStore is the workflow part of Store.
 type WorkflowStore interface {
 	// InsertWorkflow stores a workflow and every step's job in one
 	// transaction on p.Shard, and returns the workflow's ID (packed like
@@ -67,12 +67,6 @@ type WorkflowStore interface {
 	// ClaimWorkflowEnds claims ended workflows whose end no process has
 	// announced yet (see workflow_retry.go).
 	ClaimWorkflowEnds(ctx context.Context, p ClaimEndsParams) ([]*WorkflowRecord, error)
-}
-
-// WorkflowTxInserter is implemented by stores that can insert a workflow
-// inside a transaction the application owns (see TxInserter).
-type WorkflowTxInserter interface {
-	InsertWorkflowTx(ctx context.Context, tx any, p *WorkflowParams) (int64, []JobID, error)
 }
 
 // WorkflowParams is a workflow to insert. Steps' jobs must all have Shard

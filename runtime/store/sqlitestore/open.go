@@ -55,8 +55,9 @@ type Options struct {
 
 // Store is the SQLite store. Create it with Open.
 type Store struct {
-	shards []*shardDB
-	closed atomic.Bool
+	shards   []*shardDB
+	closed   atomic.Bool
+	readOnly bool
 }
 
 var (
@@ -183,7 +184,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	if err := checkShardCount(o.Dir, o.Shards, o.ReadOnly); err != nil {
 		return nil, err
 	}
-	s := &Store{}
+	s := &Store{readOnly: o.ReadOnly}
 	for i := range o.Shards {
 		sh, err := openShard(ctx, o, i)
 		if err != nil {
@@ -508,6 +509,9 @@ func applyMigration(ctx context.Context, db *sql.DB, shardIdx int, m migration) 
 
 // Shards returns the number of shards.
 func (s *Store) Shards() int { return len(s.shards) }
+
+// ReadOnly reports whether the store was opened with Options.ReadOnly.
+func (s *Store) ReadOnly() bool { return s.readOnly }
 
 // Close closes every shard. It is safe to call more than once.
 func (s *Store) Close() error {

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"sync"
@@ -295,13 +296,19 @@ func testBatchAckFences(t *testing.T, st store.Store) {
 	}
 }
 
-// testCompleteClaim checks store.CompleteClaimer: the acknowledgements'
+// completeClaimer is a store's own extension that the engine does not use
+// (pgstore has it): Complete then Claim in one transaction.
+type completeClaimer interface {
+	CompleteClaim(ctx context.Context, acks []store.CompleteParams, p store.ClaimParams) ([]error, []*store.Job, error)
+}
+
+// testCompleteClaim checks a completeClaimer: the acknowledgements'
 // per-item results are Complete's, and the claim that follows takes the
 // next jobs in priority then FIFO order, never one just acknowledged.
 func testCompleteClaim(t *testing.T, st store.Store) {
-	cc, ok := st.(store.CompleteClaimer)
+	cc, ok := st.(completeClaimer)
 	if !ok {
-		t.Skip("the store does not implement store.CompleteClaimer")
+		t.Skip("the store has no CompleteClaim (an extension, not part of store.Store)")
 	}
 	ctx := t.Context()
 	prios := []store.Priority{store.PriorityLow, store.PriorityHigh, store.PriorityMedium, store.PriorityHigh, store.PriorityLow, store.PriorityMedium}

@@ -21,10 +21,7 @@ func testBreakersArea(t *testing.T, s *suite) {
 
 func breakers(t *testing.T, b *testBundle) store.BreakerStore {
 	t.Helper()
-	bs, ok := b.st.(store.BreakerStore)
-	if !ok {
-		t.Fatalf("%T is not a store.BreakerStore", b.st)
-	}
+	bs := b.st
 	return bs
 }
 

@@ -14,10 +14,7 @@ import (
 func testLimitsArea(t *testing.T, s *suite) {
 	open := func(t *testing.T) store.Limiter {
 		st := s.setup(t, 2).st
-		l, ok := st.(store.Limiter)
-		if !ok {
-			t.Skip("store does not implement store.Limiter")
-		}
+		l := st
 		return l
 	}
 	conc := store.LimitRule{Concurrency: 3}

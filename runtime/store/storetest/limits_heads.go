@@ -19,10 +19,7 @@ func testKeyHeads(t *testing.T, s *suite) {
 		for _, shards := range []int{1, 3} {
 			t.Run(fmt.Sprint(shards, "Shards"), func(t *testing.T) {
 				b := s.setup(t, shards)
-				kc, ok := b.st.(store.KeyClaimer)
-				if !ok {
-					t.Skip("store does not implement store.KeyClaimer")
-				}
+				kc := b.st
 				// 600 jobs of customer "a" first (over the shards, in
 				// order), then in shard 0, then one of "b", one of
 				// "d", one without the key, one with a higher priority of
@@ -78,14 +75,8 @@ func testKeyHeads(t *testing.T, s *suite) {
 	t.Run("Queues", func(t *testing.T) {
 		t.Parallel()
 		b := s.setup(t, 1)
-		kc, ok := b.st.(store.KeyClaimer)
-		if !ok {
-			t.Skip("store does not implement store.KeyClaimer")
-		}
-		qa, ok := b.st.(store.QueueAdmin)
-		if !ok {
-			t.Skip("store does not implement store.QueueAdmin")
-		}
+		kc := b.st
+		qa := b.st
 		ids := insert(t, b,
 			store.InsertParams{Task: "t.K", Payload: json.RawMessage(`{"c":1}`), Queue: "slow"},
 			store.InsertParams{Task: "t.K", Payload: json.RawMessage(`{"c":1}`), Queue: "fast"},
@@ -140,10 +131,7 @@ func BenchmarkKeyHeads(b *testing.B, open func(b *testing.B) store.Store) {
 	const backlog = 100_000
 	run := func(b *testing.B, keys int, blocked bool) {
 		st := open(b)
-		kc, ok := st.(store.KeyClaimer)
-		if !ok {
-			b.Skip("store does not implement store.KeyClaimer")
-		}
+		kc := st
 		ctx := b.Context()
 		batch := make([]store.InsertParams, 0, 1000)
 		var skip []string
@@ -209,10 +197,7 @@ func BenchmarkClaimBehindPaused(b *testing.B, open func(b *testing.B) store.Stor
 		add(store.DefaultQueue, b.N)
 		p := store.ClaimParams{WorkerID: "w1", Max: 1, Now: t0}
 		if paused {
-			qa, ok := st.(store.QueueAdmin)
-			if !ok {
-				b.Skip("store does not implement store.QueueAdmin")
-			}
+			qa := st
 			if err := qa.QueuePause(ctx, "p", t0); err != nil {
 				b.Fatal(err)
 			}

@@ -59,6 +59,7 @@ var areas = []struct {
 	{"LimitsByKey", testKeyedArea},
 	{"Workflow", testWorkflowArea},
 	{"WorkflowRetry", testWorkflowRetryArea}, // workflow_retry.go
+	{"Features", testFeaturesArea},
 }
 
 // suite is what every area's tests share: how to open a fresh store.

@@ -13,10 +13,7 @@ import (
 // b ends its workflow.
 func FillWorkflows(b *testing.B, st store.Store, n int) {
 	b.Helper()
-	ws, ok := st.(store.WorkflowStore)
-	if !ok {
-		b.Skip("store without workflows")
-	}
+	ws := st
 	now := time.Now()
 	for i := 0; i < n; i += 2 {
 		p := &store.WorkflowParams{Name: "bench", Now: now, Steps: []store.WorkflowStepParams{
@@ -42,7 +39,7 @@ func (h Bench) workflowComplete(b *testing.B, events bool) {
 	st := h.Open(b)
 	n := b.N + b.N%2
 	FillWorkflows(b, st, n)
-	ws := st.(store.WorkflowStore)
+	ws := st
 	ctx := b.Context()
 	acks := make([]store.CompleteParams, 0, 100)
 	ids := make([]store.JobID, 0, 100)
@@ -89,7 +86,7 @@ func (h Bench) workflowCompleteOne(b *testing.B, events bool) {
 	st := h.Open(b)
 	n := b.N + b.N%2
 	FillWorkflows(b, st, n)
-	ws := st.(store.WorkflowStore)
+	ws := st
 	ctx := b.Context()
 	b.ResetTimer()
 	defer ReportCPU(b, CPUTime())
@@ -118,10 +115,7 @@ func (h Bench) workflowCompleteOne(b *testing.B, events bool) {
 // jobs), to compare with InsertBatch-like calls of 10 jobs (Insert10).
 func (h Bench) WorkflowInsert(b *testing.B) {
 	st := h.Open(b)
-	ws, ok := st.(store.WorkflowStore)
-	if !ok {
-		b.Skip("store without workflows")
-	}
+	ws := st
 	ctx := b.Context()
 	defer ReportCPU(b, CPUTime())
 	for done := 0; done < b.N; done += 10 {

@@ -29,10 +29,7 @@ func testWorkflowArea(t *testing.T, s *suite) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			b := s.setup(t, 2)
-			ws, ok := b.st.(store.WorkflowStore)
-			if !ok {
-				t.Skip("store does not implement WorkflowStore")
-			}
+			ws := b.st
 			c.run(t, &wfBundle{testBundle: b, ws: ws})
 		})
 	}

@@ -28,11 +28,7 @@ func testWorkflowRetryArea(t *testing.T, s *suite) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			b := s.setup(t, 2)
-			ws, ok := b.st.(store.WorkflowStore)
-			if !ok {
-				t.Skip("store does not implement WorkflowStore")
-			}
-			c.run(t, &wfBundle{testBundle: b, ws: ws})
+			c.run(t, &wfBundle{testBundle: b, ws: b.st})
 		})
 	}
 }

@@ -1,4 +1,4 @@
-package tasks_test
+package queuemaxpg_test
 
 import (
 	"context"
@@ -15,7 +15,11 @@ import (
 
 	"github.com/queuemax/queuemax"
 	"github.com/queuemax/queuemax/examples/tasks"
+	"github.com/queuemax/queuemax/queuemaxpg"
 )
+
+// The generated …Tx methods of examples/tasks (module
+// github.com/queuemax/queuemax), here because they take a pgx.Tx.
 
 // TestTxStubs_SQLite: every generated …Tx method returns
 // ErrTxUnsupported on the SQLite store and stores nothing.
@@ -67,7 +71,11 @@ func TestTxStubs_Postgres(t *testing.T) {
 			t.Errorf("drop schema: %v", err)
 		}
 	})
-	c, err := queuemax.Open(ctx, queuemax.Config{DSN: dsn, Schema: schema, Logger: slog.New(slog.DiscardHandler)})
+	st, err := queuemaxpg.Open(ctx, dsn, queuemaxpg.Options{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := queuemax.Open(ctx, queuemax.Config{Store: st, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,8 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/queuemax/queuemax/queuemaxpg/pgstore"
 	"github.com/queuemax/queuemax/runtime/store"
-	"github.com/queuemax/queuemax/runtime/store/pgstore"
 	"github.com/queuemax/queuemax/runtime/store/storetest"
 )
 
@@ -20,7 +20,7 @@ import (
 // server backends' CPU as srv-cpu-ns/job.
 // Run them with
 //
-//	go test -run '^$' -bench . -benchmem ./runtime/store/pgstore
+//	go test -run '^$' -bench . -benchmem ./queuemaxpg/pgstore
 //
 // BenchmarkFloor is the minimal SQL for the drain on the same server
 // (claim batches of 100 with SKIP LOCKED; DELETE by id = ANY), for a

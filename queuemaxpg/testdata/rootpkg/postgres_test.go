@@ -2,27 +2,35 @@ package queuemax
 
 import (
 	"context"
-	"errors"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/queuemax/queuemax/internal/pgtest"
-	"github.com/queuemax/queuemax/runtime/store/pgstore"
+	"github.com/queuemax/queuemax/queuemaxpg/pgstore"
 )
 
-// PostgreSQL test helpers: see internal/pgtest.
-func pgTestDSN(t *testing.T) string                     { return pgtest.DSN(t) }
-func pgTestSchema(t *testing.T, dsn string) string      { return pgtest.Schema(t, dsn) }
-func pgExec(t *testing.T, dsn, sql string, args ...any) { pgtest.Exec(t, dsn, sql, args...) }
+// This file and the others of this directory are tests of package
+// queuemax (the module's root) that need the PostgreSQL store: queuemaxpg's
+// TestOverlaid adds them to that package (go test -overlay), since the root
+// module does not require this one. Here they set the root tests' pgHook.
+func init() {
+	pgHook.DSN = func(t testing.TB) string { return pgtest.DSN(t) }
+	pgHook.Schema = pgtest.Schema
+	pgHook.Exec = pgtest.Exec
+	// pgstore, not queuemaxpg: queuemaxpg imports this package.
+	pgHook.Open = func(ctx context.Context, dsn, schema string, maxConns int) (Store, error) {
+		return pgstore.Open(ctx, pgstore.Options{DSN: dsn, Schema: schema, MaxConns: int32(maxConns)})
+	}
+	pgHook.ChildMain = pgChildMain
+}
 
 func TestPostgres_RunsJobsLikeSQLite(t *testing.T) {
 	t.Parallel()
 	dsn := pgTestDSN(t)
 	schema := pgTestSchema(t, dsn)
 	h := DefineResult("t.Echo", TaskOptions{}, func(_ context.Context, a echoArgs) (int, error) { return a.N * 2, nil })
-	b := setup(t, Config{DSN: dsn, Schema: schema, Shards: 6, Handlers: []Handler{h}})
+	b := setup(t, Config{Store: &pgTarget{dsn: dsn, schema: schema}, Handlers: []Handler{h}})
 	if b.c.Shards() != 1 {
 		t.Errorf("Shards() = %d, want 1 (one logical shard on PostgreSQL)", b.c.Shards())
 	}
@@ -51,24 +59,6 @@ func TestPostgres_RunsJobsLikeSQLite(t *testing.T) {
 	}
 }
 
-func TestPostgres_DSNScheme(t *testing.T) {
-	t.Parallel()
-	for _, dsn := range []string{"mysql://localhost/db", "sqlite:///tmp/x", "localhost:5432"} {
-		_, err := Open(t.Context(), Config{DSN: dsn})
-		var ce *ConfigError
-		if !errors.As(err, &ce) || ce.Field != "DSN" || !errors.Is(err, ErrInvalidConfig) {
-			t.Errorf("Open(DSN %q) = %v, want a *ConfigError naming DSN", dsn, err)
-		}
-	}
-	// A PostgreSQL URL that cannot be reached fails in Open, naming it.
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-	defer cancel()
-	_, err := Open(ctx, Config{DSN: "postgres://nobody@127.0.0.1:1/none?sslmode=disable&connect_timeout=2"})
-	if err == nil || !strings.Contains(err.Error(), "PostgreSQL") {
-		t.Errorf("Open(unreachable) = %v, want a connection error", err)
-	}
-}
-
 // An idle worker of one client is woken by another client's enqueue (its
 // own pool and listener, as on another host) through a notification,
 // within milliseconds rather than at its next fallback poll.
@@ -78,8 +68,8 @@ func TestPostgres_IdleWorkerWokenByAnotherClient(t *testing.T) {
 	schema := pgTestSchema(t, dsn)
 	started := make(chan time.Time, 10)
 	h := Define("t.Wake", TaskOptions{}, func(context.Context, struct{}) error { started <- time.Now(); return nil })
-	worker := setup(t, Config{DSN: dsn, Schema: schema, Handlers: []Handler{h}})
-	producer := setup(t, Config{DSN: dsn, Schema: schema})
+	worker := setup(t, Config{Store: &pgTarget{dsn: dsn, schema: schema}, Handlers: []Handler{h}})
+	producer := setup(t, Config{Store: &pgTarget{dsn: dsn, schema: schema}})
 	ps := worker.c.st.(*pgstore.Store)
 	deadline := time.Now().Add(20 * time.Second)
 	for ps.ListenerPID() == 0 && time.Now().Before(deadline) {
@@ -138,7 +128,7 @@ func TestPostgres_SchedulerUsesDatabaseClock(t *testing.T) {
 	dsn := pgTestDSN(t)
 	schema := pgTestSchema(t, dsn)
 	h := periodicHandler("t.Hourly", Periodic{Every: time.Hour})
-	b := setup(t, Config{DSN: dsn, Schema: schema, Handlers: []Handler{h}, now: func() time.Time { return time.Now().Add(2 * time.Hour) }})
+	b := setup(t, Config{Store: &pgTarget{dsn: dsn, schema: schema}, Handlers: []Handler{h}, now: func() time.Time { return time.Now().Add(2 * time.Hour) }})
 	s := newTestScheduler(t, b.c)
 	if d := s.now().Sub(time.Now()); d.Abs() > time.Minute {
 		t.Fatalf("scheduler clock is %v off the database's, want the database's time", d)

@@ -14,10 +14,7 @@ import (
 	"github.com/queuemax/queuemax/runtime/store"
 )
 
-var (
-	_ store.WorkflowStore      = (*Store)(nil)
-	_ store.WorkflowTxInserter = (*Store)(nil)
-)
+var _ store.WorkflowStore = (*Store)(nil)
 
 // wfTx is the part of a transaction (pgx's or database/sql's) that
 // inserting a workflow needs.

@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -162,6 +163,12 @@ func (s *Store) DataVersion(ctx context.Context) (int64, error) {
 // see store.Notifier.
 func (s *Store) Changes() <-chan struct{} { return s.lis.changes() }
 
+// Features: transactional inserts, notifications, and the database's
+// clock unless Options.HostClock.
+func (s *Store) Features() store.Features {
+	return store.Features{Tx: true, Notify: true, Clock: !s.host}
+}
+
 // ListenerStats reports what the listener has seen: notifications
 // received, changes found only by polling, and successful (re)connects.
 func (s *Store) ListenerStats() (notified, polled, connects int64) {
@@ -173,9 +180,9 @@ func (s *Store) ListenerStats() (notified, polled, connects int64) {
 func (s *Store) ListenerPID() uint32 { return s.lis.pid.Load() }
 
 // errHostClock is Now's error for a store that follows the callers' clocks.
-var errHostClock = errors.New("queuemax: store follows the callers' clocks (HostClock)")
+var errHostClock = fmt.Errorf("pgstore: the store follows the callers' clocks (HostClock): %w", store.ErrUnsupported)
 
-// Now returns the database's current time; see store.Clock. With
+// Now returns the database's current time (store.Features.Clock). With
 // HostClock it returns an error, so callers keep their own clock.
 func (s *Store) Now(ctx context.Context) (time.Time, error) {
 	if s.closed.Load() {

@@ -16,7 +16,7 @@
 // due with the database's clock too (Store.Now, a store.Clock), and each
 // fires once whatever the hosts' clocks, by the unique (task, slot) key.
 //
-// Not API: import github.com/queuemax/queuemax instead.
+// Not API: import github.com/queuemax/queuemax/queuemaxpg instead.
 package pgstore
 
 import (
@@ -255,6 +255,9 @@ func (s *Store) Schema() string { return s.schema }
 
 // Shards returns the number of logical shards (1 unless Options.Shards).
 func (s *Store) Shards() int { return s.shards }
+
+// ReadOnly reports whether the store was opened with Options.ReadOnly.
+func (s *Store) ReadOnly() bool { return s.ro }
 
 // Close stops the listener and closes the pool. Later calls return
 // store.ErrClosed.

@@ -3,8 +3,8 @@ package pgstore_test
 import (
 	"testing"
 
+	"github.com/queuemax/queuemax/queuemaxpg/pgstore"
 	"github.com/queuemax/queuemax/runtime/store"
-	"github.com/queuemax/queuemax/runtime/store/pgstore"
 	"github.com/queuemax/queuemax/runtime/store/storetest"
 )
 

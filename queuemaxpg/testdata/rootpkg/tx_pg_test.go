@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/queuemax/queuemax"
 	"github.com/queuemax/queuemax/internal/pgtest"
+	"github.com/queuemax/queuemax/queuemaxpg"
 )
 
 // pgTx is one test's PostgreSQL fixture: a pool of the application's own
@@ -24,6 +25,16 @@ type pgTx struct {
 	dsn    string
 	schema string
 	pool   *pgxpool.Pool
+}
+
+// openPG opens the PostgreSQL store of dsn in schema.
+func openPG(t *testing.T, dsn, schema string) queuemax.Store {
+	t.Helper()
+	st, err := queuemaxpg.Open(t.Context(), dsn, queuemaxpg.Options{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
 }
 
 // setupPGTx connects to PostgreSQL or skips the test, saying why; in CI
@@ -56,10 +67,10 @@ func setupPGTx(t *testing.T) *pgTx {
 // open opens a client on the fixture's schema with handlers.
 func (p *pgTx) open(t *testing.T, handlers ...queuemax.Handler) *queuemax.Client {
 	t.Helper()
-	c, err := queuemax.Open(t.Context(), queuemax.Config{DSN: p.dsn, Schema: p.schema, Handlers: handlers,
+	c, err := queuemax.Open(t.Context(), queuemax.Config{Store: openPG(t, p.dsn, p.schema), Handlers: handlers,
 		Logger: slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
-		t.Fatalf("Open(DSN): %v", err)
+		t.Fatalf("Open(Store): %v", err)
 	}
 	t.Cleanup(func() { c.Close() })
 	return c

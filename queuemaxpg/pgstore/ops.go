@@ -15,8 +15,6 @@ import (
 
 type insertItem = store.InsertParams
 
-var _ store.CompleteClaimer = (*Store)(nil)
-
 func text(s string) pgtype.Text { return pgtype.Text{String: s, Valid: s != ""} }
 
 func rawText(b []byte) pgtype.Text {
@@ -353,7 +351,8 @@ func (s *Store) completeArgs(acks []store.CompleteParams) ([]store.Lease, []any)
 
 // CompleteClaim acknowledges acks and claims the next jobs in one
 // transaction, sent as one pipelined batch: one round trip and one commit
-// where Complete then Claim take two of each; see store.CompleteClaimer.
+// where Complete then Claim take two of each. It is this store's own, not
+// part of store.Store: the engine does not use it.
 // With several logical shards it is Complete then Claim.
 func (s *Store) CompleteClaim(ctx context.Context, acks []store.CompleteParams, p store.ClaimParams) ([]error, []*store.Job, error) {
 	if err := s.writable(); err != nil {

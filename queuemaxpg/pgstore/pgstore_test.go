@@ -4,8 +4,8 @@ import (
 	"testing"
 
 	"github.com/queuemax/queuemax/internal/pgtest"
+	"github.com/queuemax/queuemax/queuemaxpg/pgstore"
 	"github.com/queuemax/queuemax/runtime/store"
-	"github.com/queuemax/queuemax/runtime/store/pgstore"
 	"github.com/queuemax/queuemax/runtime/store/storetest"
 )
 

@@ -21,11 +21,6 @@ import (
 // These tests run several OS processes (the test binary re-executed, see
 // process_test.go) on one PostgreSQL schema: many hosts, one queue.
 
-// pgEnv is the environment that points a child at dsn and schema.
-func pgEnv(dsn, schema string) []string {
-	return []string{childDSNEnv + "=" + dsn, childSchemaEnv + "=" + schema}
-}
-
 // pgChildMain runs the PostgreSQL-only child modes; ok is false for a mode
 // it does not know.
 func pgChildMain(ctx context.Context, mode, dir string, say func(string, ...any)) (code int, ok bool) {
@@ -52,8 +47,8 @@ func pgChildMain(ctx context.Context, mode, dir string, say func(string, ...any)
 			_, err := pool.Exec(ctx, `INSERT INTO `+table+` (n, pid) VALUES ($1, $2)`, a.N, os.Getpid())
 			return err
 		})
-		c, err := Open(ctx, Config{DSN: dsn, Schema: schema, Handlers: []Handler{h}, Workers: 8,
-			Logger: slog.New(slog.DiscardHandler)})
+		c, err := Open(ctx, childConfig("", 0, Config{Handlers: []Handler{h}, Workers: 8,
+			Logger: slog.New(slog.DiscardHandler)}))
 		if err != nil {
 			say("error %v", err)
 			return 1, true
@@ -93,7 +88,12 @@ func pgChildMain(ctx context.Context, mode, dir string, say func(string, ...any)
 			}
 			return "child", nil
 		})
-		c, err := Open(ctx, Config{DSN: dsn + "&application_name=" + schema + "_child", Schema: schema, Handlers: []Handler{h},
+		st, err := pgHook.Open(ctx, dsn+"&application_name="+schema+"_child", schema, 0)
+		if err != nil {
+			say("error %v", err)
+			return 1, true
+		}
+		c, err := Open(ctx, Config{Store: st, Handlers: []Handler{h},
 			Logger: slog.New(slog.DiscardHandler), HeartbeatInterval: 100 * time.Millisecond, StuckTimeout: 20 * time.Second,
 			RecoveryInterval: 100 * time.Millisecond, DrainTimeout: time.Second})
 		if err != nil {
@@ -114,7 +114,7 @@ func TestPostgresProcesses_NeverClaimTheSameJob(t *testing.T) {
 	t.Parallel()
 	dsn := pgTestDSN(t)
 	schema := pgTestSchema(t, dsn)
-	b := setup(t, Config{DSN: dsn, Schema: schema})
+	b := setup(t, Config{Store: &pgTarget{dsn: dsn, schema: schema}})
 	pgExec(t, dsn, `CREATE TABLE `+pgx.Identifier{schema, "executions"}.Sanitize()+` (n integer NOT NULL, pid integer NOT NULL)`)
 	const n = 1500
 	params := make([]EnqueueParams, n)
@@ -161,7 +161,7 @@ func TestPostgresProcesses_KilledWorkerJobIsRecovered(t *testing.T) {
 	t.Parallel()
 	dsn := pgTestDSN(t)
 	schema := pgTestSchema(t, dsn)
-	b := setup(t, Config{DSN: dsn, Schema: schema})
+	b := setup(t, Config{Store: &pgTarget{dsn: dsn, schema: schema}})
 	id, err := b.c.Enqueue(b.ctx, "t.Long", echoArgs{}, Opts{})
 	if err != nil {
 		t.Fatal(err)
@@ -173,7 +173,7 @@ func TestPostgresProcesses_KilledWorkerJobIsRecovered(t *testing.T) {
 
 	var runs int
 	h := DefineResult("t.Long", TaskOptions{}, func(context.Context, echoArgs) (string, error) { runs++; return "survivor", nil })
-	w := setup(t, Config{DSN: dsn, Schema: schema, Handlers: []Handler{h}, HeartbeatInterval: 50 * time.Millisecond,
+	w := setup(t, Config{Store: &pgTarget{dsn: dsn, schema: schema}, Handlers: []Handler{h}, HeartbeatInterval: 50 * time.Millisecond,
 		StuckTimeout: 300 * time.Millisecond, RecoveryInterval: 50 * time.Millisecond})
 	evs := collect(w.c, EventCompleted)
 	stop := run(t, w.c)
@@ -190,7 +190,7 @@ func TestPostgresProcesses_PausedWorkerLateCompletionRejected(t *testing.T) {
 	dsn := pgTestDSN(t)
 	schema := pgTestSchema(t, dsn)
 	dir := t.TempDir()
-	b := setup(t, Config{DSN: dsn, Schema: schema})
+	b := setup(t, Config{Store: &pgTarget{dsn: dsn, schema: schema}})
 	id, err := b.c.Enqueue(b.ctx, "t.Long", echoArgs{}, Opts{})
 	if err != nil {
 		t.Fatal(err)
@@ -200,7 +200,7 @@ func TestPostgresProcesses_PausedWorkerLateCompletionRejected(t *testing.T) {
 	kid.cmd.Process.Signal(syscall.SIGSTOP)
 
 	h := DefineResult("t.Long", TaskOptions{}, func(context.Context, echoArgs) (string, error) { return "survivor", nil })
-	w := setup(t, Config{DSN: dsn, Schema: schema, Handlers: []Handler{h}, HeartbeatInterval: 50 * time.Millisecond,
+	w := setup(t, Config{Store: &pgTarget{dsn: dsn, schema: schema}, Handlers: []Handler{h}, HeartbeatInterval: 50 * time.Millisecond,
 		StuckTimeout: 300 * time.Millisecond, RecoveryInterval: 50 * time.Millisecond})
 	evs := collect(w.c, EventCompleted)
 	stop := run(t, w.c)
@@ -236,10 +236,10 @@ func TestPostgresProcesses_PeriodicSlotsOnce(t *testing.T) {
 	const ticks = 30
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	h := periodicHandler("t.Tick", Periodic{Every: time.Minute})
-	b := setup(t, Config{DSN: dsn, Schema: schema, Handlers: []Handler{h}})
+	b := setup(t, Config{Store: &pgTarget{dsn: dsn, schema: schema}, Handlers: []Handler{h}})
 	var scheds []*scheduler
 	for range 2 {
-		s := newTestScheduler(t, setup(t, Config{DSN: dsn, Schema: schema, Handlers: []Handler{h}}).c)
+		s := newTestScheduler(t, setup(t, Config{Store: &pgTarget{dsn: dsn, schema: schema}, Handlers: []Handler{h}}).c)
 		if err := s.register(b.ctx, t0); err != nil {
 			t.Fatal(err)
 		}
@@ -335,7 +335,7 @@ func TestPostgresProcesses_ConnectionDropReconnects(t *testing.T) {
 	dsn := pgTestDSN(t)
 	schema := pgTestSchema(t, dsn)
 	dir := t.TempDir()
-	b := setup(t, Config{DSN: dsn, Schema: schema})
+	b := setup(t, Config{Store: &pgTarget{dsn: dsn, schema: schema}})
 	first, err := b.c.Enqueue(b.ctx, "t.Drop", echoArgs{0}, Opts{})
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package queuemax_test
+package queuemaxpg_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/queuemax/queuemax"
+	"github.com/queuemax/queuemax/queuemaxpg"
 )
 
 type welcomeArgs struct {
@@ -20,7 +21,12 @@ type welcomeArgs struct {
 func Example_enqueueTx() {
 	ctx := context.Background()
 	dsn := os.Getenv("QUEUE_MAX_DSN") // postgres://user@host:5432/app
-	c, err := queuemax.Open(ctx, queuemax.Config{DSN: dsn})
+	st, err := queuemaxpg.Open(ctx, dsn, queuemaxpg.Options{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	c, err := queuemax.Open(ctx, queuemax.Config{Store: st})
 	if err != nil {
 		fmt.Println(err)
 		return

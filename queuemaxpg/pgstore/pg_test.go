@@ -12,8 +12,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	_ "github.com/jackc/pgx/v5/stdlib"
+	"github.com/queuemax/queuemax/queuemaxpg/pgstore"
 	"github.com/queuemax/queuemax/runtime/store"
-	"github.com/queuemax/queuemax/runtime/store/pgstore"
 )
 
 func job(now time.Time) store.InsertParams {
