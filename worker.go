@@ -326,7 +326,6 @@ func fillStats(e *engine.Engine, s *Stats) {
 		s.CircuitFailures = max(s.CircuitFailures, st.Failures)
 	}
 	s.CircuitState = worst.String()
-	s.IsHealthy = s.IsHealthy && worst != breaker.Open
 }
 
 // newExecutor builds the Executor that runs and finishes the client's

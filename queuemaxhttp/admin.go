@@ -60,6 +60,12 @@ type Options struct {
 //
 //	GET  /stats                              Stats, plus "worker" (WorkerStats) while Run is active,
 //	                                         and "error" when a shard could not be read
+//	GET  /health                             Client.Health: {"status": "ok"|"degraded"|"unhealthy",
+//	                                         "problems": [...], "degraded": [{"task", "breaker", ...}]};
+//	                                         200, or 503 when unhealthy (an open breaker is degraded: 200)
+//	GET  /readyz                             readiness probe: 200 when the store answers and this process's
+//	                                         workers are not draining, else 503 (no token needed)
+//	GET  /livez                              liveness probe: 200 while the process serves (no token needed)
 //	GET  /jobs?status=&task=&tag=&shard=&q=&limit= {"jobs": [...]}, newest first; limit 1–1000, default 100;
 //	                                         tag keeps jobs with that tag (completed jobs stay listed for
 //	                                         Config.CompletedRetention);
@@ -141,6 +147,9 @@ func NewHandler(c *queuemax.Client, opts Options) http.Handler {
 	}
 	a.routes = []route{
 		{"GET", "stats", a.stats},
+		{"GET", "health", a.health}, // health.go
+		{"GET", "readyz", a.readyz},
+		{"GET", "livez", a.livez},
 		{"GET", "jobs", a.jobs},
 		{"GET", "jobs/{}", a.job},
 		{"GET", "dead-letters", a.deadLetters},
@@ -240,9 +249,11 @@ func (a *admin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			a.fail(w, r, &httpError{http.StatusForbidden, errCrossOrigin.Error()})
 			return
 		}
-		if err := a.authorize(r, rt.method != http.MethodGet); err != nil {
-			a.fail(w, r, err)
-			return
+		if probe := rt.pattern == "readyz" || rt.pattern == "livez"; !probe {
+			if err := a.authorize(r, rt.method != http.MethodGet); err != nil {
+				a.fail(w, r, err)
+				return
+			}
 		}
 		if err := rt.serve(w, r, args); err != nil {
 			a.fail(w, r, err)
