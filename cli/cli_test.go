@@ -259,6 +259,11 @@ func TestHelp(t *testing.T) {
 			t.Errorf("tasks worker --help does not mention %s:\n%s", f, res.stdout)
 		}
 	}
+	// The second signal: what the command does (cli/signal_test.go proves it).
+	if help := strings.Join(strings.Fields(res.stdout), " "); !strings.Contains(help, "A second signal during the drain stops at once: the running jobs are cancelled and released to pending without spending an attempt") ||
+		strings.Contains(help, "recovered as orphans") {
+		t.Errorf("tasks worker --help misstates the second signal:\n%s", res.stdout)
+	}
 	// No command: the help, on stderr, and a usage error.
 	res = qm(t)
 	if res.code != 2 || !strings.Contains(res.stderr, "Usage: queuemax") || !strings.HasSuffix(res.stderr, "queuemax: no command given\n") {
