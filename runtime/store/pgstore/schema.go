@@ -224,4 +224,7 @@ var migrations = []migration{
 	{
 		version: 10, name: workflowReleaseByKey.name, stmts: workflowReleaseByKey.stmts, // workflow_schema.go
 	},
+	{
+		version: 11, name: "task catalogue: the tasks workers ran, kept after they stop (catalog.go)", stmts: migrationCatalog,
+	},
 }

@@ -58,6 +58,7 @@ var areas = []struct {
 	{"QueueLimits", testQueueLimitsArea},
 	{"LimitsByKey", testKeyedArea},
 	{"Workflow", testWorkflowArea},
+	{"Catalog", testCatalogArea}, // catalog.go
 }
 
 // suite is what every area's tests share: how to open a fresh store.
