@@ -44,11 +44,12 @@ type Client struct {
 
 	alertMu    sync.Mutex
 	schemaMu   sync.Mutex
-	schemas    schemaCache // see publishedSchemas
-	alertAt    time.Time   // last alert check (wall clock, for the throttle)
-	alertTimer *time.Timer // the pending trailing check, if any
-	alertHigh  bool        // pending was above the threshold at the last check
-	alertSent  time.Time   // last alert event
+	schemas    schemaCache  // see publishedSchemas
+	catalogC   catalogCache // see catalog (catalog.go)
+	alertAt    time.Time    // last alert check (wall clock, for the throttle)
+	alertTimer *time.Timer  // the pending trailing check, if any
+	alertHigh  bool         // pending was above the threshold at the last check
+	alertSent  time.Time    // last alert event
 
 	engine atomic.Pointer[worker] // the running engine, while Run is active
 }
@@ -116,6 +117,9 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 		c.names = append(c.names, h.Name)
 	}
 	if err := c.checkHandlerQueues(); err != nil {
+		return nil, err
+	}
+	if err := c.checkAliases(); err != nil { // catalog.go
 		return nil, err
 	}
 	if _, ok := c.handlers[""]; ok {
@@ -301,7 +305,9 @@ func (c *Client) prepare(e EnqueueParams) (store.InsertParams, error) {
 		return store.InsertParams{}, ErrClosed
 	}
 	typed := e.defaults != nil
-	task, err := c.resolveTask(e.Task, typed)
+	rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	task, err := c.resolveTask(rctx, e.Task, typed, e.Opts.AllowUnknownTask)
+	cancel()
 	if err != nil {
 		return store.InsertParams{}, err
 	}

@@ -208,6 +208,9 @@ type Config struct {
 
 	// now is the clock; nil means time.Now. Tests set it.
 	now func() time.Time
+	// strictNames keeps a test's handler-less client strict about task
+	// names (tests only; see setup in client_test.go).
+	strictNames bool
 }
 
 // Explicit "off" values for Config fields whose zero value means the

@@ -244,7 +244,7 @@ func TestClient_EnqueueTxPostgresOptions(t *testing.T) {
 	if err != nil {
 		t.Fatalf("EnqueueInTx: %v", err)
 	}
-	if _, err := c.EnqueueTx(ctx, tx, "t.Later", []int{1}, queuemax.Opts{}); !errors.Is(err, queuemax.ErrInvalidPayload) {
+	if _, err := c.EnqueueTx(ctx, tx, "t.Later", []int{1}, queuemax.Opts{AllowUnknownTask: true}); !errors.Is(err, queuemax.ErrInvalidPayload) {
 		t.Errorf("EnqueueTx(array) = %v, want ErrInvalidPayload", err)
 	}
 	ids, err := task.EnqueueManyTx(ctx, tx, []signupArgs{{"m1"}, {"m2"}, {"m3"}})

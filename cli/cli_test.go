@@ -24,7 +24,7 @@ var (
 	tasksBin    string // examples/tasks/cmd/tasks: the example registry
 )
 
-const taskPrefix = "github.com/queuemax/queuemax/examples/tasks."
+const taskPrefix = "tasks."
 
 func TestMain(m *testing.M) {
 	os.Exit(testMain(m))

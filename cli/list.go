@@ -51,7 +51,7 @@ func (f *listFilters) register(fs *flag.FlagSet) {
 
 // params checks the filters and returns them as ListParams. --task is
 // resolved as enqueue resolves it: against the binary's registry, or, for
-// a binary without one, the tasks of the live workers (a short name that
+// a binary without one, the store's task catalogue (a short name that
 // matches one of them becomes its full name; others are kept as given).
 func (f *listFilters) params(ctx context.Context, r *runner, c *queuemax.Client) (queuemax.ListParams, error) {
 	p := queuemax.ListParams{Limit: f.limit}
@@ -66,7 +66,7 @@ func (f *listFilters) params(ctx context.Context, r *runner, c *queuemax.Client)
 	}
 	task, err := r.filterTask(f.task)
 	if err == nil && task != "" && len(r.handlers) == 0 {
-		if full, lerr := r.liveResolver(ctx, c)(task); lerr == nil {
+		if full, lerr := r.storeResolver(ctx, c)(task); lerr == nil {
 			task = full
 		}
 	}

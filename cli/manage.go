@@ -234,7 +234,7 @@ func (r *runner) dlqRequeue(ctx context.Context, cmd *command, args []string) (e
 		return nil
 	}
 	if name != "" && len(r.handlers) == 0 {
-		if full, lerr := r.liveResolver(ctx, c)(name); lerr == nil {
+		if full, lerr := r.storeResolver(ctx, c)(name); lerr == nil {
 			name = full
 		}
 	}

@@ -73,6 +73,8 @@ type taskSpec struct {
 	UniqueFor    time.Duration
 	UniqueStates []string
 	Tags         []string
+	// Aliases are aliases=, earlier names of the task.
+	Aliases []string
 
 	// Periodic is set for //queuemax:periodic, with Every or Cron.
 	Periodic bool
@@ -394,13 +396,17 @@ func (a *analyser) task(d *funcDirective) (taskSpec, bool) {
 		UniqueFor:         dir.UniqueFor,
 		UniqueStates:      dir.UniqueStates,
 		Tags:              dir.Tags,
+		Aliases:           dir.Aliases,
 		Periodic:          dir.Kind == annotations.KindPeriodic,
 		Every:             dir.Every,
 		Cron:              dir.Cron,
 		Misfire:           dir.Misfire,
 	}
 	if t.Name == "" {
-		t.Name = a.pkg.PkgPath + "." + fd.Name.Name
+		// The package name, not its import path: moving the package
+		// keeps its tasks' names (and their stored jobs runnable).
+		// Open rejects two tasks of one program with the same name.
+		t.Name = a.pkg.Name + "." + fd.Name.Name
 	}
 	if dir.Priority != nil {
 		t.Priority = *dir.Priority

@@ -106,8 +106,8 @@ type Options struct {
 //	POST /enqueue  {"task": "...", "payload": {...}, "opts": {"priority": 2,
 //	               "max_retries": 0, "key": 7, "run_at": "RFC 3339", "delay": "10s",
 //	               "timeout": "30s", "tags": ["a"], "metadata": {...}, "queue": "emails",
-//	               "unique_key": "..."}}
-//	                                         201 {"job_id": id, "shard": n}; 200 {"job_id": id,
+//	               "unique_key": "...", "allow_unknown_task": false}}
+//	                                         201 {"job_id": id, "shard": n, "task": name as stored}; 200 {"job_id": id,
 //	                                         "shard": n, "duplicate": true} when the job is unique
 //	                                         and the stored job id holds its key (nothing stored)
 //
@@ -123,11 +123,13 @@ type Options struct {
 // be JSON (415 otherwise), at most Options.MaxBodyBytes (413), with no
 // unknown fields (400). Errors are JSON objects {"error": "..."}: 400 names
 // the bad parameter or field, 404 an unknown job or path, 405 a wrong
-// method (with an Allow header). /enqueue checks like Client.Enqueue: when
-// c has handlers (and no catch-all one) the task must be one of theirs (a
-// short name is resolved) unless Config.AllowUnknownTasks is set, and the
-// payload of a registered task must fit its parameters (400 naming the
-// field; nothing is stored).
+// method (with an Allow header). /enqueue checks like Client.Enqueue: the
+// task must be one of c's handlers or a task of the store's task catalogue
+// (the tasks workers ran, kept after they stop), by its name, an alias or
+// a short name that matches one; an ambiguous or unknown name is 400
+// listing the near matches unless "allow_unknown_task" (or
+// Config.AllowUnknownTasks) is set. The payload of a registered task must
+// fit its parameters (400 naming the field; nothing is stored).
 func NewHandler(c *queuemax.Client, opts Options) http.Handler {
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = DefaultMaxBodyBytes

@@ -29,7 +29,7 @@ package pgstore
 // notifyWindow ago (see notify.go).
 
 // schemaVersion is the newest migration this binary knows.
-const schemaVersion = 10
+const schemaVersion = 11
 
 type migration struct {
 	version int

@@ -28,10 +28,10 @@ type Tasks struct {
 // values and safe for concurrent use; binding does no I/O.
 func New(c *queuemax.Client) *Tasks {
 	return &Tasks{
-		Blank:    BlankTask{queuemax.NewTask[BlankArgs](c, "github.com/queuemax/queuemax/testdata/golden/param_names.Blank", blankOptions)},
-		Chain:    ChainTask{queuemax.NewTask[ChainArgs](c, "github.com/queuemax/queuemax/testdata/golden/param_names.Chain", chainOptions)},
-		Raw:      RawTask{queuemax.NewTask[RawArgs](c, "github.com/queuemax/queuemax/testdata/golden/param_names.Raw", rawOptions)},
-		Schedule: ScheduleTask{queuemax.NewTask[ScheduleArgs](c, "github.com/queuemax/queuemax/testdata/golden/param_names.Schedule", scheduleOptions)},
+		Blank:    BlankTask{queuemax.NewTask[BlankArgs](c, "param_names.Blank", blankOptions)},
+		Chain:    ChainTask{queuemax.NewTask[ChainArgs](c, "param_names.Chain", chainOptions)},
+		Raw:      RawTask{queuemax.NewTask[RawArgs](c, "param_names.Raw", rawOptions)},
+		Schedule: ScheduleTask{queuemax.NewTask[ScheduleArgs](c, "param_names.Schedule", scheduleOptions)},
 	}
 }
 
@@ -39,10 +39,10 @@ func New(c *queuemax.Client) *Tasks {
 // [queuemax.Config].Handlers. Each call returns a new slice.
 func Handlers() []queuemax.Handler {
 	return []queuemax.Handler{
-		queuemax.Define("github.com/queuemax/queuemax/testdata/golden/param_names.Blank", blankOptions, blankFunc),
-		queuemax.DefineResult("github.com/queuemax/queuemax/testdata/golden/param_names.Chain", chainOptions, chainFunc),
-		queuemax.Define("github.com/queuemax/queuemax/testdata/golden/param_names.Raw", rawOptions, rawFunc),
-		queuemax.Define("github.com/queuemax/queuemax/testdata/golden/param_names.Schedule", scheduleOptions, scheduleFunc),
+		queuemax.Define("param_names.Blank", blankOptions, blankFunc),
+		queuemax.DefineResult("param_names.Chain", chainOptions, chainFunc),
+		queuemax.Define("param_names.Raw", rawOptions, rawFunc),
+		queuemax.Define("param_names.Schedule", scheduleOptions, scheduleFunc),
 	}
 }
 

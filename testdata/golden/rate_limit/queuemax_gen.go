@@ -27,10 +27,10 @@ type Tasks struct {
 // values and safe for concurrent use; binding does no I/O.
 func New(c *queuemax.Client) *Tasks {
 	return &Tasks{
-		Archive:     ArchiveTask{queuemax.NewTask[ArchiveArgs](c, "github.com/queuemax/queuemax/testdata/golden/rate_limit.Archive", archiveOptions)},
-		CallAPI:     CallAPITask{queuemax.NewTask[CallAPIArgs](c, "github.com/queuemax/queuemax/testdata/golden/rate_limit.CallAPI", callAPIOptions)},
-		Export:      ExportTask{queuemax.NewTask[ExportArgs](c, "github.com/queuemax/queuemax/testdata/golden/rate_limit.Export", exportOptions)},
-		SyncAccount: SyncAccountTask{queuemax.NewTask[SyncAccountArgs](c, "github.com/queuemax/queuemax/testdata/golden/rate_limit.SyncAccount", syncAccountOptions)},
+		Archive:     ArchiveTask{queuemax.NewTask[ArchiveArgs](c, "rate_limit.Archive", archiveOptions)},
+		CallAPI:     CallAPITask{queuemax.NewTask[CallAPIArgs](c, "rate_limit.CallAPI", callAPIOptions)},
+		Export:      ExportTask{queuemax.NewTask[ExportArgs](c, "rate_limit.Export", exportOptions)},
+		SyncAccount: SyncAccountTask{queuemax.NewTask[SyncAccountArgs](c, "rate_limit.SyncAccount", syncAccountOptions)},
 	}
 }
 
@@ -38,10 +38,10 @@ func New(c *queuemax.Client) *Tasks {
 // [queuemax.Config].Handlers. Each call returns a new slice.
 func Handlers() []queuemax.Handler {
 	return []queuemax.Handler{
-		queuemax.Define("github.com/queuemax/queuemax/testdata/golden/rate_limit.Archive", archiveOptions, archiveFunc),
-		queuemax.Define("github.com/queuemax/queuemax/testdata/golden/rate_limit.CallAPI", callAPIOptions, callAPIFunc),
-		queuemax.Define("github.com/queuemax/queuemax/testdata/golden/rate_limit.Export", exportOptions, exportFunc),
-		queuemax.Define("github.com/queuemax/queuemax/testdata/golden/rate_limit.SyncAccount", syncAccountOptions, syncAccountFunc),
+		queuemax.Define("rate_limit.Archive", archiveOptions, archiveFunc),
+		queuemax.Define("rate_limit.CallAPI", callAPIOptions, callAPIFunc),
+		queuemax.Define("rate_limit.Export", exportOptions, exportFunc),
+		queuemax.Define("rate_limit.SyncAccount", syncAccountOptions, syncAccountFunc),
 	}
 }
 
