@@ -50,8 +50,23 @@ func (c *Client) TaskCatalog(ctx context.Context) ([]CatalogTask, error) {
 	return out, nil
 }
 
+// PublishTasks writes c's handlers (all but a catch-all) into the store's
+// task catalogue: their names, aliases, payload schemas and defaults. Run
+// does it before it claims anything; a producer that has the handlers but
+// runs no worker may call it so that clients without them (the queuemax
+// CLI, an admin API) resolve the tasks' names before any worker ran.
+func (c *Client) PublishTasks(ctx context.Context) error {
+	if c.closed.Load() {
+		return ErrClosed
+	}
+	if c.cfg.ReadOnly {
+		return ErrReadOnly
+	}
+	return c.publishCatalog(ctx)
+}
+
 // publishCatalog writes this client's named handlers into the store's task
-// catalogue (Run calls it before it claims anything).
+// catalogue.
 func (c *Client) publishCatalog(ctx context.Context) error {
 	now := c.now()
 	var recs []store.TaskRecord

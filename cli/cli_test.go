@@ -161,7 +161,7 @@ func newQueue(t *testing.T, shards int) string {
 // setting up states the binaries then inspect.
 func withClient(t *testing.T, dir string, shards int, fn func(c *queuemax.Client)) {
 	t.Helper()
-	c, err := queuemax.Open(t.Context(), queuemax.Config{Dir: dir, Shards: shards,
+	c, err := queuemax.Open(t.Context(), queuemax.Config{Dir: dir, Shards: shards, AllowUnknownTasks: true,
 		Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
 	if err != nil {
 		t.Fatalf("Open(%s): %v", dir, err)

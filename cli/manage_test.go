@@ -148,7 +148,7 @@ func TestPurge(t *testing.T) {
 	d := []string{"--data-dir", dir}
 	deadJobs(t, dir, "x", 2)
 	for _, args := range [][]string{{"--task", "a"}, {"--task", "b", "--in", "1h"}, {"--task", "c"}} {
-		ok(t, qm(t, append(append(d, "enqueue"), args...)...), "enqueue")
+		ok(t, qm(t, append(append(d, "enqueue", "--any-task"), args...)...), "enqueue")
 	}
 	before := snap(t, dir)
 	wantFail(t, qm(t, append(d, "purge", "--status", "pending")...), 2, "refusing to delete without --yes")
@@ -185,7 +185,7 @@ func TestPurgeConfirm(t *testing.T) {
 		t.Skip("script(1) not installed: no terminal to test on")
 	}
 	dir := newQueue(t, 0)
-	ok(t, qm(t, "--data-dir", dir, "enqueue", "--task", "a"), "enqueue")
+	ok(t, qm(t, "--data-dir", dir, "enqueue", "--any-task", "--task", "a"), "enqueue")
 	line := fmt.Sprintf("%s --data-dir %s purge --status pending", queuemaxBin, dir)
 	for _, tt := range []struct {
 		answer, want string
@@ -212,7 +212,7 @@ func TestWait(t *testing.T) {
 	if !strings.HasPrefix(res.stdout, "queue empty after ") {
 		t.Errorf("wait: %q", res.stdout)
 	}
-	ok(t, qm(t, append(d, "enqueue", "--task", "a")...), "enqueue")
+	ok(t, qm(t, append(d, "enqueue", "--any-task", "--task", "a")...), "enqueue")
 	res = qm(t, append(d, "wait", "--timeout", "200ms", "--interval", "50ms")...)
 	if res.code != 1 || !strings.HasSuffix(res.stderr, "queuemax wait: timed out after 200ms: 1 job left (1 pending, 0 scheduled, 0 running)\n") ||
 		!strings.Contains(res.stderr, "0/1 done; 1 pending, 0 scheduled, 0 running") {

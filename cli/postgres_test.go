@@ -19,9 +19,9 @@ func TestPostgresDSN(t *testing.T) {
 	if res.code == 0 || !strings.Contains(res.stderr, "holds no queue") {
 		t.Errorf("list on a missing schema: exit %d, stderr %q; want a 'holds no queue' error", res.code, res.stderr)
 	}
-	ok(t, qm(t, append([]string{"enqueue", "--task", "t.A", "--payload", `{"n":1}`}, flags...)...), "enqueue --dsn")
+	ok(t, qm(t, append([]string{"enqueue", "--any-task", "--task", "t.A", "--payload", `{"n":1}`}, flags...)...), "enqueue --dsn")
 	// The environment works as the flags do.
-	ok(t, invocation{bin: queuemaxBin, args: []string{"enqueue", "--task", "t.B"},
+	ok(t, invocation{bin: queuemaxBin, args: []string{"enqueue", "--any-task", "--task", "t.B"},
 		env: []string{"QUEUE_MAX_DSN=" + dsn, "QUEUE_MAX_SCHEMA=" + schema}}.run(t), "enqueue with QUEUE_MAX_DSN")
 	jobs := listJobs(t, queuemaxBin, append([]string{"list"}, flags...)...)
 	if len(jobs) != 2 {
@@ -39,7 +39,7 @@ func TestPostgresDashboardBanner(t *testing.T) {
 	t.Parallel()
 	dsn := pgtest.DSN(t)
 	schema := pgtest.Schema(t, dsn)
-	ok(t, qm(t, "--dsn", dsn, "--schema", schema, "enqueue", "--task", "t.A"), "enqueue --dsn")
+	ok(t, qm(t, "--dsn", dsn, "--schema", schema, "enqueue", "--any-task", "--task", "t.A"), "enqueue --dsn")
 	cmd := exec.Command(queuemaxBin, "--dsn", dsn, "--schema", schema, "dashboard", "--addr", "127.0.0.1:0")
 	cmd.Env = cleanEnv()
 	stdout, err := cmd.StdoutPipe()

@@ -80,7 +80,7 @@ func TestAdminHandler_Breakers(t *testing.T) {
 func TestAdminHandler_Probes(t *testing.T) {
 	t.Parallel()
 	b := setup(t, queuemax.Config{Shards: 2})
-	if _, err := b.c.Enqueue(b.ctx, "shop.Nobody", struct{}{}, queuemax.Opts{}); err != nil {
+	if _, err := b.c.Enqueue(b.ctx, "shop.Nobody", struct{}{}, queuemax.Opts{AllowUnknownTask: true}); err != nil {
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
