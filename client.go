@@ -56,11 +56,11 @@ type Client struct {
 
 // EnqueueParams describes one job for EnqueueMany.
 type EnqueueParams struct {
-	// Task is the task name. When the client has handlers (and no
-	// catch-all one) it must name one of them, by its full name or a short
-	// one (SendEmail, tasks.SendEmail) that matches exactly one; other
-	// names are ErrUnknownTask unless Config.AllowUnknownTasks is set. A
-	// client without handlers stores any name as written.
+	// Task is the task name: one of the client's handlers or a task of
+	// the store's task catalogue, by its full name, an alias or a short
+	// one (SendEmail) that matches exactly one; other names are
+	// ErrUnknownTask unless Opts.AllowUnknownTask or
+	// Config.AllowUnknownTasks is set (see Client.Enqueue).
 	Task string
 	// Payload is JSON-encoded and must encode to an object: a struct, a
 	// map, or a json.RawMessage holding an object.
@@ -247,11 +247,12 @@ func (c *Client) notify() {
 // registered under task, if any. Concurrent enqueues to one shard share a
 // transaction.
 //
-// When the client has handlers, task must name one of them (a short name
-// such as SendEmail is resolved to the one registered task it matches) or
-// Enqueue returns ErrUnknownTask with a suggestion, unless
-// Config.AllowUnknownTasks is set; a client without handlers accepts any
-// name. The payload of a registered task is checked against its parameters
+// task must name one of the client's handlers or, for a task it has no
+// handler of, a task of the store's task catalogue (written by every Run,
+// kept after the workers stop; see TaskCatalog), by its full name, an
+// alias or a short name such as SendEmail that matches one task. Other
+// names are ErrUnknownTask listing the near matches, unless
+// Opts.AllowUnknownTask or Config.AllowUnknownTasks is set. The payload of a registered task is checked against its parameters
 // (see DecodeArgs), and that of a task registered only in other processes
 // against the payload schema their live workers publish (see
 // WorkerInfo.Schemas): a *PayloadShapeError names the bad field. It returns
