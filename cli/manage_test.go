@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os/exec"
@@ -53,7 +54,21 @@ func TestRetryAndDLQ(t *testing.T) {
 	if len(dead) != 5 || dead[0]["error"] != "boom" {
 		t.Fatalf("list --status dead: %v", dead)
 	}
-	res := ok(t, qm(t, append(d, "dlq")...), "dlq")
+	// dead beside another status: the jobs, then the dead letters.
+	res := ok(t, qm(t, append(d, "list", "--status", "failed,dead")...), "list --status failed,dead")
+	if jobsPart, dlqPart, found := strings.Cut(res.stdout, "\ndead letters:\n"); !found || strings.Count(jobsPart, "failed") != 5 ||
+		!strings.Contains(dlqPart, "DLQ ID") || strings.Count(dlqPart, "boom") != 5 {
+		t.Errorf("list --status failed,dead: want 5 failed jobs, then 5 dead letters:\n%s", res.stdout)
+	}
+	res = ok(t, qm(t, append(d, "list", "--status", "pending", "--status", "dead", "--json")...), "list --status pending,dead --json")
+	var both struct {
+		Jobs        []map[string]any `json:"jobs"`
+		DeadLetters []map[string]any `json:"dead_letters"`
+	}
+	if err := json.Unmarshal([]byte(res.stdout), &both); err != nil || both.Jobs == nil || len(both.Jobs) != 0 || len(both.DeadLetters) != 5 {
+		t.Errorf("list --status pending,dead --json = %s (%v); want no jobs and 5 dead letters", res.stdout, err)
+	}
+	res = ok(t, qm(t, append(d, "dlq")...), "dlq")
 	if !strings.Contains(res.stdout, "DLQ ID") || strings.Count(res.stdout, "tasks.SendEmail") != 5 {
 		t.Errorf("dlq table:\n%s", res.stdout)
 	}
