@@ -77,11 +77,14 @@ func TestRetryAndDLQ(t *testing.T) {
 	}
 
 	// One job by ID, then a shard, then everything.
-	res = ok(t, qm(t, append(d, "retry", "--job-id", ids[0].String())...), "retry --job-id")
+	res = ok(t, qm(t, append(d, "retry", ids[0].String())...), "retry ID")
 	if res.stdout != "retried job "+ids[0].String()+"\n" {
 		t.Errorf("retry --job-id: %q", res.stdout)
 	}
-	wantFail(t, qm(t, append(d, "retry", "--job-id", ids[0].String())...), 1, "is not a failed job")
+	if res := qm(t, append(d, "retry", "--job-id", ids[0].String())...); res.code != 1 || !strings.Contains(res.stderr, "is not a failed job") ||
+		!strings.Contains(res.stderr, "queuemax retry: --job-id is deprecated") {
+		t.Errorf("retry --job-id of a job no longer failed: exit %d, stderr %q", res.code, res.stderr)
+	}
 	shard := ids[1].Shard()
 	inShard := 0
 	for _, id := range ids[1:] {
@@ -111,11 +114,14 @@ func TestRetryAndDLQ(t *testing.T) {
 	if len(rows) != 3 {
 		t.Fatalf("dlq: %d rows, want 3", len(rows))
 	}
-	res = ok(t, qm(t, append(d, "dlq", "requeue", "--shard", fmt.Sprint(rows[0]["shard"]), "--id", fmt.Sprint(rows[0]["id"]))...), "dlq requeue")
+	res = ok(t, qm(t, append(d, "dlq", "requeue", fmt.Sprintf("%v:%v", rows[0]["shard"], rows[0]["id"]))...), "dlq requeue SHARD:DLQID")
 	if !strings.HasPrefix(res.stdout, "requeued dead letter ") {
 		t.Errorf("dlq requeue: %q", res.stdout)
 	}
-	wantFail(t, qm(t, append(d, "dlq", "requeue", "--shard", fmt.Sprint(rows[0]["shard"]), "--id", fmt.Sprint(rows[0]["id"]))...), 1, "no dead letter")
+	if res := qm(t, append(d, "dlq", "requeue", "--shard", fmt.Sprint(rows[0]["shard"]), "--id", fmt.Sprint(rows[0]["id"]))...); res.code != 1 ||
+		!strings.Contains(res.stderr, "no dead letter") || !strings.Contains(res.stderr, "--shard and --id are deprecated") {
+		t.Errorf("dlq requeue --shard --id of a requeued letter: exit %d, stderr %q", res.code, res.stderr)
+	}
 	res = ok(t, qm(t, append(d, "dlq", "requeue", "--all")...), "dlq requeue --all")
 	if res.stdout != "requeued 2 dead letters\n" {
 		t.Errorf("dlq requeue --all: %q", res.stdout)
