@@ -44,6 +44,9 @@ type taskSpec struct {
 	Func string
 	// Name is the stable task name stored in job rows.
 	Name string
+	// Notes are what the generator says on stderr about the task without
+	// failing: the parameters it renamed (localNames).
+	Notes []string
 	// File and Line locate the function: base file name only.
 	File string
 	Line int
@@ -490,6 +493,6 @@ func (a *analyser) task(d *funcDirective) (taskSpec, bool) {
 	}
 
 	t.RetryOn = a.retryOn(d, label)
-	localNames(&t)
+	t.Notes = localNames(&t)
 	return t, len(a.errs.list) == n
 }
