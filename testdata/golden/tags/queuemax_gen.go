@@ -45,7 +45,8 @@ type InvoiceArgs struct {
 
 // invoiceOptions are the defaults of Invoice from its annotation (tasks.go).
 var invoiceOptions = queuemax.TaskOptions{
-	Tags: []string{"billing", "eu"},
+	Tags:    []string{"billing", "eu"},
+	Aliases: []string{"billing.OldInvoice"},
 }
 
 // invoiceFunc calls Invoice (tasks.go) with the fields of its payload.
