@@ -67,6 +67,7 @@ func runProducer(ctx context.Context, p producerFlags) error {
 	if p.dsn != "" {
 		cfg = queuemax.Config{DSN: p.dsn, Schema: p.schema}
 	}
+	cfg.AllowUnknownTasks = true // the workers may not have published the task yet
 	c, err := queuemax.Open(ctx, cfg)
 	if err != nil {
 		return err
