@@ -56,7 +56,9 @@ func setupPGTx(t *testing.T) *pgTx {
 // open opens a client on the fixture's schema with handlers.
 func (p *pgTx) open(t *testing.T, handlers ...queuemax.Handler) *queuemax.Client {
 	t.Helper()
-	c, err := queuemax.Open(t.Context(), queuemax.Config{DSN: p.dsn, Schema: p.schema, Handlers: handlers,
+	// A producer without handlers stores tasks no worker published yet
+	// (the documented opt-in).
+	c, err := queuemax.Open(t.Context(), queuemax.Config{DSN: p.dsn, Schema: p.schema, Handlers: handlers, AllowUnknownTasks: len(handlers) == 0,
 		Logger: slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
 		t.Fatalf("Open(DSN): %v", err)
