@@ -139,9 +139,6 @@ func (c *Client) fillCircuits(ctx context.Context, s *Stats) error {
 		}
 		s.CircuitFailures = max(s.CircuitFailures, b.Failures)
 	}
-	if s.CircuitState == store.BreakerOpen {
-		s.IsHealthy = false
-	}
 	return nil
 }
 

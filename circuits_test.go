@@ -106,9 +106,20 @@ func testSharedBreaker(t *testing.T, base func() Config) {
 		return a.c.CircuitStates()["shop.Charge"] == "open" && b.c.CircuitStates()["shop.Charge"] == "open"
 	})
 	s, err := obs.c.Stats(ctx)
-	if err != nil || s.CircuitState != "open" || s.CircuitFailures != 2 || s.Circuits["shop.Charge"] != "open" || s.IsHealthy {
-		t.Fatalf("observer's Stats: circuit %s (%d failures), circuits %v, healthy %v, err %v; want open with 2 failures",
-			s.CircuitState, s.CircuitFailures, s.Circuits, s.IsHealthy, err)
+	if err != nil || s.CircuitState != "open" || s.CircuitFailures != 2 || s.Circuits["shop.Charge"] != "open" {
+		t.Fatalf("observer's Stats: circuit %s (%d failures), circuits %v, err %v; want open with 2 failures",
+			s.CircuitState, s.CircuitFailures, s.Circuits, err)
+	}
+	// One dependency down is a degraded task, never an unhealthy queue.
+	if !s.IsHealthy || len(s.Degraded) != 1 || s.Degraded[0] != "shop.Charge" {
+		t.Fatalf("observer's Stats: healthy %v, degraded %v; want healthy with shop.Charge degraded", s.IsHealthy, s.Degraded)
+	}
+	if hl, err := obs.c.Health(ctx); err != nil || hl.Status != HealthDegraded || len(hl.Problems) != 0 ||
+		len(hl.Degraded) != 1 || hl.Degraded[0].Task != "shop.Charge" || hl.Degraded[0].Breaker != "open" || hl.Workers != 2 {
+		t.Fatalf("Health with an open breaker = %+v, %v; want degraded for shop.Charge only, 2 workers", hl, err)
+	}
+	if err := obs.c.Ready(ctx); err != nil {
+		t.Fatalf("Ready with an open breaker: %v", err)
 	}
 	held := enqueue(chargeArgs{URL: "https://shop.example/held"})
 	j, err := obs.c.Job(ctx, held)
@@ -133,6 +144,9 @@ func testSharedBreaker(t *testing.T, base func() Config) {
 	waitFor(t, "both workers to see the closed breaker", func() bool {
 		return a.c.CircuitStates()["shop.Charge"] == "closed" && b.c.CircuitStates()["shop.Charge"] == "closed"
 	})
+	if hl, err := obs.c.Health(ctx); err != nil || hl.Status != HealthOK || len(hl.Degraded) != 0 {
+		t.Fatalf("Health after the close = %+v, %v; want ok", hl, err)
+	}
 }
 
 func TestBreakers_SharedSQLite(t *testing.T) {

@@ -43,22 +43,23 @@ type Client struct {
 
 	alertMu    sync.Mutex
 	schemaMu   sync.Mutex
-	schemas    schemaCache // see publishedSchemas
-	alertAt    time.Time   // last alert check (wall clock, for the throttle)
-	alertTimer *time.Timer // the pending trailing check, if any
-	alertHigh  bool        // pending was above the threshold at the last check
-	alertSent  time.Time   // last alert event
+	schemas    schemaCache  // see publishedSchemas
+	catalogC   catalogCache // see catalog (catalog.go)
+	alertAt    time.Time    // last alert check (wall clock, for the throttle)
+	alertTimer *time.Timer  // the pending trailing check, if any
+	alertHigh  bool         // pending was above the threshold at the last check
+	alertSent  time.Time    // last alert event
 
 	engine atomic.Pointer[worker] // the running engine, while Run is active
 }
 
 // EnqueueParams describes one job for EnqueueMany.
 type EnqueueParams struct {
-	// Task is the task name. When the client has handlers (and no
-	// catch-all one) it must name one of them, by its full name or a short
-	// one (SendEmail, tasks.SendEmail) that matches exactly one; other
-	// names are ErrUnknownTask unless Config.AllowUnknownTasks is set. A
-	// client without handlers stores any name as written.
+	// Task is the task name: one of the client's handlers or a task of
+	// the store's task catalogue, by its full name, an alias or a short
+	// one (SendEmail) that matches exactly one; other names are
+	// ErrUnknownTask unless Opts.AllowUnknownTask or
+	// Config.AllowUnknownTasks is set (see Client.Enqueue).
 	Task string
 	// Payload is JSON-encoded and must encode to an object: a struct, a
 	// map, or a json.RawMessage holding an object.
@@ -120,6 +121,9 @@ func Open(ctx context.Context, cfg Config) (c *Client, err error) {
 		c.names = append(c.names, h.Name)
 	}
 	if err := c.checkHandlerQueues(); err != nil {
+		return nil, err
+	}
+	if err := c.checkAliases(); err != nil { // catalog.go
 		return nil, err
 	}
 	if _, ok := c.handlers[""]; ok {
@@ -231,11 +235,12 @@ func (c *Client) notify() {
 // registered under task, if any. Concurrent enqueues to one shard share a
 // transaction.
 //
-// When the client has handlers, task must name one of them (a short name
-// such as SendEmail is resolved to the one registered task it matches) or
-// Enqueue returns ErrUnknownTask with a suggestion, unless
-// Config.AllowUnknownTasks is set; a client without handlers accepts any
-// name. The payload of a registered task is checked against its parameters
+// task must name one of the client's handlers or, for a task it has no
+// handler of, a task of the store's task catalogue (written by every Run,
+// kept after the workers stop; see TaskCatalog), by its full name, an
+// alias or a short name such as SendEmail that matches one task. Other
+// names are ErrUnknownTask listing the near matches, unless
+// Opts.AllowUnknownTask or Config.AllowUnknownTasks is set. The payload of a registered task is checked against its parameters
 // (see DecodeArgs), and that of a task registered only in other processes
 // against the payload schema their live workers publish (see
 // WorkerInfo.Schemas): a *PayloadShapeError names the bad field. It returns
@@ -289,7 +294,9 @@ func (c *Client) prepare(e EnqueueParams) (store.InsertParams, error) {
 		return store.InsertParams{}, ErrClosed
 	}
 	typed := e.defaults != nil
-	task, err := c.resolveTask(e.Task, typed)
+	rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	task, err := c.resolveTask(rctx, e.Task, typed, e.Opts.AllowUnknownTask)
+	cancel()
 	if err != nil {
 		return store.InsertParams{}, err
 	}

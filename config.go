@@ -61,12 +61,13 @@ type Config struct {
 	// Handlers(). They are fixed after Open. A client without handlers can
 	// still enqueue.
 	Handlers []Handler
-	// AllowUnknownTasks lets a client that has Handlers enqueue tasks none
-	// of them runs (a producer that also enqueues another service's tasks).
-	// Without it such an enqueue fails with ErrUnknownTask, so that a
-	// misspelt or renamed task is caught instead of waiting forever. A
-	// client with no Handlers at all accepts every task name as written
-	// and cannot check payloads: it is a pure producer.
+	// AllowUnknownTasks lets the client enqueue task names that neither its
+	// Handlers nor the store's task catalogue (the tasks workers ran, see
+	// Client.TaskCatalog) know, as written: a producer whose workers are
+	// not deployed yet. Without it such an enqueue fails with
+	// ErrUnknownTask listing the near matches, so that a misspelt, short
+	// or renamed task is caught instead of waiting forever, whether or not
+	// a worker is live. Opts.AllowUnknownTask does the same for one enqueue.
 	AllowUnknownTasks bool
 	// DefaultHandler runs jobs stored without a task name: those that
 	// queue-max wrote (its rows have no task column) and those enqueued
@@ -203,6 +204,9 @@ type Config struct {
 
 	// now is the clock; nil means time.Now. Tests set it.
 	now func() time.Time
+	// strictNames keeps a test's handler-less client strict about task
+	// names (tests only; see setup in client_test.go).
+	strictNames bool
 }
 
 // Explicit "off" values for Config fields whose zero value means the

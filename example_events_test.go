@@ -19,7 +19,8 @@ func openBusExample(ctx context.Context, handlers ...queuemax.Handler) (c *queue
 		panic(err)
 	}
 	c, err = queuemax.Open(ctx, queuemax.Config{Dir: dir, Shards: 1, Handlers: handlers,
-		Logger: slog.New(slog.DiscardHandler)})
+		AllowUnknownTasks: true, // the examples also enqueue tasks no handler here runs
+		Logger:            slog.New(slog.DiscardHandler)})
 	if err != nil {
 		panic(err)
 	}

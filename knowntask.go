@@ -1,6 +1,7 @@
 package queuemax
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -76,14 +77,18 @@ func bareTask(name string) string {
 	return name
 }
 
-// resolveTask checks an enqueued task name against the client's handlers.
-// A client without handlers, or with a catch-all handler, accepts every
-// name as written. Otherwise a registered name is kept, a short name that
-// matches one handler is replaced by its full name, and any other name is
-// ErrUnknownTask unless Config.AllowUnknownTasks is set. typed enqueues
-// (through a generated handle) carry a generated full name and are kept.
-func (c *Client) resolveTask(name string, typed bool) (string, error) {
-	if len(c.handlers) == 0 || typed {
+// resolveTask checks an enqueued task name. typed enqueues (through a
+// generated handle) carry a generated full name and are kept, and so is
+// every name on a client with a catch-all handler. Otherwise a name of
+// one of c's handlers is kept; an alias of one, or an import-path form of
+// one's name, becomes its name; a short name that matches one handler
+// becomes its full name; then the same is tried against the store's task
+// catalogue. Any other name is ErrUnknownTask listing the near matches,
+// unless allowUnknown (Opts.AllowUnknownTask) or Config.AllowUnknownTasks
+// is set. The empty name (a raw queue-max job) is kept on a client
+// without handlers or with a DefaultHandler.
+func (c *Client) resolveTask(ctx context.Context, name string, typed, allowUnknown bool) (string, error) {
+	if typed {
 		return name, nil
 	}
 	if _, ok := c.handlers[name]; ok {
@@ -92,14 +97,52 @@ func (c *Client) resolveTask(name string, typed bool) (string, error) {
 	if _, ok := c.handlers[""]; ok {
 		return name, nil
 	}
-	full, ok, err := ResolveTask(c.names, name)
-	switch {
-	case err != nil:
-		return "", err
-	case ok:
-		return full, nil
-	case c.cfg.AllowUnknownTasks:
+	if name == "" && (len(c.handlers) == 0 || slices.Contains(c.names, "")) {
 		return name, nil
 	}
-	return "", UnknownTaskError(name, c.names)
+	if to, ok := c.oldNameOf(name); ok {
+		return to, nil
+	}
+	if len(c.handlers) > 0 {
+		full, ok, err := ResolveTask(c.names, name)
+		if err != nil {
+			return "", err
+		}
+		if ok {
+			return full, nil
+		}
+	}
+	if name != "" {
+		cat, err := c.catalog(ctx, false)
+		if err != nil && !allowUnknown && !c.cfg.AllowUnknownTasks {
+			return "", err
+		}
+		full, ok, rerr := resolveCatalog(cat, name)
+		if !ok && rerr == nil && err == nil {
+			// A task a worker published since the last read.
+			if cat, err = c.catalog(ctx, true); err == nil {
+				full, ok, rerr = resolveCatalog(cat, name)
+			}
+		}
+		switch {
+		case rerr != nil:
+			return "", rerr
+		case ok:
+			return full, nil
+		}
+	}
+	if allowUnknown || c.cfg.AllowUnknownTasks {
+		return name, nil
+	}
+	known := slices.Clone(c.names)
+	if cat, err := c.catalog(ctx, false); err == nil {
+		for _, t := range cat {
+			if !slices.Contains(known, t.Name) {
+				known = append(known, t.Name)
+			}
+		}
+	}
+	known = slices.DeleteFunc(known, func(s string) bool { return s == "" })
+	err := UnknownTaskError(name, known)
+	return "", fmt.Errorf("%w (Opts.AllowUnknownTask stores it anyway)", err)
 }

@@ -344,9 +344,17 @@ type Stats struct {
 	RateLimits map[string]RateLimitInfo `json:"rate_limits,omitempty"`
 	// UptimeSeconds is the queue's uptime: since the earliest live worker
 	// started, or, with no live worker, since the queue was created.
-	UptimeSeconds float64      `json:"uptime_seconds"`
-	IsHealthy     bool         `json:"is_healthy"` // every shard readable and circuit not open
-	PerShard      []ShardStats `json:"shards"`
+	UptimeSeconds float64 `json:"uptime_seconds"`
+	// IsHealthy reports whether the queue works: every shard could be
+	// read. An open circuit breaker does not make it false: it is a
+	// dependency of one task that is down, listed in Degraded (see
+	// Client.Health for the whole picture).
+	IsHealthy bool `json:"is_healthy"`
+	// Degraded lists, sorted, the tasks whose circuit breaker is open or
+	// half-open: their jobs wait for a dependency while every other task
+	// runs.
+	Degraded []string     `json:"degraded,omitempty"`
+	PerShard []ShardStats `json:"shards"`
 	// Tasks maps every task with pending or scheduled jobs to its backlog
 	// and how many live workers run it.
 	Tasks map[string]TaskInfo `json:"tasks,omitempty"`
@@ -421,6 +429,7 @@ func (c *Client) Stats(ctx context.Context) (Stats, error) {
 	if err := c.fillCircuits(ctx, &s); err != nil {
 		errs = append(errs, err)
 	}
+	s.Degraded = degradedTasks(s.Circuits) // health.go
 	if qs, err := c.Queues(ctx); err != nil {
 		errs = append(errs, err)
 	} else {

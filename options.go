@@ -60,6 +60,12 @@ type Opts struct {
 	// or control characters, at most MaxTags of them, no duplicates. Nil
 	// keeps the task's TaskOptions.Tags; an empty non-nil slice means none.
 	Tags []string
+	// AllowUnknownTask stores the task name as given when neither this
+	// client's handlers nor the store's task catalogue (the tasks workers
+	// ran) know it: for a producer whose workers are not deployed yet.
+	// Without it such a name is ErrUnknownTask listing the near matches,
+	// so that a misspelt or short name is never stored to wait for ever.
+	AllowUnknownTask bool
 }
 
 // Tag limits (Opts.Tags, TaskOptions.Tags, the tags= annotation).
@@ -172,6 +178,12 @@ type TaskOptions struct {
 	// Tags are the default tags of the task's jobs (annotation
 	// tags=a,b); Opts.Tags replaces them for one enqueue.
 	Tags []string
+	// Aliases are earlier names of the task (annotation
+	// aliases=old.Name,other.Name): jobs stored under one of them run as
+	// this task (Run renames them when it starts and at every recovery
+	// pass), and an enqueue under one stores the task's name. See
+	// docs/tasks.md#task-names.
+	Aliases []string
 	// GlobalRateLimit caps how often the task's jobs start over every
 	// process on the same data directory or database (annotation
 	// global_rate_limit=100/s): at most Limit in any window of Per, a

@@ -104,6 +104,9 @@ func childMain() int {
 				cancel()
 			}
 		}
+	case "untilsignal":
+		stop()                                    // the documented program catches signals itself
+		return untilSignalChild(dir, shards, say) // signal_test.go
 	case "sched":
 		return schedChild(dir, shards, os.Stdin, say)
 	case "probe":

@@ -273,7 +273,6 @@ func (c *Client) fillRegistry(ctx context.Context, s *Stats, local bool) error {
 		s.RateLimit, s.RateLimitPer, s.TokensAvailable = g.Limit, g.Per, g.Tokens
 	}
 	s.CircuitState = worst
-	s.IsHealthy = s.IsHealthy && worst != breaker.Open.String()
 	return nil
 }
 

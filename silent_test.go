@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -229,7 +230,7 @@ func TestWorkerRegistry(t *testing.T) {
 		}
 		return s.Circuits[mine] == "open"
 	})
-	if s.CircuitState != "open" || s.IsHealthy || len(s.Workers) != 1 {
+	if s.CircuitState != "open" || !s.IsHealthy || !slices.Contains(s.Degraded, mine) || len(s.Workers) != 1 {
 		t.Errorf("stats = %+v, want the worker's open breaker", s)
 	}
 	if s.RateLimits[limited].Limit != 7 {

@@ -294,13 +294,17 @@ func TestPublishedSchema_HandlerlessProducer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer prod.Close()
-	// Before any worker runs, nothing is known: any object is stored.
+	// Before any worker runs, nothing is known: the name is refused unless
+	// the producer says to store it, and then any object is stored.
 	early, err := queuemax.Open(ctx, queuemax.Config{Dir: dir, Logger: discard()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer early.Close()
-	if _, err := early.Enqueue(ctx, task, json.RawMessage(`{"x":1}`), queuemax.Opts{}); err != nil {
+	if _, err := early.Enqueue(ctx, task, json.RawMessage(`{"x":1}`), queuemax.Opts{}); !errors.Is(err, queuemax.ErrUnknownTask) {
+		t.Fatalf("enqueue of an unpublished task = %v, want ErrUnknownTask", err)
+	}
+	if _, err := early.Enqueue(ctx, task, json.RawMessage(`{"x":1}`), queuemax.Opts{AllowUnknownTask: true}); err != nil {
 		t.Fatalf("enqueue before a worker published: %v", err)
 	}
 	runCtx, stop := context.WithCancel(ctx)

@@ -114,6 +114,9 @@ func (c *Client) newEngine() (*worker, error) {
 		CleanupAge:         c.cfg.CleanupAge,
 		CheckAlert: func(ctx context.Context) {
 			c.checkAlert(ctx, true)
+			if _, err := c.adoptRenamed(ctx); err != nil && ctx.Err() == nil {
+				c.log.WarnContext(ctx, "queuemax: cannot rename jobs stored under earlier task names", "error", err)
+			}
 			w.warnUnhandled(ctx)
 		},
 		Registry: &engine.Registry{Store: c.st, Key: w.regKey, Every: c.registryRefresh(), TTL: c.registryTTL(),
@@ -212,6 +215,14 @@ func (c *Client) Run(ctx context.Context) error {
 		return err
 	}
 	c.engine.Store(e)
+	// The task catalogue and the jobs stored under earlier names
+	// (catalog.go): before the first claim.
+	if err := c.publishCatalog(ctx); err != nil {
+		c.log.WarnContext(ctx, "queuemax: cannot publish the task catalogue", "error", err)
+	}
+	if _, err := c.adoptRenamed(ctx); err != nil {
+		c.log.WarnContext(ctx, "queuemax: cannot rename jobs stored under earlier task names", "error", err)
+	}
 	c.log.InfoContext(ctx, "queuemax started", "worker_id", c.cfg.WorkerID, "shards", c.cfg.Shards,
 		"workers", e.Stats().Concurrency, "tasks", len(c.handlers))
 	e.Run(ctx)
@@ -328,7 +339,6 @@ func fillStats(e *engine.Engine, s *Stats) {
 		s.CircuitFailures = max(s.CircuitFailures, st.Failures)
 	}
 	s.CircuitState = worst.String()
-	s.IsHealthy = s.IsHealthy && worst != breaker.Open
 }
 
 // newExecutor builds the Executor that runs and finishes the client's

@@ -305,8 +305,8 @@ func TestClient_Run(t *testing.T) {
 				t.Fatalf("stats = %+v, want failures counted", s)
 			}
 		}
-		if s.IsHealthy {
-			t.Errorf("IsHealthy = true with an open circuit")
+		if !s.IsHealthy || len(s.Degraded) != 1 || s.Degraded[0] != "t.Down" {
+			t.Errorf("IsHealthy = %v, Degraded = %v with an open circuit; want healthy, t.Down degraded", s.IsHealthy, s.Degraded)
 		}
 	})
 }

@@ -16,7 +16,10 @@
 // written as a Go string literal ("…" or `…`) and unquoted with
 // strconv.Unquote. Keys of both directives:
 //
-//	name=STRING            stable task name stored in every job row; default import/path.Func
+//	name=STRING            stable task name stored in every job row; default pkgname.Func
+//	                       (the package name, not its import path), unique in a program
+//	aliases=LIST           comma-separated earlier names of the task: jobs stored under
+//	                       one run as this task (after a rename, while old jobs drain)
 //	priority=0|1|2         default priority (0 low, 2 high)
 //	retries=N              retries after the first attempt, 0 ≤ N ≤ 1000 (0 disables retries)
 //	timeout=DURATION       bound on one attempt, a time.ParseDuration string > 0
@@ -104,6 +107,9 @@ type Directive struct {
 	Kind Kind
 	// Name is the stable task name. Empty means the default.
 	Name string
+	// Aliases are earlier names of the task (aliases=), in source order:
+	// jobs stored under them run as this task.
+	Aliases []string
 	// Priority is 0–2; nil means unset.
 	Priority *int
 	// Retries is the retry count; nil means unset, and a pointer to 0 is an
@@ -239,7 +245,7 @@ func IsDirective(line string) bool { return strings.HasPrefix(line, Prefix) }
 // MaxRetries is the largest retries=N accepted, as queuemax.MaxRetriesLimit.
 const MaxRetries = 1000
 
-var taskKeys = []string{"name", "priority", "retries", "timeout", "retry_delay", "rate_limit", "retry_on", "inline_retries", "circuit", "queue", "tags",
+var taskKeys = []string{"name", "aliases", "priority", "retries", "timeout", "retry_delay", "rate_limit", "retry_on", "inline_retries", "circuit", "queue", "tags",
 	"unique", "unique_for", "unique_states", "global_rate_limit", "global_concurrency", "limit_by",
 	"key_rate_limit", "key_concurrency"}
 
@@ -577,5 +583,7 @@ func (p *parser) pair(key, val string, keyOff, valOff int) {
 		p.uniqueStates(val, valOff)
 	case "tags":
 		p.tags(val, valOff)
+	case "aliases":
+		p.aliases(val, valOff) // values.go
 	}
 }

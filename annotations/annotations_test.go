@@ -240,6 +240,17 @@ func TestParse(t *testing.T) {
 			wantErr: []string{`24: queuemax:task: bad tags "ok,,x,x": empty tag (write tags=a,b)`, `27: queuemax:task: duplicate tag "x"`},
 		},
 		{
+			name: "Aliases",
+			in:   "//queuemax:task name=mail.Send aliases=tasks.SendEmail,example.com/shop/tasks.SendEmail",
+			want: &annotations.Directive{Kind: annotations.KindTask, Name: "mail.Send", Aliases: []string{"tasks.SendEmail", "example.com/shop/tasks.SendEmail"}},
+		},
+		{
+			name:    "BadAliases",
+			in:      "//queuemax:task aliases=a.B,,a.B",
+			want:    &annotations.Directive{Kind: annotations.KindTask},
+			wantErr: []string{`28: queuemax:task: bad aliases "a.B,,a.B": empty name (write aliases=old.Name,other.Name)`, `29: queuemax:task: duplicate alias "a.B"`},
+		},
+		{
 			name:    "TagTooLong",
 			in:      "//queuemax:task tags=" + strings.Repeat("t", 65),
 			want:    &annotations.Directive{Kind: annotations.KindTask},

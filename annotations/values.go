@@ -263,3 +263,31 @@ func (p *parser) finish() {
 		p.errorf(0, "missing schedule: set every=DURATION or cron=\"SPEC\"")
 	}
 }
+
+// aliases parses aliases=old.Name,other.Name: names as name= takes them,
+// without duplicates.
+func (p *parser) aliases(val string, valOff int) {
+	seen := map[string]bool{}
+	off := valOff
+	var out []string
+	ok := true
+	for a := range strings.SplitSeq(val, ",") {
+		switch {
+		case a == "":
+			p.errorf(off, "bad aliases %q: empty name (write aliases=old.Name,other.Name)", val)
+			ok = false
+		case !utf8.ValidString(a) || strings.IndexFunc(a, func(r rune) bool { return unicode.IsSpace(r) || !unicode.IsPrint(r) }) >= 0:
+			p.errorf(off, "bad alias %q: want no spaces or control characters", a)
+			ok = false
+		case seen[a]:
+			p.errorf(off, "duplicate alias %q", a)
+			ok = false
+		}
+		seen[a] = true
+		out = append(out, a)
+		off += len(a) + 1
+	}
+	if ok {
+		p.d.Aliases = out
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -66,5 +67,9 @@ func TestBreakerShown(t *testing.T) {
 	if !strings.Contains(out, "open (at most 1 consecutive dependency failures)") || !strings.Contains(out, "open until ") ||
 		!strings.Contains(out, "last: dependency unavailable: payments API: 503") {
 		t.Errorf("stats does not show the stored breaker:\n%s", out)
+	}
+	// One dependency down: the task is degraded, the queue healthy.
+	if !regexp.MustCompile(`(?m)^Healthy +yes$`).MatchString(out) || !regexp.MustCompile(`(?m)^Degraded +shop\.Charge \(breaker open\)$`).MatchString(out) {
+		t.Errorf("stats with an open breaker: want Healthy yes and shop.Charge degraded:\n%s", out)
 	}
 }

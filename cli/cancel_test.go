@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/queuemax/queuemax"
@@ -29,15 +30,22 @@ func TestCancel(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	res := ok(t, qm(t, append(d, "cancel", "--job-id", waiting.String())...), "cancel waiting")
-	if res.stdout != "cancelled job "+waiting.String()+"\n" {
-		t.Errorf("cancel: %q", res.stdout)
+	// The job is named by a positional ID, as in every command.
+	res := ok(t, qm(t, append(d, "cancel", waiting.String())...), "cancel waiting")
+	if res.stdout != "cancelled job "+waiting.String()+"\n" || res.stderr != "" {
+		t.Errorf("cancel: stdout %q, stderr %q", res.stdout, res.stderr)
 	}
-	wantFail(t, qm(t, append(d, "cancel", "--job-id", waiting.String())...), 1, "cannot cancel", "already finished", "cancelled")
-	wantFail(t, qm(t, append(d, "cancel", "--job-id", "999999")...), 1, "does not exist")
-	wantFail(t, qm(t, append(d, "cancel")...), 2, "--job-id is required")
+	// The old flag still works, with a deprecation notice on stderr.
+	res = qm(t, append(d, "cancel", "--job-id", waiting.String())...)
+	if res.code != 1 || !strings.Contains(res.stderr, "already finished") ||
+		!strings.Contains(res.stderr, "--job-id is deprecated; write the ID as an argument: queuemax cancel "+waiting.String()) {
+		t.Errorf("cancel --job-id of a finished job: exit %d, stderr %q; want 1, a deprecation notice and the error", res.code, res.stderr)
+	}
+	wantFail(t, qm(t, append(d, "cancel", "999999")...), 1, "does not exist")
+	wantFail(t, qm(t, append(d, "cancel")...), 2, "the job's ID is required")
+	wantFail(t, qm(t, append(d, "cancel", "1", "2")...), 2, `unexpected argument "2"`)
 
-	res = ok(t, qm(t, append(d, "cancel", "--job-id", running.String(), "--json")...), "cancel running")
+	res = ok(t, qm(t, append(d, "cancel", "--json", running.String())...), "cancel running")
 	var out struct {
 		JobID  queuemax.JobID  `json:"job_id"`
 		Status queuemax.Status `json:"status"`

@@ -24,7 +24,7 @@ var (
 	tasksBin    string // examples/tasks/cmd/tasks: the example registry
 )
 
-const taskPrefix = "github.com/queuemax/queuemax/examples/tasks."
+const taskPrefix = "tasks."
 
 func TestMain(m *testing.M) {
 	os.Exit(testMain(m))
@@ -161,7 +161,7 @@ func newQueue(t *testing.T, shards int) string {
 // setting up states the binaries then inspect.
 func withClient(t *testing.T, dir string, shards int, fn func(c *queuemax.Client)) {
 	t.Helper()
-	c, err := queuemax.Open(t.Context(), queuemax.Config{Dir: dir, Shards: shards,
+	c, err := queuemax.Open(t.Context(), queuemax.Config{Dir: dir, Shards: shards, AllowUnknownTasks: true,
 		Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
 	if err != nil {
 		t.Fatalf("Open(%s): %v", dir, err)
@@ -259,6 +259,11 @@ func TestHelp(t *testing.T) {
 			t.Errorf("tasks worker --help does not mention %s:\n%s", f, res.stdout)
 		}
 	}
+	// The second signal: what the command does (cli/signal_test.go proves it).
+	if help := strings.Join(strings.Fields(res.stdout), " "); !strings.Contains(help, "A second signal during the drain stops at once: the running jobs are cancelled and released to pending without spending an attempt") ||
+		strings.Contains(help, "recovered as orphans") {
+		t.Errorf("tasks worker --help misstates the second signal:\n%s", res.stdout)
+	}
 	// No command: the help, on stderr, and a usage error.
 	res = qm(t)
 	if res.code != 2 || !strings.Contains(res.stderr, "Usage: queuemax") || !strings.HasSuffix(res.stderr, "queuemax: no command given\n") {
@@ -295,8 +300,7 @@ func TestUsageErrors(t *testing.T) {
 		{"ShardOutOfRange", queuemaxBin, append(d, "stats", "--shard", "3"), []string{"--shard 3: the data dir has 3 shards"}},
 		{"StatsNegativeShard", queuemaxBin, append(d, "stats", "--shard", "-1"), []string{"--shard -1: the data dir has 3 shards"}},
 		{"ListNegativeShard", queuemaxBin, append(d, "list", "--shard", "-1"), []string{"--shard -1: the data dir has 3 shards"}},
-		{"ListDeadAndOther", queuemaxBin, append(d, "list", "--status", "dead,failed"), []string{"cannot be combined"}},
-		{"DLQRequeueFilterAndID", queuemaxBin, append(d, "dlq", "requeue", "--task", "x", "--shard", "1", "--id", "1"), []string{"cannot be combined with --shard"}},
+		{"DLQRequeueFilterAndID", queuemaxBin, append(d, "dlq", "requeue", "--task", "x", "1:1"), []string{"cannot be combined with a dead letter SHARD:DLQID"}},
 		{"ZeroLimit", queuemaxBin, append(d, "list", "--limit", "0"), []string{"--limit 0"}},
 		{"InvalidJSON", tasksBin, append(d, "enqueue", "--task", "SendEmail", "--payload", `{"to":`), []string{"--payload is not valid JSON"}},
 		{"PayloadNotObject", queuemaxBin, append(d, "enqueue", "--task", "x", "--payload", `[1,2]`), []string{"--payload must be a JSON object"}},
@@ -311,9 +315,10 @@ func TestUsageErrors(t *testing.T) {
 		{"PurgeNeedsWhat", queuemaxBin, append(d, "purge", "--yes"), []string{"purge needs --status or --days"}},
 		{"PurgeDead", queuemaxBin, append(d, "purge", "--status", "dead", "--yes"), []string{"--status dead"}},
 		{"PurgeNotTTY", queuemaxBin, append(d, "purge", "--status", "pending"), []string{"refusing to delete without --yes"}},
-		{"RetryBadID", queuemaxBin, append(d, "retry", "--job-id", "abc"), []string{"--job-id"}},
-		{"RetryIDShardMismatch", queuemaxBin, append(d, "retry", "--job-id", "2:5", "--shard", "1"), []string{"is in shard 2, not --shard 1"}},
-		{"DLQRequeueNoID", queuemaxBin, append(d, "dlq", "requeue", "--shard", "1"), []string{"needs --shard and --id, or --all, --task or --error"}},
+		{"RetryBadID", queuemaxBin, append(d, "retry", "abc"), []string{`job ID "abc"`}},
+		{"RetryIDShardMismatch", queuemaxBin, append(d, "retry", "2:5", "--shard", "1"), []string{"is in shard 2, not --shard 1"}},
+		{"DLQRequeueNoID", queuemaxBin, append(d, "dlq", "requeue", "--shard", "1"), []string{"needs a dead letter SHARD:DLQID, or --all, --task or --error"}},
+		{"DLQRequeueBadID", queuemaxBin, append(d, "dlq", "requeue", "7"), []string{`dead letter "7": want SHARD:DLQID`}},
 		{"DLQUnknown", queuemaxBin, append(d, "dlq", "purge"), []string{`unknown dlq command "purge"`}},
 		{"WorkerWithoutRegistry", queuemaxBin, append(d, "worker"), []string{"this binary has no tasks", "cli.Main"}},
 		{"WorkerUnknownTask", tasksBin, append(d, "worker", "--tasks", "SendEmail,Nope"), []string{`unknown task "Nope"`}},

@@ -82,7 +82,7 @@ func TestIssuePayload_CLIAndDLQRequeue(t *testing.T) {
 		t.Fatalf("dead letters = %v, want 3", got)
 	}
 	// The CLI's own enqueue of the struct, its optional field left out.
-	ok(t, qm(t, append(d, "enqueue", "--task", "t.P", "--payload", `{"seq":1}`)...), "enqueue")
+	ok(t, qm(t, append(d, "enqueue", "--any-task", "--task", "t.P", "--payload", `{"seq":1}`)...), "enqueue")
 
 	res := ok(t, qm(t, append(d, "dlq", "requeue", "--error", "missing (every non-pointer parameter is required)", "--task", "t.P", "--json")...), "dlq requeue")
 	var out struct {

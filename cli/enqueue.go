@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
@@ -25,9 +24,12 @@ has a task registry, which also rejects unknown task names (a short name
 such as SendEmail is resolved when it matches one task) and payloads that
 do not fit the task's parameters: an unknown key, a missing parameter or a
 wrong type is refused naming the field. A binary without a registry
-(queuemax) checks --task against the tasks of the live workers (see
-workers) in the same way; with no live worker it stores the name as given
-(stats then warns while no worker runs it), and --any-task skips the check.
+(queuemax) resolves --task in the same way against the store's task
+catalogue: the tasks every worker that ever ran on this queue published
+(their names, earlier names and payload schemas), kept after the workers
+stop, so the result does not depend on whether a worker is live. An
+ambiguous or unknown name is refused with the near matches; --any-task
+stores it as given (for a task whose workers are not deployed yet).
 
 --unique-key makes the job unique by that key (see the README's "Unique
 jobs"): while a job of the task with the same key waits or runs, nothing is
@@ -75,7 +77,7 @@ func runEnqueue(r *runner, ctx context.Context, cmd *command, args []string) (er
 	jsonOut := fs.Bool("json", false, "print JSON")
 	mkdir := fs.Bool("create", false, "create the data dir and shard files if missing")
 	queue := fs.String("queue", "", "put the job in queue `NAME` (default: the task's, or the default queue)")
-	anyTask := fs.Bool("any-task", false, "store --task as given even if no live worker runs it (binaries without a task registry)")
+	anyTask := fs.Bool("any-task", false, "store --task as given even if no task the store knows has that name (workers not deployed yet)")
 	if err := r.parse(fs, cmd, args); err != nil {
 		return err
 	}
@@ -151,8 +153,11 @@ func runEnqueue(r *runner, ctx context.Context, cmd *command, args []string) (er
 		return err
 	}
 	defer closeClient(c, &err)
-	if len(r.handlers) == 0 && !*anyTask {
-		if name, err = r.checkLiveTask(ctx, c, name); err != nil {
+	switch {
+	case *anyTask:
+		o.AllowUnknownTask = true
+	case len(r.handlers) == 0:
+		if name, err = r.storeResolver(ctx, c)(name); err != nil {
 			return err
 		}
 	}
@@ -203,13 +208,17 @@ func (r *runner) enqueueFile(ctx context.Context, path string, mode access, asJS
 			return err
 		}
 	}
-	c, err := r.open(ctx, mode, "pass --create to make a new queue", nil)
+	var allow func(*queuemax.Config)
+	if anyTask {
+		allow = func(cfg *queuemax.Config) { cfg.AllowUnknownTasks = true }
+	}
+	c, err := r.open(ctx, mode, "pass --create to make a new queue", allow)
 	if err != nil {
 		return err
 	}
 	defer closeClient(c, &err)
 	if len(r.handlers) == 0 && !anyTask {
-		if err := r.checkFileTasks(path, data, r.liveResolver(ctx, c)); err != nil {
+		if err := r.checkFileTasks(path, data, r.storeResolver(ctx, c)); err != nil {
 			return err
 		}
 	}
@@ -236,7 +245,7 @@ func (r *runner) enqueueFile(ctx context.Context, path string, mode access, asJS
 }
 
 // checkFileTasks rejects the first record whose task resolve (the
-// binary's registry, or the live workers' tasks) does not know, or names
+// binary's registry, or the store's task catalogue) does not know, or names
 // by a short name. Records that do not parse are left for EnqueueFile to report.
 func (r *runner) checkFileTasks(path string, data []byte, resolve func(string) (string, error)) error {
 	check := func(line int, raw []byte) error {
@@ -293,46 +302,18 @@ func (r *runner) checkFileTasks(path string, data []byte, resolve func(string) (
 	return nil
 }
 
-// checkLiveTask resolves name against the tasks of the live workers; see
-// liveResolver.
-func (r *runner) checkLiveTask(ctx context.Context, c *queuemax.Client, name string) (string, error) {
-	return r.liveResolver(ctx, c)(name)
-}
-
-// liveResolver reads the worker registry once and returns a resolver of
-// task names against the live workers' tasks, for a binary without a task
-// registry: a short name matching one of their tasks becomes its full
-// name, and a name none of them runs is an error. With no live worker (or
-// a catch-all one) every name is kept as given.
-func (r *runner) liveResolver(ctx context.Context, c *queuemax.Client) func(string) (string, error) {
-	keep := func(name string) (string, error) { return name, nil }
-	ws, err := c.Workers(ctx)
-	if err != nil {
-		fmt.Fprintf(r.stderr, "warning: cannot read the worker registry (%v); task names not checked\n", err)
-		return keep
-	}
-	if len(ws) == 0 {
-		return keep // workers may start later; stats warns while none runs it
-	}
-	var known []string
-	for _, w := range ws {
-		if len(w.Tasks) == 0 {
-			return keep // a catch-all worker runs every task
-		}
-		for _, t := range w.Tasks {
-			if !slices.Contains(known, t) {
-				known = append(known, t)
-			}
-		}
-	}
+// storeResolver returns a resolver of task names for a binary without a
+// task registry: Client.ResolveTaskName, which resolves against the
+// store's task catalogue (the tasks workers ran, kept after they stop), so
+// a name resolves the same way whether or not a worker is live. An
+// ambiguous or unknown name is a usage error listing the near matches.
+func (r *runner) storeResolver(ctx context.Context, c *queuemax.Client) func(string) (string, error) {
 	return func(name string) (string, error) {
-		full, ok, err := queuemax.ResolveTask(known, name)
-		switch {
-		case err != nil:
-			return "", usagef("%v", err)
-		case ok:
-			return full, nil
+		full, err := c.ResolveTaskName(ctx, name)
+		if err != nil {
+			msg := strings.Replace(err.Error(), "(Opts.AllowUnknownTask stores it anyway)", "(--any-task stores it anyway)", 1)
+			return "", usagef("%s", strings.TrimPrefix(msg, "queuemax: "))
 		}
-		return "", usagef("%v (the tasks of the live workers; --any-task stores it anyway)", queuemax.UnknownTaskError(name, known))
+		return full, nil
 	}
 }

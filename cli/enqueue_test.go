@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -89,9 +90,13 @@ func TestEnqueueAndList(t *testing.T) {
 	if res.stdout != "no failed jobs\n" {
 		t.Errorf("list --status failed on no failed jobs: %q", res.stdout)
 	}
+	// The task binary published its tasks: a binary without a registry
+	// resolves a short name against the store's task catalogue, whether or
+	// not a worker is live.
 	res = ok(t, qm(t, append(d, "list", "--task", "SendEmail")...), "list short name without registry")
-	if !strings.Contains(res.stdout, "takes the full name") {
-		t.Errorf("list --task SendEmail without registry: %q", res.stdout)
+	if !strings.Contains(res.stdout, `"to":"a@example.com"`) || !strings.Contains(res.stdout, `"to":"b@example.com"`) ||
+		strings.Contains(res.stdout, "CleanupOldData") {
+		t.Errorf("list --task SendEmail without registry: want both tasks.SendEmail jobs only:\n%s", res.stdout)
 	}
 
 	s := getStats(t, dir)
@@ -112,6 +117,14 @@ func TestEnqueueAndList(t *testing.T) {
 	if err := json.Unmarshal([]byte(res.stdout), &sh); err != nil || sh.Shard != e.Shard || sh.Pending < 1 {
 		t.Errorf("stats --shard %d --json = %s (%v)", e.Shard, res.stdout, err)
 	}
+
+	// Without a registry and with no worker live, a short name resolves
+	// against the task catalogue; a misspelt one is refused.
+	res = ok(t, qm(t, append(d, "enqueue", "--task", "SendEmail", "--payload", `{"to":"c@example.com","subject":"Hi"}`, "--json")...), "enqueue short name without registry")
+	if !strings.Contains(res.stdout, `"task": "tasks.SendEmail"`) {
+		t.Errorf("enqueue --task SendEmail without registry or worker stored %s, want tasks.SendEmail", res.stdout)
+	}
+	wantFail(t, qm(t, append(d, "enqueue", "--task", "SendEmial")...), 2, `unknown task "SendEmial"`, `did you mean "tasks.SendEmail"`, "--any-task")
 }
 
 func TestEnqueueFile(t *testing.T) {
@@ -149,7 +162,11 @@ func TestEnqueueFile(t *testing.T) {
 		{"UnknownTask", tasksBin, unknownTask, []string{unknownTask + ":3:", `unknown task "` + taskPrefix + `SendMail"`}},
 		{"ShortName", tasksBin, shortName, []string{shortName + ":1:", "write the full name"}},
 	} {
-		res := invocation{bin: tt.bin, args: append(d, "enqueue", "--file", tt.file)}.run(t)
+		args := append(slices.Clone(d), "enqueue", "--file", tt.file)
+		if tt.bin == queuemaxBin {
+			args = append(args, "--any-task") // no task was published yet: these cases are about the file
+		}
+		res := invocation{bin: tt.bin, args: args}.run(t)
 		t.Run(tt.name, func(t *testing.T) { wantFail(t, res, 2, tt.want...) })
 	}
 	wantFail(t, qm(t, append(d, "enqueue", "--file", filepath.Join(files, "missing.jsonl"))...), 1, "missing.jsonl")

@@ -119,6 +119,49 @@ func (r *runner) parse(fs *flag.FlagSet, c *command, args []string) error {
 	return nil
 }
 
+// parseID parses args into fs as parse does, but takes one positional
+// argument (the ID a command acts on) anywhere among the flags, and
+// returns it ("" when none is given).
+func (r *runner) parseID(fs *flag.FlagSet, c *command, args []string) (string, error) {
+	var pos []string
+	for rest := args; ; {
+		err := fs.Parse(rest)
+		switch {
+		case errors.Is(err, flag.ErrHelp):
+			printCommandUsage(r.stdout, r.name, c, fs)
+			return "", errHelp
+		case err != nil:
+			return "", &usageError{flagError(err, r.name, c)}
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		pos = append(pos, fs.Arg(0))
+		rest = fs.Args()[1:]
+	}
+	if len(pos) > 1 {
+		return "", usagef("unexpected argument %q (see %s %s --help)", pos[1], r.name, c.name)
+	}
+	if len(pos) == 0 {
+		return "", nil
+	}
+	return pos[0], nil
+}
+
+// idArg returns the ID a command acts on: the positional one, or the value
+// of the deprecated flag (with a notice on stderr saying how to write it
+// now). Giving both is a usage error unless they agree.
+func (r *runner) idArg(c *command, pos, flagName, flagVal string) (string, error) {
+	if flagVal == "" {
+		return pos, nil
+	}
+	if pos != "" && pos != flagVal {
+		return "", usagef("the ID is given twice (%s and --%s %s): write it once, as an argument", pos, flagName, flagVal)
+	}
+	fmt.Fprintf(r.stderr, "%s %s: --%s is deprecated; write the ID as an argument: %s %s %s\n", r.name, c.name, flagName, r.name, c.name, flagVal)
+	return flagVal, nil
+}
+
 // flagError rewrites the flag package's messages in the --flag spelling.
 func flagError(err error, prog string, c *command) error {
 	msg := err.Error()

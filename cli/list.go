@@ -20,7 +20,9 @@ var listCommand = &command{
 	help: `
 List prints stored jobs, newest first, with their task, status, priority,
 attempts, age and payload, and a TAGS column when a listed job has tags.
---status dead lists the dead-letter queue instead (as dlq list does).
+--status dead lists the dead-letter queue (as dlq list does); beside other
+statuses (--status failed,dead) it lists their jobs, then the dead letters
+(--json: {"jobs": [...], "dead_letters": [...]}).
 Completed jobs are kept for the queue's completed-job retention
 (QUEUE_MAX_COMPLETED_RETENTION, default 1h; 0 keeps only those with a
 result), so --status completed shows what succeeded and when. --tag lists
@@ -28,8 +30,9 @@ only jobs with that tag.
 When a listed job is unique, a UNIQUE column shows the first digits of its
 key (--json prints "unique_key" whole).
 
---task takes the full task name or, for a binary with a task registry, a
-short one (SendEmail or tasks.SendEmail). The data directory is opened
+--task takes the full task name or a short one (SendEmail), resolved
+against the binary's task registry or, without one, the store's task
+catalogue (the tasks workers published). The data directory is opened
 read-only.`,
 	run: runList,
 }
@@ -51,7 +54,7 @@ func (f *listFilters) register(fs *flag.FlagSet) {
 
 // params checks the filters and returns them as ListParams. --task is
 // resolved as enqueue resolves it: against the binary's registry, or, for
-// a binary without one, the tasks of the live workers (a short name that
+// a binary without one, the store's task catalogue (a short name that
 // matches one of them becomes its full name; others are kept as given).
 func (f *listFilters) params(ctx context.Context, r *runner, c *queuemax.Client) (queuemax.ListParams, error) {
 	p := queuemax.ListParams{Limit: f.limit}
@@ -66,7 +69,7 @@ func (f *listFilters) params(ctx context.Context, r *runner, c *queuemax.Client)
 	}
 	task, err := r.filterTask(f.task)
 	if err == nil && task != "" && len(r.handlers) == 0 {
-		if full, lerr := r.liveResolver(ctx, c)(task); lerr == nil {
+		if full, lerr := r.storeResolver(ctx, c)(task); lerr == nil {
 			task = full
 		}
 	}
@@ -102,9 +105,6 @@ func runList(r *runner, ctx context.Context, cmd *command, args []string) (err e
 		return err
 	}
 	dead := slices.Contains(statuses, "dead")
-	if dead && len(statuses) > 1 {
-		return usagef("--status dead lists the dead-letter queue and cannot be combined with other statuses")
-	}
 	if *tag != "" && dead {
 		return usagef("--tag does not apply to --status dead (dead letters keep no tags)")
 	}
@@ -136,9 +136,12 @@ func runList(r *runner, ctx context.Context, cmd *command, args []string) (err e
 	if err != nil {
 		return err
 	}
-	if dead {
+	// dead beside other statuses: those jobs, then the dead letters.
+	withDead := dead && (len(sts) > 0 || slices.Contains(statuses, "all"))
+	if dead && !withDead {
 		return r.printDeadLetters(ctx, c, p, f.json)
 	}
+	dp := p
 	p.Tag = *tag
 	jobs, err := listJobs(ctx, c, p, sts)
 	if err != nil {
@@ -149,8 +152,28 @@ func runList(r *runner, ctx context.Context, cmd *command, args []string) (err e
 		for i, j := range jobs {
 			out[i] = jsonview.NewJob(j)
 		}
-		return writeJSON(r.stdout, out)
+		if !withDead {
+			return writeJSON(r.stdout, out)
+		}
+		dls, err := c.DeadLetters(ctx, dp)
+		if err != nil {
+			return err
+		}
+		dout := make([]jsonview.DeadLetter, len(dls))
+		for i, d := range dls {
+			dout[i] = jsonview.NewDeadLetter(d)
+		}
+		return writeJSON(r.stdout, map[string]any{"jobs": out, "dead_letters": dout})
 	}
+	if err := r.printJobs(jobs, sts, p); err != nil || !withDead {
+		return err
+	}
+	fmt.Fprintln(r.stdout, "\ndead letters:")
+	return r.printDeadLetters(ctx, c, dp, false)
+}
+
+// printJobs prints list's job table (or that there are none).
+func (r *runner) printJobs(jobs []*queuemax.Job, sts []queuemax.Status, p queuemax.ListParams) error {
 	if len(jobs) == 0 {
 		what := "jobs"
 		if len(sts) > 0 {
@@ -297,10 +320,10 @@ func (r *runner) printDeadLetters(ctx context.Context, c *queuemax.Client, p que
 }
 
 // fullNameHint explains, after an empty listing, that a binary without a
-// task registry matches --task by full name only.
+// task registry found no task of that name in the task catalogue.
 func (r *runner) fullNameHint(task string) string {
 	if task == "" || len(r.handlers) > 0 || strings.Contains(task, "/") {
 		return ""
 	}
-	return fmt.Sprintf(" of task %q (without a task registry, --task takes the full name, such as example.com/app/tasks.%s)", task, bareTask(task))
+	return fmt.Sprintf(" of task %q (no task the store's task catalogue knows has that name)", task)
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -13,12 +14,13 @@ import (
 
 var retryCommand = &command{
 	name:    "retry",
-	args:    "[--shard N | --job-id ID] [--json]",
+	args:    "[ID | --shard N] [--json]",
 	summary: "re-queue failed jobs",
 	help: `
 Retry re-queues failed (dead-lettered) jobs with a fresh attempt budget and
 removes their dead-letter rows: every failed job, those of one shard
-(--shard), or one job (--job-id, a job ID or shard:seq). Dead letters whose
+(--shard), or one job named by its ID (a job ID or shard:seq; --job-id ID
+is the deprecated spelling). Dead letters whose
 job row was cleaned up are re-queued with dlq requeue.`,
 	run: runRetry,
 }
@@ -27,11 +29,17 @@ func runRetry(r *runner, ctx context.Context, cmd *command, args []string) (err 
 	fs := r.newFlagSet(cmd.name)
 	var shardFlag optInt // not given: every shard
 	fs.Var(&shardFlag, "shard", "only shard `N`")
-	jobID := fs.String("job-id", "", "only the job `ID` (a job ID or shard:seq)")
+	jobIDFlag := fs.String("job-id", "", "deprecated: give the job `ID` as an argument")
 	jsonOut := fs.Bool("json", false, "print JSON")
-	if err := r.parse(fs, cmd, args); err != nil {
+	pos, err := r.parseID(fs, cmd, args)
+	if err != nil {
 		return err
 	}
+	idText, err := r.idArg(cmd, pos, "job-id", *jobIDFlag)
+	if err != nil {
+		return err
+	}
+	jobID := &idText
 	all := queuemax.AllShards
 	shard := &all
 	if shardFlag.set {
@@ -43,10 +51,10 @@ func runRetry(r *runner, ctx context.Context, cmd *command, args []string) (err 
 	var id queuemax.JobID
 	if *jobID != "" {
 		if id, err = queuemax.ParseJobID(*jobID); err != nil {
-			return usagef("--job-id: %v", strings.TrimPrefix(err.Error(), "queuemax: "))
+			return usagef("job ID %q: %v", *jobID, strings.TrimPrefix(err.Error(), "queuemax: "))
 		}
 		if *shard >= 0 && *shard != id.Shard() {
-			return usagef("--job-id %s is in shard %d, not --shard %d", *jobID, id.Shard(), *shard)
+			return usagef("job %s is in shard %d, not --shard %d", *jobID, id.Shard(), *shard)
 		}
 	}
 	c, err := r.open(ctx, readWrite, "", nil)
@@ -87,10 +95,11 @@ func runRetry(r *runner, ctx context.Context, cmd *command, args []string) (err 
 
 var cancelCommand = &command{
 	name:    "cancel",
-	args:    "--job-id ID [--json]",
+	args:    "ID [--json]",
 	summary: "cancel a job",
 	help: `
-Cancel cancels one job (--job-id, a job ID or shard:seq). A pending or
+Cancel cancels one job, named by its ID (a job ID or shard:seq, as every
+command takes it; --job-id ID is the deprecated spelling). A pending or
 scheduled job is cancelled at once; a running one is asked to stop, and the
 worker running it (in any process) cancels its handler within a heartbeat
 interval and records it cancelled, never retried. Cancelling a job that
@@ -100,17 +109,22 @@ already finished is an error.`,
 
 func runCancel(r *runner, ctx context.Context, cmd *command, args []string) (err error) {
 	fs := r.newFlagSet(cmd.name)
-	jobID := fs.String("job-id", "", "the job `ID` (a job ID or shard:seq)")
+	jobID := fs.String("job-id", "", "deprecated: give the job `ID` as an argument")
 	jsonOut := fs.Bool("json", false, "print JSON")
-	if err := r.parse(fs, cmd, args); err != nil {
+	pos, err := r.parseID(fs, cmd, args)
+	if err != nil {
 		return err
 	}
-	if *jobID == "" {
-		return usagef("--job-id is required")
-	}
-	id, err := queuemax.ParseJobID(*jobID)
+	idText, err := r.idArg(cmd, pos, "job-id", *jobID)
 	if err != nil {
-		return usagef("--job-id: %v", strings.TrimPrefix(err.Error(), "queuemax: "))
+		return err
+	}
+	if idText == "" {
+		return usagef("the job's ID is required: %s cancel ID", r.name)
+	}
+	id, err := queuemax.ParseJobID(idText)
+	if err != nil {
+		return usagef("job ID %q: %v", idText, strings.TrimPrefix(err.Error(), "queuemax: "))
 	}
 	c, err := r.open(ctx, readWrite, "", nil)
 	if err != nil {
@@ -139,12 +153,14 @@ func runCancel(r *runner, ctx context.Context, cmd *command, args []string) (err
 
 var dlqCommand = &command{
 	name:    "dlq",
-	args:    "[list] [--task T] [--shard N] [--limit N] [--json] | requeue (--shard N --id ID | --all | --task T | --error TEXT)",
+	args:    "[list] [--task T] [--shard N] [--limit N] [--json] | requeue (SHARD:DLQID | --all | --task T | --error TEXT)",
 	summary: "list or re-queue dead letters",
 	help: `
 Dlq lists the dead-letter queue, newest first (dlq or dlq list; opened
-read-only), or re-queues dead letters (dlq requeue): the row --id of shard
---shard, as listed in the DLQ ID column, --all, or every dead letter of
+read-only), or re-queues dead letters (dlq requeue): one, named as an
+argument SHARD:DLQID from the SHARD and DLQ ID columns (--shard N --id ID
+is the deprecated spelling; retry ID re-queues a failed job by its job
+ID), --all, or every dead letter of
 --task (full or short name) and/or whose error contains --error TEXT
 (case-sensitive). A re-queued job keeps its payload as it was and starts
 with a fresh attempt budget; if its queue row was cleaned up, it is
@@ -191,22 +207,41 @@ func (r *runner) dlqList(ctx context.Context, cmd *command, args []string) (err 
 func (r *runner) dlqRequeue(ctx context.Context, cmd *command, args []string) (err error) {
 	fs := r.newFlagSet(cmd.name)
 	var shard optInt
-	fs.Var(&shard, "shard", "the dead letter's shard `N`")
+	fs.Var(&shard, "shard", "deprecated: give the dead letter as an argument `SHARD`:DLQID")
 	var id optInt64
-	fs.Var(&id, "id", "the dead letter's `ID` in its shard (the DLQ ID column)")
+	fs.Var(&id, "id", "deprecated: give the dead letter as an argument SHARD:`DLQID`")
 	all := fs.Bool("all", false, "re-queue every dead letter")
 	task := fs.String("task", "", "re-queue the dead letters of task `NAME`")
 	errText := fs.String("error", "", "re-queue the dead letters whose error contains `TEXT`")
 	jsonOut := fs.Bool("json", false, "print JSON")
-	if err := r.parse(fs, cmd, args); err != nil {
+	pos, err := r.parseID(fs, cmd, args)
+	if err != nil {
 		return err
+	}
+	if shard.set || id.set {
+		if shard.set && id.set {
+			fmt.Fprintf(r.stderr, "%s dlq requeue: --shard and --id are deprecated; write the dead letter as an argument: %s dlq requeue %d:%d\n",
+				r.name, r.name, shard.v, id.v)
+		}
+		if pos != "" {
+			return usagef("the dead letter is given twice (%s and --shard/--id): write it once, as SHARD:DLQID", pos)
+		}
+	}
+	if pos != "" {
+		a, b, ok := strings.Cut(pos, ":")
+		sv, err1 := strconv.Atoi(a)
+		iv, err2 := strconv.ParseInt(b, 10, 64)
+		if !ok || err1 != nil || err2 != nil {
+			return usagef("dead letter %q: want SHARD:DLQID, such as 2:17 (the SHARD and DLQ ID columns of dlq list)", pos)
+		}
+		shard, id = optInt{v: sv, set: true}, optInt64{v: iv, set: true}
 	}
 	filtered := *task != "" || *errText != ""
 	switch {
 	case (*all || filtered) && (shard.set || id.set):
-		return usagef("--all, --task and --error cannot be combined with --shard or --id")
+		return usagef("--all, --task and --error cannot be combined with a dead letter SHARD:DLQID")
 	case !*all && !filtered && !(shard.set && id.set):
-		return usagef("dlq requeue needs --shard and --id, or --all, --task or --error")
+		return usagef("dlq requeue needs a dead letter SHARD:DLQID, or --all, --task or --error")
 	case !*all && !filtered && (shard.v < 0 || id.v < 1):
 		return usagef("--shard and --id must not be negative")
 	}
@@ -234,7 +269,7 @@ func (r *runner) dlqRequeue(ctx context.Context, cmd *command, args []string) (e
 		return nil
 	}
 	if name != "" && len(r.handlers) == 0 {
-		if full, lerr := r.liveResolver(ctx, c)(name); lerr == nil {
+		if full, lerr := r.storeResolver(ctx, c)(name); lerr == nil {
 			name = full
 		}
 	}

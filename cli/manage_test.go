@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os/exec"
@@ -53,7 +54,21 @@ func TestRetryAndDLQ(t *testing.T) {
 	if len(dead) != 5 || dead[0]["error"] != "boom" {
 		t.Fatalf("list --status dead: %v", dead)
 	}
-	res := ok(t, qm(t, append(d, "dlq")...), "dlq")
+	// dead beside another status: the jobs, then the dead letters.
+	res := ok(t, qm(t, append(d, "list", "--status", "failed,dead")...), "list --status failed,dead")
+	if jobsPart, dlqPart, found := strings.Cut(res.stdout, "\ndead letters:\n"); !found || strings.Count(jobsPart, "failed") != 5 ||
+		!strings.Contains(dlqPart, "DLQ ID") || strings.Count(dlqPart, "boom") != 5 {
+		t.Errorf("list --status failed,dead: want 5 failed jobs, then 5 dead letters:\n%s", res.stdout)
+	}
+	res = ok(t, qm(t, append(d, "list", "--status", "pending", "--status", "dead", "--json")...), "list --status pending,dead --json")
+	var both struct {
+		Jobs        []map[string]any `json:"jobs"`
+		DeadLetters []map[string]any `json:"dead_letters"`
+	}
+	if err := json.Unmarshal([]byte(res.stdout), &both); err != nil || both.Jobs == nil || len(both.Jobs) != 0 || len(both.DeadLetters) != 5 {
+		t.Errorf("list --status pending,dead --json = %s (%v); want no jobs and 5 dead letters", res.stdout, err)
+	}
+	res = ok(t, qm(t, append(d, "dlq")...), "dlq")
 	if !strings.Contains(res.stdout, "DLQ ID") || strings.Count(res.stdout, "tasks.SendEmail") != 5 {
 		t.Errorf("dlq table:\n%s", res.stdout)
 	}
@@ -62,11 +77,14 @@ func TestRetryAndDLQ(t *testing.T) {
 	}
 
 	// One job by ID, then a shard, then everything.
-	res = ok(t, qm(t, append(d, "retry", "--job-id", ids[0].String())...), "retry --job-id")
+	res = ok(t, qm(t, append(d, "retry", ids[0].String())...), "retry ID")
 	if res.stdout != "retried job "+ids[0].String()+"\n" {
 		t.Errorf("retry --job-id: %q", res.stdout)
 	}
-	wantFail(t, qm(t, append(d, "retry", "--job-id", ids[0].String())...), 1, "is not a failed job")
+	if res := qm(t, append(d, "retry", "--job-id", ids[0].String())...); res.code != 1 || !strings.Contains(res.stderr, "is not a failed job") ||
+		!strings.Contains(res.stderr, "queuemax retry: --job-id is deprecated") {
+		t.Errorf("retry --job-id of a job no longer failed: exit %d, stderr %q", res.code, res.stderr)
+	}
 	shard := ids[1].Shard()
 	inShard := 0
 	for _, id := range ids[1:] {
@@ -96,11 +114,14 @@ func TestRetryAndDLQ(t *testing.T) {
 	if len(rows) != 3 {
 		t.Fatalf("dlq: %d rows, want 3", len(rows))
 	}
-	res = ok(t, qm(t, append(d, "dlq", "requeue", "--shard", fmt.Sprint(rows[0]["shard"]), "--id", fmt.Sprint(rows[0]["id"]))...), "dlq requeue")
+	res = ok(t, qm(t, append(d, "dlq", "requeue", fmt.Sprintf("%v:%v", rows[0]["shard"], rows[0]["id"]))...), "dlq requeue SHARD:DLQID")
 	if !strings.HasPrefix(res.stdout, "requeued dead letter ") {
 		t.Errorf("dlq requeue: %q", res.stdout)
 	}
-	wantFail(t, qm(t, append(d, "dlq", "requeue", "--shard", fmt.Sprint(rows[0]["shard"]), "--id", fmt.Sprint(rows[0]["id"]))...), 1, "no dead letter")
+	if res := qm(t, append(d, "dlq", "requeue", "--shard", fmt.Sprint(rows[0]["shard"]), "--id", fmt.Sprint(rows[0]["id"]))...); res.code != 1 ||
+		!strings.Contains(res.stderr, "no dead letter") || !strings.Contains(res.stderr, "--shard and --id are deprecated") {
+		t.Errorf("dlq requeue --shard --id of a requeued letter: exit %d, stderr %q", res.code, res.stderr)
+	}
 	res = ok(t, qm(t, append(d, "dlq", "requeue", "--all")...), "dlq requeue --all")
 	if res.stdout != "requeued 2 dead letters\n" {
 		t.Errorf("dlq requeue --all: %q", res.stdout)
@@ -148,7 +169,7 @@ func TestPurge(t *testing.T) {
 	d := []string{"--data-dir", dir}
 	deadJobs(t, dir, "x", 2)
 	for _, args := range [][]string{{"--task", "a"}, {"--task", "b", "--in", "1h"}, {"--task", "c"}} {
-		ok(t, qm(t, append(append(d, "enqueue"), args...)...), "enqueue")
+		ok(t, qm(t, append(append(d, "enqueue", "--any-task"), args...)...), "enqueue")
 	}
 	before := snap(t, dir)
 	wantFail(t, qm(t, append(d, "purge", "--status", "pending")...), 2, "refusing to delete without --yes")
@@ -185,7 +206,7 @@ func TestPurgeConfirm(t *testing.T) {
 		t.Skip("script(1) not installed: no terminal to test on")
 	}
 	dir := newQueue(t, 0)
-	ok(t, qm(t, "--data-dir", dir, "enqueue", "--task", "a"), "enqueue")
+	ok(t, qm(t, "--data-dir", dir, "enqueue", "--any-task", "--task", "a"), "enqueue")
 	line := fmt.Sprintf("%s --data-dir %s purge --status pending", queuemaxBin, dir)
 	for _, tt := range []struct {
 		answer, want string
@@ -212,7 +233,7 @@ func TestWait(t *testing.T) {
 	if !strings.HasPrefix(res.stdout, "queue empty after ") {
 		t.Errorf("wait: %q", res.stdout)
 	}
-	ok(t, qm(t, append(d, "enqueue", "--task", "a")...), "enqueue")
+	ok(t, qm(t, append(d, "enqueue", "--any-task", "--task", "a")...), "enqueue")
 	res = qm(t, append(d, "wait", "--timeout", "200ms", "--interval", "50ms")...)
 	if res.code != 1 || !strings.HasSuffix(res.stderr, "queuemax wait: timed out after 200ms: 1 job left (1 pending, 0 scheduled, 0 running)\n") ||
 		!strings.Contains(res.stderr, "0/1 done; 1 pending, 0 scheduled, 0 running") {

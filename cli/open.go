@@ -99,7 +99,15 @@ func (r *runner) open(ctx context.Context, mode access, hint string, adjust func
 	if r.p.Configure != nil {
 		r.p.Configure(&cfg)
 	}
-	return queuemax.Open(ctx, cfg)
+	c, err := queuemax.Open(ctx, cfg)
+	if err == nil && mode != readOnly && len(cfg.Handlers) > 0 {
+		// A task binary knows its tasks: publish them, so that binaries
+		// without a registry resolve their names even before a worker ran.
+		if perr := c.PublishTasks(ctx); perr != nil {
+			fmt.Fprintf(r.stderr, "warning: cannot publish the task catalogue: %v\n", perr)
+		}
+	}
+	return c, err
 }
 
 var shardFileRE = regexp.MustCompile(`^shard_\d+\.db$`)

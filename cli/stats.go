@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/queuemax/queuemax"
@@ -94,6 +95,14 @@ func runStats(r *runner, ctx context.Context, cmd *command, args []string) (err 
 		}
 		kv.row("Shards", strconv.Itoa(s.NumShards))
 		kv.row("Healthy", yesNo(s.IsHealthy))
+		if len(s.Degraded) > 0 {
+			// A task's dependency is down: its jobs wait, the queue works.
+			var ds []string
+			for _, task := range s.Degraded {
+				ds = append(ds, fmt.Sprintf("%s (breaker %s)", shortTask(task), strings.ReplaceAll(s.Circuits[task], "_", "-")))
+			}
+			kv.row("Degraded", strings.Join(ds, ", "))
+		}
 		kv.row("Max retries", strconv.Itoa(s.MaxRetries))
 		if s.RateLimit > 0 {
 			kv.row("Rate limit", fmt.Sprintf("%d per %s", s.RateLimit, s.RateLimitPer))

@@ -22,10 +22,13 @@ var workerCommand = &command{
 Worker runs the jobs of the binary's tasks (all of them, or those named by
 --tasks, short names accepted) until SIGINT or SIGTERM, then drains:
 running jobs get --drain-timeout to finish, the rest return to pending
-without spending an attempt. A second signal ends the process at once
-(its running jobs are recovered as orphans after STUCK_TIMEOUT). It also
-runs the periodic scheduler of its periodic tasks, recovers orphans and
-cleans up old jobs.
+without spending an attempt. A second signal during the drain stops at
+once: the running jobs are cancelled and released to pending without
+spending an attempt (another worker may run them at once), and the
+process exits within a few seconds. A program running workers in its own
+main gets the same behaviour from Client.RunUntilSignal. It also runs the
+periodic scheduler of its periodic tasks, recovers orphans and cleans up
+old jobs.
 
 Each of the --workers engines claims and runs up to --concurrency jobs at
 once with its own database connections; one engine is enough for most

@@ -44,6 +44,9 @@ type taskSpec struct {
 	Func string
 	// Name is the stable task name stored in job rows.
 	Name string
+	// Notes are what the generator says on stderr about the task without
+	// failing: the parameters it renamed (localNames).
+	Notes []string
 	// File and Line locate the function: base file name only.
 	File string
 	Line int
@@ -77,6 +80,8 @@ type taskSpec struct {
 	UniqueFor    time.Duration
 	UniqueStates []string
 	Tags         []string
+	// Aliases are aliases=, earlier names of the task.
+	Aliases []string
 
 	// Periodic is set for //queuemax:periodic, with Every or Cron.
 	Periodic bool
@@ -400,13 +405,17 @@ func (a *analyser) task(d *funcDirective) (taskSpec, bool) {
 		UniqueFor:         dir.UniqueFor,
 		UniqueStates:      dir.UniqueStates,
 		Tags:              dir.Tags,
+		Aliases:           dir.Aliases,
 		Periodic:          dir.Kind == annotations.KindPeriodic,
 		Every:             dir.Every,
 		Cron:              dir.Cron,
 		Misfire:           dir.Misfire,
 	}
 	if t.Name == "" {
-		t.Name = a.pkg.PkgPath + "." + fd.Name.Name
+		// The package name, not its import path: moving the package
+		// keeps its tasks' names (and their stored jobs runnable).
+		// Open rejects two tasks of one program with the same name.
+		t.Name = a.pkg.Name + "." + fd.Name.Name
 	}
 	if dir.Priority != nil {
 		t.Priority = *dir.Priority
@@ -490,6 +499,6 @@ func (a *analyser) task(d *funcDirective) (taskSpec, bool) {
 	}
 
 	t.RetryOn = a.retryOn(d, label)
-	localNames(&t)
+	t.Notes = localNames(&t)
 	return t, len(a.errs.list) == n
 }

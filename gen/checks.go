@@ -60,24 +60,45 @@ func checkFields(ps []param, fields []fieldIdent, fail func(token.Pos, string, .
 	}
 }
 
+// ReservedParams are the parameter names that generated methods taking a
+// task's parameters use themselves (docs/tasks.md lists them): the
+// receiver t; the parameters ctx, tx, at, d, wf, stepName and stepOpts of
+// Delay, the Tx forms, ScheduleAt, ScheduleIn and Step; the locals args, i
+// and v and the builtins make, len and append of Map; and the packages
+// queuemax, context and time that their signatures name. A task
+// parameter with one of these names, or named like the task's generated
+// identifiers (SendEmailArgs, SendEmailTask, sendEmailOptions,
+// sendEmailFunc), would not compile (or, for i and v, would be read
+// wrongly), so the generator appends "_" and says so.
+var ReservedParams = []string{"t", "ctx", "tx", "at", "d", "wf", "stepName", "stepOpts",
+	"args", "i", "v", "make", "len", "append", "queuemax", "context", "time"}
+
 // localNames picks the names generated methods give parameters, renaming
-// those that would shadow an identifier the method bodies use.
-func localNames(t *taskSpec) {
+// only those that would collide with an identifier the methods taking
+// them use (ReservedParams), and returns a note for each rename. Names
+// that only methods without the task's parameters use (With's o,
+// Result's id, the retry_on closure's err) are not reserved.
+func localNames(t *taskSpec) []string {
 	lower := unexportedName(t.Func)
 	reserved := map[string]bool{
-		"t": true, "ctx": true, "tx": true, "at": true, "d": true, "o": true, "id": true, "args": true,
-		"i": true, "v": true, "err": true, "make": true, "len": true, "append": true,
-		"wf": true, "stepName": true, "stepOpts": true,
-		"queuemax": true, "context": true, "time": true, "errors": true,
 		t.Func + "Args": true, t.Func + "Task": true, lower + "Options": true, lower + "Func": true,
 	}
+	for _, r := range ReservedParams {
+		reserved[r] = true
+	}
+	var notes []string
 	for i := range t.Params {
 		p := &t.Params[i]
 		p.Local = p.Name
 		for reserved[p.Local] {
 			p.Local += "_"
 		}
+		if p.Local != p.Name {
+			notes = append(notes, fmt.Sprintf("%s:%d: queuemax:task %s: parameter %s is %s in the generated methods, which use %s themselves (rename it to keep its name; see docs/tasks.md#reserved-parameter-names)",
+				t.File, t.Line, t.Func, p.Name, p.Local, p.Name))
+		}
 	}
+	return notes
 }
 
 // retryOn resolves the retry_on entries against the file's imports and the

@@ -288,6 +288,13 @@ func options(t taskSpec) jen.Code {
 			}
 			g.Line().Id("Tags").Op(":").Index().String().Values(tags...)
 		}
+		if len(t.Aliases) > 0 {
+			aliases := make([]jen.Code, len(t.Aliases))
+			for i, s := range t.Aliases {
+				aliases[i] = jen.Lit(s)
+			}
+			g.Line().Id("Aliases").Op(":").Index().String().Values(aliases...)
+		}
 		if g != nil {
 			g.Line()
 		}

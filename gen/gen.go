@@ -40,6 +40,10 @@ type File struct {
 	Path string
 	// Content is the gofmt-formatted source.
 	Content []byte
+	// Notes are remarks the generator makes without failing, one line
+	// each, starting with the function's base file name and line: a
+	// parameter renamed because a generated method uses its name.
+	Notes []string
 }
 
 // pkgResult is the outcome for one loaded package.
@@ -112,6 +116,9 @@ func generate(ctx context.Context, cfg Config) ([]pkgResult, error) {
 					return nil, err
 				}
 				r.File = &File{Path: path, Content: src}
+				for _, t := range m.Tasks {
+					r.File.Notes = append(r.File.Notes, t.Notes...)
+				}
 			}
 		}
 		results = append(results, r)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"go/scanner"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -36,5 +37,31 @@ func TestGenerate(t *testing.T) {
 	}
 	if len(files) != 1 || files[0].Path != abs {
 		t.Fatalf("Generate files = %v, want one file %s", files, abs)
+	}
+}
+
+// TestGenerate_RenameNotes: a parameter is renamed only when a generated
+// method taking it uses its name, and each rename is a note (which
+// queuemax-gen prints on stderr); o, id and err keep their names.
+func TestGenerate_RenameNotes(t *testing.T) {
+	t.Parallel()
+	files, err := Generate(t.Context(), Config{Dir: goldenDir, Patterns: []string{"./param_names"}})
+	if err != nil || len(files) != 1 {
+		t.Fatalf("Generate = %d files, %v", len(files), err)
+	}
+	notes := strings.Join(files[0].Notes, "\n")
+	for _, want := range []string{
+		"names.go:15: queuemax:task Schedule: parameter ctx is ctx_ in the generated methods",
+		"parameter at is at_", "parameter queuemax is queuemax_", "parameter t is t_",
+		"queuemax:task Chain: parameter wf is wf_",
+	} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("notes lack %q:\n%s", want, notes)
+		}
+	}
+	for _, p := range []string{"o", "id", "err"} {
+		if strings.Contains(notes, "parameter "+p+" is") {
+			t.Errorf("parameter %s renamed, though no generated method taking it uses the name:\n%s", p, notes)
+		}
 	}
 }

@@ -60,6 +60,12 @@ type Options struct {
 //
 //	GET  /stats                              Stats, plus "worker" (WorkerStats) while Run is active,
 //	                                         and "error" when a shard could not be read
+//	GET  /health                             Client.Health: {"status": "ok"|"degraded"|"unhealthy",
+//	                                         "problems": [...], "degraded": [{"task", "breaker", ...}]};
+//	                                         200, or 503 when unhealthy (an open breaker is degraded: 200)
+//	GET  /readyz                             readiness probe: 200 when the store answers and this process's
+//	                                         workers are not draining, else 503 (no token needed)
+//	GET  /livez                              liveness probe: 200 while the process serves (no token needed)
 //	GET  /jobs?status=&task=&tag=&shard=&q=&limit= {"jobs": [...]}, newest first; limit 1–1000, default 100;
 //	                                         tag keeps jobs with that tag (completed jobs stay listed for
 //	                                         Config.CompletedRetention);
@@ -103,8 +109,8 @@ type Options struct {
 //	POST /enqueue  {"task": "...", "payload": {...}, "opts": {"priority": 2,
 //	               "max_retries": 0, "key": 7, "run_at": "RFC 3339", "delay": "10s",
 //	               "timeout": "30s", "tags": ["a"], "metadata": {...}, "queue": "emails",
-//	               "unique_key": "..."}}
-//	                                         201 {"job_id": id, "shard": n}; 200 {"job_id": id,
+//	               "unique_key": "...", "allow_unknown_task": false}}
+//	                                         201 {"job_id": id, "shard": n, "task": name as stored}; 200 {"job_id": id,
 //	                                         "shard": n, "duplicate": true} when the job is unique
 //	                                         and the stored job id holds its key (nothing stored)
 //
@@ -120,11 +126,13 @@ type Options struct {
 // be JSON (415 otherwise), at most Options.MaxBodyBytes (413), with no
 // unknown fields (400). Errors are JSON objects {"error": "..."}: 400 names
 // the bad parameter or field, 404 an unknown job or path, 405 a wrong
-// method (with an Allow header). /enqueue checks like Client.Enqueue: when
-// c has handlers (and no catch-all one) the task must be one of theirs (a
-// short name is resolved) unless Config.AllowUnknownTasks is set, and the
-// payload of a registered task must fit its parameters (400 naming the
-// field; nothing is stored).
+// method (with an Allow header). /enqueue checks like Client.Enqueue: the
+// task must be one of c's handlers or a task of the store's task catalogue
+// (the tasks workers ran, kept after they stop), by its name, an alias or
+// a short name that matches one; an ambiguous or unknown name is 400
+// listing the near matches unless "allow_unknown_task" (or
+// Config.AllowUnknownTasks) is set. The payload of a registered task must
+// fit its parameters (400 naming the field; nothing is stored).
 func NewHandler(c *queuemax.Client, opts Options) http.Handler {
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = DefaultMaxBodyBytes
@@ -144,6 +152,9 @@ func NewHandler(c *queuemax.Client, opts Options) http.Handler {
 	}
 	a.routes = []route{
 		{"GET", "stats", a.stats},
+		{"GET", "health", a.health}, // health.go
+		{"GET", "readyz", a.readyz},
+		{"GET", "livez", a.livez},
 		{"GET", "jobs", a.jobs},
 		{"GET", "jobs/{}", a.job},
 		{"GET", "dead-letters", a.deadLetters},
@@ -244,9 +255,11 @@ func (a *admin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			a.fail(w, r, &httpError{http.StatusForbidden, errCrossOrigin.Error()})
 			return
 		}
-		if err := a.authorize(r, rt.method != http.MethodGet); err != nil {
-			a.fail(w, r, err)
-			return
+		if probe := rt.pattern == "readyz" || rt.pattern == "livez"; !probe {
+			if err := a.authorize(r, rt.method != http.MethodGet); err != nil {
+				a.fail(w, r, err)
+				return
+			}
 		}
 		if err := rt.serve(w, r, args); err != nil {
 			a.fail(w, r, err)

@@ -123,3 +123,42 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		<-tick.C
 	}
 }
+
+// TestAdminHandler_EnqueueResolvesAgainstTheCatalogue: the admin API of a
+// producer without the task's handler resolves a short name against the
+// store's task catalogue, with no worker live: before anything published
+// the task the name is refused (400, nothing stored) unless
+// allow_unknown_task says so; after, it is stored under the full name.
+func TestAdminHandler_EnqueueResolvesAgainstTheCatalogue(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	prod := setup(t, queuemax.Config{Dir: dir, Shards: 2})
+	mux := http.NewServeMux()
+	mux.Handle("/admin/", http.StripPrefix("/admin", NewHandler(prod.c, Options{Token: adminTestToken})))
+	f := &adminFixture{b: prod, h: mux}
+	bearer := "Bearer " + adminTestToken
+	post := func(body string) adminResponse {
+		t.Helper()
+		return f.do(t, "POST", "/admin/enqueue", bearer, "application/json", body)
+	}
+	if r := post(`{"task": "SendEmail", "payload": {"to": "a"}}`); r.status != 400 || !strings.Contains(r.raw, `unknown task \"SendEmail\"`) {
+		t.Fatalf("enqueue before any task was published = %d %s; want 400 unknown task", r.status, r.raw)
+	}
+	if r := post(`{"task": "later.Task", "payload": {}, "opts": {"allow_unknown_task": true}}`); r.status != 201 || r.body["task"] != "later.Task" {
+		t.Fatalf("enqueue with allow_unknown_task = %d %s; want 201 stored as given", r.status, r.raw)
+	}
+	// A task binary publishes its tasks (as Run does), then stops.
+	h := queuemax.Define("tasks.SendEmail", queuemax.TaskOptions{}, func(context.Context, mailArgs) error { return nil })
+	w := setup(t, queuemax.Config{Dir: dir, Handlers: []queuemax.Handler{h}})
+	if err := w.c.PublishTasks(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	w.c.Close()
+	r := post(`{"task": "SendEmail", "payload": {"to": "a"}}`)
+	if r.status != 201 || r.body["task"] != "tasks.SendEmail" {
+		t.Fatalf("enqueue SendEmail after the catalogue knows tasks.SendEmail = %d %s; want 201 as tasks.SendEmail", r.status, r.raw)
+	}
+	if r := post(`{"task": "SendEmial", "payload": {}}`); r.status != 400 || !strings.Contains(r.raw, `did you mean \"tasks.SendEmail\"`) {
+		t.Errorf("misspelt enqueue = %d %s; want 400 with a suggestion", r.status, r.raw)
+	}
+}

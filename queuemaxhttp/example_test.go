@@ -42,7 +42,7 @@ func ExampleNewHandler() {
 		json.NewDecoder(res.Body).Decode(&out)
 		fmt.Println(res.StatusCode, out["error"], out["job_id"], out["pending"], out["retried"])
 	}
-	enqueue := `{"task": "github.com/queuemax/queuemax/examples/tasks.SendEmail",
+	enqueue := `{"task": "tasks.SendEmail",
 		"payload": {"to": "ada@example.com", "subject": "hi"}, "opts": {"priority": 2}}`
 	call("POST", "/admin/enqueue", "", enqueue)
 	call("POST", "/admin/enqueue", "wrong", enqueue)

@@ -146,6 +146,9 @@ type enqueueRequest struct {
 		Metadata   map[string]any     `json:"metadata"`
 		Queue      string             `json:"queue"`
 		UniqueKey  string             `json:"unique_key"`
+		// AllowUnknownTask stores a task name that neither the client's
+		// handlers nor the store's task catalogue know (Opts.AllowUnknownTask).
+		AllowUnknownTask bool `json:"allow_unknown_task"`
 	} `json:"opts"`
 }
 
@@ -171,7 +174,7 @@ func (a *admin) enqueue(w http.ResponseWriter, r *http.Request, _ []string) erro
 	payload = compact.Bytes()
 	o := queuemax.Opts{Priority: req.Opts.Priority, MaxRetries: req.Opts.MaxRetries, Key: req.Opts.Key, RunAt: req.Opts.RunAt,
 		Tags: req.Opts.Tags, Metadata: req.Opts.Metadata, Queue: req.Opts.Queue,
-		UniqueKey: req.Opts.UniqueKey}
+		UniqueKey: req.Opts.UniqueKey, AllowUnknownTask: req.Opts.AllowUnknownTask}
 	if req.Opts.Timeout != "" {
 		d, err := time.ParseDuration(req.Opts.Timeout)
 		if err != nil || d < 0 {
@@ -195,13 +198,22 @@ func (a *admin) enqueue(w http.ResponseWriter, r *http.Request, _ []string) erro
 		}
 		o.RunAt = time.Now().Add(d)
 	}
-	res, err := a.c.EnqueueResult(r.Context(), req.Task, payload, o)
+	// The name as stored: resolved as the enqueue resolves it (a short
+	// name, an alias, a task of the store's task catalogue).
+	task, err := a.c.ResolveTaskName(r.Context(), req.Task)
+	if err != nil {
+		if !o.AllowUnknownTask {
+			return err
+		}
+		task = req.Task
+	}
+	res, err := a.c.EnqueueResult(r.Context(), task, payload, o)
 	if err != nil {
 		return err
 	}
 	id := res.ID
 	if res.Duplicate {
-		return reply(w, http.StatusOK, map[string]any{"job_id": id, "shard": id.Shard(), "duplicate": true})
+		return reply(w, http.StatusOK, map[string]any{"job_id": id, "shard": id.Shard(), "task": task, "duplicate": true})
 	}
-	return reply(w, http.StatusCreated, map[string]any{"job_id": id, "shard": id.Shard()})
+	return reply(w, http.StatusCreated, map[string]any{"job_id": id, "shard": id.Shard(), "task": task})
 }

@@ -65,6 +65,7 @@ func setup(t *testing.T, o Options, cfg queuemax.Config) *testBundle {
 	}
 	cfg.Logger = slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelError}))
 	cfg.Middleware = append(cfg.Middleware, mw)
+	cfg.AllowUnknownTasks = true // tests store tasks that no worker published
 	c, err := queuemax.Open(t.Context(), cfg)
 	if err != nil {
 		t.Fatalf("Open: %v", err)

@@ -36,6 +36,7 @@ func setup(t *testing.T, o Options, cfg queuemax.Config) *testBundle {
 	cfg.Dir = t.TempDir()
 	cfg.Logger = slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelError}))
 	cfg.Middleware = append(cfg.Middleware, col)
+	cfg.AllowUnknownTasks = true // tests store tasks that no worker published
 	c, err := queuemax.Open(t.Context(), cfg)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
@@ -321,7 +322,7 @@ func TestCollector_RefreshErrorKeepsLastCounts(t *testing.T) {
 func TestCollector_CountsEveryEvent(t *testing.T) {
 	t.Parallel()
 	col := NewCollector(Options{})
-	c, err := queuemax.Open(t.Context(), queuemax.Config{Dir: t.TempDir(), Shards: 2,
+	c, err := queuemax.Open(t.Context(), queuemax.Config{Dir: t.TempDir(), Shards: 2, AllowUnknownTasks: true,
 		Logger: slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelError}))})
 	if err != nil {
 		t.Fatal(err)

@@ -172,7 +172,7 @@ func TestNewClient(t *testing.T) {
 	t.Parallel()
 	var c *queuemax.Client
 	t.Run("Open", func(t *testing.T) {
-		c = queuemaxtest.NewClient(t, queuemax.Config{})
+		c = queuemaxtest.NewClient(t, queuemax.Config{AllowUnknownTasks: true})
 		if c.Dir() == "" {
 			t.Error("client has no directory")
 		}
@@ -261,7 +261,7 @@ func TestRequireEnqueued(t *testing.T) {
 	})
 	t.Run("FailsOnAPayloadThatDoesNotDecode", func(t *testing.T) {
 		t.Parallel()
-		c := queuemaxtest.NewClient(t, queuemax.Config{})
+		c := queuemaxtest.NewClient(t, queuemax.Config{AllowUnknownTasks: true})
 		if _, err := c.Enqueue(t.Context(), "t.Raw", map[string]any{"to": 1}, queuemax.Opts{}); err != nil {
 			t.Fatal(err)
 		}

@@ -72,6 +72,7 @@ func runProducer(ctx context.Context, p producerFlags) error {
 		}
 		cfg = queuemax.Config{Store: st}
 	}
+	cfg.AllowUnknownTasks = true // the workers may not have published the task yet
 	c, err := queuemax.Open(ctx, cfg)
 	if err != nil {
 		return err

@@ -122,6 +122,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	for _, f := range files {
 		name := displayPath(base, f.Path)
+		for _, note := range f.Notes {
+			// Notes start with the function's base file name.
+			fmt.Fprintln(stderr, displayPath(base, filepath.Join(filepath.Dir(f.Path), note)))
+		}
 		changed, err := differs(f)
 		if err != nil {
 			fmt.Fprintf(stderr, "queuemax-gen: %v\n", err)

@@ -40,14 +40,14 @@ func TestPostgresDSN(t *testing.T) {
 	if code == 0 || !strings.Contains(stderr, "holds no queue") {
 		t.Errorf("list on a missing schema: exit %d, stderr %q; want a 'holds no queue' error", code, stderr)
 	}
-	if code, stderr := run(t, t.Context(), io.Discard, nil, append([]string{"enqueue", "--task", "t.A", "--payload", `{"n":1}`}, flags...)...); code != 0 {
+	if code, stderr := run(t, t.Context(), io.Discard, nil, append([]string{"enqueue", "--any-task", "--task", "t.A", "--payload", `{"n":1}`}, flags...)...); code != 0 {
 		t.Fatalf("enqueue --dsn: exit %d, %s", code, stderr)
 	}
 	// The environment works as the flags do; its SQLite settings do not
 	// apply to the PostgreSQL store.
 	env := []string{"QUEUE_MAX_DSN=" + dsn, "QUEUE_MAX_SCHEMA=" + schema, "DATA_DIR=/nonexistent", "NUM_SHARDS=3",
 		"DB_BUSY_TIMEOUT=100", "CACHE_SIZE=20", "MMAP_SIZE=0"}
-	if code, stderr := run(t, t.Context(), io.Discard, env, "enqueue", "--task", "t.B"); code != 0 {
+	if code, stderr := run(t, t.Context(), io.Discard, env, "enqueue", "--any-task", "--task", "t.B"); code != 0 {
 		t.Fatalf("enqueue with QUEUE_MAX_DSN: exit %d, %s", code, stderr)
 	}
 	var out bytes.Buffer
@@ -70,7 +70,7 @@ func TestPostgresDashboardBanner(t *testing.T) {
 	t.Parallel()
 	dsn := pgtest.DSN(t)
 	schema := pgtest.Schema(t, dsn)
-	if code, stderr := run(t, t.Context(), io.Discard, nil, "--dsn", dsn, "--schema", schema, "enqueue", "--task", "t.A"); code != 0 {
+	if code, stderr := run(t, t.Context(), io.Discard, nil, "--dsn", dsn, "--schema", schema, "enqueue", "--any-task", "--task", "t.A"); code != 0 {
 		t.Fatalf("enqueue --dsn: exit %d, %s", code, stderr)
 	}
 	ctx, cancel := context.WithCancel(t.Context())

@@ -32,27 +32,27 @@ type Tasks struct {
 // values and safe for concurrent use; binding does no I/O.
 func New(c *queuemax.Client) *Tasks {
 	return &Tasks{
-		CallWebhook:    CallWebhookTask{queuemax.NewTask[CallWebhookArgs](c, "github.com/queuemax/queuemax/examples/tasks.CallWebhook", callWebhookOptions)},
-		CleanupOldData: CleanupOldDataTask{queuemax.NewTask[CleanupOldDataArgs](c, "github.com/queuemax/queuemax/examples/tasks.CleanupOldData", cleanupOldDataOptions)},
-		GenerateReport: GenerateReportTask{queuemax.NewTask[GenerateReportArgs](c, "github.com/queuemax/queuemax/examples/tasks.GenerateReport", generateReportOptions)},
-		PingMonitor:    PingMonitorTask{queuemax.NewTask[PingMonitorArgs](c, "github.com/queuemax/queuemax/examples/tasks.PingMonitor", pingMonitorOptions)},
-		SendEmail:      SendEmailTask{queuemax.NewTask[SendEmailArgs](c, "github.com/queuemax/queuemax/examples/tasks.SendEmail", sendEmailOptions)},
+		CallWebhook:    CallWebhookTask{queuemax.NewTask[CallWebhookArgs](c, "tasks.CallWebhook", callWebhookOptions)},
+		CleanupOldData: CleanupOldDataTask{queuemax.NewTask[CleanupOldDataArgs](c, "tasks.CleanupOldData", cleanupOldDataOptions)},
+		GenerateReport: GenerateReportTask{queuemax.NewTask[GenerateReportArgs](c, "tasks.GenerateReport", generateReportOptions)},
+		PingMonitor:    PingMonitorTask{queuemax.NewTask[PingMonitorArgs](c, "tasks.PingMonitor", pingMonitorOptions)},
+		SendEmail:      SendEmailTask{queuemax.NewTask[SendEmailArgs](c, "tasks.SendEmail", sendEmailOptions)},
 	}
 }
 
 // Handlers returns the handlers of every task of the package, for
 // [queuemax.Config].Handlers. Each call returns a new slice.
 func Handlers() []queuemax.Handler {
-	cleanupOldDataHandler := queuemax.Define("github.com/queuemax/queuemax/examples/tasks.CleanupOldData", cleanupOldDataOptions, cleanupOldDataFunc)
+	cleanupOldDataHandler := queuemax.Define("tasks.CleanupOldData", cleanupOldDataOptions, cleanupOldDataFunc)
 	cleanupOldDataHandler.Periodic = &queuemax.Periodic{Every: time.Hour}
-	pingMonitorHandler := queuemax.Define("github.com/queuemax/queuemax/examples/tasks.PingMonitor", pingMonitorOptions, pingMonitorFunc)
+	pingMonitorHandler := queuemax.Define("tasks.PingMonitor", pingMonitorOptions, pingMonitorFunc)
 	pingMonitorHandler.Periodic = &queuemax.Periodic{Every: 2 * time.Second}
 	return []queuemax.Handler{
-		queuemax.Define("github.com/queuemax/queuemax/examples/tasks.CallWebhook", callWebhookOptions, callWebhookFunc),
+		queuemax.Define("tasks.CallWebhook", callWebhookOptions, callWebhookFunc),
 		cleanupOldDataHandler,
-		queuemax.DefineResult("github.com/queuemax/queuemax/examples/tasks.GenerateReport", generateReportOptions, generateReportFunc),
+		queuemax.DefineResult("tasks.GenerateReport", generateReportOptions, generateReportFunc),
 		pingMonitorHandler,
-		queuemax.Define("github.com/queuemax/queuemax/examples/tasks.SendEmail", sendEmailOptions, sendEmailFunc),
+		queuemax.Define("tasks.SendEmail", sendEmailOptions, sendEmailFunc),
 	}
 }
 

@@ -118,7 +118,7 @@ func TestCallWebhook_Call(t *testing.T) {
 			wantInline: true,
 		},
 	}
-	retryOn := handler(t, "github.com/queuemax/queuemax/examples/tasks.CallWebhook").Options.RetryOn
+	retryOn := handler(t, "tasks.CallWebhook").Options.RetryOn
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -240,7 +240,7 @@ func TestHandlers(t *testing.T) {
 		}
 		got = append(got, summary{h.Name, h.Options, h.Periodic})
 	}
-	const pkg = "github.com/queuemax/queuemax/examples/tasks."
+	const pkg = "tasks."
 	want := []summary{
 		{Name: pkg + "CallWebhook", Options: queuemax.TaskOptions{MaxRetries: queuemax.Ptr(3), Timeout: 10 * time.Second, RateLimit: queuemax.Rate{Limit: 10, Per: time.Second}, InlineRetries: 2}},
 		{Name: pkg + "CleanupOldData", Options: queuemax.TaskOptions{MaxRetries: queuemax.Ptr(0)}, Periodic: &queuemax.Periodic{Every: time.Hour}},

@@ -25,9 +25,9 @@ type Tasks struct {
 // values and safe for concurrent use; binding does no I/O.
 func New(c *queuemax.Client) *Tasks {
 	return &Tasks{
-		Charge: ChargeTask{queuemax.NewTask[ChargeArgs](c, "github.com/queuemax/queuemax/examples/workflow.Charge", chargeOptions)},
-		Mail:   MailTask{queuemax.NewTask[MailArgs](c, "github.com/queuemax/queuemax/examples/workflow.Mail", mailOptions)},
-		Ship:   ShipTask{queuemax.NewTask[ShipArgs](c, "github.com/queuemax/queuemax/examples/workflow.Ship", shipOptions)},
+		Charge: ChargeTask{queuemax.NewTask[ChargeArgs](c, "workflow.Charge", chargeOptions)},
+		Mail:   MailTask{queuemax.NewTask[MailArgs](c, "workflow.Mail", mailOptions)},
+		Ship:   ShipTask{queuemax.NewTask[ShipArgs](c, "workflow.Ship", shipOptions)},
 	}
 }
 
@@ -35,9 +35,9 @@ func New(c *queuemax.Client) *Tasks {
 // [queuemax.Config].Handlers. Each call returns a new slice.
 func Handlers() []queuemax.Handler {
 	return []queuemax.Handler{
-		queuemax.DefineResult("github.com/queuemax/queuemax/examples/workflow.Charge", chargeOptions, chargeFunc),
-		queuemax.Define("github.com/queuemax/queuemax/examples/workflow.Mail", mailOptions, mailFunc),
-		queuemax.DefineResult("github.com/queuemax/queuemax/examples/workflow.Ship", shipOptions, shipFunc),
+		queuemax.DefineResult("workflow.Charge", chargeOptions, chargeFunc),
+		queuemax.Define("workflow.Mail", mailOptions, mailFunc),
+		queuemax.DefineResult("workflow.Ship", shipOptions, shipFunc),
 	}
 }
 

@@ -79,7 +79,9 @@ function renderCards(el, s) {
   kids.push(h("div", { class: "card", id: "count-total_processed" },
     h("div", { class: "n" }, fmt(s.total_processed)), h("div", { class: "l" }, "processed ever")));
   kids.push(h("div", { class: "card health", id: "health" },
-    h("div", { class: "n" }, s.is_healthy ? badge("healthy", "ok") : badge("unhealthy", "bad")),
+    h("div", { class: "n" }, !s.is_healthy ? badge("unhealthy", "bad")
+      : (s.degraded || []).length ? h("span", { title: "circuit breaker open for " + s.degraded.join(", ") + "; every other task runs" }, badge("degraded", "warn"))
+      : badge("healthy", "ok")),
     h("div", { class: "l plain" }, `${s.num_shards} shards · circuit ${s.circuit_state.replace("_", " ")}`)));
   el.replaceChildren(...kids);
 }

@@ -197,6 +197,19 @@ type Store interface {
 	// store may delete them.
 	WorkerList(ctx context.Context, now time.Time) ([]WorkerRecord, error)
 
+	// TaskCatalogPut inserts or replaces task catalogue records by name
+	// (see TaskRecord), all in one transaction. Info must be a JSON object.
+	TaskCatalogPut(ctx context.Context, recs []TaskRecord) error
+	// TaskCatalog returns every task catalogue record, ordered by name
+	// (none for a store that never recorded one).
+	TaskCatalog(ctx context.Context) ([]TaskRecord, error)
+	// TaskRename gives the waiting jobs (pending and scheduled) stored
+	// under task name from the name to instead, over every shard (one
+	// transaction per shard), and returns how many it renamed. Jobs that
+	// run or ended keep their name. It is how a renamed task's old jobs
+	// stay runnable; renaming no job is not an error.
+	TaskRename(ctx context.Context, from, to string) (int64, error)
+
 	// QueueAdmin pauses, resumes and lists named queues.
 	QueueAdmin
 	// BreakerStore keeps the tasks' circuit breakers (breakers.go).

@@ -25,7 +25,7 @@ func TestPostgres_CountsAndStats(t *testing.T) {
 	t.Parallel()
 	p := setupPGTx(t)
 	ctx := t.Context()
-	c, err := queuemax.Open(ctx, queuemax.Config{Store: openPG(t, p.dsn, p.schema), AlertThreshold: 2,
+	c, err := queuemax.Open(ctx, queuemax.Config{Store: openPG(t, p.dsn, p.schema), AlertThreshold: 2, AllowUnknownTasks: true,
 		Logger: slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
 		t.Fatalf("Open(Store): %v", err)

@@ -67,7 +67,9 @@ func setupPGTx(t *testing.T) *pgTx {
 // open opens a client on the fixture's schema with handlers.
 func (p *pgTx) open(t *testing.T, handlers ...queuemax.Handler) *queuemax.Client {
 	t.Helper()
-	c, err := queuemax.Open(t.Context(), queuemax.Config{Store: openPG(t, p.dsn, p.schema), Handlers: handlers,
+	// A producer without handlers stores tasks no worker published yet
+	// (the documented opt-in).
+	c, err := queuemax.Open(t.Context(), queuemax.Config{Store: openPG(t, p.dsn, p.schema), Handlers: handlers, AllowUnknownTasks: len(handlers) == 0,
 		Logger: slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
 		t.Fatalf("Open(Store): %v", err)
@@ -255,7 +257,7 @@ func TestClient_EnqueueTxPostgresOptions(t *testing.T) {
 	if err != nil {
 		t.Fatalf("EnqueueInTx: %v", err)
 	}
-	if _, err := c.EnqueueTx(ctx, tx, "t.Later", []int{1}, queuemax.Opts{}); !errors.Is(err, queuemax.ErrInvalidPayload) {
+	if _, err := c.EnqueueTx(ctx, tx, "t.Later", []int{1}, queuemax.Opts{AllowUnknownTask: true}); !errors.Is(err, queuemax.ErrInvalidPayload) {
 		t.Errorf("EnqueueTx(array) = %v, want ErrInvalidPayload", err)
 	}
 	ids, err := task.EnqueueManyTx(ctx, tx, []signupArgs{{"m1"}, {"m2"}, {"m3"}})

@@ -60,6 +60,7 @@ var areas = []struct {
 	{"Workflow", testWorkflowArea},
 	{"WorkflowRetry", testWorkflowRetryArea}, // workflow_retry.go
 	{"Features", testFeaturesArea},
+	{"Catalog", testCatalogArea}, // catalog.go
 }
 
 // suite is what every area's tests share: how to open a fresh store.

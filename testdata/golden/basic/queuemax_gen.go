@@ -24,7 +24,7 @@ type Tasks struct {
 func New(c *queuemax.Client) *Tasks {
 	return &Tasks{
 		Resize:    ResizeTask{queuemax.NewTask[ResizeArgs](c, "images.resize", resizeOptions)},
-		SendEmail: SendEmailTask{queuemax.NewTask[SendEmailArgs](c, "github.com/queuemax/queuemax/testdata/golden/basic.SendEmail", sendEmailOptions)},
+		SendEmail: SendEmailTask{queuemax.NewTask[SendEmailArgs](c, "basic.SendEmail", sendEmailOptions)},
 	}
 }
 
@@ -33,7 +33,7 @@ func New(c *queuemax.Client) *Tasks {
 func Handlers() []queuemax.Handler {
 	return []queuemax.Handler{
 		queuemax.Define("images.resize", resizeOptions, resizeFunc),
-		queuemax.Define("github.com/queuemax/queuemax/testdata/golden/basic.SendEmail", sendEmailOptions, sendEmailFunc),
+		queuemax.Define("basic.SendEmail", sendEmailOptions, sendEmailFunc),
 	}
 }
 

@@ -21,7 +21,7 @@ type Tasks struct {
 // values and safe for concurrent use; binding does no I/O.
 func New(c *queuemax.Client) *Tasks {
 	return &Tasks{
-		Notify: NotifyTask{queuemax.NewTask[NotifyArgs](c, "github.com/queuemax/queuemax/testdata/golden/circuit_off.Notify", notifyOptions)},
+		Notify: NotifyTask{queuemax.NewTask[NotifyArgs](c, "circuit_off.Notify", notifyOptions)},
 	}
 }
 
@@ -29,7 +29,7 @@ func New(c *queuemax.Client) *Tasks {
 // [queuemax.Config].Handlers. Each call returns a new slice.
 func Handlers() []queuemax.Handler {
 	return []queuemax.Handler{
-		queuemax.Define("github.com/queuemax/queuemax/testdata/golden/circuit_off.Notify", notifyOptions, notifyFunc),
+		queuemax.Define("circuit_off.Notify", notifyOptions, notifyFunc),
 	}
 }
 

@@ -23,8 +23,8 @@ type Tasks struct {
 // values and safe for concurrent use; binding does no I/O.
 func New(c *queuemax.Client) *Tasks {
 	return &Tasks{
-		Charge: ChargeTask{queuemax.NewTask[ChargeArgs](c, "github.com/queuemax/queuemax/testdata/golden/global_limits.Charge", chargeOptions)},
-		Export: ExportTask{queuemax.NewTask[ExportArgs](c, "github.com/queuemax/queuemax/testdata/golden/global_limits.Export", exportOptions)},
+		Charge: ChargeTask{queuemax.NewTask[ChargeArgs](c, "global_limits.Charge", chargeOptions)},
+		Export: ExportTask{queuemax.NewTask[ExportArgs](c, "global_limits.Export", exportOptions)},
 	}
 }
 
@@ -32,8 +32,8 @@ func New(c *queuemax.Client) *Tasks {
 // [queuemax.Config].Handlers. Each call returns a new slice.
 func Handlers() []queuemax.Handler {
 	return []queuemax.Handler{
-		queuemax.Define("github.com/queuemax/queuemax/testdata/golden/global_limits.Charge", chargeOptions, chargeFunc),
-		queuemax.Define("github.com/queuemax/queuemax/testdata/golden/global_limits.Export", exportOptions, exportFunc),
+		queuemax.Define("global_limits.Charge", chargeOptions, chargeFunc),
+		queuemax.Define("global_limits.Export", exportOptions, exportFunc),
 	}
 }
 

@@ -24,19 +24,19 @@ type Tasks struct {
 // values and safe for concurrent use; binding does no I/O.
 func New(c *queuemax.Client) *Tasks {
 	return &Tasks{
-		Tick: TickTask{queuemax.NewTask[TickArgs](c, "github.com/queuemax/queuemax/testdata/golden/import_shadowing.Tick", tickOptions)},
-		Wait: WaitTask{queuemax.NewTask[WaitArgs](c, "github.com/queuemax/queuemax/testdata/golden/import_shadowing.Wait", waitOptions)},
+		Tick: TickTask{queuemax.NewTask[TickArgs](c, "import_shadowing.Tick", tickOptions)},
+		Wait: WaitTask{queuemax.NewTask[WaitArgs](c, "import_shadowing.Wait", waitOptions)},
 	}
 }
 
 // Handlers returns the handlers of every task of the package, for
 // [queuemax.Config].Handlers. Each call returns a new slice.
 func Handlers() []queuemax.Handler {
-	tickHandler := queuemax.Define("github.com/queuemax/queuemax/testdata/golden/import_shadowing.Tick", tickOptions, tickFunc)
+	tickHandler := queuemax.Define("import_shadowing.Tick", tickOptions, tickFunc)
 	tickHandler.Periodic = &queuemax.Periodic{Every: timepkg.Minute}
 	return []queuemax.Handler{
 		tickHandler,
-		queuemax.Define("github.com/queuemax/queuemax/testdata/golden/import_shadowing.Wait", waitOptions, waitFunc),
+		queuemax.Define("import_shadowing.Wait", waitOptions, waitFunc),
 	}
 }
 

@@ -25,9 +25,9 @@ type Tasks struct {
 // values and safe for concurrent use; binding does no I/O.
 func New(c *queuemax.Client) *Tasks {
 	return &Tasks{
-		Charge: ChargeTask{queuemax.NewTask[ChargeArgs](c, "github.com/queuemax/queuemax/testdata/golden/limit_by.Charge", chargeOptions)},
-		Export: ExportTask{queuemax.NewTask[ExportArgs](c, "github.com/queuemax/queuemax/testdata/golden/limit_by.Export", exportOptions)},
-		Sync:   SyncTask{queuemax.NewTask[SyncArgs](c, "github.com/queuemax/queuemax/testdata/golden/limit_by.Sync", syncOptions)},
+		Charge: ChargeTask{queuemax.NewTask[ChargeArgs](c, "limit_by.Charge", chargeOptions)},
+		Export: ExportTask{queuemax.NewTask[ExportArgs](c, "limit_by.Export", exportOptions)},
+		Sync:   SyncTask{queuemax.NewTask[SyncArgs](c, "limit_by.Sync", syncOptions)},
 	}
 }
 
@@ -35,9 +35,9 @@ func New(c *queuemax.Client) *Tasks {
 // [queuemax.Config].Handlers. Each call returns a new slice.
 func Handlers() []queuemax.Handler {
 	return []queuemax.Handler{
-		queuemax.Define("github.com/queuemax/queuemax/testdata/golden/limit_by.Charge", chargeOptions, chargeFunc),
-		queuemax.Define("github.com/queuemax/queuemax/testdata/golden/limit_by.Export", exportOptions, exportFunc),
-		queuemax.Define("github.com/queuemax/queuemax/testdata/golden/limit_by.Sync", syncOptions, syncFunc),
+		queuemax.Define("limit_by.Charge", chargeOptions, chargeFunc),
+		queuemax.Define("limit_by.Export", exportOptions, exportFunc),
+		queuemax.Define("limit_by.Sync", syncOptions, syncFunc),
 	}
 }
 

@@ -21,7 +21,7 @@ type Tasks struct {
 // values and safe for concurrent use; binding does no I/O.
 func New(c *queuemax.Client) *Tasks {
 	return &Tasks{
-		Ping: PingTask{queuemax.NewTask[PingArgs](c, "github.com/queuemax/queuemax/testdata/golden/no_params.Ping", pingOptions)},
+		Ping: PingTask{queuemax.NewTask[PingArgs](c, "no_params.Ping", pingOptions)},
 	}
 }
 
@@ -29,7 +29,7 @@ func New(c *queuemax.Client) *Tasks {
 // [queuemax.Config].Handlers. Each call returns a new slice.
 func Handlers() []queuemax.Handler {
 	return []queuemax.Handler{
-		queuemax.Define("github.com/queuemax/queuemax/testdata/golden/no_params.Ping", pingOptions, pingFunc),
+		queuemax.Define("no_params.Ping", pingOptions, pingFunc),
 	}
 }
 

@@ -41,3 +41,12 @@ func Blank(_ context.Context, HTTPServer string, page_size int) error {
 func Chain(ctx context.Context, wf string, stepName int, stepOpts []string, append bool) (string, error) {
 	return wf, nil
 }
+
+// Order takes parameters named like identifiers that only generated
+// methods without the task's parameters use (With's o, Result's id, the
+// retry_on closure's err): they keep their names.
+//
+//queuemax:task
+func Order(ctx context.Context, o string, id int, err string) error {
+	return nil
+}

@@ -18,6 +18,8 @@ type Tasks struct {
 	Blank BlankTask
 	// Chain enqueues Chain (names.go).
 	Chain ChainTask
+	// Order enqueues Order (names.go).
+	Order OrderTask
 	// Raw enqueues Raw (names.go).
 	Raw RawTask
 	// Schedule enqueues Schedule (names.go).
@@ -28,10 +30,11 @@ type Tasks struct {
 // values and safe for concurrent use; binding does no I/O.
 func New(c *queuemax.Client) *Tasks {
 	return &Tasks{
-		Blank:    BlankTask{queuemax.NewTask[BlankArgs](c, "github.com/queuemax/queuemax/testdata/golden/param_names.Blank", blankOptions)},
-		Chain:    ChainTask{queuemax.NewTask[ChainArgs](c, "github.com/queuemax/queuemax/testdata/golden/param_names.Chain", chainOptions)},
-		Raw:      RawTask{queuemax.NewTask[RawArgs](c, "github.com/queuemax/queuemax/testdata/golden/param_names.Raw", rawOptions)},
-		Schedule: ScheduleTask{queuemax.NewTask[ScheduleArgs](c, "github.com/queuemax/queuemax/testdata/golden/param_names.Schedule", scheduleOptions)},
+		Blank:    BlankTask{queuemax.NewTask[BlankArgs](c, "param_names.Blank", blankOptions)},
+		Chain:    ChainTask{queuemax.NewTask[ChainArgs](c, "param_names.Chain", chainOptions)},
+		Order:    OrderTask{queuemax.NewTask[OrderArgs](c, "param_names.Order", orderOptions)},
+		Raw:      RawTask{queuemax.NewTask[RawArgs](c, "param_names.Raw", rawOptions)},
+		Schedule: ScheduleTask{queuemax.NewTask[ScheduleArgs](c, "param_names.Schedule", scheduleOptions)},
 	}
 }
 
@@ -39,10 +42,11 @@ func New(c *queuemax.Client) *Tasks {
 // [queuemax.Config].Handlers. Each call returns a new slice.
 func Handlers() []queuemax.Handler {
 	return []queuemax.Handler{
-		queuemax.Define("github.com/queuemax/queuemax/testdata/golden/param_names.Blank", blankOptions, blankFunc),
-		queuemax.DefineResult("github.com/queuemax/queuemax/testdata/golden/param_names.Chain", chainOptions, chainFunc),
-		queuemax.Define("github.com/queuemax/queuemax/testdata/golden/param_names.Raw", rawOptions, rawFunc),
-		queuemax.Define("github.com/queuemax/queuemax/testdata/golden/param_names.Schedule", scheduleOptions, scheduleFunc),
+		queuemax.Define("param_names.Blank", blankOptions, blankFunc),
+		queuemax.DefineResult("param_names.Chain", chainOptions, chainFunc),
+		queuemax.Define("param_names.Order", orderOptions, orderFunc),
+		queuemax.Define("param_names.Raw", rawOptions, rawFunc),
+		queuemax.Define("param_names.Schedule", scheduleOptions, scheduleFunc),
 	}
 }
 
@@ -406,6 +410,183 @@ func (t ChainTask) StepArgs(wf *queuemax.Workflow, stepName string, args ChainAr
 // Chain must keep the signature this file was generated from (names.go):
 // after changing it, run go generate.
 var _ func(context.Context, string, int, []string, bool) (string, error) = Chain
+
+// OrderArgs is the payload of Order (names.go).
+//
+// Each field holds one parameter after ctx; a job stores the payload as
+// a JSON object with snake_case keys. Every key is required except those
+// of pointer parameters, and unknown keys and wrong types are refused at
+// enqueue and at run time (see [queuemax.DecodeArgs]).
+type OrderArgs struct {
+	O   string `json:"o"`
+	ID  int    `json:"id"`
+	Err string `json:"err"`
+}
+
+// orderOptions are the defaults of Order from its annotation (names.go).
+var orderOptions = queuemax.TaskOptions{}
+
+// orderFunc calls Order (names.go) with the fields of its payload.
+func orderFunc(ctx context.Context, a OrderArgs) error {
+	return Order(ctx, a.O, a.ID, a.Err)
+}
+
+// OrderTask enqueues Order (names.go).
+//
+// Get one bound to a client from [New]. An unbound handle (the zero
+// value) returns [queuemax.ErrNotBound] from its enqueue methods, while
+// Call still works. A handle is a small value, safe to copy and to use
+// concurrently. Its enqueue methods are Delay, ScheduleAt, ScheduleIn,
+// Map and MapArgs, each with a Tx form; the generic [queuemax.Task] it
+// wraps is not exposed, so these are the only ones. Step and StepArgs
+// add the task as a step of a [queuemax.Workflow].
+type OrderTask struct {
+	task queuemax.Task[OrderArgs]
+}
+
+// Name returns the task name stored in each Order job row.
+func (t OrderTask) Name() string {
+	return t.task.Name()
+}
+
+// Client returns the client the handle is bound to, or nil.
+func (t OrderTask) Client() *queuemax.Client {
+	return t.task.Client()
+}
+
+// Stats returns the counts of Order jobs by status. It returns
+// [queuemax.ErrNotBound] for an unbound handle.
+func (t OrderTask) Stats(ctx context.Context) (queuemax.TaskStats, error) {
+	return t.task.Stats(ctx)
+}
+
+// Delay enqueues one Order job to run as soon as a worker is free and
+// returns its ID. The job is durable once Delay returns nil; Delay does not
+// wait for it to run.
+//
+// Delay returns [queuemax.ErrNotBound] for an unbound handle,
+// [queuemax.ErrClosed] after [queuemax.Client.Close], or ctx's error if
+// ctx ends first. It is safe for concurrent use.
+func (t OrderTask) Delay(ctx context.Context, o string, id int, err string) (queuemax.JobID, error) {
+	return t.task.Enqueue(ctx, OrderArgs{O: o, ID: id, Err: err})
+}
+
+// DelayTx enqueues one Order job inside tx, the application's open
+// transaction (a pgx.Tx or a *sql.Tx of the pgx stdlib driver), and returns
+// its ID: the job exists if and only if tx commits. On the SQLite store it
+// returns [queuemax.ErrTxUnsupported]; see [queuemax.Client.EnqueueTx].
+func (t OrderTask) DelayTx(ctx context.Context, tx queuemax.Tx, o string, id int, err string) (queuemax.JobID, error) {
+	return t.task.EnqueueTx(ctx, tx, OrderArgs{O: o, ID: id, Err: err})
+}
+
+// ScheduleAt enqueues one Order job that becomes ready at at, and
+// returns its ID. The job is durable once ScheduleAt returns nil.
+func (t OrderTask) ScheduleAt(ctx context.Context, at time.Time, o string, id int, err string) (queuemax.JobID, error) {
+	return t.task.EnqueueAt(ctx, at, OrderArgs{O: o, ID: id, Err: err})
+}
+
+// ScheduleAtTx enqueues one Order job inside tx that becomes ready at
+// at, and returns its ID; the job exists if and only if tx commits (see
+// DelayTx).
+func (t OrderTask) ScheduleAtTx(ctx context.Context, tx queuemax.Tx, at time.Time, o string, id int, err string) (queuemax.JobID, error) {
+	return t.task.EnqueueAtTx(ctx, tx, at, OrderArgs{O: o, ID: id, Err: err})
+}
+
+// ScheduleIn enqueues one Order job that becomes ready after d, and
+// returns its ID. The job is durable once ScheduleIn returns nil.
+func (t OrderTask) ScheduleIn(ctx context.Context, d time.Duration, o string, id int, err string) (queuemax.JobID, error) {
+	return t.task.EnqueueIn(ctx, d, OrderArgs{O: o, ID: id, Err: err})
+}
+
+// ScheduleInTx enqueues one Order job inside tx that becomes ready d
+// after this call, and returns its ID; the job exists if and only if tx
+// commits (see DelayTx).
+func (t OrderTask) ScheduleInTx(ctx context.Context, tx queuemax.Tx, d time.Duration, o string, id int, err string) (queuemax.JobID, error) {
+	return t.task.EnqueueInTx(ctx, tx, d, OrderArgs{O: o, ID: id, Err: err})
+}
+
+// Map enqueues one Order job per element of o, the other parameters
+// fixed, and returns their IDs in order. The jobs are stored in one
+// transaction per shard: if any is invalid, none is stored.
+func (t OrderTask) Map(ctx context.Context, o []string, id int, err string) ([]queuemax.JobID, error) {
+	args := make([]OrderArgs, len(o))
+	for i, v := range o {
+		args[i] = OrderArgs{O: v, ID: id, Err: err}
+	}
+	return t.task.EnqueueMany(ctx, args)
+}
+
+// MapTx enqueues one Order job per element of o inside tx, the other
+// parameters fixed, and returns their IDs in order; the jobs exist if and
+// only if tx commits (see DelayTx). If any is invalid, none is written.
+func (t OrderTask) MapTx(ctx context.Context, tx queuemax.Tx, o []string, id int, err string) ([]queuemax.JobID, error) {
+	args := make([]OrderArgs, len(o))
+	for i, v := range o {
+		args[i] = OrderArgs{O: v, ID: id, Err: err}
+	}
+	return t.task.EnqueueManyTx(ctx, tx, args)
+}
+
+// MapArgs enqueues one Order job per payload and returns their IDs in
+// order. The jobs are stored in one transaction per shard: if any is
+// invalid, none is stored.
+func (t OrderTask) MapArgs(ctx context.Context, args []OrderArgs) ([]queuemax.JobID, error) {
+	return t.task.EnqueueMany(ctx, args)
+}
+
+// MapArgsTx enqueues one Order job per payload inside tx and returns
+// their IDs in order; the jobs exist if and only if tx commits (see
+// DelayTx). If any is invalid, none is written.
+func (t OrderTask) MapArgsTx(ctx context.Context, tx queuemax.Tx, args []OrderArgs) ([]queuemax.JobID, error) {
+	return t.task.EnqueueManyTx(ctx, tx, args)
+}
+
+// With returns a copy of t whose enqueues apply o (priority, retries,
+// partition key, run-at) on top of the task's defaults and earlier
+// overrides. t itself is unchanged.
+func (t OrderTask) With(o queuemax.Opts) OrderTask {
+	return OrderTask{t.task.With(o)}
+}
+
+// Call runs Order synchronously in this goroutine and returns its error,
+// after a round trip of the arguments through the JSON codec workers use,
+// so what works with Call works in a worker. It enqueues nothing and
+// works on an unbound handle; the task's timeout bounds ctx.
+func (t OrderTask) Call(ctx context.Context, o string, id int, err string) error {
+	return queuemax.Call(ctx, orderOptions, orderFunc, OrderArgs{O: o, ID: id, Err: err})
+}
+
+// Step adds a Order step named stepName to wf and returns it:
+// later steps wait for it with queuemax.After(ref.Name()). Its task
+// returns no result to bind.
+//
+// Each parameter is a value, queuemax.Value(v), or the result of an
+// earlier step whose task returns the parameter's type, queuemax.From(ref),
+// which makes this step wait for that one; a result of another type does
+// not compile.
+//
+// The step's job takes the handle's defaults and With overrides. An error
+// (a duplicate step name, an unbound handle) is kept by wf and returned by
+// [queuemax.Client.EnqueueWorkflow].
+func (t OrderTask) Step(wf *queuemax.Workflow, stepName string, o queuemax.Input[string], id queuemax.Input[int], err queuemax.Input[string], stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	var args OrderArgs
+	stepOpts = append([]queuemax.StepOption{
+		o.Into(&args.O, "o"),
+		id.Into(&args.ID, "id"),
+		err.Into(&args.Err, "err"),
+	}, stepOpts...)
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, args, stepOpts...)
+}
+
+// StepArgs adds a Order step named stepName with payload args
+// to wf, every parameter a value, and returns it (see Step).
+func (t OrderTask) StepArgs(wf *queuemax.Workflow, stepName string, args OrderArgs, stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, args, stepOpts...)
+}
+
+// Order must keep the signature this file was generated from (names.go):
+// after changing it, run go generate.
+var _ func(context.Context, string, int, string) error = Order
 
 // RawArgs is the payload of Raw (names.go).
 //

@@ -25,23 +25,23 @@ type Tasks struct {
 // values and safe for concurrent use; binding does no I/O.
 func New(c *queuemax.Client) *Tasks {
 	return &Tasks{
-		Hourly:       HourlyTask{queuemax.NewTask[HourlyArgs](c, "github.com/queuemax/queuemax/testdata/golden/periodic_cron.Hourly", hourlyOptions)},
-		Nightly:      NightlyTask{queuemax.NewTask[NightlyArgs](c, "github.com/queuemax/queuemax/testdata/golden/periodic_cron.Nightly", nightlyOptions)},
-		ParisMorning: ParisMorningTask{queuemax.NewTask[ParisMorningArgs](c, "github.com/queuemax/queuemax/testdata/golden/periodic_cron.ParisMorning", parisMorningOptions)},
+		Hourly:       HourlyTask{queuemax.NewTask[HourlyArgs](c, "periodic_cron.Hourly", hourlyOptions)},
+		Nightly:      NightlyTask{queuemax.NewTask[NightlyArgs](c, "periodic_cron.Nightly", nightlyOptions)},
+		ParisMorning: ParisMorningTask{queuemax.NewTask[ParisMorningArgs](c, "periodic_cron.ParisMorning", parisMorningOptions)},
 	}
 }
 
 // Handlers returns the handlers of every task of the package, for
 // [queuemax.Config].Handlers. Each call returns a new slice.
 func Handlers() []queuemax.Handler {
-	hourlyHandler := queuemax.Define("github.com/queuemax/queuemax/testdata/golden/periodic_cron.Hourly", hourlyOptions, hourlyFunc)
+	hourlyHandler := queuemax.Define("periodic_cron.Hourly", hourlyOptions, hourlyFunc)
 	hourlyHandler.Periodic = &queuemax.Periodic{Cron: "@hourly"}
-	nightlyHandler := queuemax.Define("github.com/queuemax/queuemax/testdata/golden/periodic_cron.Nightly", nightlyOptions, nightlyFunc)
+	nightlyHandler := queuemax.Define("periodic_cron.Nightly", nightlyOptions, nightlyFunc)
 	nightlyHandler.Periodic = &queuemax.Periodic{
 		Cron:    "0 3 * * *",
 		Misfire: queuemax.MisfireRunOnce,
 	}
-	parisMorningHandler := queuemax.Define("github.com/queuemax/queuemax/testdata/golden/periodic_cron.ParisMorning", parisMorningOptions, parisMorningFunc)
+	parisMorningHandler := queuemax.Define("periodic_cron.ParisMorning", parisMorningOptions, parisMorningFunc)
 	parisMorningHandler.Periodic = &queuemax.Periodic{Cron: "CRON_TZ=Europe/Paris 30 6 * * 1-5"}
 	return []queuemax.Handler{
 		hourlyHandler,

@@ -25,23 +25,23 @@ type Tasks struct {
 // values and safe for concurrent use; binding does no I/O.
 func New(c *queuemax.Client) *Tasks {
 	return &Tasks{
-		CleanupOldData: CleanupOldDataTask{queuemax.NewTask[CleanupOldDataArgs](c, "github.com/queuemax/queuemax/testdata/golden/periodic_every.CleanupOldData", cleanupOldDataOptions)},
+		CleanupOldData: CleanupOldDataTask{queuemax.NewTask[CleanupOldDataArgs](c, "periodic_every.CleanupOldData", cleanupOldDataOptions)},
 		Heartbeat:      HeartbeatTask{queuemax.NewTask[HeartbeatArgs](c, "ops.heartbeat", heartbeatOptions)},
-		Notify:         NotifyTask{queuemax.NewTask[NotifyArgs](c, "github.com/queuemax/queuemax/testdata/golden/periodic_every.Notify", notifyOptions)},
+		Notify:         NotifyTask{queuemax.NewTask[NotifyArgs](c, "periodic_every.Notify", notifyOptions)},
 	}
 }
 
 // Handlers returns the handlers of every task of the package, for
 // [queuemax.Config].Handlers. Each call returns a new slice.
 func Handlers() []queuemax.Handler {
-	cleanupOldDataHandler := queuemax.Define("github.com/queuemax/queuemax/testdata/golden/periodic_every.CleanupOldData", cleanupOldDataOptions, cleanupOldDataFunc)
+	cleanupOldDataHandler := queuemax.Define("periodic_every.CleanupOldData", cleanupOldDataOptions, cleanupOldDataFunc)
 	cleanupOldDataHandler.Periodic = &queuemax.Periodic{Every: time.Hour}
 	heartbeatHandler := queuemax.DefineResult("ops.heartbeat", heartbeatOptions, heartbeatFunc)
 	heartbeatHandler.Periodic = &queuemax.Periodic{Every: 90 * time.Second}
 	return []queuemax.Handler{
 		cleanupOldDataHandler,
 		heartbeatHandler,
-		queuemax.Define("github.com/queuemax/queuemax/testdata/golden/periodic_every.Notify", notifyOptions, notifyFunc),
+		queuemax.Define("periodic_every.Notify", notifyOptions, notifyFunc),
 	}
 }
 

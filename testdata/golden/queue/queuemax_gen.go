@@ -23,8 +23,8 @@ type Tasks struct {
 // values and safe for concurrent use; binding does no I/O.
 func New(c *queuemax.Client) *Tasks {
 	return &Tasks{
-		Resize:    ResizeTask{queuemax.NewTask[ResizeArgs](c, "github.com/queuemax/queuemax/testdata/golden/queue.Resize", resizeOptions)},
-		SendEmail: SendEmailTask{queuemax.NewTask[SendEmailArgs](c, "github.com/queuemax/queuemax/testdata/golden/queue.SendEmail", sendEmailOptions)},
+		Resize:    ResizeTask{queuemax.NewTask[ResizeArgs](c, "queue.Resize", resizeOptions)},
+		SendEmail: SendEmailTask{queuemax.NewTask[SendEmailArgs](c, "queue.SendEmail", sendEmailOptions)},
 	}
 }
 
@@ -32,8 +32,8 @@ func New(c *queuemax.Client) *Tasks {
 // [queuemax.Config].Handlers. Each call returns a new slice.
 func Handlers() []queuemax.Handler {
 	return []queuemax.Handler{
-		queuemax.Define("github.com/queuemax/queuemax/testdata/golden/queue.Resize", resizeOptions, resizeFunc),
-		queuemax.Define("github.com/queuemax/queuemax/testdata/golden/queue.SendEmail", sendEmailOptions, sendEmailFunc),
+		queuemax.Define("queue.Resize", resizeOptions, resizeFunc),
+		queuemax.Define("queue.SendEmail", sendEmailOptions, sendEmailFunc),
 	}
 }
 

@@ -27,10 +27,10 @@ type Tasks struct {
 // values and safe for concurrent use; binding does no I/O.
 func New(c *queuemax.Client) *Tasks {
 	return &Tasks{
-		Archive:     ArchiveTask{queuemax.NewTask[ArchiveArgs](c, "github.com/queuemax/queuemax/testdata/golden/rate_limit.Archive", archiveOptions)},
-		CallAPI:     CallAPITask{queuemax.NewTask[CallAPIArgs](c, "github.com/queuemax/queuemax/testdata/golden/rate_limit.CallAPI", callAPIOptions)},
-		Export:      ExportTask{queuemax.NewTask[ExportArgs](c, "github.com/queuemax/queuemax/testdata/golden/rate_limit.Export", exportOptions)},
-		SyncAccount: SyncAccountTask{queuemax.NewTask[SyncAccountArgs](c, "github.com/queuemax/queuemax/testdata/golden/rate_limit.SyncAccount", syncAccountOptions)},
+		Archive:     ArchiveTask{queuemax.NewTask[ArchiveArgs](c, "rate_limit.Archive", archiveOptions)},
+		CallAPI:     CallAPITask{queuemax.NewTask[CallAPIArgs](c, "rate_limit.CallAPI", callAPIOptions)},
+		Export:      ExportTask{queuemax.NewTask[ExportArgs](c, "rate_limit.Export", exportOptions)},
+		SyncAccount: SyncAccountTask{queuemax.NewTask[SyncAccountArgs](c, "rate_limit.SyncAccount", syncAccountOptions)},
 	}
 }
 
@@ -38,10 +38,10 @@ func New(c *queuemax.Client) *Tasks {
 // [queuemax.Config].Handlers. Each call returns a new slice.
 func Handlers() []queuemax.Handler {
 	return []queuemax.Handler{
-		queuemax.Define("github.com/queuemax/queuemax/testdata/golden/rate_limit.Archive", archiveOptions, archiveFunc),
-		queuemax.Define("github.com/queuemax/queuemax/testdata/golden/rate_limit.CallAPI", callAPIOptions, callAPIFunc),
-		queuemax.Define("github.com/queuemax/queuemax/testdata/golden/rate_limit.Export", exportOptions, exportFunc),
-		queuemax.Define("github.com/queuemax/queuemax/testdata/golden/rate_limit.SyncAccount", syncAccountOptions, syncAccountFunc),
+		queuemax.Define("rate_limit.Archive", archiveOptions, archiveFunc),
+		queuemax.Define("rate_limit.CallAPI", callAPIOptions, callAPIFunc),
+		queuemax.Define("rate_limit.Export", exportOptions, exportFunc),
+		queuemax.Define("rate_limit.SyncAccount", syncAccountOptions, syncAccountFunc),
 	}
 }
 
@@ -104,61 +104,61 @@ func (t ArchiveTask) Stats(ctx context.Context) (queuemax.TaskStats, error) {
 // Delay returns [queuemax.ErrNotBound] for an unbound handle,
 // [queuemax.ErrClosed] after [queuemax.Client.Close], or ctx's error if
 // ctx ends first. It is safe for concurrent use.
-func (t ArchiveTask) Delay(ctx context.Context, id_ int) (queuemax.JobID, error) {
-	return t.task.Enqueue(ctx, ArchiveArgs{ID: id_})
+func (t ArchiveTask) Delay(ctx context.Context, id int) (queuemax.JobID, error) {
+	return t.task.Enqueue(ctx, ArchiveArgs{ID: id})
 }
 
 // DelayTx enqueues one Archive job inside tx, the application's open
 // transaction (a pgx.Tx or a *sql.Tx of the pgx stdlib driver), and returns
 // its ID: the job exists if and only if tx commits. On the SQLite store it
 // returns [queuemax.ErrTxUnsupported]; see [queuemax.Client.EnqueueTx].
-func (t ArchiveTask) DelayTx(ctx context.Context, tx queuemax.Tx, id_ int) (queuemax.JobID, error) {
-	return t.task.EnqueueTx(ctx, tx, ArchiveArgs{ID: id_})
+func (t ArchiveTask) DelayTx(ctx context.Context, tx queuemax.Tx, id int) (queuemax.JobID, error) {
+	return t.task.EnqueueTx(ctx, tx, ArchiveArgs{ID: id})
 }
 
 // ScheduleAt enqueues one Archive job that becomes ready at at, and
 // returns its ID. The job is durable once ScheduleAt returns nil.
-func (t ArchiveTask) ScheduleAt(ctx context.Context, at time.Time, id_ int) (queuemax.JobID, error) {
-	return t.task.EnqueueAt(ctx, at, ArchiveArgs{ID: id_})
+func (t ArchiveTask) ScheduleAt(ctx context.Context, at time.Time, id int) (queuemax.JobID, error) {
+	return t.task.EnqueueAt(ctx, at, ArchiveArgs{ID: id})
 }
 
 // ScheduleAtTx enqueues one Archive job inside tx that becomes ready at
 // at, and returns its ID; the job exists if and only if tx commits (see
 // DelayTx).
-func (t ArchiveTask) ScheduleAtTx(ctx context.Context, tx queuemax.Tx, at time.Time, id_ int) (queuemax.JobID, error) {
-	return t.task.EnqueueAtTx(ctx, tx, at, ArchiveArgs{ID: id_})
+func (t ArchiveTask) ScheduleAtTx(ctx context.Context, tx queuemax.Tx, at time.Time, id int) (queuemax.JobID, error) {
+	return t.task.EnqueueAtTx(ctx, tx, at, ArchiveArgs{ID: id})
 }
 
 // ScheduleIn enqueues one Archive job that becomes ready after d, and
 // returns its ID. The job is durable once ScheduleIn returns nil.
-func (t ArchiveTask) ScheduleIn(ctx context.Context, d time.Duration, id_ int) (queuemax.JobID, error) {
-	return t.task.EnqueueIn(ctx, d, ArchiveArgs{ID: id_})
+func (t ArchiveTask) ScheduleIn(ctx context.Context, d time.Duration, id int) (queuemax.JobID, error) {
+	return t.task.EnqueueIn(ctx, d, ArchiveArgs{ID: id})
 }
 
 // ScheduleInTx enqueues one Archive job inside tx that becomes ready d
 // after this call, and returns its ID; the job exists if and only if tx
 // commits (see DelayTx).
-func (t ArchiveTask) ScheduleInTx(ctx context.Context, tx queuemax.Tx, d time.Duration, id_ int) (queuemax.JobID, error) {
-	return t.task.EnqueueInTx(ctx, tx, d, ArchiveArgs{ID: id_})
+func (t ArchiveTask) ScheduleInTx(ctx context.Context, tx queuemax.Tx, d time.Duration, id int) (queuemax.JobID, error) {
+	return t.task.EnqueueInTx(ctx, tx, d, ArchiveArgs{ID: id})
 }
 
-// Map enqueues one Archive job per element of id_, the other parameters
+// Map enqueues one Archive job per element of id, the other parameters
 // fixed, and returns their IDs in order. The jobs are stored in one
 // transaction per shard: if any is invalid, none is stored.
-func (t ArchiveTask) Map(ctx context.Context, id_ []int) ([]queuemax.JobID, error) {
-	args := make([]ArchiveArgs, len(id_))
-	for i, v := range id_ {
+func (t ArchiveTask) Map(ctx context.Context, id []int) ([]queuemax.JobID, error) {
+	args := make([]ArchiveArgs, len(id))
+	for i, v := range id {
 		args[i] = ArchiveArgs{ID: v}
 	}
 	return t.task.EnqueueMany(ctx, args)
 }
 
-// MapTx enqueues one Archive job per element of id_ inside tx, the other
+// MapTx enqueues one Archive job per element of id inside tx, the other
 // parameters fixed, and returns their IDs in order; the jobs exist if and
 // only if tx commits (see DelayTx). If any is invalid, none is written.
-func (t ArchiveTask) MapTx(ctx context.Context, tx queuemax.Tx, id_ []int) ([]queuemax.JobID, error) {
-	args := make([]ArchiveArgs, len(id_))
-	for i, v := range id_ {
+func (t ArchiveTask) MapTx(ctx context.Context, tx queuemax.Tx, id []int) ([]queuemax.JobID, error) {
+	args := make([]ArchiveArgs, len(id))
+	for i, v := range id {
 		args[i] = ArchiveArgs{ID: v}
 	}
 	return t.task.EnqueueManyTx(ctx, tx, args)
@@ -189,8 +189,8 @@ func (t ArchiveTask) With(o queuemax.Opts) ArchiveTask {
 // after a round trip of the arguments through the JSON codec workers use,
 // so what works with Call works in a worker. It enqueues nothing and
 // works on an unbound handle; the task's timeout bounds ctx.
-func (t ArchiveTask) Call(ctx context.Context, id_ int) error {
-	return queuemax.Call(ctx, archiveOptions, archiveFunc, ArchiveArgs{ID: id_})
+func (t ArchiveTask) Call(ctx context.Context, id int) error {
+	return queuemax.Call(ctx, archiveOptions, archiveFunc, ArchiveArgs{ID: id})
 }
 
 // Step adds a Archive step named stepName to wf and returns it:
@@ -205,10 +205,10 @@ func (t ArchiveTask) Call(ctx context.Context, id_ int) error {
 // The step's job takes the handle's defaults and With overrides. An error
 // (a duplicate step name, an unbound handle) is kept by wf and returned by
 // [queuemax.Client.EnqueueWorkflow].
-func (t ArchiveTask) Step(wf *queuemax.Workflow, stepName string, id_ queuemax.Input[int], stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
+func (t ArchiveTask) Step(wf *queuemax.Workflow, stepName string, id queuemax.Input[int], stepOpts ...queuemax.StepOption) queuemax.StepRef[queuemax.NoResult] {
 	var args ArchiveArgs
 	stepOpts = append([]queuemax.StepOption{
-		id_.Into(&args.ID, "id"),
+		id.Into(&args.ID, "id"),
 	}, stepOpts...)
 	return queuemax.AddStep[queuemax.NoResult](wf, t.task, stepName, args, stepOpts...)
 }

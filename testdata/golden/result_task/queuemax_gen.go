@@ -25,9 +25,9 @@ type Tasks struct {
 // values and safe for concurrent use; binding does no I/O.
 func New(c *queuemax.Client) *Tasks {
 	return &Tasks{
-		Count:          CountTask{queuemax.NewTask[CountArgs](c, "github.com/queuemax/queuemax/testdata/golden/result_task.Count", countOptions)},
-		GenerateReport: GenerateReportTask{queuemax.NewTask[GenerateReportArgs](c, "github.com/queuemax/queuemax/testdata/golden/result_task.GenerateReport", generateReportOptions)},
-		Lookup:         LookupTask{queuemax.NewTask[LookupArgs](c, "github.com/queuemax/queuemax/testdata/golden/result_task.Lookup", lookupOptions)},
+		Count:          CountTask{queuemax.NewTask[CountArgs](c, "result_task.Count", countOptions)},
+		GenerateReport: GenerateReportTask{queuemax.NewTask[GenerateReportArgs](c, "result_task.GenerateReport", generateReportOptions)},
+		Lookup:         LookupTask{queuemax.NewTask[LookupArgs](c, "result_task.Lookup", lookupOptions)},
 	}
 }
 
@@ -35,9 +35,9 @@ func New(c *queuemax.Client) *Tasks {
 // [queuemax.Config].Handlers. Each call returns a new slice.
 func Handlers() []queuemax.Handler {
 	return []queuemax.Handler{
-		queuemax.DefineResult("github.com/queuemax/queuemax/testdata/golden/result_task.Count", countOptions, countFunc),
-		queuemax.DefineResult("github.com/queuemax/queuemax/testdata/golden/result_task.GenerateReport", generateReportOptions, generateReportFunc),
-		queuemax.DefineResult("github.com/queuemax/queuemax/testdata/golden/result_task.Lookup", lookupOptions, lookupFunc),
+		queuemax.DefineResult("result_task.Count", countOptions, countFunc),
+		queuemax.DefineResult("result_task.GenerateReport", generateReportOptions, generateReportFunc),
+		queuemax.DefineResult("result_task.Lookup", lookupOptions, lookupFunc),
 	}
 }
 

@@ -27,8 +27,8 @@ type Tasks struct {
 // values and safe for concurrent use; binding does no I/O.
 func New(c *queuemax.Client) *Tasks {
 	return &Tasks{
-		Fetch: FetchTask{queuemax.NewTask[FetchArgs](c, "github.com/queuemax/queuemax/testdata/golden/retry_on.Fetch", fetchOptions)},
-		Store: StoreTask{queuemax.NewTask[StoreArgs](c, "github.com/queuemax/queuemax/testdata/golden/retry_on.Store", storeOptions)},
+		Fetch: FetchTask{queuemax.NewTask[FetchArgs](c, "retry_on.Fetch", fetchOptions)},
+		Store: StoreTask{queuemax.NewTask[StoreArgs](c, "retry_on.Store", storeOptions)},
 	}
 }
 
@@ -36,8 +36,8 @@ func New(c *queuemax.Client) *Tasks {
 // [queuemax.Config].Handlers. Each call returns a new slice.
 func Handlers() []queuemax.Handler {
 	return []queuemax.Handler{
-		queuemax.Define("github.com/queuemax/queuemax/testdata/golden/retry_on.Fetch", fetchOptions, fetchFunc),
-		queuemax.Define("github.com/queuemax/queuemax/testdata/golden/retry_on.Store", storeOptions, storeFunc),
+		queuemax.Define("retry_on.Fetch", fetchOptions, fetchFunc),
+		queuemax.Define("retry_on.Store", storeOptions, storeFunc),
 	}
 }
 

@@ -21,7 +21,7 @@ type Tasks struct {
 // values and safe for concurrent use; binding does no I/O.
 func New(c *queuemax.Client) *Tasks {
 	return &Tasks{
-		Real: RealTask{queuemax.NewTask[RealArgs](c, "github.com/queuemax/queuemax/testdata/golden/skip_generated.Real", realOptions)},
+		Real: RealTask{queuemax.NewTask[RealArgs](c, "skip_generated.Real", realOptions)},
 	}
 }
 
@@ -29,7 +29,7 @@ func New(c *queuemax.Client) *Tasks {
 // [queuemax.Config].Handlers. Each call returns a new slice.
 func Handlers() []queuemax.Handler {
 	return []queuemax.Handler{
-		queuemax.Define("github.com/queuemax/queuemax/testdata/golden/skip_generated.Real", realOptions, realFunc),
+		queuemax.Define("skip_generated.Real", realOptions, realFunc),
 	}
 }
 

@@ -24,8 +24,8 @@ type Tasks struct {
 // values and safe for concurrent use; binding does no I/O.
 func New(c *queuemax.Client) *Tasks {
 	return &Tasks{
-		Bill:    BillTask{queuemax.NewTask[BillArgs](c, "github.com/queuemax/queuemax/testdata/golden/struct_params.Bill", billOptions)},
-		Process: ProcessTask{queuemax.NewTask[ProcessArgs](c, "github.com/queuemax/queuemax/testdata/golden/struct_params.Process", processOptions)},
+		Bill:    BillTask{queuemax.NewTask[BillArgs](c, "struct_params.Bill", billOptions)},
+		Process: ProcessTask{queuemax.NewTask[ProcessArgs](c, "struct_params.Process", processOptions)},
 	}
 }
 
@@ -33,8 +33,8 @@ func New(c *queuemax.Client) *Tasks {
 // [queuemax.Config].Handlers. Each call returns a new slice.
 func Handlers() []queuemax.Handler {
 	return []queuemax.Handler{
-		queuemax.Define("github.com/queuemax/queuemax/testdata/golden/struct_params.Bill", billOptions, billFunc),
-		queuemax.Define("github.com/queuemax/queuemax/testdata/golden/struct_params.Process", processOptions, processFunc),
+		queuemax.Define("struct_params.Bill", billOptions, billFunc),
+		queuemax.Define("struct_params.Process", processOptions, processFunc),
 	}
 }
 

@@ -21,7 +21,7 @@ type Tasks struct {
 // values and safe for concurrent use; binding does no I/O.
 func New(c *queuemax.Client) *Tasks {
 	return &Tasks{
-		Invoice: InvoiceTask{queuemax.NewTask[InvoiceArgs](c, "github.com/queuemax/queuemax/testdata/golden/tags.Invoice", invoiceOptions)},
+		Invoice: InvoiceTask{queuemax.NewTask[InvoiceArgs](c, "tags.Invoice", invoiceOptions)},
 	}
 }
 
@@ -29,7 +29,7 @@ func New(c *queuemax.Client) *Tasks {
 // [queuemax.Config].Handlers. Each call returns a new slice.
 func Handlers() []queuemax.Handler {
 	return []queuemax.Handler{
-		queuemax.Define("github.com/queuemax/queuemax/testdata/golden/tags.Invoice", invoiceOptions, invoiceFunc),
+		queuemax.Define("tags.Invoice", invoiceOptions, invoiceFunc),
 	}
 }
 
@@ -45,7 +45,8 @@ type InvoiceArgs struct {
 
 // invoiceOptions are the defaults of Invoice from its annotation (tasks.go).
 var invoiceOptions = queuemax.TaskOptions{
-	Tags: []string{"billing", "eu"},
+	Tags:    []string{"billing", "eu"},
+	Aliases: []string{"billing.OldInvoice"},
 }
 
 // invoiceFunc calls Invoice (tasks.go) with the fields of its payload.

@@ -6,7 +6,7 @@ import "context"
 // Invoice bills one customer; its jobs are tagged billing and eu unless
 // Opts.Tags says otherwise.
 //
-//queuemax:task tags=billing,eu
+//queuemax:task tags=billing,eu aliases=billing.OldInvoice
 func Invoice(ctx context.Context, customer string) error {
 	return nil
 }

@@ -25,9 +25,9 @@ type Tasks struct {
 // values and safe for concurrent use; binding does no I/O.
 func New(c *queuemax.Client) *Tasks {
 	return &Tasks{
-		Digest:   DigestTask{queuemax.NewTask[DigestArgs](c, "github.com/queuemax/queuemax/testdata/golden/unique.Digest", digestOptions)},
-		Report:   ReportTask{queuemax.NewTask[ReportArgs](c, "github.com/queuemax/queuemax/testdata/golden/unique.Report", reportOptions)},
-		SyncUser: SyncUserTask{queuemax.NewTask[SyncUserArgs](c, "github.com/queuemax/queuemax/testdata/golden/unique.SyncUser", syncUserOptions)},
+		Digest:   DigestTask{queuemax.NewTask[DigestArgs](c, "unique.Digest", digestOptions)},
+		Report:   ReportTask{queuemax.NewTask[ReportArgs](c, "unique.Report", reportOptions)},
+		SyncUser: SyncUserTask{queuemax.NewTask[SyncUserArgs](c, "unique.SyncUser", syncUserOptions)},
 	}
 }
 
@@ -35,9 +35,9 @@ func New(c *queuemax.Client) *Tasks {
 // [queuemax.Config].Handlers. Each call returns a new slice.
 func Handlers() []queuemax.Handler {
 	return []queuemax.Handler{
-		queuemax.Define("github.com/queuemax/queuemax/testdata/golden/unique.Digest", digestOptions, digestFunc),
-		queuemax.Define("github.com/queuemax/queuemax/testdata/golden/unique.Report", reportOptions, reportFunc),
-		queuemax.Define("github.com/queuemax/queuemax/testdata/golden/unique.SyncUser", syncUserOptions, syncUserFunc),
+		queuemax.Define("unique.Digest", digestOptions, digestFunc),
+		queuemax.Define("unique.Report", reportOptions, reportFunc),
+		queuemax.Define("unique.SyncUser", syncUserOptions, syncUserFunc),
 	}
 }
 

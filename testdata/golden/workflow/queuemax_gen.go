@@ -27,10 +27,10 @@ type Tasks struct {
 // values and safe for concurrent use; binding does no I/O.
 func New(c *queuemax.Client) *Tasks {
 	return &Tasks{
-		Audit:  AuditTask{queuemax.NewTask[AuditArgs](c, "github.com/queuemax/queuemax/testdata/golden/workflow.Audit", auditOptions)},
-		Charge: ChargeTask{queuemax.NewTask[ChargeArgs](c, "github.com/queuemax/queuemax/testdata/golden/workflow.Charge", chargeOptions)},
-		Mail:   MailTask{queuemax.NewTask[MailArgs](c, "github.com/queuemax/queuemax/testdata/golden/workflow.Mail", mailOptions)},
-		Ship:   ShipTask{queuemax.NewTask[ShipArgs](c, "github.com/queuemax/queuemax/testdata/golden/workflow.Ship", shipOptions)},
+		Audit:  AuditTask{queuemax.NewTask[AuditArgs](c, "workflow.Audit", auditOptions)},
+		Charge: ChargeTask{queuemax.NewTask[ChargeArgs](c, "workflow.Charge", chargeOptions)},
+		Mail:   MailTask{queuemax.NewTask[MailArgs](c, "workflow.Mail", mailOptions)},
+		Ship:   ShipTask{queuemax.NewTask[ShipArgs](c, "workflow.Ship", shipOptions)},
 	}
 }
 
@@ -38,10 +38,10 @@ func New(c *queuemax.Client) *Tasks {
 // [queuemax.Config].Handlers. Each call returns a new slice.
 func Handlers() []queuemax.Handler {
 	return []queuemax.Handler{
-		queuemax.Define("github.com/queuemax/queuemax/testdata/golden/workflow.Audit", auditOptions, auditFunc),
-		queuemax.DefineResult("github.com/queuemax/queuemax/testdata/golden/workflow.Charge", chargeOptions, chargeFunc),
-		queuemax.Define("github.com/queuemax/queuemax/testdata/golden/workflow.Mail", mailOptions, mailFunc),
-		queuemax.DefineResult("github.com/queuemax/queuemax/testdata/golden/workflow.Ship", shipOptions, shipFunc),
+		queuemax.Define("workflow.Audit", auditOptions, auditFunc),
+		queuemax.DefineResult("workflow.Charge", chargeOptions, chargeFunc),
+		queuemax.Define("workflow.Mail", mailOptions, mailFunc),
+		queuemax.DefineResult("workflow.Ship", shipOptions, shipFunc),
 	}
 }
 

@@ -21,7 +21,7 @@ type Tasks struct {
 // values and safe for concurrent use; binding does no I/O.
 func New(c *queuemax.Client) *Tasks {
 	return &Tasks{
-		SendEmail: SendEmailTask{queuemax.NewTask[SendEmailArgs](c, "github.com/queuemax/queuemax/testdata/golden/_broken/unrelated_type_error.SendEmail", sendEmailOptions)},
+		SendEmail: SendEmailTask{queuemax.NewTask[SendEmailArgs](c, "unrelated_type_error.SendEmail", sendEmailOptions)},
 	}
 }
 
@@ -29,7 +29,7 @@ func New(c *queuemax.Client) *Tasks {
 // [queuemax.Config].Handlers. Each call returns a new slice.
 func Handlers() []queuemax.Handler {
 	return []queuemax.Handler{
-		queuemax.Define("github.com/queuemax/queuemax/testdata/golden/_broken/unrelated_type_error.SendEmail", sendEmailOptions, sendEmailFunc),
+		queuemax.Define("unrelated_type_error.SendEmail", sendEmailOptions, sendEmailFunc),
 	}
 }
 

@@ -1,0 +1,227 @@
+package queuemax
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/queuemax/queuemax/runtime/store"
+)
+
+// CatalogTask is one task of the store's task catalogue: what Run of some
+// process published about a task it runs (its name, earlier names, payload
+// schema and defaults), kept after every worker stopped. A client without
+// the task's handler (the queuemax CLI, the admin API of a producer)
+// resolves task names against it, so that a name resolves the same way
+// whatever is running.
+type CatalogTask struct {
+	Name       string          `json:"name"`
+	Aliases    []string        `json:"aliases,omitempty"`
+	Schema     json.RawMessage `json:"schema,omitempty"` // see PayloadSchema; none for hand-written handlers
+	Priority   Priority        `json:"priority"`
+	MaxRetries *int            `json:"max_retries,omitempty"`
+	Queue      string          `json:"queue,omitempty"`
+	UpdatedAt  time.Time       `json:"updated_at"`
+}
+
+// TaskCatalog returns the store's task catalogue, ordered by name.
+func (c *Client) TaskCatalog(ctx context.Context) ([]CatalogTask, error) {
+	if c.closed.Load() {
+		return nil, ErrClosed
+	}
+	recs, err := c.st.TaskCatalog(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]CatalogTask, 0, len(recs))
+	for _, r := range recs {
+		var t CatalogTask
+		if err := json.Unmarshal(r.Info, &t); err != nil {
+			return nil, fmt.Errorf("queuemax: task catalogue entry %q: %w", r.Name, err)
+		}
+		t.Name, t.UpdatedAt = r.Name, r.UpdatedAt
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// PublishTasks writes c's handlers (all but a catch-all) into the store's
+// task catalogue: their names, aliases, payload schemas and defaults. Run
+// does it before it claims anything; a producer that has the handlers but
+// runs no worker may call it so that clients without them (the queuemax
+// CLI, an admin API) resolve the tasks' names before any worker ran.
+func (c *Client) PublishTasks(ctx context.Context) error {
+	if c.closed.Load() {
+		return ErrClosed
+	}
+	if c.cfg.ReadOnly {
+		return ErrReadOnly
+	}
+	return c.publishCatalog(ctx)
+}
+
+// publishCatalog writes this client's named handlers into the store's task
+// catalogue.
+func (c *Client) publishCatalog(ctx context.Context) error {
+	now := c.now()
+	var recs []store.TaskRecord
+	for _, name := range slices.Sorted(maps.Keys(c.handlers)) {
+		if name == "" {
+			continue // a catch-all handler names no task
+		}
+		h := c.handlers[name]
+		t := CatalogTask{Aliases: h.Options.Aliases, Priority: h.Options.Priority, MaxRetries: h.Options.MaxRetries, Queue: h.Options.Queue}
+		if h.args != nil {
+			t.Schema = PayloadSchema(h.args)
+		}
+		info, err := json.Marshal(t)
+		if err != nil {
+			return err
+		}
+		recs = append(recs, store.TaskRecord{Name: name, Info: info, UpdatedAt: now})
+	}
+	if len(recs) == 0 {
+		return nil
+	}
+	return c.st.TaskCatalogPut(ctx, recs)
+}
+
+// adoptRenamed gives waiting jobs stored under an earlier name of one of
+// c's tasks that task's name: its declared Aliases, and the name an
+// earlier version derived from the import path
+// (example.com/shop/tasks.SendEmail for tasks.SendEmail). Run calls it
+// when it starts and at every recovery pass, so that jobs an old producer
+// still stores under the old name run too. It returns how many it renamed.
+func (c *Client) adoptRenamed(ctx context.Context) (int64, error) {
+	backlog, err := c.st.TaskBacklog(ctx)
+	if err != nil {
+		return 0, err
+	}
+	var total int64
+	for stored := range backlog {
+		to, ok := c.oldNameOf(stored)
+		if !ok {
+			continue
+		}
+		n, err := c.st.TaskRename(ctx, stored, to)
+		total += n
+		if err != nil {
+			return total, err
+		}
+		if n > 0 {
+			c.log.InfoContext(ctx, "queuemax: jobs stored under an earlier task name now run as the task", "from", stored, "to", to, "jobs", n)
+		}
+	}
+	return total, nil
+}
+
+// oldNameOf returns the handler whose earlier name stored is: a declared
+// alias, or an import-path form of a handler's name (pkg/path/tasks.F for
+// tasks.F). ok is false for a handler's own name and for unknown names.
+func (c *Client) oldNameOf(stored string) (string, bool) {
+	if stored == "" {
+		return "", false
+	}
+	if _, own := c.handlers[stored]; own {
+		return "", false
+	}
+	for name, h := range c.handlers {
+		if name != "" && slices.Contains(h.Options.Aliases, stored) {
+			return name, true
+		}
+	}
+	if strings.Contains(stored, "/") {
+		short := pathlessTask(stored)
+		if h, ok := c.handlers[short]; ok && short != "" && h != nil {
+			return short, true
+		}
+	}
+	return "", false
+}
+
+// checkAliases rejects an alias that is another handler's name or alias.
+func (c *Client) checkAliases() error {
+	seen := map[string]string{}
+	for name := range c.handlers {
+		seen[name] = name
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.handlers)) {
+		for _, a := range c.handlers[name].Options.Aliases {
+			if a == "" || a == name {
+				return fmt.Errorf("%w: handler %q: alias %q must be a different, non-empty name", ErrInvalidConfig, name, a)
+			}
+			if other, dup := seen[a]; dup {
+				return fmt.Errorf("%w: %q is both an alias of %q and %q", ErrDuplicateTask, a, name, other)
+			}
+			seen[a] = name
+		}
+	}
+	return nil
+}
+
+// catalogCache holds the store's task catalogue for name resolution; it
+// is read again when older than one registry refresh, or at once for a
+// name it does not know.
+type catalogCache struct {
+	mu    sync.Mutex
+	at    time.Time
+	tasks []CatalogTask
+}
+
+// catalog returns the task catalogue, from the cache unless it is stale
+// or fresh is set. A catalogue that cannot be read is an error.
+func (c *Client) catalog(ctx context.Context, fresh bool) ([]CatalogTask, error) {
+	cc := &c.catalogC
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if !fresh && !cc.at.IsZero() && time.Since(cc.at) < c.registryRefresh() {
+		return cc.tasks, nil
+	}
+	tasks, err := c.TaskCatalog(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("queuemax: read the task catalogue: %w", err)
+	}
+	cc.tasks, cc.at = tasks, time.Now()
+	return tasks, nil
+}
+
+// resolveCatalog resolves name against the catalogue: a task's name, one
+// of its aliases, an import-path form of a task's name, or a short name
+// that matches one task. ok is false when nothing matches; an ambiguous
+// short name is an error listing the candidates.
+func resolveCatalog(cat []CatalogTask, name string) (full string, ok bool, err error) {
+	names := make([]string, 0, len(cat))
+	for _, t := range cat {
+		if t.Name == name {
+			return name, true, nil
+		}
+		if slices.Contains(t.Aliases, name) {
+			return t.Name, true, nil
+		}
+		names = append(names, t.Name)
+	}
+	if strings.Contains(name, "/") {
+		if short := pathlessTask(name); slices.Contains(names, short) {
+			return short, true, nil
+		}
+	}
+	return ResolveTask(names, name)
+}
+
+// ResolveTaskName resolves a task name as an enqueue on c does: one of
+// c's handlers (by name, alias or a short name that matches one), else
+// a task of the store's task catalogue (the tasks workers ran, kept after
+// they stop) in the same ways, so that it resolves the same way whatever
+// is running. An ambiguous or unknown name is an ErrUnknownTask error
+// listing the near matches.
+func (c *Client) ResolveTaskName(ctx context.Context, name string) (string, error) {
+	if c.closed.Load() {
+		return "", ErrClosed
+	}
+	return c.resolveTask(ctx, name, false, false)
+}
