@@ -29,7 +29,7 @@ package pgstore
 // notifyWindow ago (see notify.go).
 
 // schemaVersion is the newest migration this binary knows.
-const schemaVersion = 10
+const schemaVersion = 11
 
 type migration struct {
 	version int
@@ -224,4 +224,5 @@ var migrations = []migration{
 	{
 		version: 10, name: workflowReleaseByKey.name, stmts: workflowReleaseByKey.stmts, // workflow_schema.go
 	},
+	progressMigration, // progress.go
 }

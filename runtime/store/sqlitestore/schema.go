@@ -2,7 +2,7 @@ package sqlitestore
 
 // schemaVersion is the version written to shard_metadata.version once every
 // migration has run. Versions 1 and 2 are queue-max's; 3 and later are ours.
-const schemaVersion = 14
+const schemaVersion = 15
 
 // baseSchema creates queue-max's tables exactly as queue-max 0.2.0 does
 // (same names, columns, types, defaults and CHECK), so that files written by
@@ -287,4 +287,5 @@ var migrations = []migration{
 		version: 14, name: workflowMigration.name,
 		addColumns: workflowMigration.addColumns, stmts: workflowMigration.stmts,
 	},
+	progressMigration, // progress.go
 }

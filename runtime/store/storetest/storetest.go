@@ -58,6 +58,7 @@ var areas = []struct {
 	{"QueueLimits", testQueueLimitsArea},
 	{"LimitsByKey", testKeyedArea},
 	{"Workflow", testWorkflowArea},
+	{"Progress", testProgressArea},
 }
 
 // suite is what every area's tests share: how to open a fresh store.
