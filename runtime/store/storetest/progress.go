@@ -44,7 +44,6 @@ var stepsCmp = cmp.Options{
 	}),
 }
 
-
 func setStep(b *testBundle, l store.Lease, seq int, s store.JobStep) error {
 	return b.st.SetProgress(b.ctx, store.ProgressParams{Lease: l, Step: s, Seq: seq, Now: t0})
 }
@@ -274,4 +273,6 @@ func testProgressPruned(t *testing.T, b *testBundle) {
 }
 
 // pLease is j's lease, with its worker.
-func pLease(j *store.Job) store.Lease { return store.Lease{ID: j.ID, Token: j.Lease, WorkerID: j.WorkerID} }
+func pLease(j *store.Job) store.Lease {
+	return store.Lease{ID: j.ID, Token: j.Lease, WorkerID: j.WorkerID}
+}
