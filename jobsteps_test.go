@@ -236,7 +236,6 @@ func TestStep_Cursor(t *testing.T) {
 	}
 }
 
-
 // TestStep_Errors: a step outside a handler, a cursor outside a step, a
 // duplicate name (naming both places), a bad name, a transaction on the
 // SQLite store, and a write after the lease was lost.

@@ -38,13 +38,9 @@ type JobSteps struct {
 
 	mu     sync.Mutex
 	loaded bool
-	steps  map[string]*recordedStep
-	next   int // the position a new step gets
-}
-
-type recordedStep struct {
-	seq int
-	s   store.JobStep
+	steps  map[string]store.JobStep // as recorded (by this attempt's committed writes too)
+	seqs   map[string]int           // each step's position, kept from its first write
+	next   int                      // the position a new step gets
 }
 
 // StepLog records which job steps one execution ran and which it skipped
@@ -186,17 +182,31 @@ func (js *JobSteps) lookup(ctx context.Context, name string) (*store.JobStep, er
 		if err != nil {
 			return nil, fmt.Errorf("queuemax: job %d: read its steps' progress: %w", js.job.ID, err)
 		}
-		js.steps = make(map[string]*recordedStep, len(steps))
-		for i, s := range steps {
-			js.steps[s.Name] = &recordedStep{seq: i + 1, s: s}
+		js.steps = make(map[string]store.JobStep, len(steps))
+		for _, s := range steps {
+			js.steps[s.Name] = s
+			js.seq(s.Name)
 		}
-		js.next, js.loaded = len(steps)+1, true
+		js.loaded = true
 	}
-	if rec, ok := js.steps[name]; ok {
-		s := rec.s
+	if s, ok := js.steps[name]; ok {
 		return &s, nil
 	}
 	return nil, nil
+}
+
+// seq returns step name's position, giving a new step the next one. The
+// caller holds js.mu.
+func (js *JobSteps) seq(name string) int {
+	if n, ok := js.seqs[name]; ok {
+		return n
+	}
+	if js.seqs == nil {
+		js.seqs = map[string]int{}
+	}
+	js.next++
+	js.seqs[name] = js.next
+	return js.next
 }
 
 // params returns the write of step s, numbered: a step keeps the position
@@ -204,11 +214,7 @@ func (js *JobSteps) lookup(ctx context.Context, name string) (*store.JobStep, er
 func (js *JobSteps) params(s store.JobStep) store.ProgressParams {
 	js.mu.Lock()
 	defer js.mu.Unlock()
-	seq := js.next
-	if rec, ok := js.steps[s.Name]; ok {
-		seq = rec.seq
-	}
-	return store.ProgressParams{Lease: Lease(js.job), Step: s, Seq: seq, Now: js.x.cfg.Now()}
+	return store.ProgressParams{Lease: Lease(js.job), Step: s, Seq: js.seq(s.Name), Now: js.x.cfg.Now()}
 }
 
 // remember records a write that committed.
@@ -216,12 +222,9 @@ func (js *JobSteps) remember(p store.ProgressParams) {
 	js.mu.Lock()
 	defer js.mu.Unlock()
 	if js.steps == nil {
-		js.steps = map[string]*recordedStep{}
+		js.steps = map[string]store.JobStep{}
 	}
-	if _, ok := js.steps[p.Step.Name]; !ok && p.Seq >= js.next {
-		js.next = p.Seq + 1
-	}
-	js.steps[p.Step.Name] = &recordedStep{seq: p.Seq, s: p.Step}
+	js.steps[p.Step.Name] = p.Step
 }
 
 // write records step s, fenced by the job's lease.
