@@ -111,6 +111,8 @@ func childMain() int {
 		return probeChild(ctx, dir, shards, say)
 	case "wfchaos":
 		return wfChaosChild(ctx, dir, shards, say) // workflow_chaos_test.go
+	case "stepchaos":
+		return stepChaosChild(ctx, dir, shards, say) // jobsteps_chaos_test.go
 	default:
 		if code, ok := pgChildMain(ctx, mode, dir, say); ok {
 			return code
