@@ -33,7 +33,9 @@ type Shop interface {
 type shopKey struct{}
 
 // WithShop returns ctx carrying s, for the tasks run with it.
-func WithShop(ctx context.Context, s Shop) context.Context { return context.WithValue(ctx, shopKey{}, s) }
+func WithShop(ctx context.Context, s Shop) context.Context {
+	return context.WithValue(ctx, shopKey{}, s)
+}
 
 func shop(ctx context.Context) (Shop, error) {
 	s, ok := ctx.Value(shopKey{}).(Shop)
