@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/queuemax/queuemax/queuemaxtype"
 	"github.com/queuemax/queuemax/runtime/store"
@@ -227,10 +228,17 @@ func (js *JobSteps) remember(p store.ProgressParams) {
 	js.steps[p.Step.Name] = p.Step
 }
 
-// write records step s, fenced by the job's lease.
+// writeTimeout bounds a step's write once the job's context has ended.
+const writeTimeout = 30 * time.Second
+
+// write records step s, fenced by the job's lease. A step that ran is
+// recorded even when the job's context ended meanwhile (its timeout): the
+// write is bounded by writeTimeout instead.
 func (js *JobSteps) write(ctx context.Context, s store.JobStep) error {
 	p := js.params(s)
-	if err := js.st.SetProgress(context.WithoutCancel(ctx), p); err != nil {
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
+	defer cancel()
+	if err := js.st.SetProgress(wctx, p); err != nil {
 		return fmt.Errorf("queuemax: job %d: record step %q: %w", js.job.ID, s.Name, err)
 	}
 	js.remember(p)
