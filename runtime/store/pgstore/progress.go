@@ -36,25 +36,74 @@ const (
 		WHERE id = $1 AND shard = $3 RETURNING status`
 )
 
+// sqlSetProgressSet is sqlSetProgress for the writes of concurrent
+// callers, grouped into one statement (and one commit): $1…$5 are arrays
+// of ids, leases, step names, entries and workers; the entries of one job
+// are merged into one patch. RETURNING says which leases held.
+const sqlSetProgressSet = `WITH u AS (SELECT id, lease, worker, jsonb_object_agg(name, entry::jsonb) AS patch
+		FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::text[]) AS x(id, lease, name, entry, worker)
+		GROUP BY id, lease, worker)
+	UPDATE {s}.jobs j SET progress = coalesce(j.progress, '{}'::jsonb) || u.patch
+	FROM u WHERE j.id = u.id AND j.lease = u.lease AND j.status = 'processing' AND (u.worker = '' OR j.worker_id = u.worker)
+	RETURNING j.id, j.lease`
+
 // SetProgress writes one step's entry, fenced by the lease; see
-// store.JobProgress.
+// store.JobProgress. It joins the writes of concurrent callers in one
+// statement and one commit.
 func (s *Store) SetProgress(ctx context.Context, p store.ProgressParams) error {
 	if err := s.writable(); err != nil {
 		return err
 	}
-	args, err := progressArgs(p)
-	if err != nil {
+	if _, err := progressArgs(p); err != nil {
 		return err
 	}
-	n, err := s.exec(ctx, sqlSetProgress, args...)
+	ok, err := s.progress.do(ctx, []store.ProgressParams{p})
 	if err != nil {
-		s.lost(err)
 		return fmt.Errorf("queuemax: job %d: record step %q: %w", p.ID, p.Step.Name, err)
 	}
-	if n == 0 {
+	if !ok[0] {
 		return fmt.Errorf("%w: job %d, step %q", store.ErrLeaseLost, p.ID, p.Step.Name)
 	}
 	return nil
+}
+
+// progressBatch writes a group of step entries in one statement.
+func (s *Store) progressBatch(ctx context.Context, ps []store.ProgressParams) ([]bool, error) {
+	n := len(ps)
+	ids, leases := make([]int64, n), make([]int64, n)
+	names, entries, workers := make([]string, n), make([]string, n), make([]string, n)
+	for i, p := range ps {
+		args, err := progressArgs(p)
+		if err != nil {
+			return nil, err
+		}
+		ids[i], leases[i] = p.ID.Seq(), p.Token
+		names[i], entries[i], workers[i] = p.Step.Name, args[3].(string), p.WorkerID
+	}
+	rows, err := s.query(ctx, sqlSetProgressSet, ids, leases, names, entries, workers)
+	if err != nil {
+		s.lost(err)
+		return nil, err
+	}
+	held := make(map[leaseKey]bool)
+	for rows.Next() {
+		var k leaseKey
+		if err := rows.Scan(&k.id, &k.token); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		held[k] = true
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		s.lost(err)
+		return nil, err
+	}
+	ok := make([]bool, n)
+	for i := range ps {
+		ok[i] = held[leaseKey{ids[i], leases[i]}]
+	}
+	return ok, nil
 }
 
 // SetProgressTx writes one step's entry inside the application's

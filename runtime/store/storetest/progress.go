@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,6 +26,56 @@ func testProgressArea(t *testing.T, s *suite) {
 	t.Run("KeptAcrossRetriesAndRequeues", func(t *testing.T) { t.Parallel(); testProgressKept(t, s.setup(t, 1)) })
 	t.Run("Reset", func(t *testing.T) { t.Parallel(); testProgressReset(t, s.setup(t, 1)) })
 	t.Run("PrunedWithJob", func(t *testing.T) { t.Parallel(); testProgressPruned(t, s.setup(t, 1)) })
+	t.Run("ConcurrentWrites", func(t *testing.T) { t.Parallel(); testProgressConcurrent(t, s.setup(t, 1)) })
+}
+
+// testProgressConcurrent: concurrent writes of several jobs' steps (which
+// a store may group into one statement) each land, or fail alone when
+// their lease does not hold.
+func testProgressConcurrent(t *testing.T, b *testBundle) {
+	insert(t, b, store.InsertParams{Task: "t.S"}, store.InsertParams{Task: "t.S"})
+	jobs := claim(t, b, 2, t0)
+	if len(jobs) != 2 {
+		t.Fatalf("claimed %d jobs, want 2", len(jobs))
+	}
+	const per = 16
+	stale := pLease(jobs[0])
+	stale.Token++
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*per)
+	for _, j := range jobs {
+		for i := range per {
+			wg.Go(func() {
+				errs <- setStep(b, pLease(j), i+1, store.JobStep{Name: fmt.Sprintf("s%02d", i), Done: true, Result: json.RawMessage(strconv.Itoa(i))})
+			})
+		}
+	}
+	staleErrs := make(chan error, per)
+	for i := range per {
+		wg.Go(func() {
+			staleErrs <- setStep(b, stale, 99, store.JobStep{Name: fmt.Sprintf("stale%02d", i), Done: true})
+		})
+	}
+	wg.Wait()
+	close(errs)
+	close(staleErrs)
+	for err := range errs {
+		if err != nil {
+			t.Errorf("SetProgress: %v", err)
+		}
+	}
+	for err := range staleErrs {
+		if !errors.Is(err, store.ErrLeaseLost) {
+			t.Errorf("SetProgress(stale lease) error = %v, want ErrLeaseLost", err)
+		}
+	}
+	for _, j := range jobs {
+		var want []store.JobStep
+		for i := range per {
+			want = append(want, store.JobStep{Name: fmt.Sprintf("s%02d", i), Done: true, Result: json.RawMessage(strconv.Itoa(i))})
+		}
+		wantSteps(t, b, j.ID, want)
+	}
 }
 
 // stepsCmp compares recorded steps by meaning: JSON values decoded (a
