@@ -51,7 +51,7 @@ func (b *bench) steps(ctx context.Context) error {
 			return err
 		}
 		h = hh
-		label = prefix + "job steps, default Config"
+		label = prefix + "steps of jobs (queuemax.Do, SetCursor), default Config"
 		err = func() error {
 			defer cleanup()
 			ids, _, err := enqueueBatched(ctx, h.c, n, 1000)
