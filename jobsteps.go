@@ -46,7 +46,8 @@ var (
 // result is stored durably (on the job's row, fenced by the job's lease)
 // before Step returns it; on every later attempt of the same job — a
 // retry, a snooze, a restart after a crash or a deploy, a retry from the
-// dead-letter queue — Step returns the stored result without calling fn.
+// dead-letter queue (unless Config.RequeueClearsSteps) — Step returns the
+// stored result without calling fn.
 // The result goes through encoding/json both ways, as task arguments do:
 // a T that encodes and decodes unchanged (exported fields, no channels or
 // functions) comes back equal.
