@@ -152,6 +152,12 @@ type Config struct {
 	// so a job cannot wait forever unnoticed. Zero means 100; negative is
 	// an error.
 	MaxSnoozes int
+	// RequeueClearsSteps makes RetryJob and RequeueDead (the CLI's retry
+	// and dlq requeue, the admin API's) clear the job steps a failed job
+	// recorded (Step, Do, SetCursor), so that it runs again from its
+	// first step. False, the default, keeps them: the job resumes after
+	// its last completed step. RetryFailed always keeps them.
+	RequeueClearsSteps bool
 	// AlertThreshold raises an alert event while more than this many jobs
 	// are pending. Zero means 1000; AlertOff (-1) switches alerts off and
 	// any other negative value is a *ConfigError (env

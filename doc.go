@@ -68,6 +68,17 @@
 // Permanent(err) and 4xx statuses skip the retries, RetryAfter(d, err)
 // sets the delay.
 //
+// # Job steps
+//
+// Step and Do make parts of a handler resumable: a step's typed result is
+// stored, fenced by the job's lease, on the attempt where it succeeds, and
+// every later attempt of the job returns it without running the step again
+// (docs/steps.md). SetCursor records a long loop's position within a step:
+//
+//	receipt, err := queuemax.Step(ctx, "charge", func(ctx context.Context) (Receipt, error) {
+//		return payments.Charge(ctx, order)
+//	})
+//
 // # Unique jobs
 //
 // A task annotated unique=args (or unique=key with Opts.UniqueKey, or

@@ -144,8 +144,17 @@ func (c *Client) RetryFailed(ctx context.Context, shard int) (int, error) {
 }
 
 // RetryJob re-queues one failed job as RetryFailed does. It returns
-// ErrJobNotFound if no failed job has that ID.
+// ErrJobNotFound if no failed job has that ID. The job keeps the job steps
+// it recorded unless Config.RequeueClearsSteps is set.
 func (c *Client) RetryJob(ctx context.Context, id JobID) error {
+	if c.cfg.RequeueClearsSteps {
+		// The job is failed, so no worker can record steps meanwhile.
+		if j, err := c.st.Job(ctx, id); err == nil && j.Status == StatusFailed && len(j.Steps) > 0 {
+			if err := c.st.ResetProgress(ctx, id, nil, c.now()); err != nil {
+				return err
+			}
+		}
+	}
 	err := c.st.RetryJob(ctx, id, c.now())
 	if err == nil {
 		c.notify()
@@ -155,8 +164,11 @@ func (c *Client) RetryJob(ctx context.Context, id JobID) error {
 
 // RequeueDead re-queues the job behind dead-letter row dlqID of shard (see
 // DeadLetters), re-creating it if its row was cleaned up, and returns its ID.
+// The job keeps the job steps it recorded unless Config.RequeueClearsSteps
+// is set (a re-created job has none).
 func (c *Client) RequeueDead(ctx context.Context, shard int, dlqID int64) (JobID, error) {
-	id, err := c.st.RequeueDead(ctx, shard, dlqID, store.RequeueParams{Now: c.now(), Defaults: c.taskDefaults})
+	id, err := c.st.RequeueDead(ctx, shard, dlqID, store.RequeueParams{Now: c.now(), Defaults: c.taskDefaults,
+		ClearProgress: c.cfg.RequeueClearsSteps})
 	if err == nil {
 		c.notify()
 	}

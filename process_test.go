@@ -113,6 +113,8 @@ func childMain() int {
 		return probeChild(ctx, dir, shards, say)
 	case "wfchaos":
 		return wfChaosChild(ctx, dir, shards, say) // workflow_chaos_test.go
+	case "stepchaos":
+		return stepChaosChild(ctx, dir, shards, say) // jobsteps_chaos_test.go
 	default:
 		if pgHook.ChildMain != nil {
 			if code, ok := pgHook.ChildMain(ctx, mode, dir, say); ok {

@@ -23,6 +23,10 @@ type WorkResult struct {
 	// RetryAt is when the job runs again after OutcomeRetry or
 	// OutcomeSnoozed; zero otherwise.
 	RetryAt time.Time
+	// StepsRun names the job steps (Step, Do) whose function this
+	// execution called, in order; StepsSkipped those it returned from
+	// an earlier attempt's record without calling the function.
+	StepsRun, StepsSkipped []string
 }
 
 // Work runs the handler of job, which the caller claimed with Claim, in
@@ -40,12 +44,14 @@ type WorkResult struct {
 // builds Drain and WorkOne on it) and for callers that claim jobs
 // themselves.
 func (c *Client) Work(ctx context.Context, job *Job) (WorkResult, error) {
-	result, jobErr := c.exec.Execute(ctx, job)
+	var steps engine.StepLog
+	result, jobErr := c.exec.Execute(engine.WithStepLog(ctx, &steps), job)
 	a := engine.Attempt{Job: job, Ctx: ctx, Result: result, Err: jobErr, Ran: true}
 	if err := c.exec.Finish(ctx, []*engine.Attempt{&a}, engine.FinishOpts{})[0]; err != nil {
 		return WorkResult{}, err
 	}
 	res := WorkResult{Outcome: a.Outcome}
+	res.StepsRun, res.StepsSkipped = steps.Names()
 	if a.Succeeded() {
 		res.Result = a.Result
 		return res, nil

@@ -30,7 +30,7 @@ type command struct {
 // without an initialization cycle.
 func commands() []*command {
 	return []*command{
-		statsCommand, listCommand, enqueueCommand, retryCommand, cancelCommand, dlqCommand,
+		statsCommand, listCommand, showCommand, enqueueCommand, retryCommand, cancelCommand, dlqCommand,
 		queuesCommand, pauseCommand, resumeCommand, workflowsCommand,
 		recoverCommand, purgeCommand, periodicCommand, waitCommand, workerCommand, workersCommand, dashboardCommand,
 	}

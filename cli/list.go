@@ -28,7 +28,9 @@ Completed jobs are kept for the queue's completed-job retention
 result), so --status completed shows what succeeded and when. --tag lists
 only jobs with that tag.
 When a listed job is unique, a UNIQUE column shows the first digits of its
-key (--json prints "unique_key" whole).
+key (--json prints "unique_key" whole); when one recorded job steps, a
+STEPS column shows how many are done and a running step's cursor (show ID
+prints them all).
 
 --task takes the full task name or a short one (SendEmail), resolved
 against the binary's task registry or, without one, the store's task
@@ -194,12 +196,18 @@ func (r *runner) printJobs(jobs []*queuemax.Job, sts []queuemax.Status, p queuem
 	// The UNIQUE column (a unique job's key, shortened) appears only when
 	// a listed job has one.
 	unique := slices.ContainsFunc(jobs, func(j *queuemax.Job) bool { return j.UniqueKey != "" })
+	// The STEPS column (job steps done, and a running step's cursor)
+	// appears only when a listed job recorded steps.
+	stepped := slices.ContainsFunc(jobs, func(j *queuemax.Job) bool { return len(j.Steps) > 0 })
 	cols := []string{"ID", "SHARD", "TASK", "STATUS", "PRIORITY", "TRIES", "CREATED", "DETAIL", "PAYLOAD"}
 	if tagged {
 		cols = slices.Insert(cols, 8, "TAGS")
 	}
 	if unique {
 		cols = slices.Insert(cols, len(cols)-1, "UNIQUE")
+	}
+	if stepped {
+		cols = slices.Insert(cols, len(cols)-1, "STEPS")
 	}
 	t := newTable(r.stdout, cols...)
 	for _, j := range jobs {
@@ -214,6 +222,9 @@ func (r *runner) printJobs(jobs []*queuemax.Job, sts []queuemax.Status, p queuem
 		}
 		if unique {
 			row = slices.Insert(row, len(row)-1, uniqueCol(j.UniqueKey))
+		}
+		if stepped {
+			row = slices.Insert(row, len(row)-1, stepsCol(j))
 		}
 		t.row(row...)
 	}

@@ -72,7 +72,8 @@ type Options struct {
 //	                                         q keeps jobs whose id, task, payload, error or worker contain it
 //	                                         (searching the newest 1000 jobs that match the other filters)
 //	GET  /jobs/{id}                          one job, with its error stack and metadata (and workflow_id for
-//	                                         a workflow step's job); id is a JobID or "shard:seq"
+//	                                         a workflow step's job, steps for a job that recorded job
+//	                                         steps); id is a JobID or "shard:seq"
 //	GET  /dead-letters?task=&shard=&limit=   {"dead_letters": [...]}
 //	GET  /periodic                           {"periodic": [PeriodicInfo...]}
 //	GET  /tasks                              {"tasks": [...]}: counts per task by status and shard

@@ -44,6 +44,7 @@ func TestGoDoc_ShowsFieldsAndMethods(t *testing.T) {
 		"JobCount":      {"Shard", "Task", "Status", "Count", "func (c JobCount) IsDeadLetters() bool"},
 		"CleanupResult": {"Jobs", "DeadLetters"},
 		"RecoverResult": {"Requeued", "DeadLettered"},
+		"JobStep":       {"Name", "Done", "Result", "Cursor", "UpdatedAt"},
 		// The types the engine and users share.
 		"PermanentError":        {"func (e *PermanentError) Unwrap() error"},
 		"RetryAfterError":       {"Delay", "func (e *RetryAfterError) Unwrap() error"},

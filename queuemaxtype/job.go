@@ -161,6 +161,11 @@ type Job struct {
 	// Workflow is the workflow (queuemax.WorkflowID) a step's job belongs
 	// to; zero for a job that is not a workflow step.
 	Workflow int64
+	// Steps is the job steps' recorded progress (queuemax.Step, Do and
+	// SetCursor), in the order the steps first recorded it; nil for a
+	// job that recorded none. Filled by Client.Job and Client.Jobs, not
+	// by claims.
+	Steps []JobStep
 }
 
 // IsPending reports whether the job waits to run (now or at a later time).

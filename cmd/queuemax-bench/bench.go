@@ -110,6 +110,8 @@ func (b *bench) run(ctx context.Context, chosen []string) *Report {
 				err = b.limits(ctx)
 			case "workflow":
 				err = b.workflow(ctx)
+			case "steps":
+				err = b.steps(ctx) // steps.go
 			}
 		case name == "floor":
 			err = b.floorScenario(ctx)
@@ -137,6 +139,8 @@ func (b *bench) run(ctx context.Context, chosen []string) *Report {
 			err = b.limits(ctx)
 		case name == "workflow":
 			err = b.workflow(ctx)
+		case name == "steps":
+			err = b.steps(ctx) // steps.go
 		}
 		fmt.Fprintf(b.o.stderr, " %.1fs\n", time.Since(began).Seconds())
 		if err != nil {

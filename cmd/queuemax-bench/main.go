@@ -29,9 +29,9 @@
 //	-scenarios list
 //		Comma-separated scenarios to run, in this order (default all).
 //		SQLite: floor, processing, burst, contention, failure, scale,
-//		depth, latency, enqueue, procs, idle, limits, workflow. PostgreSQL:
-//		floor, processing, enqueue, failure, depth, latency, procs, idle,
-//		limits, workflow. The floors the
+//		depth, latency, enqueue, procs, idle, limits, workflow, steps.
+//		PostgreSQL: floor, processing, enqueue, failure, depth, latency,
+//		procs, idle, limits, workflow, steps. The floors the
 //		chosen scenarios compare against are always measured.
 //	-json path
 //		Write the results as JSON to path (default bench-results.json;
@@ -99,7 +99,7 @@ const (
 )
 
 // scenarioNames lists every scenario in the order they run.
-var scenarioNames = []string{"floor", "processing", "burst", "contention", "failure", "scale", "depth", "latency", "enqueue", "procs", "idle", "limits", "workflow"}
+var scenarioNames = []string{"floor", "processing", "burst", "contention", "failure", "scale", "depth", "latency", "enqueue", "procs", "idle", "limits", "workflow", "steps"}
 
 // defaultDSN is QUEUE_MAX_DSN, else the local test server.
 func defaultDSN() string {

@@ -20,7 +20,7 @@ import (
 
 // pgScenarioNames lists the PostgreSQL scenarios (-store postgres) in the
 // order they run.
-var pgScenarioNames = []string{"floor", "processing", "enqueue", "bulk", "failure", "depth", "latency", "procs", "idle", "limits", "workflow"}
+var pgScenarioNames = []string{"floor", "processing", "enqueue", "bulk", "failure", "depth", "latency", "procs", "idle", "limits", "workflow", "steps"}
 
 // PostgreSQL scenario sizes, before -scale.
 const (

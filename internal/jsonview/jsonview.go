@@ -49,6 +49,30 @@ type Job struct {
 	Held string `json:"held,omitempty"`
 	// WorkflowID is the workflow a step's job belongs to.
 	WorkflowID int64 `json:"workflow_id,omitempty"`
+	// Steps is the progress of the job's steps (queuemax.Step, Do,
+	// SetCursor), in order.
+	Steps []JobStep `json:"steps,omitempty"`
+}
+
+// JobStep is one job step's recorded progress as JSON.
+type JobStep struct {
+	Name      string          `json:"name"`
+	Done      bool            `json:"done"`
+	Result    json.RawMessage `json:"result,omitempty"`
+	Cursor    json.RawMessage `json:"cursor,omitempty"`
+	UpdatedAt *time.Time      `json:"updated_at,omitempty"`
+}
+
+// NewJobSteps returns steps' JSON view (nil for none).
+func NewJobSteps(steps []queuemaxtype.JobStep) []JobStep {
+	if len(steps) == 0 {
+		return nil
+	}
+	out := make([]JobStep, len(steps))
+	for i, s := range steps {
+		out[i] = JobStep{Name: s.Name, Done: s.Done, Result: s.Result, Cursor: s.Cursor, UpdatedAt: Time(s.UpdatedAt)}
+	}
+	return out
 }
 
 // NewJob returns j's JSON view.
@@ -62,7 +86,7 @@ func NewJob(j *queuemaxtype.Job) Job {
 		StartedAt: Time(j.StartedAt), Heartbeat: Time(j.Heartbeat), CompletedAt: Time(j.CompletedAt),
 		RetryDelayMS: j.RetryDelay.Milliseconds(), CancelRequested: j.CancelRequested,
 		Snoozes: j.Snoozes, TimeoutMS: j.Timeout.Milliseconds(), Tags: j.Tags, Metadata: j.Metadata, Queue: j.Queue,
-		UniqueKey: j.UniqueKey, Held: j.Held, WorkflowID: j.Workflow,
+		UniqueKey: j.UniqueKey, Held: j.Held, WorkflowID: j.Workflow, Steps: NewJobSteps(j.Steps),
 	}
 }
 

@@ -357,6 +357,14 @@ func TestDashboardBrowser(t *testing.T) {
 
 	t.Run("OpenJob", func(t *testing.T) {
 		f := newDashFixture(t, adminTestToken)
+		// The failed report recorded job steps (as an earlier attempt's
+		// queuemax.Step and SetCursor would have).
+		if err := f.c.ResetJobSteps(t.Context(), f.corrupt, []queuemax.JobStep{
+			{Name: "fetch", Done: true, Result: json.RawMessage(`{"rows":40}`)},
+			{Name: "parse", Cursor: json.RawMessage(`17`)},
+		}); err != nil {
+			t.Fatal(err)
+		}
 		tab := newTab(t, browser)
 		do(t, tab, "open the failed jobs", chromedp.Navigate(f.url+"#/jobs?status=failed"))
 		do(t, tab, "click the corrupt report", chromedp.Click(fmt.Sprintf(`#job-list tr[data-job="%d"] a`, f.corrupt)))
@@ -366,6 +374,8 @@ func TestDashboardBrowser(t *testing.T) {
 		waitJS(t, tab, `document.querySelector("#job-error")?.textContent.includes("unexpected EOF in row 17")`, textOf("#job-error"))
 		waitJS(t, tab, `document.querySelector("#job-stack")?.textContent.includes("goroutine")`, textOf("#job-stack"))
 		waitJS(t, tab, textIs("#job-attempts", "1 of 1"), textOf("#job-attempts"))
+		waitJS(t, tab, `(() => { const s = document.querySelector("#job-steps")?.textContent || "";
+			return s.includes("Steps (1 of 2 done)") && s.includes("fetch") && s.includes('{"rows":40}') && s.includes("cursor 17"); })()`, textOf("#job-steps"))
 		j, err := f.c.Job(t.Context(), f.corrupt)
 		if err != nil {
 			t.Fatal(err)

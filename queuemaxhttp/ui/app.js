@@ -403,11 +403,25 @@ async function jobPage(view, id) {
             j.cancel_requested ? h("span", { class: "muted", id: "job-cancel-requested" }, "cancellation requested") : null))),
       section("Payload", pretty(j.payload), "", "job-payload"),
       j.result !== undefined ? section("Result", pretty(j.result), "", "job-result") : null,
+      j.steps ? stepsPanel(j.steps) : null,
       j.held ? section("Held", j.held, "error", "job-held") : null,
       j.last_error ? section("Error" + (j.error_type ? " (" + j.error_type + ")" : ""), j.last_error, "error", "job-error") : null,
       section("Stack", j.error_stack, "", "job-stack"),
       j.metadata ? section("Metadata", pretty(j.metadata), "", "job-metadata") : null].filter(Boolean));
   });
+}
+
+// stepsPanel lists the progress a job's steps recorded (queuemax.Step, Do,
+// SetCursor): each step done with its result, or running at its cursor.
+function stepsPanel(steps) {
+  const done = steps.filter((s) => s.done).length;
+  const rows = steps.map((s) => h("tr", { "data-step": s.name },
+    h("td", { class: "mono" }, s.name),
+    h("td", {}, s.done ? badge("done", "completed") : badge("running", "processing")),
+    h("td", { class: "mono" }, s.done ? JSON.stringify(s.result) : (s.cursor === undefined ? "–" : "cursor " + JSON.stringify(s.cursor))),
+    h("td", {}, when(s.updated_at))));
+  return h("section", { class: "panel", id: "job-steps" }, h("h2", {}, `Steps (${done} of ${steps.length} done)`),
+    h("div", { class: "scroll" }, table(["Step", "State", "Result or cursor", "Updated"], rows)));
 }
 
 // ---------- dead letters ----------

@@ -157,8 +157,9 @@ func (s *Store) RequeueDead(ctx context.Context, shard int, dlqID int64, p store
 		}
 		n := int64(0)
 		if orig.Valid {
-			tag, err := tx.Exec(ctx, expand(`UPDATE {s}.jobs SET `+strings.ReplaceAll(resetJob, "@many", "false")+` WHERE id = $2 AND status = 'failed'`, schema, s.host),
-				p.Now, orig.Int64)
+			tag, err := tx.Exec(ctx, expand(`UPDATE {s}.jobs SET `+strings.ReplaceAll(resetJob, "@many", "false")+`,
+				progress = CASE WHEN $3 THEN NULL ELSE progress END WHERE id = $2 AND status = 'failed'`, schema, s.host),
+				p.Now, orig.Int64, p.ClearProgress)
 			if err != nil {
 				return err
 			}
@@ -247,7 +248,7 @@ func (s *Store) Purge(ctx context.Context, statuses []store.Status) (int, error)
 
 const jobColumns = `id, shard, partition_key, task, payload, status, priority, attempts, max_attempts, retry_delay,
 	last_error, error_type, error_stack, worker_id, lease, heartbeat, created_at, started_at, completed_at,
-	next_retry_at, result, metadata, cancel_requested, snoozes, timeout_ms, tags, queue, unique_key, wf_id`
+	next_retry_at, result, metadata, cancel_requested, snoozes, timeout_ms, tags, queue, unique_key, wf_id, progress`
 
 func scanJob(r pgx.Row) (*store.Job, error) {
 	var (
@@ -260,7 +261,7 @@ func scanJob(r pgx.Row) (*store.Job, error) {
 		uniqueKey                                pgtype.Text
 		status                                   string
 		hb, created, started, completed, next    pgtype.Timestamptz
-		payload, result, meta                    []byte
+		payload, result, meta, progress          []byte
 		snoozes                                  int32
 		tmo, wf                                  pgtype.Int8
 		tags                                     []string
@@ -268,7 +269,7 @@ func scanJob(r pgx.Row) (*store.Job, error) {
 	)
 	if err := r.Scan(&id, &shard, &key, &task, &payload, &status, &prio, &att, &maxa, &rd, &lastErr, &errType, &errStack,
 		&worker, &lease, &hb, &created, &started, &completed, &next, &result, &meta, &j.CancelRequested, &snoozes, &tmo, &tags, &queue,
-		&uniqueKey, &wf); err != nil {
+		&uniqueKey, &wf, &progress); err != nil {
 		return nil, err
 	}
 	j.ID = store.NewJobID(int(shard), id)
@@ -298,6 +299,7 @@ func scanJob(r pgx.Row) (*store.Job, error) {
 	if wf.Valid {
 		j.Workflow = int64(store.NewJobID(int(shard), wf.Int64))
 	}
+	j.Steps = store.DecodeProgress(progress)
 	return &j, nil
 }
 

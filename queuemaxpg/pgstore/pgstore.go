@@ -116,6 +116,7 @@ type Store struct {
 	notifies  *notifyGate // which of the store's own inserts notify
 	inserts   *batcher[insertItem, store.JobID]
 	completes *batcher[store.CompleteParams, bool]
+	progress  *batcher[store.ProgressParams, bool] // progress.go
 	failures  *batcher[store.FailParams, bool]
 
 	lis *listener
@@ -194,6 +195,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	s.notifies = newNotifyGate(func() { s.notify(context.Background()) })
 	s.inserts = newCallerBatcher(s.insertBatch)
 	s.completes = newBatcher(s.completeBatch)
+	s.progress = newBatcher(s.progressBatch)
 	s.failures = newBatcher(s.failBatch)
 	s.lis = startListener(s, cfg.ConnConfig, o.Schema+".jobs", o.PollInterval)
 	return s, nil

@@ -29,7 +29,7 @@ package pgstore
 // notifyWindow ago (see notify.go).
 
 // schemaVersion is the newest migration this binary knows.
-const schemaVersion = 12
+const schemaVersion = 13
 
 type migration struct {
 	version int
@@ -230,4 +230,5 @@ var migrations = []migration{
 	{
 		version: 12, name: "task catalogue: the tasks workers ran, kept after they stop (catalog.go)", stmts: migrationCatalog,
 	},
+	progressMigration, // progress.go
 }

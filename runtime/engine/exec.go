@@ -97,6 +97,7 @@ func (x *Executor) handler(j *Job) *Handler {
 // good (ErrUnknownTask).
 func (x *Executor) Execute(ctx context.Context, j *Job) (any, error) {
 	ctx = withStep(ctx, x.cfg.Store, j) // workflow.go
+	ctx = x.withJobSteps(ctx, j)        // jobsteps.go
 	h := x.handler(j)
 	if h == nil {
 		return nil, queuemaxtype.Permanent(fmt.Errorf("%w: %q (no handler registered)", queuemaxtype.ErrUnknownTask, j.Task))
@@ -180,7 +181,7 @@ func callOnce(ctx context.Context, h *Handler, j *Job) (result any, err error) {
 			result, err = nil, panicError(r)
 		}
 	}()
-	return h.Func(ctx, j)
+	return h.Func(newStepRun(ctx), j)
 }
 
 // hook runs a user hook, recovering and logging its panic.

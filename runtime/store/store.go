@@ -245,6 +245,9 @@ type Store interface {
 	// clock decides times for every host (Features.Clock).
 	Now(ctx context.Context) (time.Time, error)
 
+	// JobProgress records the progress of job steps (progress.go).
+	JobProgress
+
 	// Close releases every resource. Later calls return ErrClosed.
 	Close() error
 }
@@ -357,6 +360,10 @@ type UniqueParams struct {
 type RequeueParams struct {
 	Defaults func(task string) (Priority, int)
 	Now      time.Time
+	// ClearProgress clears the job steps' recorded progress of the job
+	// re-queued (JobProgress), so that it runs from its first step; a
+	// re-created job has none either way.
+	ClearProgress bool
 }
 
 // ClaimParams selects jobs to claim.

@@ -154,7 +154,8 @@ func (s *Store) RequeueDead(ctx context.Context, shard int, dlqID int64, p store
 		if orig.Valid {
 			n, err = affected(tx.ExecContext(ctx, `UPDATE fila SET `+sqlYieldKey+`, status = 'pending', tentativas = 0, next_retry_at = ?2,
 				worker_id = NULL, heartbeat = NULL, lease = NULL, last_error = NULL, error_type = NULL,
-				error_stack = NULL, completed_at = NULL WHERE id = ?3 AND status = 'failed'`, 0, ts, orig.Int64))
+				error_stack = NULL, completed_at = NULL, progress = CASE WHEN ?4 THEN NULL ELSE progress END
+				WHERE id = ?3 AND status = 'failed'`, 0, ts, orig.Int64, p.ClearProgress))
 			if err != nil {
 				return err
 			}

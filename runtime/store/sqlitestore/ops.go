@@ -28,10 +28,11 @@ func scanJob(r scanner, sh int) (*store.Job, error) {
 		cancelReq, snoozes, timeoutMS                                      sql.NullInt64
 		tags, queue                                                        sql.NullString
 		wf                                                                 sql.NullInt64
+		progress                                                           sql.NullString
 	)
 	if err := r.Scan(&id, &key, &payload, &status, &prio, &attempts, &maxAttempts, &retryDelay,
 		&lastErr, &errType, &errStack, &worker, &hb, &created, &started, &finished, &next, &task, &lease, &result, &meta, &cancelReq, &snoozes, &timeoutMS, &tags, &queue,
-		&uniqueKey, &wf); err != nil {
+		&uniqueKey, &wf, &progress); err != nil {
 		return nil, err
 	}
 	j.ID = store.NewJobID(sh, id)
@@ -68,6 +69,7 @@ func scanJob(r scanner, sh int) (*store.Job, error) {
 	if wf.Valid {
 		j.Workflow = int64(store.NewJobID(sh, wf.Int64))
 	}
+	j.Steps = store.DecodeProgress([]byte(progress.String))
 	return &j, nil
 }
 

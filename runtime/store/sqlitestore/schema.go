@@ -2,7 +2,7 @@ package sqlitestore
 
 // schemaVersion is the version written to shard_metadata.version once every
 // migration has run. Versions 1 and 2 are queue-max's; 3 and later are ours.
-const schemaVersion = 16
+const schemaVersion = 17
 
 // baseSchema creates queue-max's tables exactly as queue-max 0.2.0 does
 // (same names, columns, types, defaults and CHECK), so that files written by
@@ -297,4 +297,5 @@ var migrations = []migration{
 		name:    "task catalogue: the tasks workers ran, kept after they stop (shard 0's file only; catalog.go)",
 		stmts:   migrationCatalog,
 	},
+	progressMigration, // progress.go
 }

@@ -61,6 +61,7 @@ var areas = []struct {
 	{"WorkflowRetry", testWorkflowRetryArea}, // workflow_retry.go
 	{"Features", testFeaturesArea},
 	{"Catalog", testCatalogArea}, // catalog.go
+	{"Progress", testProgressArea},
 }
 
 // suite is what every area's tests share: how to open a fresh store.
