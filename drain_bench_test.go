@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"log/slog"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/queuemax/queuemax/internal/cputime"
 	"github.com/queuemax/queuemax/internal/pgtest"
 )
 
@@ -78,11 +78,8 @@ func benchDrain(b *testing.B, st string, claimBatch int) {
 }
 
 func rusage() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	d, _ := cputime.Process()
+	return d
 }
 
 // BenchmarkRunIdle runs an idle Run (default Config, 8 SQLite shards) for
