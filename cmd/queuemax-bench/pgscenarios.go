@@ -190,7 +190,7 @@ func (b *bench) pgRiver(ctx context.Context, jobs int) (float64, string, error) 
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "go", "run", ".", "-dsn", b.o.dsn, "-jobs", strconv.Itoa(jobs), "-batch", "1000")
 	cmd.Dir = dir
-	// riverpeer is its own module, outside the repository's go.work.
+	// riverpeer runs as a module on its own (it requires no sibling).
 	cmd.Env = append(os.Environ(), "GOWORK=off")
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
