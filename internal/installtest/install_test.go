@@ -2,9 +2,7 @@ package installtest
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/json"
-	"fmt"
 	goversion "go/version"
 	"os"
 	"os/exec"
@@ -174,10 +172,11 @@ func write(t *testing.T, dir, name, body string) {
 	}
 }
 
-// newEnv builds the proxy and the environment. The module cache is fresh
-// (emptied first) but kept at one place per repository between runs, so
-// that the build cache, whose keys include the directories of the
-// packages, can reuse the third-party packages compiled by the last run.
+// newEnv builds the proxy and the environment. The module cache is new
+// (in t.TempDir); GOFLAGS=-trimpath keeps the directories of the packages
+// out of the build cache's keys, so the third-party packages compiled by an
+// earlier run, from any directory, are reused (and -modcacherw lets the
+// test's cleanup remove the cache).
 func newEnv(t *testing.T, r *repomod.Repo, version string) *env {
 	t.Helper()
 	goroot, err := exec.Command("go", "env", "GOROOT").Output()
@@ -201,13 +200,7 @@ func newEnv(t *testing.T, r *repomod.Repo, version string) *env {
 	if err := r.WriteProxy(proxy, version, func(m repomod.Module) bool { return m.Published }); err != nil {
 		t.Fatal(err)
 	}
-	userCache, err := os.UserCacheDir()
-	if err != nil {
-		userCache = os.TempDir()
-	}
-	sum := sha256.Sum256([]byte(r.Root))
-	home := filepath.Join(userCache, fmt.Sprintf("queuemax-installtest-%x", sum[:6]))
-	gopath := filepath.Join(home, "gopath")
+	gopath := filepath.Join(t.TempDir(), "gopath")
 	modcache := filepath.Join(gopath, "pkg", "mod")
 	gobin := filepath.Join(t.TempDir(), "bin")
 
@@ -217,7 +210,7 @@ func newEnv(t *testing.T, r *repomod.Repo, version string) *env {
 		"GOROOT=" + filepath.Dir(filepath.Dir(goBin)),
 		"GOTOOLCHAIN=local",
 		"GOWORK=off",
-		"GOFLAGS=",
+		"GOFLAGS=-trimpath -modcacherw",
 		"GOPATH=" + gopath,
 		"GOMODCACHE=" + modcache,
 		"GOBIN=" + gobin,
@@ -237,9 +230,6 @@ func newEnv(t *testing.T, r *repomod.Repo, version string) *env {
 		}
 	}
 	e := &env{t: t, goBin: goBin, gobin: gobin, vars: vars}
-	if _, err := os.Stat(modcache); err == nil {
-		e.run(home, "go", "clean", "-modcache")
-	}
 	if err := os.MkdirAll(gobin, 0o755); err != nil {
 		t.Fatal(err)
 	}
