@@ -22,14 +22,16 @@ import (
 
 // UnpublishedMarker, on a line of its own in a go.mod file (as a comment),
 // marks a module that is developed and tested here but never tagged nor
-// offered to users; the rest of the line says why.
+// offered to users; the rest of the line says why. A module below an
+// internal/ directory, which nobody outside can import, is unpublished
+// without it.
 const UnpublishedMarker = "// release: unpublished"
 
 // Module is one module of the repository.
 type Module struct {
 	Path      string // module path, from its go.mod
 	Dir       string // directory relative to the repository root, "." for the root, slash-separated
-	Published bool   // false when its go.mod carries UnpublishedMarker
+	Published bool   // false when its go.mod carries UnpublishedMarker or it lies below internal/
 	File      *modfile.File
 }
 
@@ -126,7 +128,7 @@ func readModule(root, dir string) (Module, error) {
 	if f.Module == nil {
 		return Module{}, fmt.Errorf("repomod: %s has no module line", p)
 	}
-	published := true
+	published := !strings.Contains("/"+dir+"/", "/internal/")
 	for _, line := range strings.Split(string(data), "\n") {
 		if strings.HasPrefix(strings.TrimSpace(line), UnpublishedMarker) {
 			published = false

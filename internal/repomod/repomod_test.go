@@ -26,14 +26,15 @@ func writeTree(t *testing.T, files map[string]string) string {
 }
 
 var sample = map[string]string{
-	"go.work":         "go 1.26.0\n\nuse (\n\t.\n\t./sub\n)\n",
-	"go.mod":          "module example.com/x\n\ngo 1.26.0\n",
-	"x.go":            "package x\n",
-	".gitignore":      "*.out\n",
-	"build.out":       "ignored build output\n",
-	"sub/go.mod":      "module example.com/x/sub\n\ngo 1.26.0\n\n// release: unpublished (a test)\n\nrequire example.com/x v0.5.0\n",
-	"sub/sub.go":      "package sub\n",
-	"testdata/go.mod": "module example.com/fixture\n",
+	"internal/faults/go.mod": "module example.com/x/internal/faults\n\ngo 1.26.0\n\nrequire example.com/x v0.5.0\n",
+	"go.work":                "go 1.26.0\n\nuse (\n\t.\n\t./sub\n\t./internal/faults\n)\n",
+	"go.mod":                 "module example.com/x\n\ngo 1.26.0\n",
+	"x.go":                   "package x\n",
+	".gitignore":             "*.out\n",
+	"build.out":              "ignored build output\n",
+	"sub/go.mod":             "module example.com/x/sub\n\ngo 1.26.0\n\n// release: unpublished (a test)\n\nrequire example.com/x v0.5.0\n",
+	"sub/sub.go":             "package sub\n",
+	"testdata/go.mod":        "module example.com/fixture\n",
 }
 
 func zipNames(t *testing.T, p string) []string {
@@ -57,11 +58,11 @@ func TestLoad_VersionAndTags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(r.Modules) != 2 || r.Modules[0].Tag("v0.5.0") != "v0.5.0" || r.Modules[1].Tag("v0.5.0") != "sub/v0.5.0" {
+	if len(r.Modules) != 3 || r.Modules[0].Tag("v0.5.0") != "v0.5.0" || r.Modules[1].Tag("v0.5.0") != "sub/v0.5.0" {
 		t.Fatalf("modules %+v", r.Modules)
 	}
-	if !r.Modules[0].Published || r.Modules[1].Published {
-		t.Errorf("published: %v %v, want true false", r.Modules[0].Published, r.Modules[1].Published)
+	if !r.Modules[0].Published || r.Modules[1].Published || r.Modules[2].Published {
+		t.Errorf("published: %v %v %v, want true false false (marked; below internal/)", r.Modules[0].Published, r.Modules[1].Published, r.Modules[2].Published)
 	}
 	if v, err := r.Version(); v != "v0.5.0" || err != nil {
 		t.Errorf("Version() = %q, %v", v, err)
