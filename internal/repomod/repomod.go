@@ -22,16 +22,17 @@ import (
 
 // UnpublishedMarker, on a line of its own in a go.mod file (as a comment),
 // marks a module that is developed and tested here but never tagged nor
-// offered to users; the rest of the line says why. A module below an
-// internal/ directory, which nobody outside can import, is unpublished
-// without it.
+// offered to users; the rest of the line says why. A published module may
+// not require an unpublished one (the go command needs the go.mod of every
+// module in a user's graph), so a helper module below internal/ that a
+// published module requires is published too.
 const UnpublishedMarker = "// release: unpublished"
 
 // Module is one module of the repository.
 type Module struct {
 	Path      string // module path, from its go.mod
 	Dir       string // directory relative to the repository root, "." for the root, slash-separated
-	Published bool   // false when its go.mod carries UnpublishedMarker or it lies below internal/
+	Published bool   // false when its go.mod carries UnpublishedMarker
 	File      *modfile.File
 }
 
@@ -128,7 +129,7 @@ func readModule(root, dir string) (Module, error) {
 	if f.Module == nil {
 		return Module{}, fmt.Errorf("repomod: %s has no module line", p)
 	}
-	published := !strings.Contains("/"+dir+"/", "/internal/")
+	published := true
 	for _, line := range strings.Split(string(data), "\n") {
 		if strings.HasPrefix(strings.TrimSpace(line), UnpublishedMarker) {
 			published = false
@@ -150,20 +151,33 @@ func (r *Repo) Sibling(path string) bool {
 // Version returns the one version at which the modules require their
 // siblings. It fails when they disagree, when one requires a sibling at a
 // pseudo-version or a non-canonical version, when a go.mod replaces a
-// module, or when no module requires a sibling.
+// module, when a published module requires an unpublished one, when a go
+// directive has a patch level (go 1.26.8 raises every user's module to
+// 1.26.8: name the oldest release, 1.26.0), or when no module requires a
+// sibling.
 func (r *Repo) Version() (string, error) {
 	var (
 		version string
 		where   string
 		errs    []error
 	)
+	published := map[string]bool{}
 	for _, m := range r.Modules {
+		published[m.Path] = m.Published
+	}
+	for _, m := range r.Modules {
+		if g := m.File.Go; g != nil && strings.Count(g.Version, ".") == 2 && !strings.HasSuffix(g.Version, ".0") {
+			errs = append(errs, fmt.Errorf("%s/go.mod says go %s: name the oldest Go release the module needs, at .0 (a patch level raises every user's go line to it)", m.Dir, g.Version))
+		}
 		for _, rep := range m.File.Replace {
 			errs = append(errs, fmt.Errorf("%s/go.mod replaces %s: go.mod files carry no replace (go.work does)", m.Dir, rep.Old.Path))
 		}
 		for _, req := range m.File.Require {
 			if !r.Sibling(req.Mod.Path) {
 				continue
+			}
+			if m.Published && !published[req.Mod.Path] {
+				errs = append(errs, fmt.Errorf("%s/go.mod requires %s, which is unpublished: users could not install %s", m.Dir, req.Mod.Path, m.Path))
 			}
 			v := req.Mod.Version
 			switch {

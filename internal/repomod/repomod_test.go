@@ -61,11 +61,33 @@ func TestLoad_VersionAndTags(t *testing.T) {
 	if len(r.Modules) != 3 || r.Modules[0].Tag("v0.5.0") != "v0.5.0" || r.Modules[1].Tag("v0.5.0") != "sub/v0.5.0" {
 		t.Fatalf("modules %+v", r.Modules)
 	}
-	if !r.Modules[0].Published || r.Modules[1].Published || r.Modules[2].Published {
-		t.Errorf("published: %v %v %v, want true false false (marked; below internal/)", r.Modules[0].Published, r.Modules[1].Published, r.Modules[2].Published)
+	if !r.Modules[0].Published || r.Modules[1].Published || !r.Modules[2].Published {
+		t.Errorf("published: %v %v %v, want true false true (only the marked one is unpublished)", r.Modules[0].Published, r.Modules[1].Published, r.Modules[2].Published)
 	}
 	if v, err := r.Version(); v != "v0.5.0" || err != nil {
 		t.Errorf("Version() = %q, %v", v, err)
+	}
+}
+
+func TestVersion_Rejects(t *testing.T) {
+	t.Parallel()
+	for name, c := range map[string]struct{ file, body, want string }{
+		"patch-level go":       {"sub/go.mod", "module example.com/x/sub\n\ngo 1.26.8\n\nrequire example.com/x v0.5.0\n", "go 1.26.8"},
+		"requires unpublished": {"go.mod", "module example.com/x\n\ngo 1.26.0\n\nrequire example.com/x/sub v0.5.0\n", "requires example.com/x/sub, which is unpublished"},
+		"disagree":             {"internal/faults/go.mod", "module example.com/x/internal/faults\n\ngo 1.26.0\n\nrequire example.com/x v0.4.0\n", "requires example.com/x at v0.4.0"},
+	} {
+		files := map[string]string{}
+		for k, v := range sample {
+			files[k] = v
+		}
+		files[c.file] = c.body
+		r, err := Load(writeTree(t, files))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Version(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: Version() error %v, want one containing %q", name, err, c.want)
+		}
 	}
 }
 
