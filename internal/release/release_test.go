@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -192,5 +193,44 @@ func TestRun_PrintsTagsWithoutBuilding(t *testing.T) {
 	}
 	if strings.Contains(out.String(), "browser/v0.5.0") {
 		t.Errorf("output tags the unpublished module:\n%s", out.String())
+	}
+}
+
+func TestRun_Tag(t *testing.T) { // not parallel: it sets git's identity in the environment
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	root := sampleTree(t)
+	git := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@example.com"}, args...)...)
+		cmd.Dir = root
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	git("init", "-q")
+	git("add", ".")
+	git("commit", "-q", "-m", "before")
+	o := options{root: root, version: "v0.5.0", date: "2026-12-03", tag: true}
+	var out bytes.Buffer
+	if err := run(&out, o); err == nil || !strings.Contains(err.Error(), "uncommitted changes") {
+		t.Fatalf("tagging with the rewritten files uncommitted: err %v", err)
+	}
+	if tags := git("tag"); tags != "" {
+		t.Fatalf("tags created from a dirty tree: %q", tags)
+	}
+	git("commit", "-q", "-am", "release v0.5.0")
+	// -tag needs git's identity for annotated tags.
+	t.Setenv("GIT_COMMITTER_NAME", "t")
+	t.Setenv("GIT_COMMITTER_EMAIL", "t@example.com")
+	out.Reset()
+	if err := run(&out, o); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if tags := strings.Fields(git("tag")); !reflect.DeepEqual(tags, []string{"cmd/tool/v0.5.0", "prom/v0.5.0", "v0.5.0"}) {
+		t.Errorf("tags %q", tags)
 	}
 }
