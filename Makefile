@@ -1,34 +1,54 @@
 # queuemax — make targets. Only Go is needed.
 GO ?= go
 PKGS := ./...
-# The library's module first, then the modules of the integrations, tools and
-# browser tests (each has its own go.mod, so importing the library pulls in
-# none of their dependencies). Every target below runs over all of them, each
-# module on its own (GOWORK=off), as a user's build would see it; go.work
-# joins them for go build / go run from the root.
-MODULES := . examples/httpserver queuemaxhttp/browsertest queuemaxotel queuemaxprom
-# The PostgreSQL store's module, its test modules and the commands that
-# import it require their siblings at the zero version without a replace in
-# their go.mod: they build with go.work, which resolves them.
-WORKMODULES := cmd/queuemax cmd/queuemax-bench queuemaxpg internal/pgtest internal/pgfaults
-EACH = set -e; for m in $(MODULES); do echo "== $$m"; (cd $$m && GOWORK=off $(1)); done; \
-	for m in $(WORKMODULES); do echo "== $$m (go.work)"; (cd $$m && $(1)); done
+# Every module of the repository: go.work's use lines, the library's module
+# first (each has its own go.mod, so importing the library pulls in none of
+# the add-ons' dependencies). A new module needs only `go work use DIR`
+# (and, for the release, the replace line that `make release` writes).
+# Every target below runs over all of them, each in its own directory,
+# through go.work: the go.mod files require their siblings at the release
+# version, which go.work points at these directories, so nothing of ours
+# is fetched. How a user outside the repository sees them is what the
+# install test (internal/installtest, part of the library's tests) checks.
+export GOWORK := $(CURDIR)/go.work
+MODULES := $(patsubst $(CURDIR)%,.%,$(shell GOWORK=$(CURDIR)/go.work $(GO) list -m -f '{{.Dir}}'))
+EACH = set -e; for m in $(MODULES); do echo "== $$m"; (cd $$m && $(1)); done
+# The platforms every module must build for (make cross).
+PLATFORMS := linux/amd64 linux/arm64 darwin/arm64 windows/amd64
+# The newest Go release CI also builds and runs the short tests with; the
+# go command fetches it from the module proxy (make test-newest).
+NEWEST_GO := go1.27.3
+# The tests of timing bounds (rates within 5%), which make test runs again
+# without the race detector, and make test-newest leaves to it.
+DEVNULL := /dev/null
+TIMING_TESTS := Processes_Global|GlobalLimits_Rate|QueueLimits_?Rate
 
-.PHONY: all test check-size tidy test-short vet lint fmt generate check-generated golden demo bench bench-pg bench-go clean
+.PHONY: all test check-size tidy test-short test-newest vet cross lint fmt generate check-generated golden demo bench bench-pg bench-go release clean
 
 all: test
 
-## test: vet, check formatting, generated files and tracked-file sizes, then run every test with -race and -shuffle
-test: lint check-generated check-size
+## test: vet (on every platform), check formatting, generated files and tracked-file sizes, then run every test with -race and -shuffle (the install test included)
+test: lint cross check-generated check-size
 	@export QUEUEMAX_OVERLAY_FLAGS="-race -shuffle=on"; $(call EACH,$(GO) test -race -shuffle=on -timeout 30m $(PKGS))
 	@echo "== . (global limits: rates and timing bounds, without the race detector)"
-	@GOWORK=off $(GO) test -count=1 -timeout 10m -run 'Processes_Global|GlobalLimits_Rate|QueueLimits_?Rate' .
+	@$(GO) test -count=1 -timeout 10m -run '$(TIMING_TESTS)' .
 	@echo "== internal/pgfaults (PostgreSQL failover at full size, 10,000 jobs each, without the race detector)"
-	@GOWORK=off $(GO) test -count=1 -timeout 10m -run 'TestFailover' ./internal/pgfaults/
+	@cd internal/pgfaults && $(GO) test -count=1 -timeout 10m -run 'TestFailover' .
 
 ## test-short: the quick run (smaller volume tests, no race detector)
 test-short:
 	@$(call EACH,$(GO) test -short $(PKGS))
+
+## test-newest: on the newest Go release, the library's short tests (less the timing bounds) and a build of every module
+test-newest:
+	GOTOOLCHAIN=$(NEWEST_GO) $(GO) version
+	GOTOOLCHAIN=$(NEWEST_GO) $(GO) test -short -count=1 -skip '$(TIMING_TESTS)' ./...
+	@$(call EACH,GOTOOLCHAIN=$(NEWEST_GO) $(GO) build -o $(DEVNULL) ./...)
+
+## cross: go vet every module, tests included, for each of PLATFORMS (linux/amd64 linux/arm64 darwin/arm64 windows/amd64)
+cross:
+	@set -e; for p in $(PLATFORMS); do for m in $(MODULES); do echo "== $$p $$m"; \
+		(cd $$m && GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) vet ./...); done; done
 
 ## vet: go vet over the module and the golden test cases
 vet:
@@ -48,9 +68,19 @@ check-size:
 	@big=$$(git ls-files -z | xargs -0 -r stat -c '%s %n' 2>/dev/null | awk '$$1 > 1048576 {print "  " $$2 " (" $$1 " bytes)"}'); \
 	if [ -n "$$big" ]; then echo "tracked files over 1 MiB:"; echo "$$big"; exit 1; fi
 
-## tidy: go mod tidy in every module (needs the module proxy)
+## tidy: go mod tidy in every module, each on its own (GOWORK=off), with the siblings served from the working tree (a file proxy, through a scratch module cache) and their checksums kept out of go.sum
+TIDY = GOWORK=off GOFLAGS=-mod=mod GOMODCACHE="$$tmp/mod" GONOSUMDB=github.com/queuemax/queuemax \
+	GOPROXY="file://$$tmp/proxy$(COMMA)file://$$cache/cache/download$(COMMA)$$upstream" $(GO) mod tidy && \
+	{ grep -v '^github.com/queuemax/queuemax[/ ]' go.sum > go.sum.new || true; } && mv go.sum.new go.sum
+COMMA := ,
 tidy:
-	@$(call EACH,$(GO) mod tidy)
+	@tmp=$$(mktemp -d) && trap 'chmod -R u+w "$$tmp"; rm -rf "$$tmp"' EXIT && \
+	$(GO) run ./internal/release -write-proxy "$$tmp/proxy" && \
+	upstream=$$($(GO) env GOPROXY) && cache=$$($(GO) env GOMODCACHE) && $(call EACH,$(TIDY))
+
+## release: prepare the release VERSION (make release VERSION=v0.5.0; RELEASEFLAGS=-skip-tests, -tag): see docs/releasing.md
+release:
+	$(GO) run ./internal/release -version "$(VERSION)" $(RELEASEFLAGS)
 
 ## generate: run the generator over the examples
 generate:

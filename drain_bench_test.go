@@ -7,9 +7,10 @@ import (
 	"fmt"
 	"log/slog"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/queuemax/queuemax/internal/cputime"
 )
 
 // BenchmarkRunDrain drains b.N no-op jobs with Run (on 8 SQLite shards,
@@ -76,11 +77,8 @@ func benchDrain(b *testing.B, st string, claimBatch int) {
 }
 
 func rusage() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	d, _ := cputime.Process()
+	return d
 }
 
 // BenchmarkRunIdle runs an idle Run (default Config, 8 SQLite shards) for

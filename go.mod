@@ -1,6 +1,6 @@
 module github.com/queuemax/queuemax
 
-go 1.26.8
+go 1.26.0
 
 require (
 	github.com/dave/jennifer v1.7.1
@@ -8,6 +8,8 @@ require (
 	github.com/mattn/go-isatty v0.0.24
 	github.com/robfig/cron/v3 v3.0.1
 	go.uber.org/goleak v1.3.0
+	golang.org/x/mod v0.42.0
+	golang.org/x/sys v0.49.0
 	golang.org/x/tools v0.52.0
 	modernc.org/sqlite v1.62.0
 )
@@ -18,9 +20,9 @@ require (
 	github.com/ncruces/go-strftime v1.1.0 // indirect
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
 	github.com/stretchr/testify v1.12.1 // indirect
-	golang.org/x/mod v0.42.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
+	golang.org/x/text v0.42.0 // indirect
 	modernc.org/libc v1.80.1 // indirect
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect

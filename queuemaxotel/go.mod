@@ -1,9 +1,9 @@
 module github.com/queuemax/queuemax/queuemaxotel
 
-go 1.26.8
+go 1.26.0
 
 require (
-	github.com/queuemax/queuemax v0.0.0-00010101000000-000000000000
+	github.com/queuemax/queuemax v0.5.0
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/metric v1.47.0
 	go.opentelemetry.io/otel/sdk v1.47.0
@@ -36,6 +36,3 @@ require (
 	modernc.org/memory v1.12.1 // indirect
 	modernc.org/sqlite v1.62.0 // indirect
 )
-
-// The library and its add-ons are developed together in this repository.
-replace github.com/queuemax/queuemax => ..

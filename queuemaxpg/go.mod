@@ -1,12 +1,12 @@
 module github.com/queuemax/queuemax/queuemaxpg
 
-go 1.26.8
+go 1.26.0
 
 require (
 	github.com/google/go-cmp v0.7.0
 	github.com/jackc/pgx/v5 v5.13.0
-	github.com/queuemax/queuemax v0.0.0-00010101000000-000000000000
-	github.com/queuemax/queuemax/internal/pgtest v0.0.0-00010101000000-000000000000
+	github.com/queuemax/queuemax v0.5.0
+	github.com/queuemax/queuemax/internal/pgtest v0.5.0
 )
 
 require (
@@ -28,7 +28,3 @@ require (
 	modernc.org/memory v1.12.1 // indirect
 	modernc.org/sqlite v1.62.0 // indirect
 )
-
-
-
-

@@ -1,11 +1,11 @@
 module github.com/queuemax/queuemax/queuemaxprom
 
-go 1.26.8
+go 1.26.0
 
 require (
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3
-	github.com/queuemax/queuemax v0.0.0-00010101000000-000000000000
+	github.com/queuemax/queuemax v0.5.0
 	go.uber.org/goleak v1.3.0
 )
 
@@ -35,6 +35,3 @@ require (
 	modernc.org/memory v1.12.1 // indirect
 	modernc.org/sqlite v1.62.0 // indirect
 )
-
-// The library and its add-ons are developed together in this repository.
-replace github.com/queuemax/queuemax => ..

@@ -9,9 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
+	"github.com/queuemax/queuemax/internal/cputime"
 	"github.com/queuemax/queuemax/runtime/store"
 	"github.com/queuemax/queuemax/runtime/store/sqlitestore"
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
@@ -315,9 +315,6 @@ func eachShard(shards int, fn func(i int) error) error {
 
 // cpuTime returns the process's user plus system CPU time so far.
 func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	d, _ := cputime.Process()
+	return d
 }

@@ -1,11 +1,11 @@
 module github.com/queuemax/queuemax/cmd/queuemax-bench
 
-go 1.26.8
+go 1.26.0
 
 require (
 	github.com/jackc/pgx/v5 v5.13.0
-	github.com/queuemax/queuemax v0.0.0-00010101000000-000000000000
-	github.com/queuemax/queuemax/queuemaxpg v0.0.0-00010101000000-000000000000
+	github.com/queuemax/queuemax v0.5.0
+	github.com/queuemax/queuemax/queuemaxpg v0.5.0
 	go.uber.org/goleak v1.3.0
 	modernc.org/sqlite v1.62.0
 )
@@ -27,6 +27,3 @@ require (
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect
 )
-
-// The library and its add-ons are developed together in this repository.
-replace github.com/queuemax/queuemax => ../..

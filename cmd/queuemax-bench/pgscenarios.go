@@ -195,7 +195,7 @@ func (b *bench) pgRiverRun(ctx context.Context, jobs int, flags ...string) (floa
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "go", append([]string{"run", ".", "-dsn", b.o.dsn, "-jobs", strconv.Itoa(jobs), "-batch", "1000"}, flags...)...)
 	cmd.Dir = dir
-	// riverpeer is its own module, outside the repository's go.work.
+	// riverpeer runs as a module on its own (it requires no sibling).
 	cmd.Env = append(os.Environ(), "GOWORK=off")
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()

@@ -5,8 +5,8 @@
 // for tasks with a result, Result), the package's New and Handlers, and a
 // compile-time guard per task.
 //
-// Add the generator to your module once (Go 1.24 or later), which pins
-// its version in go.mod:
+// Add the generator to your module once (Go 1.26 or later, as the module
+// needs), which pins its version in go.mod:
 //
 //	go get -tool github.com/queuemax/queuemax/cmd/queuemax-gen
 //

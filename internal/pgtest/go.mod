@@ -1,6 +1,6 @@
 module github.com/queuemax/queuemax/internal/pgtest
 
-go 1.26.8
+go 1.26.0
 
 require github.com/jackc/pgx/v5 v5.13.0
 
@@ -9,7 +9,3 @@ require (
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
 	golang.org/x/text v0.41.0 // indirect
 )
-
-
-
-

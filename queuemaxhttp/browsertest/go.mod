@@ -1,10 +1,12 @@
 module github.com/queuemax/queuemax/queuemaxhttp/browsertest
 
-go 1.26.8
+go 1.26.0
+
+// release: unpublished (the dashboard's browser tests; nothing to import)
 
 require (
 	github.com/chromedp/chromedp v0.23.1
-	github.com/queuemax/queuemax v0.0.0-00010101000000-000000000000
+	github.com/queuemax/queuemax v0.5.0
 )
 
 require (
@@ -29,6 +31,3 @@ require (
 	modernc.org/memory v1.12.1 // indirect
 	modernc.org/sqlite v1.62.0 // indirect
 )
-
-// The library and its add-ons are developed together in this repository.
-replace github.com/queuemax/queuemax => ../..

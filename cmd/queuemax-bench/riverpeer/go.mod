@@ -1,6 +1,8 @@
 module github.com/queuemax/queuemax/cmd/queuemax-bench/riverpeer
 
-go 1.26.8
+go 1.26.0
+
+// release: unpublished (River's side of the benchmark, run by queuemax-bench from a clone; it has River's dependencies, which no user needs)
 
 require (
 	github.com/jackc/pgx/v5 v5.13.0

@@ -187,6 +187,7 @@ func TestPostgresProcesses_KilledWorkerJobIsRecovered(t *testing.T) {
 
 func TestPostgresProcesses_PausedWorkerLateCompletionRejected(t *testing.T) {
 	t.Parallel()
+	needStop(t)
 	dsn := pgTestDSN(t)
 	schema := pgTestSchema(t, dsn)
 	dir := t.TempDir()
@@ -197,7 +198,7 @@ func TestPostgresProcesses_PausedWorkerLateCompletionRejected(t *testing.T) {
 	}
 	kid := startChild(t, "late", dir, 1, pgEnv(dsn, schema)...)
 	kid.expect(t, "started")
-	kid.cmd.Process.Signal(syscall.SIGSTOP)
+	kid.cmd.Process.Signal(sigStop)
 
 	h := DefineResult("t.Long", TaskOptions{}, func(context.Context, echoArgs) (string, error) { return "survivor", nil })
 	w := setup(t, Config{Store: &pgTarget{dsn: dsn, schema: schema}, Handlers: []Handler{h}, HeartbeatInterval: 50 * time.Millisecond,
@@ -210,7 +211,7 @@ func TestPostgresProcesses_PausedWorkerLateCompletionRejected(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	kid.cmd.Process.Signal(syscall.SIGCONT)
+	kid.cmd.Process.Signal(sigCont)
 	if l := kid.expect(t, "lease_lost"); l != "lease_lost processed=0" {
 		t.Errorf("child reported %q, want its completion rejected", l)
 	}

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/queuemax/queuemax/runtime/store"
@@ -76,8 +75,8 @@ func newBatchID() string {
 }
 
 // batchAbandoned reports whether the producer of batch id is gone: it ran
-// on this host and its process no longer exists, or the batch started
-// longer than stagedTimeout ago.
+// on this host and its process no longer exists (processGone), or the
+// batch started longer than stagedTimeout ago.
 func batchAbandoned(id string) bool {
 	parts := strings.Split(id, "|")
 	if len(parts) != 4 {
@@ -98,7 +97,7 @@ func batchAbandoned(id string) bool {
 		_, busy := inflight.Load(id) // any Store of this process
 		return !busy
 	}
-	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+	return processGone(pid)
 }
 
 // BatchHook, when set, is called by Insert at the phase boundaries of a

@@ -1,8 +1,10 @@
-//go:build !unix
+//go:build !unix && !windows
 
 package sqlitestore
 
 import "os"
 
-// lockDir is a no-op where flock is not available.
+const lockExcludes = false
+
+// lockDir is a no-op where the platform has no file lock (see lockName).
 func lockDir(string, os.FileMode) (func(), error) { return func() {}, nil }

@@ -9,9 +9,7 @@ import (
 	"syscall"
 )
 
-// lockName is the lock file Open holds while it creates or checks shard
-// files.
-const lockName = ".queuemax.lock"
+const lockExcludes = true
 
 // lockDir takes an exclusive lock on dir's lock file, waiting for other
 // processes that hold it, and returns the function that releases it.

@@ -2,10 +2,10 @@ package storetest
 
 import (
 	"encoding/json"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/queuemax/queuemax/internal/cputime"
 	"github.com/queuemax/queuemax/runtime/store"
 )
 
@@ -45,11 +45,11 @@ func Fill(b *testing.B, st store.Store, n int) {
 	}
 }
 
-// CPUTime returns the CPU time (user and system) the process has used.
+// CPUTime returns the CPU time (user and system) the process has used (0
+// where the platform does not tell; see internal/cputime).
 func CPUTime() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	d, _ := cputime.Process()
+	return d
 }
 
 // ReportCPU reports the process CPU used since start per b.N as
