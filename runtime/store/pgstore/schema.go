@@ -29,7 +29,7 @@ package pgstore
 // notifyWindow ago (see notify.go).
 
 // schemaVersion is the newest migration this binary knows.
-const schemaVersion = 11
+const schemaVersion = 12
 
 type migration struct {
 	version int
@@ -226,5 +226,8 @@ var migrations = []migration{
 	},
 	{
 		version: 11, name: workflowRetryMigration.name, stmts: workflowRetryMigration.stmts, // workflow_retry.go
+	},
+	{
+		version: 12, name: workflowAckMigration.name, stmts: workflowAckMigration.stmts, // workflow_ack.go
 	},
 }
