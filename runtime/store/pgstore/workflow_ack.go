@@ -51,7 +51,10 @@ const sqlWfAckMark = `set_config('queuemax.wf_ack', statement_timestamp()::text,
 // wf_release do row by row. A dependent's row is updated once however
 // many of its dependencies the batch completes, with a re-read of its
 // latest version under concurrent acknowledgements (READ COMMITTED), so
-// the counts stay exact.
+// the counts stay exact. Every row is looked up by its key from an
+// array (= ANY): the step tables are small and rarely analysed while a
+// burst of workflows fills them, and a join would be planned as a
+// sequential scan of the whole table per acknowledgement.
 const sqlWfAck = `
 	se AS (UPDATE {s}.wf_steps t SET state = 'completed', result = w.result, ended_at = w.at, reason = NULL
 		FROM done w WHERE w.wf_id IS NOT NULL AND t.job_id = w.id AND t.state IN ('waiting', 'ready')
@@ -62,14 +65,14 @@ const sqlWfAck = `
 	dp AS (SELECT e.job, count(*)::int AS n FROM {s}.wf_edges e JOIN se ON e.dep = se.job_id GROUP BY e.job),
 	wt AS (UPDATE {s}.wf_steps t SET waits = t.waits - dp.n,
 			state = CASE WHEN t.state = 'waiting' AND t.waits = dp.n AND t.blocked IS NULL THEN 'ready' ELSE t.state END
-		FROM dp WHERE t.job_id = dp.job
+		FROM dp WHERE t.job_id = ANY(ARRAY(SELECT job FROM dp)) AND t.job_id = dp.job
 		RETURNING t.job_id, t.state = 'ready' AND t.waits = 0 AS go, t.run_at),
 	rj AS (UPDATE {s}.jobs j SET
 			payload = CASE WHEN bd.p IS NULL THEN j.payload ELSE (j.payload::jsonb || bd.p)::json END,
 			status = CASE WHEN NOT wt.go THEN j.status WHEN wt.run_at > now() THEN 'scheduled' ELSE 'pending' END,
 			next_retry_at = CASE WHEN NOT wt.go THEN j.next_retry_at WHEN wt.run_at > now() THEN wt.run_at END
 		FROM wt LEFT JOIN bd ON bd.job = wt.job_id
-		WHERE j.id = wt.job_id AND (wt.go OR bd.p IS NOT NULL) AND ` + wfWaitingJobOf + `),
+		WHERE j.id = ANY(ARRAY(SELECT job_id FROM wt)) AND j.id = wt.job_id AND (wt.go OR bd.p IS NOT NULL) AND ` + wfWaitingJobOf + `),
 	wc AS (SELECT wf_id, count(*)::int AS n, max(job_id) AS last, max(ended_at) AS at FROM se GROUP BY wf_id),
 	wu AS (UPDATE {s}.workflows w SET unended = w.unended - wc.n,
 			status = CASE WHEN w.unended = wc.n THEN
@@ -77,7 +80,7 @@ const sqlWfAck = `
 				ELSE w.status END,
 			finished_at = CASE WHEN w.unended = wc.n THEN wc.at ELSE w.finished_at END,
 			finisher = CASE WHEN w.unended = wc.n THEN wc.last ELSE w.finisher END
-		FROM wc WHERE w.id = wc.wf_id),`
+		FROM wc WHERE w.id = ANY(ARRAY(SELECT wf_id FROM wc)) AND w.id = wc.wf_id),`
 
 // wfWaitingJobOf is wfWaitingJob for the jobs row aliased j.
 const wfWaitingJobOf = `(j.status = 'scheduled' AND j.next_retry_at IS NULL) IS TRUE`
