@@ -72,7 +72,7 @@ const sqlWfAck = `
 			status = CASE WHEN NOT wt.go THEN j.status WHEN wt.run_at > now() THEN 'scheduled' ELSE 'pending' END,
 			next_retry_at = CASE WHEN NOT wt.go THEN j.next_retry_at WHEN wt.run_at > now() THEN wt.run_at END
 		FROM wt LEFT JOIN bd ON bd.job = wt.job_id
-		WHERE j.id = ANY(ARRAY(SELECT job_id FROM wt)) AND j.id = wt.job_id AND (wt.go OR bd.p IS NOT NULL) AND ` + wfWaitingJobOf + `),
+		WHERE j.id = wt.job_id AND (wt.go OR bd.p IS NOT NULL) AND ` + wfWaitingJobOf + `),
 	wc AS (SELECT wf_id, count(*)::int AS n, max(job_id) AS last, max(ended_at) AS at FROM se GROUP BY wf_id),
 	wu AS (UPDATE {s}.workflows w SET unended = w.unended - wc.n,
 			status = CASE WHEN w.unended = wc.n THEN
@@ -80,7 +80,7 @@ const sqlWfAck = `
 				ELSE w.status END,
 			finished_at = CASE WHEN w.unended = wc.n THEN wc.at ELSE w.finished_at END,
 			finisher = CASE WHEN w.unended = wc.n THEN wc.last ELSE w.finisher END
-		FROM wc WHERE w.id = ANY(ARRAY(SELECT wf_id FROM wc)) AND w.id = wc.wf_id),`
+		FROM wc WHERE w.id = wc.wf_id),`
 
 // wfWaitingJobOf is wfWaitingJob for the jobs row aliased j.
 const wfWaitingJobOf = `(j.status = 'scheduled' AND j.next_retry_at IS NULL) IS TRUE`
