@@ -21,11 +21,20 @@ func testWorkflowBatchEnds(t *testing.T, w *wfBundle) {
 		wfStep("join", []string{"a", "b"}, nil, store.WorkflowBind{Param: "ra", From: "a"}, store.WorkflowBind{Param: "rb", From: "b"}))
 	solo, soloJobs := w.insert(t, "solo", wfStep("x", nil, nil))
 	blk, _ := w.insert(t, "blocked", wfStep("p", nil, nil), wfStep("q", nil, nil), wfStep("r", []string{"p", "q"}, nil))
+	// More steps in the same acknowledgement, so that it is a batch
+	// (a store may treat lone acknowledgements differently).
+	results := map[string]string{"a": `{"n":1}`, "b": `"two"`, "x": "", "q": ""}
+	pads := []string{"a", "b", "x", "p", "q"}
+	for _, n := range []string{"pad1", "pad2", "pad3", "pad4", "pad5", "pad6"} {
+		w.insert(t, n, wfStep(n, nil, nil))
+		results[n] = `"` + n + `"`
+		pads = append(pads, n)
+	}
 
-	got := w.claimExactly(t, "a", "b", "x", "p", "q")
+	got := w.claimExactly(t, pads...)
 	w.fail(t, got["p"], false)
 	acks := []store.CompleteParams{}
-	for n, res := range map[string]string{"a": `{"n":1}`, "b": `"two"`, "x": "", "q": ""} {
+	for n, res := range results {
 		var r json.RawMessage
 		if res != "" {
 			r = json.RawMessage(res)
