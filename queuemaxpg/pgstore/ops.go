@@ -316,7 +316,7 @@ func (s *Store) Complete(ctx context.Context, acks []store.CompleteParams) []err
 
 func (s *Store) completeBatch(ctx context.Context, acks []store.CompleteParams) ([]bool, error) {
 	leases, args := s.completeArgs(acks)
-	rows, err := s.pool.Query(ctx, s.q.complete, args...)
+	rows, err := s.pool.Query(ctx, s.completeSQL(len(acks)), args...)
 	if err != nil {
 		s.lost(err)
 		return nil, fmt.Errorf("queuemax: complete jobs: %w", err)
@@ -370,7 +370,7 @@ func (s *Store) CompleteClaim(ctx context.Context, acks []store.CompleteParams, 
 	lease := rand.Int64N(1<<62) + 1
 	cq, cargs := s.claimQuery(p, lease, -1, p.Max)
 	b := &pgx.Batch{}
-	b.Queue(s.q.complete, args...)
+	b.Queue(s.completeSQL(len(acks)), args...)
 	b.Queue(cq, cargs...)
 	br := s.claims.SendBatch(ctx, b)
 	fail := func(err error) ([]error, []*store.Job, error) {

@@ -104,9 +104,10 @@ func TestHotPathPlans(t *testing.T) {
 			q    string
 			args []any
 		}{
-			"complete":  {s.q.complete, args},
-			"heartbeat": {s.q.heartbeat, []any{now, ids, tokens, workers}},
-			"release":   {s.q.release, []any{ids, tokens, workers}},
+			"complete":           {s.q.complete, args},
+			"complete workflows": {s.q.completeWf, args},
+			"heartbeat":          {s.q.heartbeat, []any{now, ids, tokens, workers}},
+			"release":            {s.q.release, []any{ids, tokens, workers}},
 			"fail": {s.q.fail, []any{ids, tokens, no, make([]int64, n), strs, strs, strs, times,
 				counterSlot(), workers, no, no}},
 		} {

@@ -10,6 +10,9 @@ import (
 // connection, so later calls cost one round trip.
 type queries struct {
 	insert, insertOne, complete, fail, heartbeat, release string
+	// completeWf is complete with the workflow steps ended set-based
+	// (workflow_ack.go).
+	completeWf string
 	// insertQuiet and insertOneQuiet are insert and insertOne without
 	// the notification (see notify.go).
 	insertQuiet, insertOneQuiet string
@@ -144,17 +147,19 @@ const (
 	//
 	// sqlComplete acknowledges a batch in one statement: rows without a
 	// result are deleted (unless kept, $7), rows with one kept as completed, and the
-	// counters bumped; it returns the (id, lease) pairs that held.
+	// counters bumped; it returns the (id, lease) pairs that held. Workflow
+	// steps among them are ended and their dependents released in the same
+	// statement (sqlWfAck, workflow_ack.go).
 	sqlComplete = `WITH a AS (SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::timestamptz[], $6::text[], $7::boolean[]) AS u(id, lease, result, at, worker, keep)),
-	lk AS (SELECT array_agg(id) AS ids FROM (SELECT id FROM {s}.jobs WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE) l),
+	lk AS (SELECT array_agg(id) AS ids, {wfmark} AS mark FROM (SELECT id FROM {s}.jobs WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE) l),
 	d AS (DELETE FROM {s}.jobs j USING a u
-		WHERE (SELECT ids FROM lk) IS NOT NULL AND j.id = ANY($1::bigint[]) AND j.id = u.id AND j.lease = u.lease AND @owner AND (j.status = 'processing' OR u.id IS NULL) AND u.result IS NULL AND NOT u.keep
-		RETURNING j.id, j.shard, u.lease),
+		WHERE (SELECT ids FROM lk WHERE mark IS NOT NULL) IS NOT NULL AND j.id = ANY($1::bigint[]) AND j.id = u.id AND j.lease = u.lease AND @owner AND (j.status = 'processing' OR u.id IS NULL) AND u.result IS NULL AND NOT u.keep
+		RETURNING j.id, j.shard, u.lease, j.wf_id, NULL::json AS result, now() AS at),
 	k AS (UPDATE {s}.jobs j SET status = 'completed', result = u.result::json, completed_at = @rownow, worker_id = NULL,
 			heartbeat = NULL, lease = NULL, last_error = NULL, error_type = NULL, error_stack = NULL
-		FROM a u WHERE (SELECT ids FROM lk) IS NOT NULL AND j.id = ANY($1::bigint[]) AND j.id = u.id AND j.lease = u.lease AND @owner AND (j.status = 'processing' OR u.id IS NULL) AND (u.result IS NOT NULL OR u.keep)
-		RETURNING j.id, j.shard, u.lease),
-	done AS (SELECT * FROM d UNION ALL SELECT * FROM k),
+		FROM a u WHERE (SELECT ids FROM lk WHERE mark IS NOT NULL) IS NOT NULL AND j.id = ANY($1::bigint[]) AND j.id = u.id AND j.lease = u.lease AND @owner AND (j.status = 'processing' OR u.id IS NULL) AND (u.result IS NOT NULL OR u.keep)
+		RETURNING j.id, j.shard, u.lease, j.wf_id, j.result, coalesce(j.completed_at, now()) AS at),
+	done AS (SELECT * FROM d UNION ALL SELECT * FROM k),{wfack}
 	c AS (INSERT INTO {s}.counters AS c (shard, slot, processed)
 		SELECT shard, $5, count(*) FROM done GROUP BY shard
 		ON CONFLICT (shard, slot) DO UPDATE SET processed = c.processed + excluded.processed)
@@ -212,7 +217,8 @@ func buildQueries(schema string, host bool) queries {
 		insertOne:      expand(loud.Replace(sqlInsertOne), schema, host),
 		insertQuiet:    expand(quiet.Replace(sqlInsert), schema, host),
 		insertOneQuiet: expand(quiet.Replace(sqlInsertOne), schema, host),
-		complete:       expand(sqlComplete, schema, host),
+		complete:       expand(plainAck.Replace(sqlComplete), schema, host),
+		completeWf:     expand(wfAck.Replace(sqlComplete), schema, host),
 		fail:           expand(sqlFail, schema, host),
 		heartbeat:      expand(sqlHeartbeat, schema, host),
 		release:        expand(sqlRelease, schema, host),

@@ -29,7 +29,7 @@ package pgstore
 // notifyWindow ago (see notify.go).
 
 // schemaVersion is the newest migration this binary knows.
-const schemaVersion = 13
+const schemaVersion = 14
 
 type migration struct {
 	version int
@@ -231,4 +231,7 @@ var migrations = []migration{
 		version: 12, name: "task catalogue: the tasks workers ran, kept after they stop (catalog.go)", stmts: migrationCatalog,
 	},
 	progressMigration, // progress.go
+	{
+		version: 14, name: workflowAckMigration.name, stmts: workflowAckMigration.stmts, // workflow_ack.go
+	},
 }

@@ -24,6 +24,7 @@ func testWorkflowArea(t *testing.T, s *suite) {
 		{"Cancel", testWorkflowCancel},
 		{"Retention", testWorkflowRetention},
 		{"StepResult", testWorkflowStepResult},
+		{"BatchEnds", testWorkflowBatchEnds}, // workflow_batch.go
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
