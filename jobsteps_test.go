@@ -56,7 +56,9 @@ func setupSteps(t *testing.T, cfg Config) *stepBundle {
 		}
 		return err
 	}))
-	cfg.Shards = 1
+	if cfg.Store == nil {
+		cfg.Shards = 1
+	}
 	sb.testBundle = setup(t, cfg)
 	return sb
 }
@@ -397,4 +399,45 @@ func mustJob(t *testing.T, b *testBundle, id JobID) *Job {
 		t.Fatal(err)
 	}
 	return j
+}
+
+// TestStep_SurvivesReopen: a job's step progress is in the store, not in
+// the process: after the client that ran the first steps is closed (its
+// store with it, as a process that stops or a restarted embedded store), a
+// client on a store opened afresh over the same data runs only the step
+// that failed, and gets the stored result of the first.
+func TestStep_SurvivesReopen(t *testing.T) {
+	t.Parallel()
+	run := func(t *testing.T, cfg Config) {
+		first := setupSteps(t, cfg)
+		first.failEmail.Store(true)
+		id, err := first.c.Enqueue(first.ctx, "t.Order", struct{}{}, Opts{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res := first.workOnce(t); res.Outcome != OutcomeDeadLettered || first.calls() != [3]int32{1, 1, 1} {
+			t.Fatalf("first run: outcome %s, calls %v; want dead-lettered after one call of each step", res.Outcome, first.calls())
+		}
+		if err := first.c.Close(); err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+		second := setupSteps(t, cfg)
+		requeueJob(t, second.testBundle, "RetryJob", id)
+		res := second.workOnce(t)
+		if res.Outcome != OutcomeCompleted || second.calls() != [3]int32{0, 0, 1} {
+			t.Fatalf("after reopening: outcome %s (%v), calls %v; want completed with only the email step run", res.Outcome, res.Err, second.calls())
+		}
+		want := receipt{ID: "r-1", Cents: 1250, At: time.Date(2026, 12, 3, 10, 0, 0, 123456789, time.UTC), Meta: map[string]string{"k": "v"}}
+		if diff := cmp.Diff(want, <-second.got); diff != "" {
+			t.Errorf("stored charge result after reopening mismatch (-want +got):\n%s", diff)
+		}
+	}
+	t.Run("SQLite", func(t *testing.T) {
+		t.Parallel()
+		run(t, Config{Dir: t.TempDir()})
+	})
+	t.Run("PostgreSQL", func(t *testing.T) {
+		t.Parallel()
+		run(t, Config{Store: newPGTarget(t)})
+	})
 }

@@ -28,7 +28,7 @@ var pgHook struct {
 	ChildMain func(ctx context.Context, mode, dir string, say func(string, ...any)) (code int, ok bool)
 }
 
-const pgSkip = "the PostgreSQL store is not linked into this test binary (its module, queuemaxpg, runs these cases: go test -run TestRootPackage ./queuemaxpg)"
+const pgSkip = "the PostgreSQL store is not linked into this test binary (its module, queuemaxpg, runs these cases: go test -run TestOverlaid ./queuemaxpg)"
 
 func pgTestDSN(t testing.TB) string {
 	t.Helper()
