@@ -23,8 +23,8 @@ type Tasks struct {
 // values and safe for concurrent use; binding does no I/O.
 func New(c *queuemax.Client) *Tasks {
 	return &Tasks{
-		ImportRows:   ImportRowsTask{queuemax.NewTask[ImportRowsArgs](c, "github.com/queuemax/queuemax/examples/steps.ImportRows", importRowsOptions)},
-		ProcessOrder: ProcessOrderTask{queuemax.NewTask[ProcessOrderArgs](c, "github.com/queuemax/queuemax/examples/steps.ProcessOrder", processOrderOptions)},
+		ImportRows:   ImportRowsTask{queuemax.NewTask[ImportRowsArgs](c, "steps.ImportRows", importRowsOptions)},
+		ProcessOrder: ProcessOrderTask{queuemax.NewTask[ProcessOrderArgs](c, "steps.ProcessOrder", processOrderOptions)},
 	}
 }
 
@@ -32,8 +32,8 @@ func New(c *queuemax.Client) *Tasks {
 // [queuemax.Config].Handlers. Each call returns a new slice.
 func Handlers() []queuemax.Handler {
 	return []queuemax.Handler{
-		queuemax.Define("github.com/queuemax/queuemax/examples/steps.ImportRows", importRowsOptions, importRowsFunc),
-		queuemax.DefineResult("github.com/queuemax/queuemax/examples/steps.ProcessOrder", processOrderOptions, processOrderFunc),
+		queuemax.Define("steps.ImportRows", importRowsOptions, importRowsFunc),
+		queuemax.DefineResult("steps.ProcessOrder", processOrderOptions, processOrderFunc),
 	}
 }
 
@@ -270,61 +270,61 @@ func (t ProcessOrderTask) Stats(ctx context.Context) (queuemax.TaskStats, error)
 // Delay returns [queuemax.ErrNotBound] for an unbound handle,
 // [queuemax.ErrClosed] after [queuemax.Client.Close], or ctx's error if
 // ctx ends first. It is safe for concurrent use.
-func (t ProcessOrderTask) Delay(ctx context.Context, o_ Order) (queuemax.JobID, error) {
-	return t.task.Enqueue(ctx, ProcessOrderArgs{O: o_})
+func (t ProcessOrderTask) Delay(ctx context.Context, o Order) (queuemax.JobID, error) {
+	return t.task.Enqueue(ctx, ProcessOrderArgs{O: o})
 }
 
 // DelayTx enqueues one ProcessOrder job inside tx, the application's open
 // transaction (a pgx.Tx or a *sql.Tx of the pgx stdlib driver), and returns
 // its ID: the job exists if and only if tx commits. On the SQLite store it
 // returns [queuemax.ErrTxUnsupported]; see [queuemax.Client.EnqueueTx].
-func (t ProcessOrderTask) DelayTx(ctx context.Context, tx queuemax.Tx, o_ Order) (queuemax.JobID, error) {
-	return t.task.EnqueueTx(ctx, tx, ProcessOrderArgs{O: o_})
+func (t ProcessOrderTask) DelayTx(ctx context.Context, tx queuemax.Tx, o Order) (queuemax.JobID, error) {
+	return t.task.EnqueueTx(ctx, tx, ProcessOrderArgs{O: o})
 }
 
 // ScheduleAt enqueues one ProcessOrder job that becomes ready at at, and
 // returns its ID. The job is durable once ScheduleAt returns nil.
-func (t ProcessOrderTask) ScheduleAt(ctx context.Context, at time.Time, o_ Order) (queuemax.JobID, error) {
-	return t.task.EnqueueAt(ctx, at, ProcessOrderArgs{O: o_})
+func (t ProcessOrderTask) ScheduleAt(ctx context.Context, at time.Time, o Order) (queuemax.JobID, error) {
+	return t.task.EnqueueAt(ctx, at, ProcessOrderArgs{O: o})
 }
 
 // ScheduleAtTx enqueues one ProcessOrder job inside tx that becomes ready at
 // at, and returns its ID; the job exists if and only if tx commits (see
 // DelayTx).
-func (t ProcessOrderTask) ScheduleAtTx(ctx context.Context, tx queuemax.Tx, at time.Time, o_ Order) (queuemax.JobID, error) {
-	return t.task.EnqueueAtTx(ctx, tx, at, ProcessOrderArgs{O: o_})
+func (t ProcessOrderTask) ScheduleAtTx(ctx context.Context, tx queuemax.Tx, at time.Time, o Order) (queuemax.JobID, error) {
+	return t.task.EnqueueAtTx(ctx, tx, at, ProcessOrderArgs{O: o})
 }
 
 // ScheduleIn enqueues one ProcessOrder job that becomes ready after d, and
 // returns its ID. The job is durable once ScheduleIn returns nil.
-func (t ProcessOrderTask) ScheduleIn(ctx context.Context, d time.Duration, o_ Order) (queuemax.JobID, error) {
-	return t.task.EnqueueIn(ctx, d, ProcessOrderArgs{O: o_})
+func (t ProcessOrderTask) ScheduleIn(ctx context.Context, d time.Duration, o Order) (queuemax.JobID, error) {
+	return t.task.EnqueueIn(ctx, d, ProcessOrderArgs{O: o})
 }
 
 // ScheduleInTx enqueues one ProcessOrder job inside tx that becomes ready d
 // after this call, and returns its ID; the job exists if and only if tx
 // commits (see DelayTx).
-func (t ProcessOrderTask) ScheduleInTx(ctx context.Context, tx queuemax.Tx, d time.Duration, o_ Order) (queuemax.JobID, error) {
-	return t.task.EnqueueInTx(ctx, tx, d, ProcessOrderArgs{O: o_})
+func (t ProcessOrderTask) ScheduleInTx(ctx context.Context, tx queuemax.Tx, d time.Duration, o Order) (queuemax.JobID, error) {
+	return t.task.EnqueueInTx(ctx, tx, d, ProcessOrderArgs{O: o})
 }
 
-// Map enqueues one ProcessOrder job per element of o_, the other parameters
+// Map enqueues one ProcessOrder job per element of o, the other parameters
 // fixed, and returns their IDs in order. The jobs are stored in one
 // transaction per shard: if any is invalid, none is stored.
-func (t ProcessOrderTask) Map(ctx context.Context, o_ []Order) ([]queuemax.JobID, error) {
-	args := make([]ProcessOrderArgs, len(o_))
-	for i, v := range o_ {
+func (t ProcessOrderTask) Map(ctx context.Context, o []Order) ([]queuemax.JobID, error) {
+	args := make([]ProcessOrderArgs, len(o))
+	for i, v := range o {
 		args[i] = ProcessOrderArgs{O: v}
 	}
 	return t.task.EnqueueMany(ctx, args)
 }
 
-// MapTx enqueues one ProcessOrder job per element of o_ inside tx, the other
+// MapTx enqueues one ProcessOrder job per element of o inside tx, the other
 // parameters fixed, and returns their IDs in order; the jobs exist if and
 // only if tx commits (see DelayTx). If any is invalid, none is written.
-func (t ProcessOrderTask) MapTx(ctx context.Context, tx queuemax.Tx, o_ []Order) ([]queuemax.JobID, error) {
-	args := make([]ProcessOrderArgs, len(o_))
-	for i, v := range o_ {
+func (t ProcessOrderTask) MapTx(ctx context.Context, tx queuemax.Tx, o []Order) ([]queuemax.JobID, error) {
+	args := make([]ProcessOrderArgs, len(o))
+	for i, v := range o {
 		args[i] = ProcessOrderArgs{O: v}
 	}
 	return t.task.EnqueueManyTx(ctx, tx, args)
@@ -355,8 +355,8 @@ func (t ProcessOrderTask) With(o queuemax.Opts) ProcessOrderTask {
 // after a round trip of the arguments through the JSON codec workers use,
 // so what works with Call works in a worker. It enqueues nothing and
 // works on an unbound handle; the task's timeout bounds ctx.
-func (t ProcessOrderTask) Call(ctx context.Context, o_ Order) (string, error) {
-	return queuemax.CallResult(ctx, processOrderOptions, processOrderFunc, ProcessOrderArgs{O: o_})
+func (t ProcessOrderTask) Call(ctx context.Context, o Order) (string, error) {
+	return queuemax.CallResult(ctx, processOrderOptions, processOrderFunc, ProcessOrderArgs{O: o})
 }
 
 // Result returns the stored result of the completed ProcessOrder job id. It
@@ -378,10 +378,10 @@ func (t ProcessOrderTask) Result(ctx context.Context, id queuemax.JobID) (string
 // The step's job takes the handle's defaults and With overrides. An error
 // (a duplicate step name, an unbound handle) is kept by wf and returned by
 // [queuemax.Client.EnqueueWorkflow].
-func (t ProcessOrderTask) Step(wf *queuemax.Workflow, stepName string, o_ queuemax.Input[Order], stepOpts ...queuemax.StepOption) queuemax.StepRef[string] {
+func (t ProcessOrderTask) Step(wf *queuemax.Workflow, stepName string, o queuemax.Input[Order], stepOpts ...queuemax.StepOption) queuemax.StepRef[string] {
 	var args ProcessOrderArgs
 	stepOpts = append([]queuemax.StepOption{
-		o_.Into(&args.O, "o"),
+		o.Into(&args.O, "o"),
 	}, stepOpts...)
 	return queuemax.AddStep[string](wf, t.task, stepName, args, stepOpts...)
 }
