@@ -85,18 +85,18 @@ func Open(ctx context.Context, dsn string, o Options) (queuemax.Store, error) {
 	return st, nil
 }
 
-// checkDSN accepts postgres:// and postgresql:// URLs; anything else is a
-// *queuemax.ConfigError naming DSN.
+// checkDSN accepts postgres:// and postgresql:// URLs and pgx's key=value
+// form (host=a,b port=5432,5433 target_session_attrs=read-write …);
+// anything else is a *queuemax.ConfigError naming DSN.
 func checkDSN(dsn string) error {
-	scheme, _, ok := strings.Cut(dsn, "://")
-	switch strings.ToLower(scheme) {
-	case "postgres", "postgresql":
-		if ok {
-			return nil
-		}
+	scheme, _, isURL := strings.Cut(dsn, "://")
+	switch {
+	case isURL && (strings.EqualFold(scheme, "postgres") || strings.EqualFold(scheme, "postgresql")):
+		return nil
+	case isURL:
+		return &queuemax.ConfigError{Field: "DSN", Msg: fmt.Sprintf("unsupported scheme %q (want postgres://, postgresql:// or key=value settings)", scheme)}
+	case strings.Contains(dsn, "="):
+		return nil // key=value settings; pgx names a bad one when Open parses them
 	}
-	if !ok {
-		scheme = ""
-	}
-	return &queuemax.ConfigError{Field: "DSN", Msg: fmt.Sprintf("unsupported scheme %q (want postgres:// or postgresql://)", scheme)}
+	return &queuemax.ConfigError{Field: "DSN", Msg: fmt.Sprintf("%q is neither a postgres:// URL nor key=value settings", dsn)}
 }

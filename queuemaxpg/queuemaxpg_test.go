@@ -28,6 +28,12 @@ func TestOpen_DSNScheme(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "PostgreSQL") {
 		t.Errorf("Open(unreachable) = %v, want a connection error", err)
 	}
+	// So does pgx's key=value form, the multi-host one of a failover setup
+	// included (docs/postgres.md).
+	_, err = queuemaxpg.Open(ctx, "host=127.0.0.1,127.0.0.1 port=1,2 user=nobody dbname=none sslmode=disable connect_timeout=2 target_session_attrs=read-write", queuemaxpg.Options{})
+	if err == nil || !strings.Contains(err.Error(), "PostgreSQL") || errors.Is(err, queuemax.ErrInvalidConfig) {
+		t.Errorf("Open(unreachable key=value DSN) = %v, want a connection error", err)
+	}
 }
 
 func TestOpen_MaxConns(t *testing.T) {
@@ -126,7 +132,7 @@ func TestOpen_ReadOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if _, err := c.Enqueue(ctx, "t.A", struct{}{}, queuemax.Opts{}); !errors.Is(err, queuemax.ErrReadOnly) {
+	if _, err := c.Enqueue(ctx, "t.A", struct{}{}, queuemax.Opts{AllowUnknownTask: true}); !errors.Is(err, queuemax.ErrReadOnly) {
 		t.Errorf("Enqueue on a read-only store = %v, want ErrReadOnly", err)
 	}
 	if err := c.Run(ctx); !errors.Is(err, queuemax.ErrReadOnly) {

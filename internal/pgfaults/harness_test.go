@@ -401,5 +401,10 @@ func openClient(ctx context.Context, dsn, schema string, cfg queuemax.Config) (*
 		return nil, err
 	}
 	cfg.Store = st
+	if len(cfg.Handlers) == 0 {
+		// A producer may enqueue before the workers have published their
+		// tasks (the documented opt-in for producers deployed first).
+		cfg.AllowUnknownTasks = true
+	}
 	return queuemax.Open(ctx, cfg)
 }
