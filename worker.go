@@ -114,9 +114,7 @@ func (c *Client) newEngine() (*worker, error) {
 		CleanupAge:         c.cfg.CleanupAge,
 		CheckAlert: func(ctx context.Context) {
 			c.checkAlert(ctx, true)
-			if _, err := c.adoptRenamed(ctx); err != nil && ctx.Err() == nil {
-				c.log.WarnContext(ctx, "queuemax: cannot rename jobs stored under earlier task names", "error", err)
-			}
+			c.adoptRenamedLogged(ctx)
 			w.warnUnhandled(ctx)
 		},
 		Registry: &engine.Registry{Store: c.st, Key: w.regKey, Every: c.registryRefresh(), TTL: c.registryTTL(),
@@ -220,9 +218,7 @@ func (c *Client) Run(ctx context.Context) error {
 	if err := c.publishCatalog(ctx); err != nil {
 		c.log.WarnContext(ctx, "queuemax: cannot publish the task catalogue", "error", err)
 	}
-	if _, err := c.adoptRenamed(ctx); err != nil {
-		c.log.WarnContext(ctx, "queuemax: cannot rename jobs stored under earlier task names", "error", err)
-	}
+	c.adoptRenamedLogged(ctx)
 	c.log.InfoContext(ctx, "queuemax started", "worker_id", c.cfg.WorkerID, "shards", c.cfg.Shards,
 		"workers", e.Stats().Concurrency, "tasks", len(c.handlers))
 	e.Run(ctx)

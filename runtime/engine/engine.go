@@ -323,6 +323,7 @@ func (e *Engine) backgroundServices() []Service {
 		ss = append(ss, e.cfg.Registry)
 	}
 	if e.cfg.WorkflowEnds != nil {
+		e.cfg.WorkflowEnds.out = e.out
 		ss = append(ss, e.cfg.WorkflowEnds)
 	}
 	if e.glim != nil {

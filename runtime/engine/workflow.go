@@ -101,6 +101,8 @@ type WorkflowEnds struct {
 	Events *Events
 	Every  time.Duration
 	Log    *slog.Logger
+
+	out *outages // set by the engine: an outage logs a few lines, not one per round
 }
 
 func (w *WorkflowEnds) Name() string            { return "workflow ends" }
@@ -109,12 +111,33 @@ func (w *WorkflowEnds) Interval() time.Duration { return w.Every }
 // RunOnce claims and announces unannounced ends until none is left.
 func (w *WorkflowEnds) RunOnce(ctx context.Context, _ time.Time) {
 	var warn func(context.Context, string, ...any)
-	if w.Log != nil {
+	failed := false
+	switch {
+	case w.out != nil:
+		warn = func(ctx context.Context, msg string, args ...any) {
+			failed = true
+			w.out.fail(ctx, slog.LevelWarn, w.Name(), msg, errArg(args))
+		}
+	case w.Log != nil:
 		warn = w.Log.WarnContext
 	}
 	full := store.ClaimEndsParams{}.MaxRows()
 	for ctx.Err() == nil && ClaimWorkflowEnds(ctx, w.Store, w.Events, nil, warn) >= full {
 	}
+	if !failed && w.out != nil && ctx.Err() == nil {
+		w.out.ok(ctx, w.Name())
+	}
+}
+
+// errArg returns the error of an "err" key of slog-style args, if any.
+func errArg(args []any) error {
+	for i := 0; i+1 < len(args); i += 2 {
+		if k, _ := args[i].(string); k == "err" {
+			err, _ := args[i+1].(error)
+			return err
+		}
+	}
+	return nil
 }
 
 // EmitWorkflowEnd emits the end event of finished workflow w.
