@@ -66,9 +66,9 @@ type Options struct {
 }
 
 // Open connects to the database dsn names (a postgres:// or postgresql://
-// URL), creates or migrates the queue's tables in o.Schema and returns the
+// URL, or pgx's key=value settings), creates or migrates the queue's tables in o.Schema and returns the
 // store, ready for queuemax.Config.Store. It keeps one listener goroutine
-// until the store is closed. A DSN of another scheme or an out-of-range
+// until the store is closed. A DSN of another form or an out-of-range
 // MaxConns is a *queuemax.ConfigError naming the field; an unreachable
 // server is an error naming PostgreSQL.
 func Open(ctx context.Context, dsn string, o Options) (queuemax.Store, error) {
