@@ -329,8 +329,16 @@ func runFailover(t *testing.T, c failoverCase) {
 		if recorded != int64(n)+ticks {
 			t.Errorf("%d completions recorded for %d jobs and %d periodic ones: a completion was recorded twice or lost", recorded, n, ticks)
 		}
-		if processed > int64(n)+ticks || processed+fenced < int64(n) {
+		// Workers may see fewer still when the outage outlasts an
+		// acknowledgement's retries (about 10 s): one the old primary
+		// committed and replicated but never answered gives up, counted
+		// neither way, while its completion stands (recorded above). So
+		// the lower bound holds only when the standby is promoted at once.
+		if processed > int64(n)+ticks || c.promote == 0 && processed+fenced < int64(n) {
 			t.Errorf("workers acknowledged %d completions and had %d refused, for %d jobs", processed, fenced, n)
+		} else if processed+fenced < int64(n) {
+			t.Logf("workers acknowledged %d completions and had %d refused, for %d jobs: %d gave up while the server was down, their completions recorded once",
+				processed, fenced, n, int64(n)-processed-fenced)
 		}
 		checkSlots(t, conn, schema, stopped, promoted)
 	} else {
