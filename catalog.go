@@ -226,16 +226,12 @@ func (c *Client) ResolveTaskName(ctx context.Context, name string) (string, erro
 	return c.resolveTask(ctx, name, false, false)
 }
 
-// adoptRenamedLogged runs adoptRenamed and logs its failure once per
-// outage (it runs at every recovery pass), and its recovery once.
-func (c *Client) adoptRenamedLogged(ctx context.Context) {
+// adoptRenamedLogged runs adoptRenamed at a recovery pass of engine w,
+// whose outage log reports a failure once per outage and its recovery.
+func (c *Client) adoptRenamedLogged(ctx context.Context, w *worker) {
 	_, err := c.adoptRenamed(ctx)
-	switch {
-	case err != nil && ctx.Err() == nil:
-		if c.renameFailing.CompareAndSwap(false, true) {
-			c.log.WarnContext(ctx, "queuemax: cannot rename jobs stored under earlier task names", "error", err)
-		}
-	case err == nil && c.renameFailing.CompareAndSwap(true, false):
-		c.log.InfoContext(ctx, "queuemax: renaming jobs stored under earlier task names works again")
+	if ctx.Err() != nil {
+		return
 	}
+	w.Outage(ctx, "task renames", "queuemax: cannot rename jobs stored under earlier task names", err)
 }

@@ -21,10 +21,6 @@ import (
 // that run its tasks, and (while Run is active) the workers. It is safe for
 // concurrent use. Open it with Open; Close it when done.
 type Client struct {
-	// renameFailing is set while renaming jobs stored under earlier task
-	// names fails (catalog.go), so that an outage logs it once.
-	renameFailing atomic.Bool
-
 	cfg      Config
 	log      *slog.Logger
 	st       store.Store

@@ -114,7 +114,7 @@ func (c *Client) newEngine() (*worker, error) {
 		CleanupAge:         c.cfg.CleanupAge,
 		CheckAlert: func(ctx context.Context) {
 			c.checkAlert(ctx, true)
-			c.adoptRenamedLogged(ctx)
+			c.adoptRenamedLogged(ctx, w)
 			w.warnUnhandled(ctx)
 		},
 		Registry: &engine.Registry{Store: c.st, Key: w.regKey, Every: c.registryRefresh(), TTL: c.registryTTL(),
@@ -218,7 +218,7 @@ func (c *Client) Run(ctx context.Context) error {
 	if err := c.publishCatalog(ctx); err != nil {
 		c.log.WarnContext(ctx, "queuemax: cannot publish the task catalogue", "error", err)
 	}
-	c.adoptRenamedLogged(ctx)
+	c.adoptRenamedLogged(ctx, e)
 	c.log.InfoContext(ctx, "queuemax started", "worker_id", c.cfg.WorkerID, "shards", c.cfg.Shards,
 		"workers", e.Stats().Concurrency, "tasks", len(c.handlers))
 	e.Run(ctx)

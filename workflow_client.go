@@ -226,7 +226,9 @@ func (c *Client) CancelWorkflow(ctx context.Context, id WorkflowID) error {
 		}
 	}
 	if finished {
-		engine.ClaimWorkflowEnds(context.WithoutCancel(ctx), ws, c.events, []int64{int64(id)}, c.log.WarnContext)
+		if _, err := engine.ClaimWorkflowEnds(context.WithoutCancel(ctx), ws, c.events, []int64{int64(id)}); err != nil {
+			c.log.WarnContext(ctx, "workflow end events: claim ends", "err", err)
+		}
 	}
 	return nil
 }

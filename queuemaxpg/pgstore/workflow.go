@@ -260,16 +260,7 @@ func (s *Store) Workflows(ctx context.Context, p store.WorkflowFilter) ([]*store
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []*store.WorkflowRecord
-	for rows.Next() {
-		w, err := scanWorkflow(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, w)
-	}
-	return out, rows.Err()
+	return scanWorkflows(rows)
 }
 
 // CancelWorkflow cancels a workflow's unfinished steps; see
@@ -352,16 +343,7 @@ func (s *Store) FinishedBy(ctx context.Context, jobs []store.JobID) ([]*store.Wo
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []*store.WorkflowRecord
-	for rows.Next() {
-		w, err := scanWorkflow(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, w)
-	}
-	return out, rows.Err()
+	return scanWorkflows(rows)
 }
 
 // WorkflowCounts counts workflows by status; see store.WorkflowStore.
@@ -424,4 +406,18 @@ func (s *Store) pruneWorkflows(ctx context.Context, p store.PruneParams, now tim
 		return nil
 	})
 	return workflows, jobs, err
+}
+
+// scanWorkflows reads every row of rows (wfColumns) and closes them.
+func scanWorkflows(rows pgx.Rows) ([]*store.WorkflowRecord, error) {
+	defer rows.Close()
+	var out []*store.WorkflowRecord
+	for rows.Next() {
+		w, err := scanWorkflow(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, w)
+	}
+	return out, rows.Err()
 }

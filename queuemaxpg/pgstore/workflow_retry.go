@@ -184,14 +184,5 @@ func (s *Store) ClaimWorkflowEnds(ctx context.Context, p store.ClaimEndsParams) 
 	if err != nil {
 		return nil, fmt.Errorf("queuemax: claim workflow ends: %w", err)
 	}
-	defer rows.Close()
-	var out []*store.WorkflowRecord
-	for rows.Next() {
-		w, err := scanWorkflow(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, w)
-	}
-	return out, rows.Err()
+	return scanWorkflows(rows)
 }

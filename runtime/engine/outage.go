@@ -95,3 +95,15 @@ func (o *outages) ok(ctx context.Context, service string) {
 			"outage", time.Since(u.since).Round(time.Millisecond))
 	}
 }
+
+// Outage reports a failure (err not nil) or a success of a service the
+// engine does not run itself (one the client runs at its recovery passes)
+// to the engine's outage log: one line when it starts failing, a reminder
+// with the count each minute, one line when it recovers.
+func (e *Engine) Outage(ctx context.Context, service, msg string, err error) {
+	if err != nil {
+		e.out.fail(ctx, slog.LevelWarn, service, msg, err)
+		return
+	}
+	e.out.ok(ctx, service)
+}

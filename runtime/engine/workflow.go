@@ -76,20 +76,19 @@ func EmitWorkflowEnds(ctx context.Context, st store.Store, ev *Events, jobs []st
 	for i, w := range ended {
 		ids[i] = w.ID
 	}
-	ClaimWorkflowEnds(ctx, st, ev, ids, warn)
+	if _, err := ClaimWorkflowEnds(ctx, st, ev, ids); err != nil && warn != nil && ctx.Err() == nil {
+		warn(ctx, "workflow end events: claim ends", "err", err)
+	}
 }
 
 // ClaimWorkflowEnds claims the unannounced ends of workflows ids (nil:
-// any) and emits their events.
-func ClaimWorkflowEnds(ctx context.Context, ws store.WorkflowStore, ev *Events, ids []int64, warn func(context.Context, string, ...any)) int {
+// any) and emits their events; it returns how many it claimed.
+func ClaimWorkflowEnds(ctx context.Context, ws store.WorkflowStore, ev *Events, ids []int64) (int, error) {
 	claimed, err := ws.ClaimWorkflowEnds(ctx, store.ClaimEndsParams{IDs: ids})
-	if err != nil && warn != nil && ctx.Err() == nil {
-		warn(ctx, "workflow end events: claim ends", "err", err)
-	}
 	for _, w := range claimed {
 		EmitWorkflowEnd(ctx, ev, w)
 	}
-	return len(claimed)
+	return len(claimed), err
 }
 
 // WorkflowEnds is the service that announces the workflow ends no process
@@ -108,36 +107,32 @@ type WorkflowEnds struct {
 func (w *WorkflowEnds) Name() string            { return "workflow ends" }
 func (w *WorkflowEnds) Interval() time.Duration { return w.Every }
 
-// RunOnce claims and announces unannounced ends until none is left.
+// RunOnce claims and announces unannounced ends until none is left. A
+// failure goes to the engine's outage log (one line per outage), or to Log
+// when the service runs outside an engine.
 func (w *WorkflowEnds) RunOnce(ctx context.Context, _ time.Time) {
-	var warn func(context.Context, string, ...any)
-	failed := false
-	switch {
-	case w.out != nil:
-		warn = func(ctx context.Context, msg string, args ...any) {
-			failed = true
-			w.out.fail(ctx, slog.LevelWarn, w.Name(), msg, errArg(args))
-		}
-	case w.Log != nil:
-		warn = w.Log.WarnContext
-	}
 	full := store.ClaimEndsParams{}.MaxRows()
-	for ctx.Err() == nil && ClaimWorkflowEnds(ctx, w.Store, w.Events, nil, warn) >= full {
-	}
-	if !failed && w.out != nil && ctx.Err() == nil {
-		w.out.ok(ctx, w.Name())
-	}
-}
-
-// errArg returns the error of an "err" key of slog-style args, if any.
-func errArg(args []any) error {
-	for i := 0; i+1 < len(args); i += 2 {
-		if k, _ := args[i].(string); k == "err" {
-			err, _ := args[i+1].(error)
-			return err
+	for ctx.Err() == nil {
+		n, err := ClaimWorkflowEnds(ctx, w.Store, w.Events, nil)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return
+		case err != nil && w.out != nil:
+			w.out.fail(ctx, slog.LevelWarn, w.Name(), "workflow end events: claim ends", err)
+			return
+		case err != nil && w.Log != nil:
+			w.Log.WarnContext(ctx, "workflow end events: claim ends", "err", err)
+			return
+		case err != nil:
+			return
+		}
+		if w.out != nil {
+			w.out.ok(ctx, w.Name())
+		}
+		if n < full {
+			return
 		}
 	}
-	return nil
 }
 
 // EmitWorkflowEnd emits the end event of finished workflow w.
