@@ -41,7 +41,7 @@ func TestBreakers_ProbeHolderKilled(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	b := setup(t, Config{Dir: dir, Shards: 1})
-	bs := b.c.st.(store.BreakerStore)
+	bs := b.c.st
 	now := time.Now()
 	if _, err := bs.BreakerUpdate(b.ctx, []string{"t.Probe"}, func(r *store.BreakerRow) bool {
 		r.State, r.Failures, r.OpenedAt, r.Until, r.UpdatedAt = store.BreakerOpen, 1, now.Add(-time.Minute), now, now

@@ -21,7 +21,7 @@ func testQueueLimitSlotsShown(t *testing.T, cfg Config) {
 		t.Fatal(err)
 	}
 	now := b.c.now()
-	lim := b.c.st.(store.Limiter)
+	lim := b.c.st
 	take := []store.LimitTake{{Scope: store.QueueScope("crm"), Rule: store.LimitRule{Concurrency: 2}, Want: 2}}
 	if g, err := lim.LimitTake(ctx, "other-process", take, now, now.Add(time.Hour)); err != nil || g[0].N != 2 {
 		t.Fatalf("LimitTake = %+v, %v; want 2 slots", g, err)

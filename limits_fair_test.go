@@ -101,7 +101,7 @@ func testLimitByManyKeysAtLimit(t *testing.T, cfg Config) {
 		takes = append(takes, store.LimitTake{Scope: store.TaskScope(task), Key: fmt.Sprintf("customer=%d", c), Rule: rule, Want: 1})
 	}
 	now := b.c.now()
-	if g, err := b.c.st.(store.Limiter).LimitTake(b.ctx, "earlier", takes, now, now.Add(time.Hour)); err != nil || g[n-1].N != 1 {
+	if g, err := b.c.st.LimitTake(b.ctx, "earlier", takes, now, now.Add(time.Hour)); err != nil || g[n-1].N != 1 {
 		t.Fatalf("LimitTake of every customer's token: %v", err)
 	}
 	if _, err := b.c.EnqueueMany(b.ctx, batch); err != nil {

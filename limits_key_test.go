@@ -22,7 +22,7 @@ type custArgs struct {
 // keyedRows returns the keyed state rows of task in c's store.
 func keyedRows(t *testing.T, c *Client, task string) []store.LimitUsage {
 	t.Helper()
-	us, err := c.st.(store.Limiter).LimitUsage(t.Context(), c.now())
+	us, err := c.st.LimitUsage(t.Context(), c.now())
 	if err != nil {
 		t.Fatal(err)
 	}

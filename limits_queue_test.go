@@ -8,8 +8,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/queuemax/queuemax/runtime/store"
 )
 
 func TestQueueLimits_Concurrency(t *testing.T) {
@@ -324,7 +322,7 @@ func TestQueueLimits_SlotRenewed(t *testing.T) {
 	}()
 	waitFor(t, "the first job to start", func() bool { return started.Load() == 1 })
 	claimedBy := b.c.now().Add(stuck) // the claim's expiry is at most this
-	lim := b.c.st.(store.Limiter)
+	lim := b.c.st
 	waitFor(t, "the slot renewed past its first expiry", func() bool {
 		us, err := lim.LimitUsage(b.ctx, claimedBy.Add(10*time.Millisecond))
 		return err == nil && len(us) == 1 && us[0].Scope == "queue:long" && us[0].Running == 1

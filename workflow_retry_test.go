@@ -47,7 +47,7 @@ func endEvents(cs ...*Client) <-chan Event {
 // can announce one again.
 func noEndLeft(t *testing.T, c *Client) {
 	t.Helper()
-	got, err := c.st.(store.WorkflowStore).ClaimWorkflowEnds(t.Context(), store.ClaimEndsParams{})
+	got, err := c.st.ClaimWorkflowEnds(t.Context(), store.ClaimEndsParams{})
 	if err != nil || len(got) != 0 {
 		t.Fatalf("ends left to claim after the events: %v, %v", got, err)
 	}
