@@ -133,6 +133,7 @@ type runner struct {
 	shards     int
 	dsn        string // --dsn
 	schema     string // --schema
+	queueMax   bool   // --queue-max-compatible
 
 	// stopSignals stops the signal context; set by Program.Run, nil in
 	// tests that build a runner directly (the worker then catches no

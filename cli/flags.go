@@ -33,6 +33,7 @@ func commands() []*command {
 		statsCommand, listCommand, showCommand, enqueueCommand, retryCommand, cancelCommand, dlqCommand,
 		queuesCommand, pauseCommand, resumeCommand, workflowsCommand,
 		recoverCommand, purgeCommand, periodicCommand, waitCommand, workerCommand, workersCommand, dashboardCommand,
+		migrateCommand,
 	}
 }
 
@@ -60,7 +61,7 @@ func didYouMean(name string) string {
 }
 
 // globalFlags names the flags every command accepts.
-var globalFlags = []string{"data-dir", "shards", "dsn", "schema"}
+var globalFlags = []string{"data-dir", "shards", "dsn", "schema", "queue-max-compatible"}
 
 // newFlagSet returns a flag set for command name ("" for the program)
 // holding the global flags. Flags may be written -x or --x.
@@ -96,6 +97,13 @@ func (r *runner) newFlagSet(name string) *flag.FlagSet {
 		}
 		r.schema = s
 		return nil
+	})
+	// A function, not BoolVar, which would reset the global flag given
+	// before the command when the command's flag set is made.
+	fs.BoolFunc("queue-max-compatible", "the data directory is one queue-max 0.2.0 shares: a new one is created in its layout, a native one is refused (see the migrate command)", func(s string) error {
+		v, err := strconv.ParseBool(s)
+		r.queueMax = v
+		return err
 	})
 	return fs
 }

@@ -79,6 +79,14 @@ func (r *runner) open(ctx context.Context, mode access, hint string, adjust func
 		}
 	}
 	cfg.ReadOnly = mode == readOnly
+	if r.queueMax {
+		if dsn != "" {
+			return nil, usagef("--queue-max-compatible is for a data directory, not PostgreSQL")
+		}
+		if err := checkQueueMaxLayout(ctx, cfg); err != nil {
+			return nil, err
+		}
+	}
 	if dsn != "" {
 		if r.p.OpenPostgres == nil {
 			return nil, errors.New("this binary has no PostgreSQL store for --dsn or QUEUE_MAX_DSN (set Program.OpenPostgres, as the queuemax command does)")
@@ -108,6 +116,20 @@ func (r *runner) open(ctx context.Context, mode access, hint string, adjust func
 		}
 	}
 	return c, err
+}
+
+// checkQueueMaxLayout opens cfg's data directory in the queue-max layout
+// (creating it so when it is new, unless read-only) and closes it: a
+// native directory is refused with the fix, and the queue opened next
+// keeps the layout the directory has.
+func checkQueueMaxLayout(ctx context.Context, cfg queuemax.Config) error {
+	st, err := queuemax.OpenSQLite(ctx, queuemax.SQLiteOptions{Dir: cfg.Dir, Shards: cfg.Shards, DirMode: cfg.DirMode,
+		FileMode: cfg.FileMode, ReadOnly: cfg.ReadOnly, BusyTimeout: cfg.BusyTimeout, CacheSize: cfg.CacheSize,
+		MmapSize: cfg.MmapSize, Durability: cfg.Durability, Layout: queuemax.LayoutQueueMax})
+	if err != nil {
+		return err
+	}
+	return st.Close()
 }
 
 var shardFileRE = regexp.MustCompile(`^shard_\d+\.db$`)

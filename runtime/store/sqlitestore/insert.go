@@ -123,7 +123,7 @@ func insertRowsSQL(n int) string {
 // insertJob writes one job row with st, the shard's insert statement bound
 // to the current transaction, staged for batch when batch is not "". A
 // job whose RunAt is after Now is stored as scheduled.
-func insertJob(ctx context.Context, st *sql.Stmt, sh *shardDB, j store.InsertParams, batch string) (store.JobID, error) {
+func insertJob(ctx context.Context, tx *sql.Tx, st *sql.Stmt, sh *shardDB, j store.InsertParams, batch string) (store.JobID, error) {
 	args := make(argRow, 0, len(insertColumns))
 	insertRow(&args, sh, j, batch)
 	res, err := st.ExecContext(ctx, args...)
@@ -133,6 +133,11 @@ func insertJob(ctx context.Context, st *sql.Stmt, sh *shardDB, j store.InsertPar
 	seq, err := res.LastInsertId()
 	if err != nil {
 		return 0, err
+	}
+	if len(j.Tags) > 0 {
+		if err := sh.insertTags(ctx, tx, []int64{seq}); err != nil {
+			return 0, fmt.Errorf("shard %d: insert job tags: %w", sh.idx, err)
+		}
 	}
 	return store.NewJobID(sh.idx, seq), nil
 }
@@ -203,8 +208,15 @@ func insertJobs(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shardD
 		}
 		// One statement under the write lock: AUTOINCREMENT gives its
 		// rows consecutive ids, in VALUES order.
+		var tagged []int64
 		for k, i := range idxs[:n] {
 			ids[i] = store.NewJobID(sh.idx, last-int64(n-1-k))
+			if len(jobs[i].Tags) > 0 {
+				tagged = append(tagged, ids[i].Seq())
+			}
+		}
+		if err := sh.insertTags(ctx, tx, tagged); err != nil {
+			return fmt.Errorf("shard %d: insert job tags: %w", sh.idx, err)
 		}
 		idxs = idxs[n:]
 	}
@@ -253,7 +265,7 @@ func insertAny(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shardDB
 		if batch == "" && plainJob(&j) {
 			return insertPlainJob(ctx, counts.stmt(ctx, tx, sh.stmts.insertPlain), sh, &j)
 		}
-		return insertJob(ctx, counts.stmt(ctx, tx, sh.stmts.insert), sh, j, batch)
+		return insertJob(ctx, tx, counts.stmt(ctx, tx, sh.stmts.insert), sh, j, batch)
 	}
 	u.Duplicate = false
 	args := make(argRow, 0, len(insertColumns)+2)
@@ -269,6 +281,11 @@ func insertAny(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shardDB
 		seq, err := res.LastInsertId()
 		if err != nil {
 			return 0, err
+		}
+		if len(j.Tags) > 0 {
+			if err := sh.insertTags(ctx, tx, []int64{seq}); err != nil {
+				return 0, fmt.Errorf("shard %d: insert job tags: %w", sh.idx, err)
+			}
 		}
 		return store.NewJobID(sh.idx, seq), nil
 	}

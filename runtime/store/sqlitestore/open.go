@@ -51,6 +51,12 @@ type Options struct {
 	// ReadOnly opens existing shard files without creating the directory,
 	// files or running migrations (for inspection tools).
 	ReadOnly bool
+	// Layout is the layout the directory must be in: "" accepts the one
+	// it has and creates a new directory in LayoutNative; LayoutQueueMax
+	// creates a new one in that layout (queue-max 0.2.0 may then share it)
+	// and refuses a native one; LayoutNative refuses a queue-max one. A
+	// refusal wraps ErrLayout and names the fix.
+	Layout Layout
 }
 
 // Store is the SQLite store. Create it with Open.
@@ -58,6 +64,7 @@ type Store struct {
 	shards   []*shardDB
 	closed   atomic.Bool
 	readOnly bool
+	layout   Layout
 }
 
 var (
@@ -82,6 +89,10 @@ type shardDB struct {
 	hasTags       bool   // the file has the tags column and qm_job_tags
 	dlqTaskCol    string
 	wf            wfStmts // workflow.go
+	// layout is the file's layout (layout.go); record says Open must
+	// write it, the file having none yet.
+	layout Layout
+	record bool
 }
 
 // dlqColumns is the column list DeadLetters reads, in order.
@@ -156,6 +167,9 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	if o.CacheSize == 0 {
 		o.CacheSize = 10000
 	}
+	if o.Layout != "" && !o.Layout.valid() {
+		return nil, fmt.Errorf("queuemax: layout %q (want %q or %q)", o.Layout, LayoutNative, LayoutQueueMax)
+	}
 	if o.ReadOnly {
 		if fi, err := os.Stat(o.Dir); err != nil {
 			return nil, fmt.Errorf("queuemax: data dir: %w", err)
@@ -192,6 +206,23 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 			return nil, err
 		}
 		s.shards = append(s.shards, sh)
+	}
+	layouts := make([]Layout, len(s.shards))
+	for i, sh := range s.shards {
+		layouts[i] = sh.layout
+	}
+	var err error
+	if s.layout, err = checkLayouts(o.Dir, layouts, o.Layout); err != nil {
+		s.Close()
+		return nil, err
+	}
+	for _, sh := range s.shards {
+		if sh.record {
+			if err := sh.recordLayout(ctx); err != nil {
+				s.Close()
+				return nil, fmt.Errorf("queuemax: shard %d (%s): record its layout: %w", sh.idx, sh.path, err)
+			}
+		}
 	}
 	if !o.ReadOnly {
 		// Settle multi-shard batches a dead producer left staged.
@@ -338,7 +369,19 @@ func openShard(ctx context.Context, o Options, i int) (*shardDB, error) {
 		sh.w.SetMaxIdleConns(1)
 		sh.w.SetConnMaxLifetime(0)
 		sh.w.SetConnMaxIdleTime(0)
-		if err := migrate(ctx, sh.w, i); err != nil {
+		fresh, recorded, err := probeLayout(ctx, sh.w)
+		if err != nil {
+			sh.close()
+			return nil, wrap("read", err)
+		}
+		sh.layout, sh.record = recorded, recorded == ""
+		if sh.record {
+			sh.layout = LayoutQueueMax
+			if fresh && o.Layout != LayoutQueueMax {
+				sh.layout = LayoutNative
+			}
+		}
+		if err := migrate(ctx, sh.w, i, sh.layout); err != nil {
 			sh.close()
 			return nil, wrap("migrate", err)
 		}
@@ -368,6 +411,13 @@ func openShard(ctx context.Context, o Options, i int) (*shardDB, error) {
 				return nil, wrap("read", err2)
 			}
 		}
+	}
+	if o.ReadOnly {
+		if sh.layout, err = readLayout(ctx, sh.r); err != nil {
+			sh.close()
+			return nil, wrap("read", err)
+		}
+		sh.layout = cmp.Or(sh.layout, LayoutQueueMax)
 	}
 	if err := sh.readColumns(ctx); err != nil {
 		sh.close()
@@ -409,7 +459,7 @@ func (sh *shardDB) close() error {
 
 // migrate creates the schema on a new file and brings an existing one (ours
 // or queue-max's) up to schemaVersion, one transaction per step.
-func migrate(ctx context.Context, db *sql.DB, shardIdx int) error {
+func migrate(ctx context.Context, db *sql.DB, shardIdx int, layout Layout) error {
 	// The first statement reads the file header, so a file that is not a
 	// database fails here.
 	var fresh int
@@ -457,7 +507,11 @@ func migrate(ctx context.Context, db *sql.DB, shardIdx int) error {
 	// queue-max creates its indexes again whenever it opens the file; the
 	// ones over status are rewritten at every status change and serve none
 	// of our statements, so they go again (each drop is one statement, and
-	// nothing when the index is absent).
+	// nothing when the index is absent). queue-max does not open a native
+	// file.
+	if layout == LayoutNative {
+		return nil
+	}
 	for _, idx := range queueMaxStatusIndexes {
 		if _, err := db.ExecContext(ctx, `DROP INDEX IF EXISTS `+idx); err != nil {
 			return fmt.Errorf("drop queue-max index %s: %w", idx, err)

@@ -178,8 +178,15 @@ func insertStepJobs(ctx context.Context, tx *sql.Tx, sh *shardDB, p *store.Workf
 			return err
 		}
 		// One statement under the write lock: consecutive ids in order.
+		var tagged []int64
 		for k := range n {
 			ids[start+k] = store.NewJobID(sh.idx, last-int64(n-1-k))
+			if len(jobs[start+k].Tags) > 0 {
+				tagged = append(tagged, ids[start+k].Seq())
+			}
+		}
+		if err := sh.insertTags(ctx, tx, tagged); err != nil {
+			return fmt.Errorf("insert workflow job tags: %w", err)
 		}
 	}
 	return nil
