@@ -27,6 +27,9 @@ type options struct {
 	// retention is Config.CompletedRetention of every client (0: the
 	// default; queuemax.RetentionOff: delete completed jobs at once).
 	retention time.Duration
+	// layout is the SQLite layout of every data directory created (""
+	// : a new directory's default, native).
+	layout queuemax.SQLiteLayout
 }
 
 // bench runs scenarios and collects their results.
@@ -210,7 +213,7 @@ func (b *bench) floor(ctx context.Context, shards, jobs, smallBatch int) (floorR
 		return floorResult{}, err
 	}
 	defer cleanup()
-	f, err := measureFloor(ctx, dir, shards, jobs, smallBatch)
+	f, err := measureFloor(ctx, dir, shards, jobs, smallBatch, b.o.layout)
 	if err != nil {
 		return f, fmt.Errorf("schema floor (%d shards): %w", shards, err)
 	}
@@ -321,6 +324,20 @@ func (t *tracker) check(rep *Report, scenario string, expect func(i int) int32) 
 	}
 }
 
+// createLayout creates cfg's data directory in the layout of -layout,
+// when one is given and cfg uses the SQLite store; the client then opens
+// the directory in the layout it has.
+func (b *bench) createLayout(ctx context.Context, cfg queuemax.Config) error {
+	if b.o.layout == "" || cfg.Store != nil {
+		return nil
+	}
+	st, err := queuemax.OpenSQLite(ctx, queuemax.SQLiteOptions{Dir: cfg.Dir, Shards: cfg.Shards, Layout: b.o.layout})
+	if err != nil {
+		return err
+	}
+	return st.Close()
+}
+
 // harness is one client whose handler reports to the current tracker.
 type harness struct {
 	c  *queuemax.Client
@@ -346,6 +363,9 @@ func (b *bench) open(ctx context.Context, dir string, shards, workers int, mod f
 	cfg.CompletedRetention = b.o.retention
 	if mod != nil {
 		mod(&cfg)
+	}
+	if err := b.createLayout(ctx, cfg); err != nil {
+		return nil, err
 	}
 	c, err := queuemax.Open(ctx, cfg)
 	if err != nil {

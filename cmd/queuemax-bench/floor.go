@@ -79,9 +79,9 @@ func floorDSN(path string) string {
 // tables and indexes are queuemax's own, created by opening and closing a
 // store there, so it measures what the schema costs, not the design (the
 // minimal floor, measureMinFloor, does that).
-func measureFloor(ctx context.Context, dir string, shards, jobs, smallBatch int) (floorResult, error) {
+func measureFloor(ctx context.Context, dir string, shards, jobs, smallBatch int, layout sqlitestore.Layout) (floorResult, error) {
 	res := floorResult{Shards: shards, Jobs: jobs}
-	st, err := sqlitestore.Open(ctx, sqlitestore.Options{Dir: dir, Shards: shards})
+	st, err := sqlitestore.Open(ctx, sqlitestore.Options{Dir: dir, Shards: shards, Layout: layout})
 	if err != nil {
 		return res, err
 	}

@@ -178,6 +178,9 @@ func (b *bench) latencyRun(ctx context.Context, samples int, cross bool) ([]time
 		cfg.Dir, cfg.Shards, cfg.Store = "", 0, st
 		prodStore = []string{"-producer-dsn", b.pg.dsn, "-producer-schema", schema}
 	}
+	if err := b.createLayout(ctx, cfg); err != nil {
+		return nil, err
+	}
 	c, err := queuemax.Open(ctx, cfg)
 	if err != nil {
 		return nil, err

@@ -40,6 +40,10 @@
 //		Parent of the per-scenario temporary data directories (default
 //		the system temporary directory). Each scenario gets a fresh one,
 //		removed afterwards.
+//	-layout native|queue-max
+//		The SQLite layout of the data directories the scenarios create
+//		(default: a new directory's, native). The schema floor follows
+//		it.
 //	-cpuprofile path
 //		Write a CPU profile of the whole run.
 //	-markdown
@@ -129,6 +133,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.verbose, "v", false, "log queuemax at Info level to stderr")
 	retention := fs.String("completed-retention", "", "Config.CompletedRetention of the clients measured: a `duration`, 0 for off (default: queuemax's default)")
 	markdown := fs.Bool("markdown", false, "print the table in Markdown")
+	layout := fs.String("layout", "", "the SQLite `layout` of the data directories: native (a new directory's default) or queue-max")
 	producer.register(fs)
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
@@ -146,6 +151,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return exitFailed
 		}
 		return exitOK
+	}
+	switch l := queuemax.SQLiteLayout(*layout); l {
+	case "", queuemax.LayoutNative, queuemax.LayoutQueueMax:
+		o.layout = l
+	default:
+		fmt.Fprintf(stderr, "queuemax-bench: -layout %q: want native or queue-max\n", *layout)
+		return exitUsage
 	}
 	if *retention != "" {
 		d, err := time.ParseDuration(*retention)
