@@ -29,6 +29,26 @@ func benchStore(b *testing.B) *sqlitestore.Store {
 	return st
 }
 
+// BenchmarkLayouts runs the hot path's benchmarks on a one-shard store of
+// each layout, for a same-run comparison:
+//
+//	go test -run '^$' -bench Layouts -count 3 ./runtime/store/sqlitestore
+func BenchmarkLayouts(b *testing.B) {
+	for _, layout := range []sqlitestore.Layout{sqlitestore.LayoutNative, sqlitestore.LayoutQueueMax} {
+		lb := storetest.Bench{Open: func(b *testing.B) store.Store {
+			st, err := sqlitestore.Open(b.Context(), sqlitestore.Options{Dir: b.TempDir(), Shards: 1, Layout: layout})
+			if err != nil {
+				b.Fatalf("Open: %v", err)
+			}
+			b.Cleanup(func() { st.Close() })
+			return st
+		}, Order: []int{0}}
+		b.Run(string(layout)+"/InsertOne", lb.InsertOne)
+		b.Run(string(layout)+"/InsertBatch", lb.InsertBatch)
+		b.Run(string(layout)+"/ClaimCompleteKeep", lb.ClaimCompleteKeep)
+	}
+}
+
 // bench binds the shared hot-path benchmarks to a one-shard store.
 var bench = storetest.Bench{Open: func(b *testing.B) store.Store { return benchStore(b) }, Order: []int{0}}
 
