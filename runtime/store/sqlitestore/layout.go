@@ -61,7 +61,7 @@ const sqlLayoutTable = `CREATE TABLE IF NOT EXISTS qm_layout (
 // one, drop in the other), so that a file is never in between.
 var layoutObjects = []struct {
 	name             string
-	native, queueMax string // the statement that gives the object its state in that layout
+	native, queueMax []string // the statements that give the object its state in that layout
 }{
 	{
 		// In the native layout every insert of ours that may carry tags
@@ -70,8 +70,19 @@ var layoutObjects = []struct {
 		// WHEN: about 1.2 µs per row); the queue-max layout keeps the
 		// trigger for rows queue-max copies with their tags.
 		name:     "qm_job_tags_insert",
-		native:   `DROP TRIGGER IF EXISTS qm_job_tags_insert`,
-		queueMax: sqlTagsInsertTrigger,
+		native:   []string{`DROP TRIGGER IF EXISTS qm_job_tags_insert`},
+		queueMax: []string{sqlTagsInsertTrigger},
+	},
+	{
+		// queue-max 0.2.0 runs CREATE INDEX IF NOT EXISTS idx_pop_job
+		// whenever it opens a shard file; a view of that name makes the
+		// statement fail ("there is already a table named idx_pop_job"),
+		// so queue-max cannot start on a native directory instead of
+		// running its jobs. Nothing of ours reads the view.
+		name: "idx_pop_job",
+		native: []string{`DROP INDEX IF EXISTS idx_pop_job`,
+			`CREATE VIEW IF NOT EXISTS idx_pop_job AS SELECT 'native layout: queue-max 0.2.0 cannot share this directory; queuemax migrate --to-queue-max moves it' AS reason`},
+		queueMax: []string{`DROP VIEW IF EXISTS idx_pop_job`},
 	},
 }
 
@@ -116,12 +127,14 @@ func setLayout(ctx context.Context, tx *sql.Tx, l Layout) error {
 		return err
 	}
 	for _, o := range layoutObjects {
-		s := o.native
+		stmts := o.native
 		if l == LayoutQueueMax {
-			s = o.queueMax
+			stmts = o.queueMax
 		}
-		if _, err := tx.ExecContext(ctx, s); err != nil {
-			return fmt.Errorf("%s: %w", o.name, err)
+		for _, s := range stmts {
+			if _, err := tx.ExecContext(ctx, s); err != nil {
+				return fmt.Errorf("%s: %w", o.name, err)
+			}
 		}
 	}
 	if l == LayoutQueueMax {

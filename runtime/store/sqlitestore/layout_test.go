@@ -40,6 +40,19 @@ func hasTrigger(t *testing.T, dir string, i int, name string) bool {
 	return n == 1
 }
 
+// queueMaxStart runs on shard i of dir the index statement queue-max 0.2.0
+// runs whenever it opens a shard file.
+func queueMaxStart(t *testing.T, dir string, i int) error {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, fmt.Sprintf("shard_%d.db", i)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	_, err = db.Exec(`CREATE INDEX IF NOT EXISTS idx_pop_job ON fila(status, next_retry_at, priority DESC, id)`)
+	return err
+}
+
 func TestLayout_NewDirectoryIsNative(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -53,6 +66,9 @@ func TestLayout_NewDirectoryIsNative(t *testing.T) {
 	st.Close()
 	if hasTrigger(t, dir, 1, "qm_job_tags_insert") {
 		t.Error("a native file has the queue-max layout's tags trigger")
+	}
+	if err := queueMaxStart(t, dir, 1); err == nil || !strings.Contains(err.Error(), "idx_pop_job") {
+		t.Errorf("queue-max's start on a native file: err = %v, want it refused", err)
 	}
 	if st, err = openLayout(t, dir, 0, LayoutNative); err != nil || st.Layout() != LayoutNative {
 		t.Fatalf("reopen asking native: %v, %v", st, err)
@@ -79,6 +95,9 @@ func TestLayout_QueueMaxCompatible(t *testing.T) {
 	st.Close()
 	if !hasTrigger(t, dir, 0, "qm_job_tags_insert") {
 		t.Error("a queue-max layout file lacks the tags trigger")
+	}
+	if err := queueMaxStart(t, dir, 0); err != nil {
+		t.Errorf("queue-max's start on a queue-max layout file: %v", err)
 	}
 	// An existing directory keeps its layout when nothing is asked.
 	if st, err = openLayout(t, dir, 0, ""); err != nil || st.Layout() != LayoutQueueMax {
@@ -227,6 +246,9 @@ func TestMigrateLayout_BothWays(t *testing.T) {
 		if _, err := openLayout(t, dir, 0, other); !errors.Is(err, ErrLayout) {
 			t.Errorf("after the move to %s, Open asking %s: err = %v, want ErrLayout", to, other, err)
 		}
+		if err := queueMaxStart(t, dir, 1); (err == nil) != (to == LayoutQueueMax) {
+			t.Errorf("after the move to %s, queue-max's start: err = %v", to, err)
+		}
 		st, err := openLayout(t, dir, 0, to)
 		if err != nil {
 			t.Fatalf("Open after the move to %s: %v", to, err)
@@ -306,4 +328,31 @@ func snapshotDir(t *testing.T, st *Store) dirSnapshot {
 		}
 	}
 	return s
+}
+
+// TestMigrateLayout_RefusesLiveWorkers: a directory where a worker is
+// registered as live is not moved; once its entry is gone, it is.
+func TestMigrateLayout_RefusesLiveWorkers(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	st, err := openLayout(t, dir, 1, LayoutQueueMax)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	if err := st.WorkerPut(t.Context(), store.WorkerRecord{ID: "host-1", Info: json.RawMessage(`{}`),
+		StartedAt: now, UpdatedAt: now, ExpiresAt: now.Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = MigrateLayout(t.Context(), Options{Dir: dir}, LayoutNative)
+	if err == nil || !strings.Contains(err.Error(), "1 live worker(s) (host-1") {
+		t.Fatalf("MigrateLayout with a live worker: err = %v, want it refused naming the worker", err)
+	}
+	if err := st.WorkerDelete(t.Context(), "host-1"); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	if _, err := MigrateLayout(t.Context(), Options{Dir: dir}, LayoutNative); err != nil {
+		t.Fatalf("MigrateLayout after the worker left: %v", err)
+	}
 }
