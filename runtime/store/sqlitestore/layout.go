@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
@@ -16,16 +17,17 @@ import (
 // created, and changes only through MigrateLayout.
 //
 // Both layouts keep a job in one fila row with the same columns, so every
-// statement that does not lie on the hot path is shared; the layouts differ
-// in the schema objects listed in layoutObjects and in the statements
-// chosen per layout (stmtsFor).
+// statement is shared; the layouts differ in the schema objects listed in
+// layoutObjects and in fila's status CHECK (setStatusCheck), which
+// setLayout gives a file in one transaction, and the native layout's
+// inserts write job tags themselves (insertTags).
 type Layout string
 
 const (
 	// LayoutNative is the default for a new data directory: the schema is
 	// queuemax's alone, and the objects that exist only so that queue-max
 	// 0.2.0 can write the same files are left out of the hot path. queue-max
-	// must not open such a directory.
+	// cannot start on such a directory (see layoutObjects).
 	LayoutNative Layout = "native"
 	// LayoutQueueMax is the layout queue-max 0.2.0 reads and writes: every
 	// promise of docs/queue-max.md holds. A directory queue-max wrote (a
@@ -40,14 +42,6 @@ const (
 var ErrLayout = errors.New("queuemax: data directory layout mismatch")
 
 func (l Layout) valid() bool { return l == LayoutNative || l == LayoutQueueMax }
-
-// flag is the command-line option that opens or creates a directory in l.
-func (l Layout) flag() string {
-	if l == LayoutQueueMax {
-		return "--queue-max-compatible"
-	}
-	return "no --queue-max-compatible"
-}
 
 // sqlLayoutTable records the layout of one shard file (one row).
 const sqlLayoutTable = `CREATE TABLE IF NOT EXISTS qm_layout (
@@ -100,6 +94,66 @@ const sqlInsertTags = `INSERT OR IGNORE INTO qm_job_tags (tag, job_id)
 	SELECT t.value, f.id FROM fila f, json_each(f.tags) t
 	WHERE f.id IN (SELECT value FROM json_each(?1)) AND f.tags IS NOT NULL`
 
+// statusCheck is queue-max's CHECK on fila.status. SQLite evaluates it at
+// every insert and at every update that writes status (about 25 VM steps
+// per row: a tenth of a claim, an eighth of a completion); our statements
+// write only these statuses, so the native layout's table has no CHECK.
+const statusCheck = `CHECK (status IN ('pending','processing','failed','completed','cancelled','scheduled'))`
+
+var (
+	statusCheckRE = regexp.MustCompile(`\s*CHECK\s*\(\s*status\s+IN\s*\([^)]*\)\s*\)`)
+	statusColRE   = regexp.MustCompile(`(?i)\bstatus\s+TEXT\s+NOT\s+NULL\s+DEFAULT\s+'pending'`)
+)
+
+// setStatusCheck gives fila's definition queue-max's status CHECK (want)
+// or removes it, by SQLite's documented procedure for adding or removing a
+// constraint that does not change what is stored: the table's text in
+// sqlite_schema, under writable_schema, and the schema version bumped so
+// that every connection reads it again. Adding it first checks that every
+// row satisfies it.
+func setStatusCheck(ctx context.Context, tx *sql.Tx, want bool) error {
+	var def string
+	if err := tx.QueryRowContext(ctx, `SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = 'fila'`).Scan(&def); err != nil {
+		return err
+	}
+	if statusCheckRE.MatchString(def) == want {
+		return nil
+	}
+	next := statusCheckRE.ReplaceAllString(def, "")
+	if want {
+		var bad int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM fila
+			WHERE status NOT IN ('pending','processing','failed','completed','cancelled','scheduled')`).Scan(&bad); err != nil {
+			return err
+		}
+		if bad > 0 {
+			return fmt.Errorf("%d jobs have a status queue-max does not know", bad)
+		}
+		loc := statusColRE.FindStringIndex(def)
+		if loc == nil {
+			return fmt.Errorf("no status column of queue-max's shape in %q", def)
+		}
+		next = def[:loc[1]] + "\n\t\t" + statusCheck + def[loc[1]:]
+	}
+	var version int
+	if err := tx.QueryRowContext(ctx, `PRAGMA schema_version`).Scan(&version); err != nil {
+		return err
+	}
+	for _, q := range []string{`PRAGMA writable_schema = ON`,
+		`UPDATE sqlite_schema SET sql = ?1 WHERE type = 'table' AND name = 'fila'`,
+		fmt.Sprintf(`PRAGMA schema_version = %d`, version+1),
+		`PRAGMA writable_schema = OFF`} {
+		args := []any{}
+		if strings.Contains(q, "?1") {
+			args = append(args, next)
+		}
+		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+			return fmt.Errorf("%s: %w", q, err)
+		}
+	}
+	return nil
+}
+
 // readLayout returns the layout recorded in the file behind q, or "" when
 // it records none.
 func readLayout(ctx context.Context, q interface {
@@ -136,6 +190,9 @@ func setLayout(ctx context.Context, tx *sql.Tx, l Layout) error {
 				return fmt.Errorf("%s: %w", o.name, err)
 			}
 		}
+	}
+	if err := setStatusCheck(ctx, tx, l == LayoutQueueMax); err != nil {
+		return fmt.Errorf("fila's status CHECK: %w", err)
 	}
 	if l == LayoutQueueMax {
 		// Rows written while the native layout left the trigger out
@@ -202,7 +259,7 @@ func checkLayouts(dir string, layouts []Layout, want Layout) (Layout, error) {
 		}
 	}
 	if want != "" && first != want {
-		fix := fmt.Sprintf("open it with %s, or move it with `queuemax migrate --to-%s %s`", first.flag(), want, dir)
+		fix := fmt.Sprintf("open it with --queue-max-compatible (Layout %q), or move it with `queuemax migrate --to-%s %s`", first, want, dir)
 		if want == LayoutQueueMax {
 			fix = fmt.Sprintf("queue-max 0.2.0 cannot share it: move it with `queuemax migrate --to-queue-max %s` first, or open it without the queue-max compatibility option", dir)
 		}

@@ -356,3 +356,47 @@ func TestMigrateLayout_RefusesLiveWorkers(t *testing.T) {
 		t.Fatalf("MigrateLayout after the worker left: %v", err)
 	}
 }
+
+// TestLayout_StatusCheck: the native layout's fila has no status CHECK,
+// for the writer connection of the store that just created it too; the
+// queue-max layout's has queue-max's, and a move restores it.
+func TestLayout_StatusCheck(t *testing.T) {
+	t.Parallel()
+	for _, layout := range []Layout{LayoutNative, LayoutQueueMax} {
+		dir := t.TempDir()
+		st, err := openLayout(t, dir, 1, layout)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Insert(t.Context(), []store.InsertParams{{Task: "t", Payload: json.RawMessage(`{}`), MaxAttempts: 1, Now: time.Now()}}); err != nil {
+			t.Fatal(err)
+		}
+		_, err = st.shards[0].w.ExecContext(t.Context(), `UPDATE fila SET status = 'bogus'`)
+		if (err == nil) != (layout == LayoutNative) {
+			t.Errorf("%s layout: a status outside the CHECK: err = %v", layout, err)
+		}
+		if layout == LayoutNative {
+			st.shards[0].w.ExecContext(t.Context(), `UPDATE fila SET status = 'pending'`)
+		}
+		st.Close()
+	}
+	dir := t.TempDir()
+	st, err := openLayout(t, dir, 1, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	if _, err := MigrateLayout(t.Context(), Options{Dir: dir}, LayoutQueueMax); err != nil {
+		t.Fatal(err)
+	}
+	var def string
+	if err := st0(t, dir).QueryRow(`SELECT sql FROM sqlite_schema WHERE name = 'fila'`).Scan(&def); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(def, statusCheck) {
+		t.Errorf("after the move to the queue-max layout, fila is %q, want queue-max's CHECK", def)
+	}
+	if _, err := st0(t, dir).Exec(`INSERT INTO fila (payload, status) VALUES ('{}', 'bogus')`); err == nil {
+		t.Error("after the move to the queue-max layout, a bogus status was inserted")
+	}
+}
