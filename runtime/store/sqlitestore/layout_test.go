@@ -152,6 +152,36 @@ func TestLayout_QueueMaxDirectory(t *testing.T) {
 	}
 }
 
+// TestMigrateLayout_QueueMaxDirectory moves a directory queue-max 0.2.0
+// wrote, never opened by queuemax (schema version 2, no layout record), to
+// the native layout: its schema is brought up to date on the way and its
+// job runs.
+func TestMigrateLayout_QueueMaxDirectory(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "shard_0.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(baseSchema + `; INSERT INTO shard_metadata (shard_id, version) VALUES (0, 2);
+		INSERT INTO fila (payload) VALUES ('{"n": 1}')`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	res, err := MigrateLayout(t.Context(), Options{Dir: dir}, LayoutNative)
+	if err != nil || len(res.Converted) != 1 {
+		t.Fatalf("MigrateLayout = %+v, %v; want shard 0 converted", res, err)
+	}
+	st, err := openLayout(t, dir, 1, LayoutNative)
+	if err != nil {
+		t.Fatalf("Open asking native: %v", err)
+	}
+	jobs, err := st.Claim(t.Context(), store.ClaimParams{WorkerID: "w", Max: 5, Now: time.Now(), Order: []int{0}, Tasks: []string{""}})
+	if err != nil || len(jobs) != 1 || string(jobs[0].Payload) != `{"n": 1}` {
+		t.Fatalf("Claim = %v, %v; want queue-max's job", jobs, err)
+	}
+}
+
 // st0 opens shard 0 of dir for raw reads.
 func st0(t *testing.T, dir string) *sql.DB {
 	t.Helper()
