@@ -177,9 +177,6 @@ func readLayout(ctx context.Context, q interface {
 // setLayout converts the file behind tx to l (its layout objects) and
 // records l. The caller commits.
 func setLayout(ctx context.Context, tx *sql.Tx, l Layout) error {
-	if _, err := tx.ExecContext(ctx, sqlLayoutTable); err != nil {
-		return err
-	}
 	for _, o := range layoutObjects {
 		stmts := o.native
 		if l == LayoutQueueMax {
@@ -203,9 +200,7 @@ func setLayout(ctx context.Context, tx *sql.Tx, l Layout) error {
 			return err
 		}
 	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO qm_layout (id, layout, updated_at) VALUES (1, ?1, ?2)
-		ON CONFLICT (id) DO UPDATE SET layout = ?1, updated_at = ?2`, string(l), store.FormatTime(time.Now()))
-	return err
+	return writeLayoutRecord(ctx, tx, l)
 }
 
 // probeLayout reads, before Open migrates the file behind db, whether it
@@ -220,6 +215,65 @@ func probeLayout(ctx context.Context, db *sql.DB) (fresh bool, recorded Layout, 
 	}
 	recorded, err = readLayout(ctx, db)
 	return n == 0, recorded, err
+}
+
+// settleLayout returns the layout of the file behind db, before Open
+// migrates it: the recorded one; for a new file the wanted one (native
+// unless want asks otherwise), recorded at once so that a process killed
+// while creating the file leaves it in that layout; for an older file
+// without a record (queue-max's, or an earlier queuemax's) the queue-max
+// layout, which Open records after checking the directory.
+func settleLayout(ctx context.Context, db *sql.DB, want Layout) (Layout, error) {
+	fresh, recorded, err := probeLayout(ctx, db)
+	if err != nil || recorded != "" {
+		return recorded, err
+	}
+	if !fresh {
+		return LayoutQueueMax, nil
+	}
+	l := LayoutNative
+	if want == LayoutQueueMax {
+		l = LayoutQueueMax
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return "", err
+	}
+	defer tx.Rollback()
+	if err := writeLayoutRecord(ctx, tx, l); err != nil {
+		return "", err
+	}
+	return l, tx.Commit()
+}
+
+// writeLayoutRecord records l in the file behind tx.
+func writeLayoutRecord(ctx context.Context, tx *sql.Tx, l Layout) error {
+	if _, err := tx.ExecContext(ctx, sqlLayoutTable); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO qm_layout (id, layout, updated_at) VALUES (1, ?1, ?2)
+		ON CONFLICT (id) DO UPDATE SET layout = ?1, updated_at = ?2`, string(l), store.FormatTime(time.Now()))
+	return err
+}
+
+// layoutApplied reports whether the file behind db records l and has l's
+// objects: the tags trigger and fila's status CHECK in the queue-max
+// layout, the idx_pop_job view in the native one.
+func layoutApplied(ctx context.Context, db *sql.DB, l Layout) (bool, error) {
+	recorded, err := readLayout(ctx, db)
+	if err != nil || recorded != l {
+		return false, err
+	}
+	var trigger, view int
+	var def string
+	if err := db.QueryRowContext(ctx, `SELECT
+		(SELECT count(*) FROM sqlite_schema WHERE type = 'trigger' AND name = 'qm_job_tags_insert'),
+		(SELECT count(*) FROM sqlite_schema WHERE type = 'view' AND name = 'idx_pop_job'),
+		(SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = 'fila')`).Scan(&trigger, &view, &def); err != nil {
+		return false, err
+	}
+	queueMax := l == LayoutQueueMax
+	return (trigger == 1) == queueMax && (view == 1) == !queueMax && statusCheckRE.MatchString(def) == queueMax, nil
 }
 
 // recordLayout gives a file without a layout record sh.layout's objects

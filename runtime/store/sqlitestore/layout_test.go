@@ -430,3 +430,34 @@ func TestLayout_StatusCheck(t *testing.T) {
 		t.Error("after the move to the queue-max layout, a bogus status was inserted")
 	}
 }
+
+// TestLayout_KilledWhileCreating: a new file whose process died after
+// recording its layout and before giving it the layout's objects gets them
+// at the next Open.
+func TestLayout_KilledWhileCreating(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "shard_0.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.SetMaxOpenConns(1)
+	tx, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := writeLayoutRecord(t.Context(), tx, LayoutNative); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	st, err := openLayout(t, dir, 1, "")
+	if err != nil || st.Layout() != LayoutNative {
+		t.Fatalf("Open: %v, %v; want the native layout", st, err)
+	}
+	if applied, err := layoutApplied(t.Context(), st.shards[0].w, LayoutNative); err != nil || !applied {
+		t.Errorf("after Open, the native layout's objects applied = %v, %v", applied, err)
+	}
+}

@@ -104,8 +104,8 @@ func migrateShard(ctx context.Context, o Options, i int, to Layout, hook migrate
 	if fresh {
 		return false, errors.New("the file holds no queue")
 	}
-	if recorded == to {
-		return false, nil
+	if applied, err := layoutApplied(ctx, db, to); err != nil || applied {
+		return false, err
 	}
 	// A file without a record is in the queue-max layout (layout.go).
 	if err := migrate(ctx, db, i, cmpLayout(recorded)); err != nil {

@@ -369,22 +369,24 @@ func openShard(ctx context.Context, o Options, i int) (*shardDB, error) {
 		sh.w.SetMaxIdleConns(1)
 		sh.w.SetConnMaxLifetime(0)
 		sh.w.SetConnMaxIdleTime(0)
-		fresh, recorded, err := probeLayout(ctx, sh.w)
-		if err != nil {
+		if sh.layout, err = settleLayout(ctx, sh.w, o.Layout); err != nil {
 			sh.close()
 			return nil, wrap("read", err)
-		}
-		sh.layout, sh.record = recorded, recorded == ""
-		if sh.record {
-			sh.layout = LayoutQueueMax
-			if fresh && o.Layout != LayoutQueueMax {
-				sh.layout = LayoutNative
-			}
 		}
 		if err := migrate(ctx, sh.w, i, sh.layout); err != nil {
 			sh.close()
 			return nil, wrap("migrate", err)
 		}
+		// A file whose record is missing (queue-max's, an earlier
+		// queuemax's) or whose objects are not its layout's yet (a new
+		// file, or a process killed while creating it) gets them once
+		// the directory's layouts are checked.
+		applied, err := layoutApplied(ctx, sh.w, sh.layout)
+		if err != nil {
+			sh.close()
+			return nil, wrap("read", err)
+		}
+		sh.record = !applied
 	}
 	sh.r, err = sql.Open("sqlite", dsn(path, o, true))
 	if err != nil {
