@@ -48,12 +48,6 @@ func expand(q, schema string, host bool) string {
 
 const us = ` * interval '1 microsecond'`
 
-// claimColumns are the columns a claim returns: what the engine needs to run
-// the job, not the whole row.
-const claimColumns = `j.id, j.shard, j.task, j.payload, j.priority, j.attempts, j.max_attempts, j.retry_delay,
-	j.last_error, j.error_type, j.partition_key, j.created_at, j.heartbeat, j.metadata, j.next_retry_at, j.snoozes,
-	j.timeout_ms, j.tags, j.queue, j.wf_id`
-
 // claimFilter returns the WHERE conditions every claim statement adds to
 // its candidate rows (the task names and shard when filtered, as
 // parameters $5 and on; never a paused queue) and the number of the last
