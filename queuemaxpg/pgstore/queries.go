@@ -24,6 +24,8 @@ type queries struct {
 	claim, claimQueues, claimSkip [2][2]string // claimSkip: see limits_queue.go
 	// nextIDs takes $1 ids from the jobs sequence, for COPY (copy.go).
 	nextIDs string
+	// copy is the binary COPY into the jobs table (copy.go).
+	copy string
 }
 
 // Clock placeholders in the statement texts:
@@ -217,6 +219,7 @@ func buildQueries(schema string, host bool) queries {
 		heartbeat:      expand(sqlHeartbeat, schema, host),
 		release:        expand(sqlRelease, schema, host),
 	}
+	q.copy = copySQL(schema, host)
 	q.nextIDs = `SELECT array_agg(nextval('` + strings.ReplaceAll(schema, "'", "''") + `.jobs_id_seq')) FROM generate_series(1, $1)`
 	// Unique jobs only; see unique.go.
 	q.insertUnique = expand(loud.Replace(sqlInsertUnique), schema, host)
