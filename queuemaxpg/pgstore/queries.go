@@ -26,6 +26,8 @@ type queries struct {
 	nextIDs string
 	// copy is the binary COPY into the jobs table (copy.go).
 	copy string
+	// insertWorkflow stores a workflow (workflow.go).
+	insertWorkflow string
 }
 
 // Clock placeholders in the statement texts:
@@ -273,6 +275,7 @@ func buildQueries(schema string, host bool) queries {
 		release:        expand(sqlRelease, schema, host),
 	}
 	q.copy = copySQL(schema, host)
+	q.insertWorkflow = strings.ReplaceAll(expand(sqlInsertWorkflow, schema, host), "{q}", strings.ReplaceAll(schema, "'", "''"))
 	q.nextIDs = `SELECT array_agg(nextval('` + strings.ReplaceAll(schema, "'", "''") + `.jobs_id_seq')) FROM generate_series(1, $1)`
 	// Unique jobs only; see unique.go.
 	q.insertUnique = expand(loud.Replace(sqlInsertUnique), schema, host)
