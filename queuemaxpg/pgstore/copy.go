@@ -45,73 +45,93 @@ func copyable(jobs []store.InsertParams) bool {
 	return true
 }
 
-// copyCol is one column COPY writes: its name and how a job's value is
-// appended to the row in COPY's binary format (put's helpers).
-type copyCol struct {
-	name string
-	put  func(b []byte, j *store.InsertParams, id int64) []byte
+// putFunc appends a job's value of one column to a row in COPY's binary
+// format (jobCol.put; the helpers below).
+type putFunc func(b []byte, j *store.InsertParams, id int64) []byte
+
+// The columns COPY writes (jobCols names which, in order); status is left
+// to its default (pending), created_at to its default, the database's
+// now(), unless the store follows the callers' clocks.
+func putID(b []byte, _ *store.InsertParams, id int64) []byte { return putInt8(b, id) }
+
+func putShard(b []byte, j *store.InsertParams, _ int64) []byte { return putInt4(b, int32(j.Shard)) }
+
+func putPartitionKey(b []byte, j *store.InsertParams, _ int64) []byte {
+	if j.PartitionKey == nil {
+		return putNull(b)
+	}
+	return putInt8(b, *j.PartitionKey)
 }
 
-// copyCols are the columns COPY fills, in order; status is left to its
-// default (pending), created_at to its default, the database's now(),
-// unless the store follows the callers' clocks (copyCreated).
-var copyCols = []copyCol{
-	{"id", func(b []byte, _ *store.InsertParams, id int64) []byte { return putInt8(b, id) }},
-	{"shard", func(b []byte, j *store.InsertParams, _ int64) []byte { return putInt4(b, int32(j.Shard)) }},
-	{"partition_key", func(b []byte, j *store.InsertParams, _ int64) []byte {
-		if j.PartitionKey == nil {
-			return putNull(b)
-		}
-		return putInt8(b, *j.PartitionKey)
-	}},
-	{"task", func(b []byte, j *store.InsertParams, _ int64) []byte {
-		if j.Task == "" {
-			return putNull(b)
-		}
-		return putBytes(b, j.Task)
-	}},
-	{"payload", func(b []byte, j *store.InsertParams, _ int64) []byte { return putBytes(b, j.Payload) }},
-	{"priority", func(b []byte, j *store.InsertParams, _ int64) []byte {
-		return be.AppendUint16(be.AppendUint32(b, 2), uint16(j.Priority))
-	}},
-	{"max_attempts", func(b []byte, j *store.InsertParams, _ int64) []byte { return putInt4(b, int32(j.MaxAttempts)) }},
-	{"retry_delay", func(b []byte, j *store.InsertParams, _ int64) []byte { return putInt4(b, retrySeconds(j.RetryDelay)) }},
-	{"metadata", func(b []byte, j *store.InsertParams, _ int64) []byte {
-		if len(j.Metadata) == 0 {
-			return putNull(b)
-		}
-		return putBytes(b, j.Metadata)
-	}},
-	{"timeout_ms", func(b []byte, j *store.InsertParams, _ int64) []byte {
-		if j.Timeout <= 0 {
-			return putNull(b)
-		}
-		return putInt8(b, max(1, j.Timeout.Milliseconds()))
-	}},
-	{"tags", func(b []byte, j *store.InsertParams, _ int64) []byte {
-		if len(j.Tags) == 0 {
-			return putNull(b)
-		}
-		return putTextArray(b, j.Tags)
-	}},
-	{"queue", func(b []byte, j *store.InsertParams, _ int64) []byte { return putBytes(b, store.QueueOf(j.Queue)) }},
+func putTask(b []byte, j *store.InsertParams, _ int64) []byte {
+	if j.Task == "" {
+		return putNull(b)
+	}
+	return putBytes(b, j.Task)
 }
 
-// copyCreated is the column a store on the callers' clocks adds.
-var copyCreated = copyCol{"created_at", func(b []byte, j *store.InsertParams, _ int64) []byte {
+func putPayload(b []byte, j *store.InsertParams, _ int64) []byte { return putBytes(b, j.Payload) }
+
+func putPriority(b []byte, j *store.InsertParams, _ int64) []byte {
+	return be.AppendUint16(be.AppendUint32(b, 2), uint16(j.Priority))
+}
+
+func putMaxAttempts(b []byte, j *store.InsertParams, _ int64) []byte {
+	return putInt4(b, int32(j.MaxAttempts))
+}
+
+func putRetryDelay(b []byte, j *store.InsertParams, _ int64) []byte {
+	return putInt4(b, retrySeconds(j.RetryDelay))
+}
+
+func putCreated(b []byte, j *store.InsertParams, _ int64) []byte {
 	now := j.Now
 	if now.IsZero() {
 		now = hostNow()
 	}
 	return putInt8(b, now.UnixMicro()-pgEpochMicros)
-}}
+}
+
+func putMetadata(b []byte, j *store.InsertParams, _ int64) []byte {
+	if len(j.Metadata) == 0 {
+		return putNull(b)
+	}
+	return putBytes(b, j.Metadata)
+}
+
+func putTimeout(b []byte, j *store.InsertParams, _ int64) []byte {
+	if j.Timeout <= 0 {
+		return putNull(b)
+	}
+	return putInt8(b, max(1, j.Timeout.Milliseconds()))
+}
+
+func putTags(b []byte, j *store.InsertParams, _ int64) []byte {
+	if len(j.Tags) == 0 {
+		return putNull(b)
+	}
+	return putTextArray(b, j.Tags)
+}
+
+func putQueue(b []byte, j *store.InsertParams, _ int64) []byte {
+	return putBytes(b, store.QueueOf(j.Queue))
+}
+
+// copyCols returns the columns COPY writes, in jobCols' order: those
+// with a put, created_at only on the callers' clocks.
+func copyCols(host bool) []jobCol {
+	var out []jobCol
+	for _, c := range jobCols {
+		if c.put != nil && (host || !c.hostOnly) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
 
 // copySQL returns the COPY statement for the jobs table of schema (quoted).
 func copySQL(schema string, host bool) string {
-	cols := copyCols
-	if host {
-		cols = append(slices.Clip(cols), copyCreated)
-	}
+	cols := copyCols(host)
 	names := make([]string, len(cols))
 	for i, c := range cols {
 		names[i] = c.name
@@ -160,22 +180,16 @@ var be = binary.BigEndian
 // header extension.
 const copyHeader = "PGCOPY\n\377\r\n\000\000\000\000\000\000\000\000\000"
 
-// encodeCopy returns jobs with their ids as one binary COPY stream.
-func encodeCopy(jobs []store.InsertParams, seqs []int64, host bool) []byte {
-	ncol := len(copyCols)
-	if host {
-		ncol++
-	}
-	b := make([]byte, 0, len(copyHeader)+len(jobs)*(96+ncol*4)+2)
+// encodeCopy returns jobs with their ids as one binary COPY stream of
+// cols.
+func encodeCopy(cols []jobCol, jobs []store.InsertParams, seqs []int64) []byte {
+	b := make([]byte, 0, len(copyHeader)+len(jobs)*(96+len(cols)*4)+2)
 	b = append(b, copyHeader...)
 	for i := range jobs {
 		j := &jobs[i]
-		b = be.AppendUint16(b, uint16(ncol))
-		for _, c := range copyCols {
+		b = be.AppendUint16(b, uint16(len(cols)))
+		for _, c := range cols {
 			b = c.put(b, j, seqs[i])
-		}
-		if host {
-			b = copyCreated.put(b, j, seqs[i])
 		}
 	}
 	return be.AppendUint16(b, 0xffff) // the trailer
@@ -202,7 +216,7 @@ func (s *Store) insertCopy(ctx context.Context, jobs []store.InsertParams) ([]st
 		return nil, fmt.Errorf("queuemax: insert jobs: %d ids taken for %d jobs", len(seqs), len(jobs))
 	}
 	slices.Sort(seqs)
-	data := encodeCopy(jobs, seqs, s.host)
+	data := encodeCopy(copyCols(s.host), jobs, seqs)
 	tag, err := conn.Conn().PgConn().CopyFrom(ctx, bytes.NewReader(data), s.q.copy)
 	if err != nil {
 		return nil, fmt.Errorf("queuemax: insert jobs (COPY): %w", err)

@@ -8,51 +8,55 @@ import (
 	"github.com/queuemax/queuemax/runtime/store"
 )
 
-// jobCol is one column of the jobs table as the store reads it. jobCols
-// is the one list of them: what a full read selects (jobColumns), what a
-// claim returns (claimColumns) and where a scan puts each (jobScan) all
-// derive from it, and the columns COPY writes are named by copyCol
-// (copy.go) from the same names.
+// jobCol is one column of the jobs table as the store reads and copies
+// it. jobCols is the one list of them: what a full read selects
+// (jobColumns), what a claim returns (claimColumns), where a scan puts
+// each (jobScan) and what COPY writes (copyCols, copy.go) all derive from
+// it.
 type jobCol struct {
 	name string
 	// dest is where a scan stores the column.
 	dest func(*jobScan) any
 	// claim: a claim returns it (what the engine needs to run the job).
 	claim bool
+	// put appends a job's value to a COPY row; nil leaves the column to
+	// its default. hostOnly: only on the callers' clocks (created_at).
+	put      putFunc
+	hostOnly bool
 }
 
 // jobCols lists the jobs table's columns a read returns, in order.
 var jobCols = []jobCol{
-	{"id", func(s *jobScan) any { return &s.row.Seq }, true},
-	{"shard", func(s *jobScan) any { return &s.row.Shard }, true},
-	{"partition_key", func(s *jobScan) any { return &s.key }, true},
-	{"task", func(s *jobScan) any { return &s.task }, true},
-	{"payload", func(s *jobScan) any { return &s.row.Payload }, true},
-	{"status", func(s *jobScan) any { return &s.row.Status }, false},
-	{"priority", func(s *jobScan) any { return &s.row.Priority }, true},
-	{"attempts", func(s *jobScan) any { return &s.row.Attempts }, true},
-	{"max_attempts", func(s *jobScan) any { return &s.row.MaxAttempts }, true},
-	{"retry_delay", func(s *jobScan) any { return &s.row.RetryDelaySeconds }, true},
-	{"last_error", func(s *jobScan) any { return &s.lastErr }, true},
-	{"error_type", func(s *jobScan) any { return &s.errType }, true},
-	{"error_stack", func(s *jobScan) any { return &s.errStack }, false},
-	{"worker_id", func(s *jobScan) any { return &s.worker }, false},
-	{"lease", func(s *jobScan) any { return &s.lease }, false},
-	{"heartbeat", func(s *jobScan) any { return &s.heartbeat }, true},
-	{"created_at", func(s *jobScan) any { return &s.created }, true},
-	{"started_at", func(s *jobScan) any { return &s.started }, false},
-	{"completed_at", func(s *jobScan) any { return &s.completed }, false},
-	{"next_retry_at", func(s *jobScan) any { return &s.next }, true},
-	{"result", func(s *jobScan) any { return &s.row.Result }, false},
-	{"metadata", func(s *jobScan) any { return &s.row.Metadata }, true},
-	{"cancel_requested", func(s *jobScan) any { return &s.row.CancelRequested }, false},
-	{"snoozes", func(s *jobScan) any { return &s.row.Snoozes }, true},
-	{"timeout_ms", func(s *jobScan) any { return &s.timeout }, true},
-	{"tags", func(s *jobScan) any { return &s.row.Tags }, true},
-	{"queue", func(s *jobScan) any { return &s.queue }, true},
-	{"unique_key", func(s *jobScan) any { return &s.uniqueKey }, false},
-	{"wf_id", func(s *jobScan) any { return &s.wf }, true},
-	{"progress", func(s *jobScan) any { return &s.row.Progress }, false},
+	{"id", func(s *jobScan) any { return &s.row.Seq }, true, putID, false},
+	{"shard", func(s *jobScan) any { return &s.row.Shard }, true, putShard, false},
+	{"partition_key", func(s *jobScan) any { return &s.key }, true, putPartitionKey, false},
+	{"task", func(s *jobScan) any { return &s.task }, true, putTask, false},
+	{"payload", func(s *jobScan) any { return &s.row.Payload }, true, putPayload, false},
+	{"status", func(s *jobScan) any { return &s.row.Status }, false, nil, false},
+	{"priority", func(s *jobScan) any { return &s.row.Priority }, true, putPriority, false},
+	{"attempts", func(s *jobScan) any { return &s.row.Attempts }, true, nil, false},
+	{"max_attempts", func(s *jobScan) any { return &s.row.MaxAttempts }, true, putMaxAttempts, false},
+	{"retry_delay", func(s *jobScan) any { return &s.row.RetryDelaySeconds }, true, putRetryDelay, false},
+	{"last_error", func(s *jobScan) any { return &s.lastErr }, true, nil, false},
+	{"error_type", func(s *jobScan) any { return &s.errType }, true, nil, false},
+	{"error_stack", func(s *jobScan) any { return &s.errStack }, false, nil, false},
+	{"worker_id", func(s *jobScan) any { return &s.worker }, false, nil, false},
+	{"lease", func(s *jobScan) any { return &s.lease }, false, nil, false},
+	{"heartbeat", func(s *jobScan) any { return &s.heartbeat }, true, nil, false},
+	{"created_at", func(s *jobScan) any { return &s.created }, true, putCreated, true},
+	{"started_at", func(s *jobScan) any { return &s.started }, false, nil, false},
+	{"completed_at", func(s *jobScan) any { return &s.completed }, false, nil, false},
+	{"next_retry_at", func(s *jobScan) any { return &s.next }, true, nil, false},
+	{"result", func(s *jobScan) any { return &s.row.Result }, false, nil, false},
+	{"metadata", func(s *jobScan) any { return &s.row.Metadata }, true, putMetadata, false},
+	{"cancel_requested", func(s *jobScan) any { return &s.row.CancelRequested }, false, nil, false},
+	{"snoozes", func(s *jobScan) any { return &s.row.Snoozes }, true, nil, false},
+	{"timeout_ms", func(s *jobScan) any { return &s.timeout }, true, putTimeout, false},
+	{"tags", func(s *jobScan) any { return &s.row.Tags }, true, putTags, false},
+	{"queue", func(s *jobScan) any { return &s.queue }, true, putQueue, false},
+	{"unique_key", func(s *jobScan) any { return &s.uniqueKey }, false, nil, false},
+	{"wf_id", func(s *jobScan) any { return &s.wf }, true, nil, false},
+	{"progress", func(s *jobScan) any { return &s.row.Progress }, false, nil, false},
 }
 
 // jobColumns are the columns a full read selects (scanJob); claimColumns,
