@@ -294,11 +294,17 @@ func (c *Client) prepare(e EnqueueParams) (store.InsertParams, error) {
 		return store.InsertParams{}, ErrClosed
 	}
 	typed := e.defaults != nil
-	rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	task, err := c.resolveTask(rctx, e.Task, typed, e.Opts.AllowUnknownTask)
-	cancel()
-	if err != nil {
-		return store.InsertParams{}, err
+	task := e.Task
+	if _, known := c.handlers[task]; !typed && !known {
+		// Only a name to resolve may read the catalogue: the timer is
+		// not worth its cost on the path of a known task.
+		rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		var err error
+		task, err = c.resolveTask(rctx, e.Task, typed, e.Opts.AllowUnknownTask)
+		cancel()
+		if err != nil {
+			return store.InsertParams{}, err
+		}
 	}
 	e.Task = task
 	raw, err := encodePayload(e.Payload)

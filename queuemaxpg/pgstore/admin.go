@@ -246,63 +246,6 @@ func (s *Store) Purge(ctx context.Context, statuses []store.Status) (int, error)
 	return s.exec(ctx, `DELETE FROM {s}.jobs WHERE status = ANY($1::text[])`, names)
 }
 
-const jobColumns = `id, shard, partition_key, task, payload, status, priority, attempts, max_attempts, retry_delay,
-	last_error, error_type, error_stack, worker_id, lease, heartbeat, created_at, started_at, completed_at,
-	next_retry_at, result, metadata, cancel_requested, snoozes, timeout_ms, tags, queue, unique_key, wf_id, progress`
-
-func scanJob(r pgx.Row) (*store.Job, error) {
-	var (
-		j                                        store.Job
-		id                                       int64
-		shard, att, maxa, rd                     int32
-		prio                                     int16
-		key, lease                               pgtype.Int8
-		task, lastErr, errType, errStack, worker pgtype.Text
-		uniqueKey                                pgtype.Text
-		status                                   string
-		hb, created, started, completed, next    pgtype.Timestamptz
-		payload, result, meta, progress          []byte
-		snoozes                                  int32
-		tmo, wf                                  pgtype.Int8
-		tags                                     []string
-		queue                                    pgtype.Text
-	)
-	if err := r.Scan(&id, &shard, &key, &task, &payload, &status, &prio, &att, &maxa, &rd, &lastErr, &errType, &errStack,
-		&worker, &lease, &hb, &created, &started, &completed, &next, &result, &meta, &j.CancelRequested, &snoozes, &tmo, &tags, &queue,
-		&uniqueKey, &wf, &progress); err != nil {
-		return nil, err
-	}
-	j.ID = store.NewJobID(int(shard), id)
-	j.Shard = int(shard)
-	if key.Valid {
-		k := key.Int64
-		j.PartitionKey = &k
-	}
-	j.Task = task.String
-	j.Payload = payload
-	j.Status = store.Status(status)
-	j.Priority = store.Priority(prio)
-	j.Attempts, j.MaxAttempts = int(att), int(maxa)
-	j.RetryDelay = time.Duration(rd) * time.Second
-	j.LastError, j.ErrorType, j.ErrorStack = lastErr.String, errType.String, errStack.String
-	j.WorkerID = worker.String
-	j.Lease = lease.Int64
-	j.Heartbeat, j.CreatedAt, j.StartedAt = toTime(hb), toTime(created), toTime(started)
-	j.CompletedAt, j.NextRetryAt = toTime(completed), toTime(next)
-	j.Result = result
-	j.Metadata = meta
-	j.Snoozes = int(snoozes)
-	j.Queue = store.QueueOf(queue.String)
-	j.Timeout = time.Duration(tmo.Int64) * time.Millisecond
-	j.Tags = nilIfEmpty(tags)
-	j.UniqueKey = uniqueKey.String
-	if wf.Valid {
-		j.Workflow = int64(store.NewJobID(int(shard), wf.Int64))
-	}
-	j.Steps = store.DecodeProgress(progress)
-	return &j, nil
-}
-
 // Job returns one job; see store.Store.
 func (s *Store) Job(ctx context.Context, id store.JobID) (*store.Job, error) {
 	if s.closed.Load() {

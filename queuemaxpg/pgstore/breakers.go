@@ -125,7 +125,7 @@ func (s *Store) BreakerUpdate(ctx context.Context, tasks []string, fn func(*stor
 // ready job that never ran, 1 one whose last attempt failed on a
 // dependency, 2 any. $1 now, $2 unused but typed, $3 worker, $4 lease, $6
 // the task names (NULL: any), $7 the queues (NULL: any).
-const sqlClaimProbe = claimSet + `
+var sqlClaimProbe = claimSet + `
 	WHERE j.id = (SELECT id FROM {s}.jobs WHERE (status = 'pending' OR status = 'scheduled' AND next_retry_at <= @now)
 		AND $2::integer > 0
 		AND CASE $5::integer WHEN 0 THEN attempts = 0 WHEN 1 THEN dep_attempt = attempts ELSE true END

@@ -1,11 +1,15 @@
 package pgstore
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/queuemax/queuemax/runtime/store"
 )
 
@@ -41,21 +45,163 @@ func copyable(jobs []store.InsertParams) bool {
 	return true
 }
 
-// copyColumns are the columns COPY fills; status is left to its default
-// (pending), created_at to its default, the database's now(), unless the
-// store follows the callers' clocks (copyColumnsHost).
-var (
-	copyColumns = []string{"id", "shard", "partition_key", "task", "payload", "priority", "max_attempts",
-		"retry_delay", "metadata", "timeout_ms", "tags", "queue"}
-	copyColumnsHost = append(slices.Clip(copyColumns), "created_at")
-)
+// putFunc appends a job's value of one column to a row in COPY's binary
+// format (jobCol.put; the helpers below).
+type putFunc func(b []byte, j *store.InsertParams, id int64) []byte
+
+// The columns COPY writes (jobCols names which, in order); status is left
+// to its default (pending), created_at to its default, the database's
+// now(), unless the store follows the callers' clocks.
+func putID(b []byte, _ *store.InsertParams, id int64) []byte { return putInt8(b, id) }
+
+func putShard(b []byte, j *store.InsertParams, _ int64) []byte { return putInt4(b, int32(j.Shard)) }
+
+func putPartitionKey(b []byte, j *store.InsertParams, _ int64) []byte {
+	if j.PartitionKey == nil {
+		return putNull(b)
+	}
+	return putInt8(b, *j.PartitionKey)
+}
+
+func putTask(b []byte, j *store.InsertParams, _ int64) []byte {
+	if j.Task == "" {
+		return putNull(b)
+	}
+	return putBytes(b, j.Task)
+}
+
+func putPayload(b []byte, j *store.InsertParams, _ int64) []byte { return putBytes(b, j.Payload) }
+
+func putPriority(b []byte, j *store.InsertParams, _ int64) []byte {
+	return be.AppendUint16(be.AppendUint32(b, 2), uint16(j.Priority))
+}
+
+func putMaxAttempts(b []byte, j *store.InsertParams, _ int64) []byte {
+	return putInt4(b, int32(j.MaxAttempts))
+}
+
+func putRetryDelay(b []byte, j *store.InsertParams, _ int64) []byte {
+	return putInt4(b, retrySeconds(j.RetryDelay))
+}
+
+func putCreated(b []byte, j *store.InsertParams, _ int64) []byte {
+	now := j.Now
+	if now.IsZero() {
+		now = hostNow()
+	}
+	return putInt8(b, now.UnixMicro()-pgEpochMicros)
+}
+
+func putMetadata(b []byte, j *store.InsertParams, _ int64) []byte {
+	if len(j.Metadata) == 0 {
+		return putNull(b)
+	}
+	return putBytes(b, j.Metadata)
+}
+
+func putTimeout(b []byte, j *store.InsertParams, _ int64) []byte {
+	if j.Timeout <= 0 {
+		return putNull(b)
+	}
+	return putInt8(b, max(1, j.Timeout.Milliseconds()))
+}
+
+func putTags(b []byte, j *store.InsertParams, _ int64) []byte {
+	if len(j.Tags) == 0 {
+		return putNull(b)
+	}
+	return putTextArray(b, j.Tags)
+}
+
+func putQueue(b []byte, j *store.InsertParams, _ int64) []byte {
+	return putBytes(b, store.QueueOf(j.Queue))
+}
+
+// copyCols returns the columns COPY writes, in jobCols' order: those
+// with a put, created_at only on the callers' clocks.
+func copyCols(host bool) []jobCol {
+	var out []jobCol
+	for _, c := range jobCols {
+		if c.put != nil && (host || !c.hostOnly) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// copySQL returns the COPY statement for the jobs table of schema (quoted).
+func copySQL(schema string, host bool) string {
+	cols := copyCols(host)
+	names := make([]string, len(cols))
+	for i, c := range cols {
+		names[i] = c.name
+	}
+	return "COPY " + schema + ".jobs (" + strings.Join(names, ", ") + ") FROM STDIN (FORMAT binary)"
+}
+
+// pgEpochMicros is PostgreSQL's timestamp epoch, 2000-01-01 UTC, in Unix
+// microseconds.
+const pgEpochMicros = 946684800 * 1000000
+
+// The binary COPY format's pieces: a field is its length (-1 for NULL)
+// then its bytes, in network order.
+func putNull(b []byte) []byte { return be.AppendUint32(b, 0xffffffff) }
+
+func putInt4(b []byte, v int32) []byte { return be.AppendUint32(be.AppendUint32(b, 4), uint32(v)) }
+
+func putInt8(b []byte, v int64) []byte { return be.AppendUint64(be.AppendUint32(b, 8), uint64(v)) }
+
+func putBytes[T string | []byte | json.RawMessage](b []byte, v T) []byte {
+	return append(be.AppendUint32(b, uint32(len(v))), v...)
+}
+
+// putTextArray appends a one-dimensional text[] without NULLs.
+func putTextArray(b []byte, vs []string) []byte {
+	n := 20
+	for _, v := range vs {
+		n += 4 + len(v)
+	}
+	b = be.AppendUint32(b, uint32(n))
+	b = be.AppendUint32(b, 1) // dimensions
+	b = be.AppendUint32(b, 0) // no NULLs
+	b = be.AppendUint32(b, pgtype.TextOID)
+	b = be.AppendUint32(b, uint32(len(vs)))
+	b = be.AppendUint32(b, 1) // lower bound
+	for _, v := range vs {
+		b = putBytes(b, v)
+	}
+	return b
+}
+
+// be writes COPY's network byte order.
+var be = binary.BigEndian
+
+// copyHeader opens a binary COPY stream: the signature, no flags, no
+// header extension.
+const copyHeader = "PGCOPY\n\377\r\n\000\000\000\000\000\000\000\000\000"
+
+// encodeCopy returns jobs with their ids as one binary COPY stream of
+// cols.
+func encodeCopy(cols []jobCol, jobs []store.InsertParams, seqs []int64) []byte {
+	b := make([]byte, 0, len(copyHeader)+len(jobs)*(96+len(cols)*4)+2)
+	b = append(b, copyHeader...)
+	for i := range jobs {
+		j := &jobs[i]
+		b = be.AppendUint16(b, uint16(len(cols)))
+		for _, c := range cols {
+			b = c.put(b, j, seqs[i])
+		}
+	}
+	return be.AppendUint16(b, 0xffff) // the trailer
+}
 
 // insertCopy writes a copyable batch with COPY, on one connection: first
 // one statement takes the batch's ids from the jobs sequence (in
 // ascending order, given to the jobs in input order, as insertWith's
-// single statement does), then COPY writes the rows with those ids. COPY
-// is one statement: the batch is stored all or nothing, and the
-// statement-level insert trigger notifies once.
+// single statement does), then COPY writes the rows with those ids,
+// encoded here in COPY's binary format. COPY is one statement: the batch
+// is stored all or nothing, and the statement-level insert trigger
+// notifies once.
 func (s *Store) insertCopy(ctx context.Context, jobs []store.InsertParams) ([]store.JobID, error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
@@ -70,47 +216,12 @@ func (s *Store) insertCopy(ctx context.Context, jobs []store.InsertParams) ([]st
 		return nil, fmt.Errorf("queuemax: insert jobs: %d ids taken for %d jobs", len(seqs), len(jobs))
 	}
 	slices.Sort(seqs)
-	cols := copyColumns
-	if s.host {
-		cols = copyColumnsHost
-	}
-	row := make([]any, len(cols))
-	src := pgx.CopyFromSlice(len(jobs), func(i int) ([]any, error) {
-		j := &jobs[i]
-		var pkey, meta, tmo, tags any
-		if j.PartitionKey != nil {
-			pkey = *j.PartitionKey
-		}
-		if len(j.Metadata) > 0 {
-			meta = []byte(j.Metadata)
-		}
-		if j.Timeout > 0 {
-			tmo = max(1, j.Timeout.Milliseconds())
-		}
-		if len(j.Tags) > 0 {
-			tags = j.Tags
-		}
-		var task any
-		if j.Task != "" {
-			task = j.Task
-		}
-		row[0], row[1], row[2], row[3], row[4] = seqs[i], int32(j.Shard), pkey, task, []byte(j.Payload)
-		row[5], row[6], row[7] = int16(j.Priority), int32(j.MaxAttempts), retrySeconds(j.RetryDelay)
-		row[8], row[9], row[10], row[11] = meta, tmo, tags, store.QueueOf(j.Queue)
-		if s.host {
-			now := j.Now
-			if now.IsZero() {
-				now = hostNow()
-			}
-			row[12] = now
-		}
-		return row, nil
-	})
-	n, err := conn.CopyFrom(ctx, pgx.Identifier{s.schema, "jobs"}, cols, src)
+	data := encodeCopy(copyCols(s.host), jobs, seqs)
+	tag, err := conn.Conn().PgConn().CopyFrom(ctx, bytes.NewReader(data), s.q.copy)
 	if err != nil {
 		return nil, fmt.Errorf("queuemax: insert jobs (COPY): %w", err)
 	}
-	if int(n) != len(jobs) {
+	if n := tag.RowsAffected(); int(n) != len(jobs) {
 		return nil, fmt.Errorf("queuemax: insert jobs (COPY): %d rows written for %d jobs", n, len(jobs))
 	}
 	out := make([]store.JobID, len(jobs))

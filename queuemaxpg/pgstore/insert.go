@@ -200,6 +200,26 @@ func (p sqlQuerier) ids(ctx context.Context, q string, args ...any) ([]int64, er
 // insertWith writes jobs with one statement through q.
 func insertWith(ctx context.Context, q querier, stmt string, jobs []store.InsertParams) ([]store.JobID, error) {
 	n := len(jobs)
+	seqs, err := q.ids(ctx, stmt, jobArrays(jobs)...)
+	if err != nil {
+		return nil, fmt.Errorf("queuemax: insert jobs: %w", err)
+	}
+	if len(seqs) != n {
+		return nil, fmt.Errorf("queuemax: insert jobs: %d rows written for %d jobs", len(seqs), n)
+	}
+	// One statement takes its ids from the sequence in row order.
+	slices.Sort(seqs)
+	out := make([]store.JobID, n)
+	for i, j := range jobs {
+		out[i] = store.NewJobID(j.Shard, seqs[i])
+	}
+	return out, nil
+}
+
+// jobArrays returns jobs' values as sqlInsert's thirteen array
+// parameters, in its order.
+func jobArrays(jobs []store.InsertParams) []any {
+	n := len(jobs)
 	var (
 		shards  = make([]int32, n)
 		keys    = make([]pgtype.Int8, n)
@@ -240,18 +260,5 @@ func insertWith(ctx context.Context, q querier, stmt string, jobs []store.Insert
 		tags[i] = text(store.EncodeTags(j.Tags))
 		queues[i] = store.QueueOf(j.Queue)
 	}
-	seqs, err := q.ids(ctx, stmt, shards, keys, tasks, payload, prio, maxa, rd, at, delay, meta, tmo, tags, queues)
-	if err != nil {
-		return nil, fmt.Errorf("queuemax: insert jobs: %w", err)
-	}
-	if len(seqs) != n {
-		return nil, fmt.Errorf("queuemax: insert jobs: %d rows written for %d jobs", len(seqs), n)
-	}
-	// One statement takes its ids from the sequence in row order.
-	slices.Sort(seqs)
-	out := make([]store.JobID, n)
-	for i, j := range jobs {
-		out[i] = store.NewJobID(j.Shard, seqs[i])
-	}
-	return out, nil
+	return []any{shards, keys, tasks, payload, prio, maxa, rd, at, delay, meta, tmo, tags, queues}
 }

@@ -31,7 +31,7 @@ const sqlPeekKeys = `SELECT id, shard, priority, queue, (payload -> $2::text)::t
 const peekFilter = ` AND coalesce(task, '') = $3 AND ($4::text[] IS NULL OR queue = ANY($4::text[]))` + sqlNotPaused
 
 // sqlClaimIDs claims the jobs $5 still ready ($2 unused but typed).
-const sqlClaimIDs = claimSet + `
+var sqlClaimIDs = claimSet + `
 	WHERE j.id = ANY($5::bigint[]) AND $2::integer > 0
 		AND (j.status = 'pending' OR j.status = 'scheduled' AND j.next_retry_at <= @now)` + sqlNotPaused + `
 	RETURNING ` + claimColumns

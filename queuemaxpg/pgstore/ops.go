@@ -135,21 +135,9 @@ func scanClaimed(rows pgx.Rows, p store.ClaimParams, lease int64) ([]*store.Job,
 	defer rows.Close()
 	var jobs []*store.Job
 	var block []store.Job
+	sc := newJobScan(true)
 	for rows.Next() {
-		var (
-			id                           int64
-			shardIdx, att, maxa, rd, snz int32
-			prio                         int16
-			task, lastErr, errType       pgtype.Text
-			key                          pgtype.Int8
-			created, hb, next            pgtype.Timestamptz
-			payload, meta                []byte
-			tmo, wf                      pgtype.Int8
-			tags                         []string
-			queue                        pgtype.Text
-		)
-		if err := rows.Scan(&id, &shardIdx, &task, &payload, &prio, &att, &maxa, &rd, &lastErr, &errType, &key,
-			&created, &hb, &meta, &next, &snz, &tmo, &tags, &queue, &wf); err != nil {
+		if err := sc.scan(rows); err != nil {
 			return nil, err
 		}
 		if len(block) == 0 {
@@ -157,33 +145,11 @@ func scanClaimed(rows pgx.Rows, p store.ClaimParams, lease int64) ([]*store.Job,
 		}
 		j := &block[0]
 		block = block[1:]
-		j.ID = store.NewJobID(int(shardIdx), id)
-		j.Shard = int(shardIdx)
-		j.Task = task.String
-		j.Payload = payload
-		j.Status = store.StatusProcessing
-		j.Priority = store.Priority(prio)
-		j.Attempts, j.MaxAttempts = int(att), int(maxa)
-		j.RetryDelay = time.Duration(rd) * time.Second
-		j.LastError, j.ErrorType = lastErr.String, errType.String
-		if key.Valid {
-			k := key.Int64
-			j.PartitionKey = &k
-		}
-		j.WorkerID = p.WorkerID
-		j.Lease = lease
-		j.CreatedAt = toTime(created)
-		j.Heartbeat = toTime(hb)
-		j.StartedAt = j.Heartbeat
-		j.NextRetryAt = toTime(next)
-		j.Metadata = meta
-		j.Snoozes = int(snz)
-		j.Queue = store.QueueOf(queue.String)
-		j.Timeout = time.Duration(tmo.Int64) * time.Millisecond
-		j.Tags = nilIfEmpty(tags)
-		if wf.Valid {
-			j.Workflow = int64(store.NewJobID(j.Shard, wf.Int64))
-		}
+		sc.row.Status = string(store.StatusProcessing)
+		sc.row.WorkerID = p.WorkerID
+		sc.row.Lease = lease
+		sc.row.StartedAt = sc.row.Heartbeat
+		sc.row.Fill(j)
 		jobs = append(jobs, j)
 	}
 	if err := rows.Err(); err != nil {

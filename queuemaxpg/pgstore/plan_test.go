@@ -122,13 +122,19 @@ func TestHotPathPlans(t *testing.T) {
 	}
 }
 
-// planNode is a node of EXPLAIN (FORMAT JSON).
+// planNode is a node of EXPLAIN (FORMAT JSON); the actual figures are
+// those of EXPLAIN ANALYZE.
 type planNode struct {
 	Type     string     `json:"Node Type"`
 	Parent   string     `json:"Parent Relationship"`
 	Relation string     `json:"Relation Name"`
 	CTE      string     `json:"CTE Name"`
 	Plans    []planNode `json:"Plans"`
+
+	ActualRows     float64 `json:"Actual Rows"`
+	ActualLoops    float64 `json:"Actual Loops"`
+	RemovedFilter  float64 `json:"Rows Removed by Filter"`
+	RemovedRecheck float64 `json:"Rows Removed by Index Recheck"`
 }
 
 // explainJSON returns the root of the plan PostgreSQL chooses for q.

@@ -29,7 +29,7 @@ package pgstore
 // notifyWindow ago (see notify.go).
 
 // schemaVersion is the newest migration this binary knows.
-const schemaVersion = 14
+const schemaVersion = 15
 
 type migration struct {
 	version int
@@ -234,4 +234,5 @@ var migrations = []migration{
 	{
 		version: 14, name: workflowAckMigration.name, stmts: workflowAckMigration.stmts, // workflow_ack.go
 	},
+	workflowFillMigration, // workflow_ack.go
 }

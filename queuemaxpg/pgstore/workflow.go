@@ -16,44 +16,10 @@ import (
 
 var _ store.WorkflowStore = (*Store)(nil)
 
-// wfTx is the part of a transaction (pgx's or database/sql's) that
-// inserting a workflow needs.
-type wfTx interface {
-	querier
-	exec(ctx context.Context, q string, args ...any) error
-	one(ctx context.Context, q string, args ...any) (int64, error)
-}
-
-type pgxWfTx struct{ pgxQuerier }
-
-func (t pgxWfTx) exec(ctx context.Context, q string, args ...any) error {
-	_, err := t.tx.Exec(ctx, q, args...)
-	return err
-}
-
-func (t pgxWfTx) one(ctx context.Context, q string, args ...any) (int64, error) {
-	var n int64
-	err := t.tx.QueryRow(ctx, q, args...).Scan(&n)
-	return n, err
-}
-
-type sqlWfTx struct{ sqlQuerier }
-
-func (t sqlWfTx) exec(ctx context.Context, q string, args ...any) error {
-	_, err := t.tx.ExecContext(ctx, q, args...)
-	return err
-}
-
-func (t sqlWfTx) one(ctx context.Context, q string, args ...any) (int64, error) {
-	var n int64
-	err := t.tx.QueryRowContext(ctx, q, args...).Scan(&n)
-	return n, err
-}
-
 func (s *Store) x(q string) string { return expand(q, pgx.Identifier{s.schema}.Sanitize(), s.host) }
 
-// InsertWorkflow stores a workflow in one transaction; see
-// store.WorkflowStore.
+// InsertWorkflow stores a workflow; see store.WorkflowStore. It is one
+// statement (atomic by itself): one round trip, no transaction block.
 func (s *Store) InsertWorkflow(ctx context.Context, p *store.WorkflowParams) (int64, []store.JobID, error) {
 	if err := s.writable(); err != nil {
 		return 0, nil, err
@@ -61,11 +27,9 @@ func (s *Store) InsertWorkflow(ctx context.Context, p *store.WorkflowParams) (in
 	var id int64
 	var ids []store.JobID
 	err := s.retryInsert(ctx, func() error {
-		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-			var err error
-			id, ids, err = s.insertWorkflow(ctx, pgxWfTx{pgxQuerier{tx}}, p)
-			return err
-		})
+		var err error
+		id, ids, err = s.insertWorkflow(ctx, poolQuerier{s}, p)
+		return err
 	})
 	if err != nil {
 		return 0, nil, err
@@ -82,14 +46,48 @@ func (s *Store) InsertWorkflowTx(ctx context.Context, tx any, p *store.WorkflowP
 	}
 	switch t := tx.(type) {
 	case pgx.Tx:
-		return s.insertWorkflow(ctx, pgxWfTx{pgxQuerier{t}}, p)
+		return s.insertWorkflow(ctx, pgxQuerier{t}, p)
 	case *sql.Tx:
-		return s.insertWorkflow(ctx, sqlWfTx{sqlQuerier{t}}, p)
+		return s.insertWorkflow(ctx, sqlQuerier{t}, p)
 	}
 	return 0, nil, fmt.Errorf("queuemax: InsertWorkflowTx: unsupported transaction type %T (want pgx.Tx, or *sql.Tx from the pgx stdlib driver)", tx)
 }
 
-func (s *Store) insertWorkflow(ctx context.Context, tx wfTx, p *store.WorkflowParams) (int64, []store.JobID, error) {
+// sqlInsertWorkflow writes a workflow in one statement: it takes the
+// workflow's id and its jobs' (k, ascending in step order), writes the
+// workflow's row, its jobs (each once, with its workflow and, for a
+// waiting step, as a scheduled row without a time, which nothing claims),
+// its step rows, edges and bindings, and returns the workflow's id then
+// the jobs'. The step rows, edges, bindings and waiting steps name a
+// step's job by its position (1-based), k.ids[pos] its id. $1 now, $2
+// shard, $3 name, $4 steps, $5 the waiting steps, $6–$8 the step rows,
+// edges and bindings as JSON, $9–$21 the jobs' columns as sqlInsert's. {q}
+// is the quoted schema as a string literal's text.
+const sqlInsertWorkflow = `WITH k AS MATERIALIZED (SELECT nextval('{q}.workflows_id_seq') AS wf,
+		(SELECT array_agg(nextval('{q}.jobs_id_seq')) FROM generate_series(1, $4::integer)) AS ids),
+	w AS (INSERT INTO {s}.workflows (id, shard, name, steps, unended, created_at)
+		SELECT k.wf, $2, $3, $4, $4, @now FROM k),
+	j AS (INSERT INTO {s}.jobs (id, wf_id, shard, partition_key, task, payload, status, priority, max_attempts, retry_delay,
+			created_at, next_retry_at, metadata, timeout_ms, tags, queue)
+		SELECT k.ids[u.pos], k.wf, u.shard, u.pkey, u.task, u.payload::json,
+			CASE WHEN u.pos = ANY($5::integer[]) OR u.delay > 0 THEN 'scheduled' ELSE 'pending' END,
+			u.prio, u.maxa, u.rd, @rownow,
+			CASE WHEN u.pos = ANY($5::integer[]) THEN NULL WHEN u.delay > 0 THEN @rownow + u.delay` + us + ` END, u.meta::json,
+			u.tmo, CASE WHEN u.tags IS NOT NULL THEN ARRAY(SELECT json_array_elements_text(u.tags::json)) END, u.queue
+		FROM k, unnest($9::integer[], $10::bigint[], $11::text[], $12::text[], $13::smallint[], $14::integer[], $15::integer[],
+			$16::timestamptz[], $17::bigint[], $18::text[], $19::bigint[], $20::text[], $21::text[])
+			WITH ORDINALITY AS u(shard, pkey, task, payload, prio, maxa, rd, at, delay, meta, tmo, tags, queue, pos)),
+	st AS (INSERT INTO {s}.wf_steps (job_id, wf_id, pos, name, task, deps_after, deps_settled, binds, waits, state, run_at)
+		SELECT k.ids[(e->>'j')::integer], k.wf, (e->>'p')::integer, e->>'n', nullif(e->>'t', ''), e->'a', e->'s', e->'b',
+			(e->>'w')::integer, CASE WHEN (e->>'w')::integer > 0 THEN 'waiting' ELSE 'ready' END, nullif(e->>'r', '')::timestamptz
+		FROM k, jsonb_array_elements($6::jsonb) e),
+	ed AS (INSERT INTO {s}.wf_edges (dep, job, settled)
+		SELECT k.ids[(e->>0)::integer], k.ids[(e->>1)::integer], (e->>2)::integer = 1 FROM k, jsonb_array_elements($7::jsonb) e),
+	bd AS (INSERT INTO {s}.wf_binds (dep, job, param)
+		SELECT k.ids[(e->>0)::integer], k.ids[(e->>1)::integer], e->>2 FROM k, jsonb_array_elements($8::jsonb) e)
+	SELECT wf FROM k UNION ALL SELECT unnest(ids) FROM k`
+
+func (s *Store) insertWorkflow(ctx context.Context, tx querier, p *store.WorkflowParams) (int64, []store.JobID, error) {
 	if err := s.checkShard(p.Shard); err != nil {
 		return 0, nil, err
 	}
@@ -108,18 +106,12 @@ func (s *Store) insertWorkflow(ctx context.Context, tx wfTx, p *store.WorkflowPa
 	if now.IsZero() {
 		now = hostNow()
 	}
-	// Two statements: the jobs, then the workflow with its step rows,
-	// edges and bindings and the jobs' marks in one (each a data-modifying
-	// CTE), so a workflow costs the transaction four round trips.
-	ids, err := insertWith(ctx, tx, s.q.insert, jobs)
-	if err != nil {
-		return 0, nil, err
+	// The rows name each step's job by its position: 1-based "ids".
+	pos := make([]store.JobID, len(jobs))
+	for i := range pos {
+		pos[i] = store.NewJobID(p.Shard, int64(i+1))
 	}
-	steps, edges, binds, waiting := store.WorkflowRows(p, ids)
-	all := make([]int64, len(ids))
-	for i, id := range ids {
-		all[i] = id.Seq()
-	}
+	steps, edges, binds, waiting := store.WorkflowRows(p, pos)
 	if waiting == nil {
 		waiting = []int64{}
 	}
@@ -135,25 +127,20 @@ func (s *Store) insertWorkflow(ctx context.Context, tx wfTx, p *store.WorkflowPa
 	}
 	ej, _ := json.Marshal(edges)
 	bj, _ := json.Marshal(binds)
-	wf, err := tx.one(ctx, s.x(`WITH w AS (INSERT INTO {s}.workflows (shard, name, steps, unended, created_at)
-			VALUES ($2, $3, $4, $4, @now) RETURNING id),
-		m AS (UPDATE {s}.jobs SET wf_id = (SELECT id FROM w),
-			status = CASE WHEN id = ANY($6::bigint[]) THEN 'scheduled' ELSE status END,
-			next_retry_at = CASE WHEN id = ANY($6::bigint[]) THEN NULL ELSE next_retry_at END
-			WHERE id = ANY($5::bigint[])),
-		st AS (INSERT INTO {s}.wf_steps (job_id, wf_id, pos, name, task, deps_after, deps_settled, binds, waits, state, run_at)
-			SELECT (e->>'j')::bigint, (SELECT id FROM w), (e->>'p')::integer, e->>'n', nullif(e->>'t', ''), e->'a', e->'s', e->'b',
-				(e->>'w')::integer, CASE WHEN (e->>'w')::integer > 0 THEN 'waiting' ELSE 'ready' END, nullif(e->>'r', '')::timestamptz
-			FROM jsonb_array_elements($7::jsonb) e),
-		ed AS (INSERT INTO {s}.wf_edges (dep, job, settled)
-			SELECT (e->>0)::bigint, (e->>1)::bigint, (e->>2)::integer = 1 FROM jsonb_array_elements($8::jsonb) e),
-		bd AS (INSERT INTO {s}.wf_binds (dep, job, param)
-			SELECT (e->>0)::bigint, (e->>1)::bigint, e->>2 FROM jsonb_array_elements($9::jsonb) e)
-		SELECT id FROM w`), now, int32(p.Shard), p.Name, int32(len(p.Steps)), all, waiting, string(sj), string(ej), string(bj))
+	args := append([]any{now, int32(p.Shard), p.Name, int32(len(p.Steps)), waiting, string(sj), string(ej), string(bj)},
+		jobArrays(jobs)...)
+	seqs, err := tx.ids(ctx, s.q.insertWorkflow, args...)
 	if err != nil {
 		return 0, nil, fmt.Errorf("queuemax: insert workflow: %w", err)
 	}
-	return int64(store.NewJobID(p.Shard, wf)), ids, nil
+	if len(seqs) != len(jobs)+1 {
+		return 0, nil, fmt.Errorf("queuemax: insert workflow: %d jobs written for %d steps", len(seqs)-1, len(jobs))
+	}
+	ids := make([]store.JobID, len(jobs))
+	for i, seq := range seqs[1:] {
+		ids[i] = store.NewJobID(p.Shard, seq)
+	}
+	return int64(store.NewJobID(p.Shard, seqs[0])), ids, nil
 }
 
 const wfColumns = `id, shard, name, status, created_at, finished_at`

@@ -38,6 +38,22 @@ var workflowAckMigration = migration{
 	},
 }
 
+// workflowFillMigration leaves room in the pages of the step and workflow
+// rows: each is updated in place once or twice after its insert (a
+// dependent counted off and released, a step ended, a workflow counted
+// down), none of them in an indexed column, so with a page's free space
+// PostgreSQL writes each update as a heap-only tuple on the same page
+// instead of a new entry in every index of the table. Tables fill new
+// pages to 70%; pages written before keep theirs.
+var workflowFillMigration = migration{
+	version: 15,
+	name:    "workflows: room for the step and workflow rows' updates in their pages",
+	stmts: []string{
+		`ALTER TABLE {s}.wf_steps SET (fillfactor = 70)`,
+		`ALTER TABLE {s}.workflows SET (fillfactor = 70)`,
+	},
+}
+
 // sqlComplete's two forms: a lone acknowledgement leaves the steps to the
 // triggers, as the statement with the workflow part costs ~0.5 ms more to
 // plan and PostgreSQL plans it afresh for a one-element array each time
