@@ -101,7 +101,7 @@ func (e *worker) workerInfo(now time.Time) WorkerInfo {
 	host, _ := os.Hostname()
 	ttl := e.c.registryTTL()
 	es := e.Stats()
-	breakers, _ := e.Breakers()
+	breakers, _ := e.BreakerStats()
 	limiter, limiters := e.Limiter(), e.TaskLimiters()
 	w := WorkerInfo{
 		ID: e.c.cfg.WorkerID, Host: host, PID: os.Getpid(),
@@ -114,8 +114,8 @@ func (e *worker) workerInfo(now time.Time) WorkerInfo {
 	if w.Tasks == nil {
 		w.Tasks = []string{}
 	}
-	for name, b := range breakers {
-		w.Breakers[name] = b.Stats().State.String()
+	for name, st := range breakers {
+		w.Breakers[name] = st.State.String()
 	}
 	for name, h := range e.c.handlers {
 		if h.args != nil {

@@ -3,7 +3,6 @@ package queuemax
 import (
 	"context"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/queuemax/queuemax/queuemaxtype"
@@ -100,7 +99,8 @@ func (c *Client) newEngine() (*worker, error) {
 		ShutdownGrace:      ShutdownGrace,
 		Tasks:              c.names,
 		TaskLimiters:       make(map[string]*ratelimit.Limiter),
-		Breakers:           make(map[string]*breaker.Breaker),
+		Breakers:           make(map[string]breaker.Policy),
+		Events:             c.events,
 		GlobalLimits:       c.engineRules(), // limits_key.go
 		LimitBy:            c.limitBys(),
 		WideLimits:         c.wideRules(),
@@ -145,22 +145,11 @@ func (c *Client) newEngine() (*worker, error) {
 		names = []string{""}
 	}
 	for _, name := range names {
-		threshold := c.cfg.CircuitThreshold
-		if h := c.handlers[name]; threshold < 0 || (h != nil && h.Options.CircuitOff) {
-			threshold = math.MaxInt // off: never opens
+		p := breaker.Policy{Threshold: c.cfg.CircuitThreshold, Timeout: c.cfg.CircuitTimeout}
+		if h := c.handlers[name]; p.Threshold < 0 || (h != nil && h.Options.CircuitOff) {
+			p.Threshold = 0 // off: never opens
 		}
-		b, err := breaker.New(breaker.Config{
-			Threshold: threshold,
-			Timeout:   c.cfg.CircuitTimeout,
-			OnStateChange: func(from, to breaker.State) {
-				c.log.Warn("circuit breaker changed state", "task", name, "from", from.String(), "to", to.String())
-				c.emit(context.Background(), Event{Kind: EventCircuit, Task: name, From: from.String(), To: to.String()})
-			},
-		})
-		if err != nil {
-			return nil, &ConfigError{"CircuitThreshold", err.Error()}
-		}
-		cfg.Breakers[name] = b
+		cfg.Breakers[name] = p
 	}
 	if c.cfg.Autoscale != nil {
 		p := c.cfg.Autoscale.WithDefaults()
@@ -324,10 +313,9 @@ func fillStats(e *engine.Engine, s *Stats) {
 	}
 	rank := map[breaker.State]int{breaker.Closed: 0, breaker.HalfOpen: 1, breaker.Open: 2}
 	worst := breaker.Closed
-	bs, _ := e.Breakers()
+	bs, _ := e.BreakerStats()
 	s.Circuits = make(map[string]string, len(bs))
-	for name, b := range bs {
-		st := b.Stats()
+	for name, st := range bs {
 		s.Circuits[name] = st.State.String()
 		if rank[st.State] > rank[worst] {
 			worst = st.State

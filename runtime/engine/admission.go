@@ -21,10 +21,20 @@ import (
 // still call them directly; see producer.go's plan and claimFor.)
 
 // admitStart waits until j may start in this process (a free global
-// slot of the process) and moves its rate tokens to now.
-func (e *Engine) admitStart(j *store.Job) {
+// slot of the process) and moves its rate tokens to now. It returns false,
+// having given back what j held, when j's breaker holds it: it opened
+// after j was claimed, and only its probe may run (the stored row is the
+// breaker's one state; the caller returns j to pending unspent).
+func (e *Engine) admitStart(j *store.Job, probe bool) bool {
 	e.glim.start(j) // waits for a free global slot of the process
+	if e.brk.holds(j.Task, probe) {
+		e.glim.ended(j, true)
+		e.qlim.ended(j)
+		e.stamp.drop(j.ID)
+		return false
+	}
 	e.stamp.begun(j.ID)
+	return true
 }
 
 // admitEnd gives back what j's run held: its handler returned.

@@ -3,12 +3,12 @@ package engine
 import (
 	"context"
 	"log/slog"
-	"math"
 	"math/rand/v2"
 	"strconv"
 	"sync"
 	"time"
 
+	"github.com/queuemax/queuemax/queuemaxtype"
 	"github.com/queuemax/queuemax/runtime/breaker"
 	"github.com/queuemax/queuemax/runtime/store"
 )
@@ -26,8 +26,9 @@ var breakerRefresh = time.Second
 // that count (a dependency failure, a success after failures, a probe's
 // end) are written in batches: a worker that finds no write in flight
 // writes every outcome gathered so far in one transaction, and others
-// gather theirs meanwhile. The engine's *breaker.Breaker values mirror the
-// stored rows, for Stats and state-change notifications.
+// gather theirs meanwhile. The stored row is a breaker's only state:
+// Stats, the start check and the circuit_state_changed events read the
+// copy, and an event follows each change the copy sees.
 type sharedBreakers struct {
 	e     *Engine
 	st    store.BreakerStore
@@ -41,9 +42,22 @@ type sharedBreakers struct {
 	readAt  time.Time                   // monotonic: when rows were last read
 	pending map[string]*breaker.Outcomes
 	marks   []store.DependencyMark // jobs whose attempt failed on a dependency, to write
+	seen    map[string]*seenState  // the state each breaker was last seen in, for events and Stats
 
-	flushMu sync.Mutex
+	flushMu  sync.Mutex
+	notifyMu sync.Mutex // orders the change events as the copy saw the changes
 }
+
+// seenState is what the copy saw of one breaker over time.
+type seenState struct {
+	state     string
+	changes   uint64
+	openedAt  time.Time // monotonic: when it was last seen opening
+	openTotal time.Duration
+}
+
+// change is one state change of a breaker, for its event.
+type change struct{ name, from, to string }
 
 func newSharedBreakers(e *Engine) *sharedBreakers {
 	s := &sharedBreakers{
@@ -55,23 +69,27 @@ func newSharedBreakers(e *Engine) *sharedBreakers {
 		rows:    make(map[string]store.BreakerRow),
 		wrote:   make(map[string]time.Time),
 		pending: make(map[string]*breaker.Outcomes),
+		seen:    make(map[string]*seenState, len(e.cfg.Breakers)),
 	}
-	for name, b := range e.cfg.Breakers {
-		st := b.Stats()
-		s.pols[name] = breaker.Policy{Threshold: st.Threshold, Timeout: st.Timeout, ProbeTTL: st.Timeout}
-		if b == nil || st.Threshold == math.MaxInt {
+	for name, p := range e.cfg.Breakers {
+		if p.ProbeTTL <= 0 {
+			p.ProbeTTL = p.Timeout
+		}
+		s.pols[name] = p
+		s.seen[name] = &seenState{state: store.BreakerClosed}
+		if p.Threshold <= 0 {
 			s.off[name] = true
 		}
 	}
 	return s
 }
 
-// Owner is the token this engine's probes are held under.
+// BreakerOwner is the token this engine's probes are held under.
 func (e *Engine) BreakerOwner() string { return e.brk.owner }
 
 // nameOf returns the breaker that guards task.
 func (s *sharedBreakers) nameOf(task string) string {
-	if _, ok := s.e.cfg.Breakers[task]; ok {
+	if _, ok := s.pols[task]; ok {
 		return task
 	}
 	return ""
@@ -114,26 +132,105 @@ func (s *sharedBreakers) refresh(ctx context.Context, force bool) {
 		}
 	}
 	s.rows, s.readAt = byName, time.Now()
-	s.mu.Unlock()
-	s.mirror(byName, true)
+	s.notify(s.changes(byName, true))
 }
 
-// mirror sets the engine's breakers to the rows (all: names without a
-// row are closed).
-func (s *sharedBreakers) mirror(rows map[string]store.BreakerRow, all bool) {
-	for name, b := range s.e.cfg.Breakers {
+// changes notes the states of rows in the copy's history (all: the
+// breakers without a row are closed) and returns the changes since each
+// was last seen. s.mu must be held.
+func (s *sharedBreakers) changes(rows map[string]store.BreakerRow, all bool) []change {
+	var out []change
+	now := time.Now()
+	for name, seen := range s.seen {
 		r, ok := rows[name]
-		if !ok && !all {
+		if !ok && !all || s.off[name] {
 			continue
 		}
-		if s.off[name] {
+		to := r.State
+		if !ok || to == "" {
+			to = store.BreakerClosed
+		}
+		if to == seen.state {
 			continue
 		}
-		if !ok {
-			r = store.BreakerRow{Task: name, State: store.BreakerClosed}
+		if seen.state == store.BreakerOpen {
+			seen.openTotal += now.Sub(seen.openedAt)
 		}
-		b.Mirror(r)
+		if to == store.BreakerOpen {
+			seen.openedAt = now
+		}
+		out = append(out, change{name: name, from: seen.state, to: to})
+		seen.state = to
+		seen.changes++
 	}
+	return out
+}
+
+// notify unlocks s.mu and reports cs, in the order the copy saw them:
+// a warning and a circuit_state_changed event each.
+func (s *sharedBreakers) notify(cs []change) {
+	if len(cs) == 0 {
+		s.mu.Unlock()
+		return
+	}
+	s.notifyMu.Lock()
+	s.mu.Unlock()
+	defer s.notifyMu.Unlock()
+	for _, c := range cs {
+		s.e.log.Warn("circuit breaker changed state", "task", c.name, "from", c.from, "to", c.to)
+		if ev := s.e.cfg.Events; ev != nil {
+			ev.Emit(context.Background(), Event{Kind: queuemaxtype.EventCircuit, Task: c.name, From: c.from, To: c.to})
+		}
+	}
+}
+
+// holds reports whether task's breaker, as last seen, holds a job of it
+// that is not its probe: open or half-open. A job claimed while the
+// breaker was closed does not start once it has opened.
+func (s *sharedBreakers) holds(task string, probe bool) bool {
+	name := s.nameOf(task)
+	if probe || s.off[name] {
+		return false
+	}
+	s.mu.Lock()
+	r, ok := s.rows[name]
+	s.mu.Unlock()
+	return ok && !r.Closed()
+}
+
+// stats returns breaker name's figures as last seen, at now.
+func (s *sharedBreakers) stats(name string, now time.Time) breaker.Stats {
+	p := s.pols[name]
+	if s.off[name] {
+		return breaker.Stats{State: breaker.Closed, Threshold: p.Threshold, Timeout: p.Timeout}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.rows[name]
+	st := breaker.Stats{State: breaker.StateOf(r), Failures: r.Failures, Threshold: p.Threshold, Timeout: p.Timeout,
+		ProbeInFlight: r.State == store.BreakerHalfOpen && r.ProbeOwner != ""}
+	if st.State == breaker.Open && r.Until.After(now) {
+		st.RecoveryRemaining = r.Until.Sub(now)
+	}
+	if seen := s.seen[name]; seen != nil {
+		st.StateChanges, st.TotalOpen = seen.changes, seen.openTotal
+		if seen.state == store.BreakerOpen {
+			st.TotalOpen += time.Since(seen.openedAt)
+		}
+	}
+	return st
+}
+
+// BreakerStats returns each task breaker's figures as the engine last saw
+// its stored row (at most breakerRefresh old), by name, and the names
+// sorted.
+func (e *Engine) BreakerStats() (map[string]breaker.Stats, []string) {
+	now := e.cfg.Now()
+	out := make(map[string]breaker.Stats, len(e.order))
+	for _, name := range e.order {
+		out[name] = e.brk.stats(name, now)
+	}
+	return out, e.order
 }
 
 // gate says what the round may claim of breaker name at now, and for a
@@ -181,8 +278,7 @@ func (s *sharedBreakers) store(rows []store.BreakerRow) {
 		s.wrote[r.Task] = now
 		m[r.Task] = r
 	}
-	s.mu.Unlock()
-	s.mirror(m, false)
+	s.notify(s.changes(m, false))
 }
 
 // record notes the outcome of an attempt of job j (err nil: a success);

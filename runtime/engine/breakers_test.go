@@ -105,8 +105,9 @@ func TestBreakers_DependencyFailuresOpenThenProbe(t *testing.T) {
 	if b.State != store.BreakerOpen || b.Failures != 2 || !b.Until.Equal(r.now.Add(time.Minute)) {
 		t.Fatalf("breaker after a bad input and 2 refused connections = %+v; want open until now+1m with 2 failures", b)
 	}
-	if got := e.cfg.Breakers[""].Stats(); got.State.String() != "open" || got.Failures != 2 {
-		t.Errorf("the engine's breaker mirrors %v with %d failures, want open with 2", got.State, got.Failures)
+	bs, _ := e.BreakerStats()
+	if got := bs[""]; got.State.String() != "open" || got.Failures != 2 || got.StateChanges != 1 {
+		t.Errorf("the engine's breaker stats read %v with %d failures after %d changes, want open with 2 after 1", got.State, got.Failures, got.StateChanges)
 	}
 	if _, err := r.st.Insert(t.Context(), []store.InsertParams{{Task: "t", Payload: []byte(`{"fresh":true}`), MaxAttempts: 5, Now: r.now}}); err != nil {
 		t.Fatal(err)

@@ -57,9 +57,14 @@ type Config struct {
 	// per task.
 	Limiter      *ratelimit.Limiter
 	TaskLimiters map[string]*ratelimit.Limiter
-	// Breakers guard each task (key "" covers tasks without their own).
-	// It must not be empty.
-	Breakers map[string]*breaker.Breaker
+	// Breakers are the policies of the breakers that guard each task (key
+	// "" covers tasks without their own); a breaker whose Threshold is
+	// zero is off: it never opens. It must not be empty. A breaker's
+	// state is its stored row (breakers.go).
+	Breakers map[string]breaker.Policy
+	// Events, when set, receives a circuit_state_changed event for each
+	// change of a task's stored breaker this engine sees.
+	Events *Events
 	// GlobalLimits are the tasks' limits held in the store, over every
 	// process (limits.go); used only with a store.Limiter.
 	GlobalLimits map[string]store.LimitRule
@@ -386,9 +391,6 @@ func (e *Engine) Limiter() *ratelimit.Limiter { return e.cfg.Limiter }
 
 // TaskLimiters are the per-task rate limiters.
 func (e *Engine) TaskLimiters() map[string]*ratelimit.Limiter { return e.cfg.TaskLimiters }
-
-// Breakers returns the task breakers by name, and the names sorted.
-func (e *Engine) Breakers() (map[string]*breaker.Breaker, []string) { return e.cfg.Breakers, e.order }
 
 // RateLimitWaits returns, per task with a limiter, the claim rounds that
 // left it out for lack of a token.

@@ -62,15 +62,11 @@ func newRig(t *testing.T, shards int) *rig {
 	}
 	t.Cleanup(func() { st.Close() })
 	r := &rig{t: t, st: st, now: time.Now().Truncate(time.Second), ran: make(chan *store.Job, 1000)}
-	b, err := breaker.New(breaker.Config{Threshold: 2, Timeout: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
 	r.cfg = Config{
 		Store: st, WorkerID: "w1", Shards: shards, Workers: 4, ClaimBatch: 4,
 		PollInterval: time.Millisecond, HeartbeatInterval: time.Second, RecoveryInterval: time.Second,
 		DrainTimeout: time.Second, ShutdownGrace: time.Second,
-		Breakers: map[string]*breaker.Breaker{"": b},
+		Breakers: map[string]breaker.Policy{"": {Threshold: 2, Timeout: time.Minute}},
 		Now:      func() time.Time { return r.now },
 	}
 	return r
@@ -135,21 +131,19 @@ func TestProducer_RunOnce(t *testing.T) {
 // open and a task whose rate limit has no token: no claim, no slot.
 func TestProducer_RunOnceBreakerAndLimit(t *testing.T) {
 	r := newRig(t, 1)
-	open, _ := breaker.New(breaker.Config{Threshold: 1, Timeout: time.Minute})
 	// a's stored breaker is open: every process leaves a out.
 	if _, err := r.st.BreakerUpdate(t.Context(), []string{"a"}, func(b *store.BreakerRow) bool {
 		return breaker.Apply(b, breaker.Outcomes{Failures: 1, LastError: "timeout"}, breaker.Policy{Threshold: 1, Timeout: time.Minute}, r.now)
 	}); err != nil {
 		t.Fatal(err)
 	}
-	limited, _ := breaker.New(breaker.Config{Threshold: 5, Timeout: time.Minute})
 	l, err := ratelimit.New(1, time.Hour, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	l.TryAcquire() // the only token
 	r.cfg.Tasks = []string{"a", "b"}
-	r.cfg.Breakers = map[string]*breaker.Breaker{"a": open, "b": limited}
+	r.cfg.Breakers = map[string]breaker.Policy{"a": {Threshold: 1, Timeout: time.Minute}, "b": {Threshold: 5, Timeout: time.Minute}}
 	r.cfg.TaskLimiters = map[string]*ratelimit.Limiter{"b": l}
 	r.enqueue("a", 0, 2)
 	r.enqueue("b", 0, 2)

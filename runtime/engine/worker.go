@@ -106,7 +106,12 @@ func (e *Engine) runJob(rj *runningJob) {
 		e.unhold(rj)
 		return
 	}
-	e.admitStart(rj.job) // waits for a free global slot of the process
+	if !e.admitStart(rj.job, rj.probe) { // waits for a free global slot of the process
+		e.release(rj) // its breaker opened since the claim: back to pending, unspent
+		e.dequeued()
+		e.unhold(rj)
+		return
+	}
 	e.executing.Add(1)
 	result, err := e.cfg.Exec.Execute(rj.ctx, rj.job)
 	e.executing.Add(-1)
