@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/queuemax/queuemax/queuemaxtype"
+	"github.com/queuemax/queuemax/runtime/breaker"
 	"github.com/queuemax/queuemax/runtime/store"
 )
 
@@ -235,5 +237,55 @@ func TestBreakers_ProbePrefersDependencyFailure(t *testing.T) {
 	}
 	if b := r.breakerRow(); !b.Closed() {
 		t.Fatalf("breaker = %+v, want closed after the probe succeeded", b)
+	}
+}
+
+// TestBreakers_OpenedAfterClaimHoldsStart: jobs claimed while the breaker
+// was closed do not start once a counted failure has opened it (the
+// stored row is the one state the start checks): the first job's failure
+// opens it (threshold 1), the two others go back to pending unspent, and
+// the engine reports one change to open with its event.
+func TestBreakers_OpenedAfterClaimHoldsStart(t *testing.T) {
+	r := newRig(t, 1)
+	r.cfg.Workers, r.cfg.ClaimBatch = 3, 3
+	r.cfg.Breakers = map[string]breaker.Policy{"": {Threshold: 1, Timeout: time.Minute}}
+	events := NewEvents(slog.Default(), time.Now)
+	circuits, cancel := events.Subscribe("test", []EventKind{queuemaxtype.EventCircuit}, 4)
+	defer cancel()
+	r.cfg.Events = events
+	r.run = func(context.Context, *store.Job) (any, error) {
+		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+	}
+	r.enqueue("t", 0, 3)
+	e := r.engine()
+	if n, _, err := newProducer(e).RunOnce(t.Context(), r.now); err != nil || n != 3 {
+		t.Fatalf("RunOnce = %d, %v; want all 3 jobs", n, err)
+	}
+	settle(e, -1)
+	if len(r.ran) != 1 {
+		t.Fatalf("%d handlers ran; want only the one that opened the breaker", len(r.ran))
+	}
+	if pending, processing := r.counts(); pending != 2 || processing != 0 {
+		t.Errorf("pending %d, processing %d; want the 2 held jobs back in pending", pending, processing)
+	}
+	jobs, err := r.st.Jobs(t.Context(), store.ListParams{Shard: store.AllShards, Status: store.StatusPending})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range jobs {
+		if j.Attempts != 0 {
+			t.Errorf("held job %d has %d attempts; want it unspent", j.ID, j.Attempts)
+		}
+	}
+	select {
+	case ev := <-circuits:
+		if ev.From != "closed" || ev.To != "open" {
+			t.Errorf("event %s → %s; want closed → open", ev.From, ev.To)
+		}
+	default:
+		t.Error("no circuit_state_changed event")
+	}
+	if bs, _ := e.BreakerStats(); bs[""].State != breaker.Open || bs[""].StateChanges != 1 {
+		t.Errorf("stats %+v; want open after one change", bs[""])
 	}
 }
