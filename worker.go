@@ -76,16 +76,14 @@ const (
 // worker-registry entry).
 type worker struct {
 	*engine.Engine
-	c      *Client
-	regKey string          // the worker registry row, set once by newEngine (registry.go)
-	warned map[string]bool // tasks warnUnhandled reported (maintenance only)
+	c *Client
 }
 
 // newEngine builds the engine of one Run from the client's configuration:
 // the breakers and rate limiters it decides claims by, and the client's
 // Executor, which runs and finishes its jobs.
 func (c *Client) newEngine() (*worker, error) {
-	w := &worker{c: c, regKey: newRegistryKey(c.cfg.WorkerID)}
+	w := &worker{c: c}
 	cfg := engine.Config{
 		Store:              c.st,
 		WorkerID:           c.cfg.WorkerID,
@@ -112,13 +110,10 @@ func (c *Client) newEngine() (*worker, error) {
 		StuckTimeout:       c.cfg.StuckTimeout,
 		CompletedRetention: c.cfg.CompletedRetention,
 		CleanupAge:         c.cfg.CleanupAge,
-		CheckAlert: func(ctx context.Context) {
-			c.checkAlert(ctx, true)
-			c.adoptRenamedLogged(ctx, w)
-			w.warnUnhandled(ctx)
-		},
-		Registry: &engine.Registry{Store: c.st, Key: w.regKey, Every: c.registryRefresh(), TTL: c.registryTTL(),
-			Now: c.now, Log: c.log, Describe: w.describe},
+		Alerts:             c.alerts,
+		Renames:            c.renames,
+		Registry: &engine.Registry{Store: c.st, Key: engine.NewRegistryKey(c.cfg.WorkerID), Every: c.registryRefresh(),
+			TTL: c.registryTTL(), Now: c.now, Log: c.log, Info: c.registryInfo()},
 	}
 	cfg.WorkflowEnds = &engine.WorkflowEnds{Store: c.st, Events: c.events, Every: workflowEndsInterval(c.cfg.RecoveryInterval), Log: c.log}
 	if c.claimAuto {
@@ -202,12 +197,11 @@ func (c *Client) Run(ctx context.Context) error {
 		return err
 	}
 	c.engine.Store(e)
-	// The task catalogue and the jobs stored under earlier names
-	// (catalog.go): before the first claim.
+	// The task catalogue (catalog.go) before the first claim; the engine
+	// renames the jobs stored under earlier names then.
 	if err := c.publishCatalog(ctx); err != nil {
 		c.log.WarnContext(ctx, "queuemax: cannot publish the task catalogue", "error", err)
 	}
-	c.adoptRenamedLogged(ctx, e)
 	c.log.InfoContext(ctx, "queuemax started", "worker_id", c.cfg.WorkerID, "shards", c.cfg.Shards,
 		"workers", e.Stats().Concurrency, "tasks", len(c.handlers))
 	e.Run(ctx)

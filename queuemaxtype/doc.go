@@ -11,7 +11,8 @@
 //     TimeoutError, SnoozeLimitError), with Decision and FailOutcome;
 //   - the middleware interfaces (EnqueueMiddleware, WorkMiddleware),
 //     InsertJob and Hooks;
-//   - Event and EventKind.
+//   - Event and EventKind;
+//   - WorkerInfo and RateLimitInfo, a worker registry entry.
 //
 // Programs normally write queuemax.Job and so on, which are aliases of the
 // types here.

@@ -65,6 +65,8 @@ func TestGoDoc_ShowsFieldsAndMethods(t *testing.T) {
 		"Hooks":                 {"OnStart", "OnComplete", "OnError"},
 		"Event":                 {"Kind", "JobID", "RetryAt", "AlertType", "Slot", "Queue"},
 		"EventKind":             {"EventEnqueued", "EventSnoozed", "EventQueueResumed"},
+		"WorkerInfo":            {"Host", "Concurrency", "Breakers", "RateLimits", "Schemas", "func (w WorkerInfo) Handles(task string) bool"},
+		"RateLimitInfo":         {"Limit", "Per", "Tokens", "Denied"},
 	}
 	for name, want := range cases {
 		t.Run(name, func(t *testing.T) {

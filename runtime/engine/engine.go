@@ -95,9 +95,13 @@ type Config struct {
 	// CompletedRetention and CleanupAge are the ages maintenance deletes
 	// old jobs by (see PruneParams); a zero CleanupAge skips the cleanup.
 	CompletedRetention, CleanupAge time.Duration
-	// CheckAlert, when set, runs each maintenance round (the API's alert
-	// threshold and its warnings).
-	CheckAlert func(ctx context.Context)
+	// Alerts, when set, is checked at each maintenance round (the
+	// client's AlertThreshold).
+	Alerts *Alerts
+	// Renames, when set, are the tasks' earlier names: the waiting jobs
+	// stored under one are renamed before the first claim and at each
+	// maintenance round (renames.go).
+	Renames *Renames
 	// Periodic, when set, runs the periodic scheduler while claiming.
 	Periodic Periodic
 	// Registry, when set, keeps this Run's worker-registry entry: written
@@ -224,6 +228,9 @@ func New(cfg Config) *Engine {
 	}
 	slices.Sort(e.order)
 	e.brk = newSharedBreakers(e)
+	if cfg.Registry != nil {
+		cfg.Registry.e = e
+	}
 	e.queues = newQueueSlots(e, cfg.Queues)
 	e.glim = newGlobalLimits(e)
 	e.qlim = newQueueLimits(e)
@@ -263,6 +270,7 @@ func (e *Engine) Run(ctx context.Context) {
 	for _, s := range e.backgroundServices() {
 		svc.Go(func() { run(bg, s) })
 	}
+	e.adoptRenamed(ctx) // before the first claim
 	if e.cfg.Registry != nil {
 		e.cfg.Registry.RegisterFirst(ctx)
 	}

@@ -249,20 +249,24 @@ func TestRescuer_RunOnce(t *testing.T) {
 }
 
 // TestMaintenance_RunOnce cleans up at start and then once per
-// CleanupInterval, and checks alerts every round.
+// CleanupInterval, and checks alerts every round (the alert itself on its
+// rising edge).
 func TestMaintenance_RunOnce(t *testing.T) {
 	r := newRig(t, 1)
-	var alerts int
 	ps := &pruneCounter{Store: r.st}
 	r.cfg.Store = ps
 	r.cfg.CleanupInterval, r.cfg.CleanupAge = time.Hour, 24*time.Hour
-	r.cfg.CheckAlert = func(context.Context) { alerts++ }
+	events := NewEvents(slog.Default(), time.Now)
+	alerts, cancel := events.Subscribe("test", []EventKind{queuemaxtype.EventAlert}, 10)
+	defer cancel()
+	r.cfg.Alerts = NewAlerts(ps, events, 0, r.cfg.Now, slog.Default())
+	r.enqueue("t", 0, 1)
 	m := &maintenance{e: r.engine()}
 	for _, d := range []time.Duration{0, time.Minute, 59 * time.Minute, time.Hour, 90 * time.Minute} {
 		m.RunOnce(t.Context(), r.now.Add(d))
 	}
-	if ps.n != 2 || alerts != 5 {
-		t.Errorf("cleanups %d, alerts %d; want 2, 5", ps.n, alerts)
+	if ps.n != 2 || ps.waiting != 5 || len(alerts) != 1 {
+		t.Errorf("cleanups %d, alert checks %d, alerts %d; want 2, 5, 1", ps.n, ps.waiting, len(alerts))
 	}
 	want := PruneParams(r.now.Add(time.Hour), 0, 24*time.Hour) // the last round that cleaned up
 	if ps.last != want {
@@ -270,11 +274,16 @@ func TestMaintenance_RunOnce(t *testing.T) {
 	}
 }
 
-// pruneCounter counts Prune calls.
+// pruneCounter counts Prune and WaitingCount calls.
 type pruneCounter struct {
 	store.Store
-	n    int
-	last store.PruneParams
+	n, waiting int
+	last       store.PruneParams
+}
+
+func (s *pruneCounter) WaitingCount(ctx context.Context) (int64, error) {
+	s.waiting++
+	return s.Store.WaitingCount(ctx)
 }
 
 func (s *pruneCounter) Prune(ctx context.Context, p store.PruneParams) (store.CleanupResult, error) {
