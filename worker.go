@@ -163,7 +163,7 @@ func (c *Client) newEngine() (*worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(sched.entries) > 0 {
+	if sched.Len() > 0 {
 		cfg.Periodic = sched
 	}
 	w.Engine = engine.New(cfg)
