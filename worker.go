@@ -84,6 +84,7 @@ type worker struct {
 // Executor, which runs and finishes its jobs.
 func (c *Client) newEngine() (*worker, error) {
 	w := &worker{c: c}
+	rules := c.limitRules()
 	cfg := engine.Config{
 		Store:              c.st,
 		WorkerID:           c.cfg.WorkerID,
@@ -99,9 +100,9 @@ func (c *Client) newEngine() (*worker, error) {
 		TaskLimiters:       make(map[string]*ratelimit.Limiter),
 		Breakers:           make(map[string]breaker.Policy),
 		Events:             c.events,
-		GlobalLimits:       c.engineRules(), // limits_key.go
-		LimitBy:            c.limitBys(),
-		WideLimits:         c.wideRules(),
+		GlobalLimits:       rules.Engine(), // runtime/admission
+		LimitBy:            rules.By(),
+		WideLimits:         rules.Wide(),
 		Wake:               c.wake,
 		Now:                c.now,
 		Log:                c.log,

@@ -12,7 +12,9 @@
 //   - the middleware interfaces (EnqueueMiddleware, WorkMiddleware),
 //     InsertJob and Hooks;
 //   - Event and EventKind;
-//   - WorkerInfo and RateLimitInfo, a worker registry entry.
+//   - WorkerInfo and RateLimitInfo, a worker registry entry;
+//   - GlobalLimitInfo and CircuitBreakerInfo, a limit's and a breaker's
+//     stored state as Stats shows them.
 //
 // Programs normally write queuemax.Job and so on, which are aliases of the
 // types here.

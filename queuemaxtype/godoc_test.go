@@ -67,6 +67,8 @@ func TestGoDoc_ShowsFieldsAndMethods(t *testing.T) {
 		"EventKind":             {"EventEnqueued", "EventSnoozed", "EventQueueResumed"},
 		"WorkerInfo":            {"Host", "Concurrency", "Breakers", "RateLimits", "Schemas", "func (w WorkerInfo) Handles(task string) bool"},
 		"RateLimitInfo":         {"Limit", "Per", "Tokens", "Denied"},
+		"GlobalLimitInfo":       {"Scope", "Concurrency", "Slots", "Keys", "func (g GlobalLimitInfo) String() string"},
+		"CircuitBreakerInfo":    {"State", "Failures", "OpenUntil", "ProbeOwner", "Held"},
 	}
 	for name, want := range cases {
 		t.Run(name, func(t *testing.T) {
