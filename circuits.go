@@ -6,7 +6,6 @@ import (
 
 	"github.com/queuemax/queuemax/queuemaxtype"
 	"github.com/queuemax/queuemax/runtime/admission"
-	"github.com/queuemax/queuemax/runtime/engine"
 	"github.com/queuemax/queuemax/runtime/store"
 )
 
@@ -41,7 +40,7 @@ func Unavailable(err error) error { return queuemaxtype.Unavailable(err) }
 //     temporary) does not: it is the input's.
 //   - Anything else (a plain fmt.Errorf, a payload or decode error) does
 //     not count.
-func IsDependencyFailure(err error) bool { return engine.DependencyFailure(err) }
+func IsDependencyFailure(err error) bool { return admission.DependencyFailure(err) }
 
 // CircuitBreakerInfo is one task's circuit breaker as stored: the breaker
 // every process running the task shares (see docs/breakers.md); see

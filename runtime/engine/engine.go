@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/queuemax/queuemax/queuemaxtype"
+	"github.com/queuemax/queuemax/runtime/admission"
 	"github.com/queuemax/queuemax/runtime/breaker"
 	"github.com/queuemax/queuemax/runtime/ratelimit"
 	"github.com/queuemax/queuemax/runtime/scale"
@@ -143,12 +143,12 @@ type Stats struct {
 
 // Engine is the state of one Client.Run.
 type Engine struct {
-	cfg     Config
-	log     *slog.Logger
-	out     *outages // bounds the logs of an outage (outage.go)
-	order   []string // breaker names, sorted, for a stable claim plan
-	brk     *sharedBreakers
-	rlWaits map[string]*atomic.Int64
+	cfg Config
+	log *slog.Logger
+	out *outages // bounds the logs of an outage (outage.go)
+	// adm decides what is claimed and started: breakers, rate limiters,
+	// global, per-key and queue limits, queue caps (runtime/admission).
+	adm *admission.Controller
 
 	limit     atomic.Int64  // how many jobs may run at once
 	active    atomic.Int64  // jobs held (queued, running or being acknowledged)
@@ -156,11 +156,6 @@ type Engine struct {
 	executing atomic.Int64  // jobs whose handler has not returned yet
 	lowWater  atomic.Int64  // the producer claims again once inflight drops below this
 	slotFree  chan struct{} // buffer 1: the queue running low wakes the producer
-
-	queues *queueSlots   // nil without Config.Queues (see queues.go)
-	glim   *globalLimits // nil without Config.GlobalLimits (see limits.go)
-	qlim   *queueLimits  // nil if the store holds no limits (see limits_queue.go)
-	stamp  *stamps       // rate tokens moved to their handlers' starts (limits_stamp.go)
 
 	// queue holds claimed jobs for the workers; its capacity is the most
 	// jobs a claim may queue (ClaimBatch, or the largest worker limit).
@@ -205,7 +200,6 @@ func New(cfg Config) *Engine {
 	e := &Engine{
 		cfg:      cfg,
 		log:      cfg.Log,
-		rlWaits:  make(map[string]*atomic.Int64),
 		slotFree: make(chan struct{}, 1),
 		running:  make(map[store.JobID]*runningJob),
 		started:  cfg.Now(),
@@ -220,21 +214,21 @@ func New(cfg Config) *Engine {
 		queueCap = max(queueCap, p.Max)
 	}
 	e.queue = make(chan *runningJob, queueCap)
-	for name := range cfg.TaskLimiters {
-		e.rlWaits[name] = new(atomic.Int64)
+	var events admission.Emitter
+	if cfg.Events != nil {
+		events = cfg.Events
 	}
-	for name := range cfg.Breakers {
-		e.order = append(e.order, name)
-	}
-	slices.Sort(e.order)
-	e.brk = newSharedBreakers(e)
+	e.adm = admission.New(admission.Config{
+		Store: cfg.Store, WorkerID: cfg.WorkerID, Tasks: cfg.Tasks, Workers: cfg.Workers, Autoscale: cfg.Autoscale,
+		HeartbeatInterval: cfg.HeartbeatInterval, PollInterval: cfg.PollInterval, StuckTimeout: cfg.StuckTimeout,
+		Limiter: cfg.Limiter, TaskLimiters: cfg.TaskLimiters, Breakers: cfg.Breakers, Events: events,
+		GlobalLimits: cfg.GlobalLimits, LimitBy: cfg.LimitBy, WideLimits: cfg.WideLimits, Queues: cfg.Queues,
+		Now: cfg.Now, Log: cfg.Log,
+	}, admission.Host{Limit: &e.limit, Executing: &e.executing, Jobs: &e.jobWG,
+		JobCtx: func() context.Context { return e.jobCtx }, Wake: e.signalSlot, Out: e.out})
 	if cfg.Registry != nil {
 		cfg.Registry.e = e
 	}
-	e.queues = newQueueSlots(e, cfg.Queues)
-	e.glim = newGlobalLimits(e)
-	e.qlim = newQueueLimits(e)
-	e.stamp = newStamps(e)
 	e.state.Store(Running)
 	e.limit.Store(int64(cfg.Workers))
 	if p := cfg.Autoscale; p != nil {
@@ -339,11 +333,8 @@ func (e *Engine) backgroundServices() []Service {
 		e.cfg.WorkflowEnds.out = e.out
 		ss = append(ss, e.cfg.WorkflowEnds)
 	}
-	if e.glim != nil {
-		ss = append(ss, e.glim)
-	}
-	if e.qlim != nil {
-		ss = append(ss, e.qlim)
+	for _, s := range e.adm.Services() {
+		ss = append(ss, s)
 	}
 	return ss
 }
@@ -402,13 +393,22 @@ func (e *Engine) TaskLimiters() map[string]*ratelimit.Limiter { return e.cfg.Tas
 
 // RateLimitWaits returns, per task with a limiter, the claim rounds that
 // left it out for lack of a token.
-func (e *Engine) RateLimitWaits() map[string]int64 {
-	out := make(map[string]int64, len(e.rlWaits))
-	for name, n := range e.rlWaits {
-		out[name] = n.Load()
-	}
-	return out
-}
+func (e *Engine) RateLimitWaits() map[string]int64 { return e.adm.RateLimitWaits() }
+
+// GlobalLimitWaits returns, per task with a global limit, the claim
+// rounds that left it out because its limit was reached.
+func (e *Engine) GlobalLimitWaits() map[string]int64 { return e.adm.GlobalLimitWaits() }
+
+// BreakerStats returns each task breaker's figures as the engine last saw
+// its stored row (at most a second old), by name, and the names sorted.
+func (e *Engine) BreakerStats() (map[string]breaker.Stats, []string) { return e.adm.BreakerStats() }
+
+// BreakerOwner is the token this engine's probes are held under.
+func (e *Engine) BreakerOwner() string { return e.adm.BreakerOwner() }
+
+// QueueLimitsChanged tells the engine that the queues' stored limits
+// changed: it reads them again at its next claim round.
+func (e *Engine) QueueLimitsChanged() { e.adm.QueueLimitsChanged() }
 
 // Stats returns the engine's counters.
 func (e *Engine) Stats() Stats {

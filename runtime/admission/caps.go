@@ -1,4 +1,4 @@
-package engine
+package admission
 
 import (
 	"maps"
@@ -21,7 +21,7 @@ import (
 // cap), and idle also wakes on freed() (a queue at its cap got a slot back
 // while the producer waited for work).
 type queueSlots struct {
-	e     *Engine
+	e     *Controller
 	caps  map[string]int // named queues → MaxWorkers
 	names []string       // the named queues, sorted, then store.DefaultQueue
 	named int            // the sum of caps
@@ -31,7 +31,7 @@ type queueSlots struct {
 	free chan struct{} // buffer 1: a capped queue fell below its cap
 }
 
-func newQueueSlots(e *Engine, caps map[string]int) *queueSlots {
+func newQueueSlots(e *Controller, caps map[string]int) *queueSlots {
 	if len(caps) == 0 {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package engine
+package admission
 
 import (
 	"context"
@@ -26,7 +26,7 @@ import (
 
 // globalLimits is the engine's side of the store's limits.
 type globalLimits struct {
-	e     *Engine
+	e     *Controller
 	st    store.Limiter
 	rules map[string]store.LimitRule // task → rule
 
@@ -46,7 +46,7 @@ type globalLimits struct {
 	keys      *keyedLimits             // per-key limits (limits_key.go); nil: none
 }
 
-func newGlobalLimits(e *Engine) *globalLimits {
+func newGlobalLimits(e *Controller) *globalLimits {
 	st := e.cfg.Store
 	if len(e.cfg.GlobalLimits) == 0 {
 		return nil
@@ -156,7 +156,7 @@ func (g *globalLimits) take(ctx context.Context, groups []claimGroup, now time.T
 	grants, err := g.st.LimitTake(ctx, g.e.cfg.WorkerID, append(takes, riders...), now, now.Add(g.expiry()))
 	g.e.qlim.rode(ctx, grants[min(len(takes), len(grants)):], err, now)
 	if err != nil {
-		g.e.out.fail(ctx, slog.LevelWarn, "global limits", "global limits: take failed", err)
+		g.e.out.Fail(ctx, slog.LevelWarn, "global limits", "global limits: take failed", err)
 		grants = make([]store.LimitGrant, len(takes)) // take none this round
 		retryIn = g.poll()
 	}
@@ -245,7 +245,7 @@ func (g *globalLimits) settle(ctx context.Context, gives []store.LimitGive) {
 	}
 	if err := g.st.LimitGive(context.WithoutCancel(ctx), g.e.cfg.WorkerID, gives, g.e.cfg.Now()); err != nil {
 		// The slots expire with this process's lease instead.
-		g.e.out.fail(ctx, slog.LevelWarn, "global limits give", "global limits: give back unused starts", err)
+		g.e.out.Fail(ctx, slog.LevelWarn, "global limits give", "global limits: give back unused starts", err)
 	}
 }
 
@@ -343,7 +343,7 @@ func (g *globalLimits) flush() {
 		}
 		clear(g.toGive)
 		g.mu.Unlock()
-		g.settle(g.e.jobCtx, gives)
+		g.settle(g.e.jobCtx(), gives)
 		g.wake() // another round may take them again
 	}
 }
@@ -415,7 +415,7 @@ func (g *globalLimits) RunOnce(ctx context.Context, _ time.Time) {
 	sort.Slice(keys, func(a, b int) bool { return keys[a].Scope < keys[b].Scope })
 	now := g.e.cfg.Now()
 	if err := g.st.LimitRefresh(ctx, g.e.cfg.WorkerID, keys, now, now.Add(g.expiry())); err != nil {
-		g.e.out.fail(ctx, slog.LevelWarn, "global limits renew", "global limits: renew slots", err)
+		g.e.out.Fail(ctx, slog.LevelWarn, "global limits renew", "global limits: renew slots", err)
 	}
 }
 
@@ -424,7 +424,7 @@ func (g *globalLimits) Close(ctx context.Context) { g.settle(ctx, g.idleSpare(tr
 
 // GlobalLimitWaits returns, per task with a global limit, the claim
 // rounds that left it out because its limit was reached.
-func (e *Engine) GlobalLimitWaits() map[string]int64 {
+func (e *Controller) GlobalLimitWaits() map[string]int64 {
 	if e.glim == nil {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package engine
+package admission
 
 import (
 	"context"
@@ -40,7 +40,7 @@ type keyedLimits struct {
 	wideOf map[store.JobID]bool
 }
 
-func newKeyedLimits(e *Engine) *keyedLimits {
+func newKeyedLimits(e *Controller) *keyedLimits {
 	kc := e.cfg.Store
 	if len(e.cfg.LimitBy) == 0 {
 		return nil
@@ -95,17 +95,17 @@ func peekSize(room int) int { return min(max(4*room, 32), 512) }
 // claimKeyed claims up to room jobs of keyed group gr; see the top of the
 // file. It returns the jobs and how soon a key left out may be granted
 // more (an hour if none was).
-func (g *globalLimits) claimKeyed(ctx context.Context, p *producer, gr claimGroup, room int, now time.Time) ([]*store.Job, time.Duration) {
+func (g *globalLimits) claimKeyed(ctx context.Context, cl Claimer, gr claimGroup, room int, now time.Time) ([]*store.Job, time.Duration) {
 	e, task := g.e, gr.tasks[0]
 	by, r := g.keys.by[task], g.rules[task]
 	retryIn := time.Hour
-	params := store.ClaimParams{WorkerID: e.cfg.WorkerID, Now: now, Tasks: []string{task}, Order: p.claimOrder(),
+	params := store.ClaimParams{WorkerID: e.cfg.WorkerID, Now: now, Tasks: []string{task}, Order: cl.Order(),
 		Queues: e.queues.limits()}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	cands, err := g.keys.st.PeekKeys(cctx, params, by, peekSize(room))
 	if err != nil && ctx.Err() == nil && !errors.Is(err, store.ErrClosed) {
-		e.out.fail(ctx, slog.LevelWarn, "keyed limits peek", "global limits: peek keyed jobs", err, "task", task)
+		e.out.Fail(ctx, slog.LevelWarn, "keyed limits peek", "global limits: peek keyed jobs", err, "task", task)
 	}
 	if len(cands) == 0 {
 		return nil, retryIn
@@ -183,7 +183,7 @@ func (g *globalLimits) claimKeyed(ctx context.Context, p *producer, gr claimGrou
 	}
 	grants, err := g.st.LimitTake(cctx, e.cfg.WorkerID, takes, now, now.Add(g.expiry()))
 	if err != nil {
-		e.out.fail(ctx, slog.LevelWarn, "keyed limits", "global limits: take failed", err)
+		e.out.Fail(ctx, slog.LevelWarn, "keyed limits", "global limits: take failed", err)
 		return nil, g.poll()
 	}
 	var wideAt time.Time
@@ -248,7 +248,7 @@ func (g *globalLimits) claimKeyed(ctx context.Context, p *producer, gr claimGrou
 		jobs, err = g.keys.st.ClaimIDs(cctx, params, ids)
 		e.qlim.claimed(jobs)
 		if err != nil && ctx.Err() == nil && !errors.Is(err, store.ErrClosed) {
-			e.out.fail(ctx, slog.LevelWarn, "keyed claims", "claim failed", err)
+			e.out.Fail(ctx, slog.LevelWarn, "keyed claims", "claim failed", err)
 		}
 	}
 	if len(ids) > 0 && len(jobs) == 0 && err == nil {
@@ -327,6 +327,6 @@ func (g *globalLimits) sweepKeys(ctx context.Context) {
 	}
 	sort.Strings(scopes)
 	if _, err := g.keys.st.LimitSweep(ctx, scopes, g.e.cfg.Now(), age+time.Second); err != nil {
-		g.e.out.fail(ctx, slog.LevelWarn, "keyed limits sweep", "global limits: sweep keyed state", err)
+		g.e.out.Fail(ctx, slog.LevelWarn, "keyed limits sweep", "global limits: sweep keyed state", err)
 	}
 }
