@@ -413,6 +413,6 @@ func (e *Controller) claimFor(ctx context.Context, cl Claimer, g claimGroup, max
 	if err != nil && ctx.Err() == nil {
 		e.out.Fail(ctx, slog.LevelWarn, "breaker probe claims", "claim circuit breaker probe", err, "tasks", tasks)
 	}
-	jobs = e.qlim.probed(ctx, jobs) // limits_queue.go
+	jobs = e.qlim.probed(ctx, jobs) // queue.go
 	return jobs, err
 }

@@ -43,7 +43,7 @@ type globalLimits struct {
 	flushing  bool
 	free      chan struct{}            // buffer 1: a slot became spare or went back
 	waits     map[string]*atomic.Int64 // claim rounds a task's limit left out
-	keys      *keyedLimits             // per-key limits (limits_key.go); nil: none
+	keys      *keyedLimits             // per-key limits (keyed.go); nil: none
 }
 
 func newGlobalLimits(e *Controller) *globalLimits {
@@ -149,7 +149,7 @@ func (g *globalLimits) take(ctx context.Context, groups []claimGroup, now time.T
 		idx = append(idx, i)
 	}
 	g.mu.Unlock()
-	riders := g.e.qlim.riders() // the queue limits' takes join this call (limits_queue.go)
+	riders := g.e.qlim.riders() // the queue limits' takes join this call (queue.go)
 	if len(takes)+len(riders) == 0 {
 		return groups, retryIn
 	}
@@ -203,7 +203,7 @@ func (g *globalLimits) poll() time.Duration {
 // give appends what group gr of a round must give back after claiming
 // jobs of the granted ones (room was the most it asked the claim for):
 // unused slots and tokens; under a rate, the used tokens move to their
-// handlers' starts later (limits_stamp.go). A pooled rule keeps its held
+// handlers' starts later (stamps.go). A pooled rule keeps its held
 // slots while the claim found all it asked for, and gives back those its
 // claimed and running jobs do not need otherwise.
 func (g *globalLimits) give(gives []store.LimitGive, gr claimGroup, room int, jobs []*store.Job) []store.LimitGive {
@@ -228,7 +228,7 @@ func (g *globalLimits) give(gives []store.LimitGive, gr claimGroup, room int, jo
 	if r.Rate > 0 {
 		out.Tokens = unused
 		for _, j := range jobs {
-			g.e.stamp.add(j.ID, k.Scope, k.Key, gr.takenAt) // moved to the handler's start (limits_stamp.go)
+			g.e.stamp.add(j.ID, k.Scope, k.Key, gr.takenAt) // moved to the handler's start (stamps.go)
 		}
 	}
 	if out.Slots > 0 || out.Tokens > 0 {
@@ -283,7 +283,7 @@ func (g *globalLimits) ended(j *store.Job, started bool) {
 	if !ok {
 		return
 	}
-	if g.wideEnded(j) { // a keyed job's slot of the task's limit over all keys (limits_wide.go)
+	if g.wideEnded(j) { // a keyed job's slot of the task's limit over all keys (wide.go)
 		g.mu.Lock()
 		g.toGive[store.ScopeKey{Scope: store.TaskScope(j.Task)}]++
 		g.mu.Unlock()

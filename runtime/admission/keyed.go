@@ -32,9 +32,9 @@ type keyedLimits struct {
 	// rounds skip them (a slot of theirs ending here unblocks them).
 	blocked map[store.ScopeKey]time.Time
 	// walks is, per task, where the next walk of the keys behind the
-	// window resumes and when it may run (limits_heads.go).
+	// window resumes and when it may run (keyed_heads.go).
 	walks map[string]*keyWalk
-	// wide are the tasks' limits over all keys (limits_wide.go), and
+	// wide are the tasks' limits over all keys (wide.go), and
 	// wideOf the running keyed jobs that hold a slot of theirs.
 	wide   map[string]store.LimitRule
 	wideOf map[store.JobID]bool
@@ -89,7 +89,7 @@ func (g *globalLimits) keyedWant(gr claimGroup) int {
 // peekSize is how many ready jobs a keyed claim of room jobs looks at
 // first, in claim order: enough to serve the usual mix of keys in one
 // read; the keys behind it are reached by a walk of the keys when it
-// is not (limits_heads.go).
+// is not (keyed_heads.go).
 func peekSize(room int) int { return min(max(4*room, 32), 512) }
 
 // claimKeyed claims up to room jobs of keyed group gr; see the top of the
@@ -114,7 +114,7 @@ func (g *globalLimits) claimKeyed(ctx context.Context, cl Claimer, gr claimGroup
 	// are not known to be at their limit, in one transaction.
 	scope := store.TaskScope(task)
 	if len(cands) == peekSize(room) {
-		g.refreshBlocked(cctx, task, scope, now) // limits_heads.go
+		g.refreshBlocked(cctx, task, scope, now) // keyed_heads.go
 	}
 	keyOf := make([]string, len(cands))
 	at := make(map[string]int)
@@ -150,7 +150,7 @@ func (g *globalLimits) claimKeyed(ctx context.Context, cl Claimer, gr claimGroup
 	}
 	// The window may hold only keys at their limit, or fewer keys than
 	// the round has room for, while other keys' jobs wait behind it: walk
-	// the keys behind it for their first jobs (limits_heads.go).
+	// the keys behind it for their first jobs (keyed_heads.go).
 	var skip []string
 	if wanted < room && len(cands) == peekSize(room) {
 		skip = g.keys.skipped(scope, keyOf, now)
@@ -223,7 +223,7 @@ func (g *globalLimits) claimKeyed(ctx context.Context, cl Claimer, gr claimGroup
 	}
 	var ids []store.JobID
 	idKey := make(map[store.JobID]int)
-	qleft := e.qlim.left() // the round's queue limits (limits_queue.go)
+	qleft := e.qlim.left() // the round's queue limits (queue.go)
 	for i, c := range cands {
 		n, ok := at[keyOf[i]]
 		if !ok || len(ids) == room || len(ids) == wideN || left[n] == 0 {
@@ -260,7 +260,7 @@ func (g *globalLimits) claimKeyed(ctx context.Context, cl Claimer, gr claimGroup
 		n := idKey[j.ID]
 		used[n]++
 		if r.Rate > 0 {
-			e.stamp.add(j.ID, scope, takes[n].Key, grants[n].At) // moved to the handler's start (limits_stamp.go)
+			e.stamp.add(j.ID, scope, takes[n].Key, grants[n].At) // moved to the handler's start (stamps.go)
 		}
 		if r.Concurrency > 0 {
 			g.keys.of[j.ID] = store.ScopeKey{Scope: scope, Key: takes[n].Key}

@@ -421,7 +421,7 @@ func (q *queueLimits) claimed(jobs []*store.Job) {
 			g.used++
 			q.held[j.ID] = heldSlot{queue: name, gen: q.poolGen[name], pooled: g.pooled}
 			if !g.pooled {
-				q.e.stamp.add(j.ID, store.QueueScope(name), "", g.at) // moved to the handler's start (limits_stamp.go)
+				q.e.stamp.add(j.ID, store.QueueScope(name), "", g.at) // moved to the handler's start (stamps.go)
 			}
 			q.touched[name] = true
 			q.nheld.Add(1)
@@ -431,7 +431,7 @@ func (q *queueLimits) claimed(jobs []*store.Job) {
 
 // settle appends to gives what the round must give back: the starts it
 // did not claim (the used tokens move to their handlers' starts,
-// limits_stamp.go).
+// stamps.go).
 func (q *queueLimits) settle(gives []store.LimitGive) []store.LimitGive {
 	if q == nil || len(q.round) == 0 {
 		return gives

@@ -60,25 +60,25 @@ type Config struct {
 	// Breakers are the policies of the breakers that guard each task (key
 	// "" covers tasks without their own); a breaker whose Threshold is
 	// zero is off: it never opens. It must not be empty. A breaker's
-	// state is its stored row (breakers.go).
+	// state is its stored row (runtime/admission).
 	Breakers map[string]breaker.Policy
 	// Events, when set, receives a circuit_state_changed event for each
 	// change of a task's stored breaker this engine sees.
 	Events *Events
 	// GlobalLimits are the tasks' limits held in the store, over every
-	// process (limits.go); used only with a store.Limiter.
+	// process (runtime/admission).
 	GlobalLimits map[string]store.LimitRule
 	// LimitBy names, per task, the payload key its global limits apply
-	// per (limits_key.go); used only with a store.KeyClaimer.
+	// per (runtime/admission).
 	LimitBy map[string]string
 	// WideLimits are, per task limited per key (LimitBy), its limits over
 	// all its keys together, beside the per-key GlobalLimits[task]
-	// (limits_wide.go).
+	// (runtime/admission).
 	WideLimits map[string]store.LimitRule
 	Autoscale  *scale.Policy // validated, with defaults; nil: fixed Workers
 	// Queues caps named queues (name → MaxWorkers); the default queue gets
 	// the rest of the limit, and only these queues are claimed. Nil: one
-	// pool for every queue. See queues.go.
+	// pool for every queue (runtime/admission).
 	Queues map[string]int
 	// Wake is signalled after local enqueues (and by the engine after
 	// orphan recovery requeued jobs), so an idle producer claims at once.

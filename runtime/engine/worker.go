@@ -137,7 +137,7 @@ func (e *Engine) signalSlot() {
 }
 
 // outcome records the outcome of an attempt; the task's breaker learns
-// it first (breakers.go: only dependency failures count). A success goes to the acknowledger, a
+// it first (runtime/admission: only dependency failures count). A success goes to the acknowledger, a
 // failure is finished here, on the worker's goroutine; both through
 // Executor.Finish.
 func (e *Engine) outcome(rj *runningJob, result any, err error) {
