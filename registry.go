@@ -3,13 +3,10 @@ package queuemax
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"maps"
 	"slices"
 	"time"
 
 	"github.com/queuemax/queuemax/queuemaxtype"
-	"github.com/queuemax/queuemax/runtime/breaker"
 	"github.com/queuemax/queuemax/runtime/engine"
 )
 
@@ -81,92 +78,30 @@ func (c *Client) Workers(ctx context.Context) ([]WorkerInfo, error) {
 }
 
 // TaskInfo is one task's backlog in Stats, with how many live workers run
-// it.
-type TaskInfo struct {
-	Pending   int64 `json:"pending"`
-	Scheduled int64 `json:"scheduled"`
-	Workers   int   `json:"workers"` // live registry entries that handle the task
-}
+// it; see queuemaxtype.TaskInfo.
+type TaskInfo = queuemaxtype.TaskInfo
 
 // fillRegistry adds the per-task backlog, the live workers and, when this
-// process runs no engine, their breaker and rate-limit states to s.
+// process runs no engine, their breaker and rate-limit states to s
+// (engine.ReadFleet).
 func (c *Client) fillRegistry(ctx context.Context, s *Stats, local bool) error {
-	workers, err := c.Workers(ctx)
+	if c.closed.Load() {
+		return ErrClosed
+	}
+	f, err := engine.ReadFleet(ctx, c.st, c.now())
 	if err != nil {
 		return err
 	}
-	s.Workers = workers
-	backlog, err := c.st.TaskBacklog(ctx)
-	if err != nil {
-		return err
-	}
-	s.Tasks = make(map[string]TaskInfo, len(backlog))
-	for _, task := range slices.Sorted(maps.Keys(backlog)) {
-		b := backlog[task]
-		ti := TaskInfo{Pending: b.Pending, Scheduled: b.Scheduled}
-		for _, w := range workers {
-			if w.Handles(task) {
-				ti.Workers++
-			}
-		}
-		s.Tasks[task] = ti
-		if ti.Pending > 0 && ti.Workers == 0 {
-			name := task
-			if name == "" {
-				name = `"" (no task name)`
-			}
-			s.Warnings = append(s.Warnings, fmt.Sprintf("task %s has %d pending jobs and no live worker runs it", name, ti.Pending))
-		}
-	}
-	// Uptime is the queue's: since the earliest live worker started, or,
-	// with none, since the queue was created.
-	var since time.Time
-	for _, w := range workers {
-		if since.IsZero() || w.StartedAt.Before(since) {
-			since = w.StartedAt
-		}
-	}
-	if since.IsZero() {
-		if at, err := c.st.CreatedAt(ctx); err == nil {
-			since = at
-		}
-	}
-	if !since.IsZero() {
-		s.UptimeSeconds = max(0, c.now().Sub(since).Seconds())
-	}
-	if local || len(workers) == 0 {
+	s.Workers, s.Tasks, s.UptimeSeconds = f.Workers, f.Tasks, f.UptimeSeconds
+	s.Warnings = append(s.Warnings, f.Warnings...)
+	if local || len(f.Workers) == 0 {
 		return nil
 	}
 	// Another process's view: the running workers' states.
-	rank := map[string]int{breaker.Closed.String(): 0, breaker.HalfOpen.String(): 1, breaker.Open.String(): 2}
-	worst := breaker.Closed.String()
-	s.Circuits = make(map[string]string)
-	s.RateLimits = nil
+	s.Circuits, s.CircuitState, s.RateLimits = f.Circuits, f.CircuitState, f.RateLimits
 	s.RateLimit, s.RateLimitPer, s.TokensAvailable = 0, "", -1
-	for _, w := range workers {
-		for task, st := range w.Breakers {
-			if cur, ok := s.Circuits[task]; !ok || rank[st] > rank[cur] {
-				s.Circuits[task] = st
-			}
-			if rank[st] > rank[worst] {
-				worst = st
-			}
-		}
-		for task, rl := range w.RateLimits {
-			if s.RateLimits == nil {
-				s.RateLimits = make(map[string]RateLimitInfo)
-			}
-			sum := s.RateLimits[task]
-			sum.Limit += rl.Limit
-			sum.Per = rl.Per
-			sum.Tokens += rl.Tokens
-			sum.Denied += rl.Denied
-			s.RateLimits[task] = sum
-		}
-	}
 	if g, ok := s.RateLimits["*"]; ok {
 		s.RateLimit, s.RateLimitPer, s.TokensAvailable = g.Limit, g.Per, g.Tokens
 	}
-	s.CircuitState = worst
 	return nil
 }

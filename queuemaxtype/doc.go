@@ -12,7 +12,7 @@
 //   - the middleware interfaces (EnqueueMiddleware, WorkMiddleware),
 //     InsertJob and Hooks;
 //   - Event and EventKind;
-//   - WorkerInfo and RateLimitInfo, a worker registry entry;
+//   - WorkerInfo and RateLimitInfo, a worker registry entry, and TaskInfo;
 //   - GlobalLimitInfo and CircuitBreakerInfo, a limit's and a breaker's
 //     stored state as Stats shows them.
 //

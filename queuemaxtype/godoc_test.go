@@ -67,6 +67,7 @@ func TestGoDoc_ShowsFieldsAndMethods(t *testing.T) {
 		"EventKind":             {"EventEnqueued", "EventSnoozed", "EventQueueResumed"},
 		"WorkerInfo":            {"Host", "Concurrency", "Breakers", "RateLimits", "Schemas", "func (w WorkerInfo) Handles(task string) bool"},
 		"RateLimitInfo":         {"Limit", "Per", "Tokens", "Denied"},
+		"TaskInfo":              {"Pending", "Scheduled", "Workers"},
 		"GlobalLimitInfo":       {"Scope", "Concurrency", "Slots", "Keys", "func (g GlobalLimitInfo) String() string"},
 		"CircuitBreakerInfo":    {"State", "Failures", "OpenUntil", "ProbeOwner", "Held"},
 	}

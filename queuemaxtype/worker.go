@@ -55,3 +55,11 @@ type RateLimitInfo struct {
 	// since the process started: jobs that waited.
 	Denied uint64 `json:"denied"`
 }
+
+// TaskInfo is one task's backlog in Stats, with how many live workers run
+// it.
+type TaskInfo struct {
+	Pending   int64 `json:"pending"`
+	Scheduled int64 `json:"scheduled"`
+	Workers   int   `json:"workers"` // live registry entries that handle the task
+}

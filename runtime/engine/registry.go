@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/queuemax/queuemax/queuemaxtype"
+	"github.com/queuemax/queuemax/runtime/breaker"
 	"github.com/queuemax/queuemax/runtime/ratelimit"
 	"github.com/queuemax/queuemax/runtime/store"
 )
@@ -152,22 +154,18 @@ func (r *Registry) warnUnhandled(ctx context.Context) {
 	if len(r.Info.Tasks) == 0 {
 		return // a catch-all runs every task
 	}
-	workers, err := Workers(ctx, r.Store, r.Now())
-	if err != nil {
-		return
-	}
-	backlog, err := r.Store.TaskBacklog(ctx)
+	f, err := ReadFleet(ctx, r.Store, r.Now())
 	if err != nil {
 		return
 	}
 	now := make(map[string]bool)
-	for task, b := range backlog {
-		if b.Pending == 0 || slices.Contains(r.Info.Tasks, task) || slices.ContainsFunc(workers, func(w WorkerInfo) bool { return w.Handles(task) }) {
+	for task, ti := range f.Tasks {
+		if ti.Pending == 0 || ti.Workers > 0 || slices.Contains(r.Info.Tasks, task) {
 			continue // this engine runs it, even before its first registry write
 		}
 		now[task] = true
 		if !r.warned[task] {
-			r.Log.WarnContext(ctx, "task has pending jobs and no live worker runs it", "task", task, "pending", b.Pending)
+			r.Log.WarnContext(ctx, "task has pending jobs and no live worker runs it", "task", task, "pending", ti.Pending)
 		}
 	}
 	r.warned = now
@@ -202,4 +200,92 @@ func Workers(ctx context.Context, st store.Store, now time.Time) ([]WorkerInfo, 
 		return a.StartedAt.Compare(b.StartedAt)
 	})
 	return out, nil
+}
+
+// Fleet is what the worker registry says of the processes that share a
+// store: the live workers, each task's backlog with how many of them run
+// it, warnings of tasks none runs, the queue's uptime, and the workers'
+// breaker and rate-limiter states merged (the worst state per task; the
+// limiters summed, "*" the process-wide ones).
+type Fleet struct {
+	Workers       []WorkerInfo
+	Tasks         map[string]queuemaxtype.TaskInfo
+	Warnings      []string
+	UptimeSeconds float64
+	Circuits      map[string]string
+	CircuitState  string
+	RateLimits    map[string]queuemaxtype.RateLimitInfo
+}
+
+// ReadFleet reads st's worker registry and task backlog at now.
+func ReadFleet(ctx context.Context, st store.Store, now time.Time) (Fleet, error) {
+	var f Fleet
+	workers, err := Workers(ctx, st, now)
+	if err != nil {
+		return f, err
+	}
+	f.Workers = workers
+	backlog, err := st.TaskBacklog(ctx)
+	if err != nil {
+		return f, err
+	}
+	f.Tasks = make(map[string]queuemaxtype.TaskInfo, len(backlog))
+	for _, task := range slices.Sorted(maps.Keys(backlog)) {
+		b := backlog[task]
+		ti := queuemaxtype.TaskInfo{Pending: b.Pending, Scheduled: b.Scheduled}
+		for _, w := range workers {
+			if w.Handles(task) {
+				ti.Workers++
+			}
+		}
+		f.Tasks[task] = ti
+		if ti.Pending > 0 && ti.Workers == 0 {
+			name := task
+			if name == "" {
+				name = `"" (no task name)`
+			}
+			f.Warnings = append(f.Warnings, fmt.Sprintf("task %s has %d pending jobs and no live worker runs it", name, ti.Pending))
+		}
+	}
+	// Uptime is the queue's: since the earliest live worker started, or,
+	// with none, since the queue was created.
+	var since time.Time
+	for _, w := range workers {
+		if since.IsZero() || w.StartedAt.Before(since) {
+			since = w.StartedAt
+		}
+	}
+	if since.IsZero() {
+		if at, err := st.CreatedAt(ctx); err == nil {
+			since = at
+		}
+	}
+	if !since.IsZero() {
+		f.UptimeSeconds = max(0, now.Sub(since).Seconds())
+	}
+	rank := map[string]int{breaker.Closed.String(): 0, breaker.HalfOpen.String(): 1, breaker.Open.String(): 2}
+	f.CircuitState = breaker.Closed.String()
+	f.Circuits = make(map[string]string)
+	for _, w := range workers {
+		for task, st := range w.Breakers {
+			if cur, ok := f.Circuits[task]; !ok || rank[st] > rank[cur] {
+				f.Circuits[task] = st
+			}
+			if rank[st] > rank[f.CircuitState] {
+				f.CircuitState = st
+			}
+		}
+		for task, rl := range w.RateLimits {
+			if f.RateLimits == nil {
+				f.RateLimits = make(map[string]queuemaxtype.RateLimitInfo)
+			}
+			sum := f.RateLimits[task]
+			sum.Limit += rl.Limit
+			sum.Per = rl.Per
+			sum.Tokens += rl.Tokens
+			sum.Denied += rl.Denied
+			f.RateLimits[task] = sum
+		}
+	}
+	return f, nil
 }
