@@ -143,59 +143,6 @@ func TestBreakers_DependencyFailuresOpenThenProbe(t *testing.T) {
 	settle(e, -1)
 }
 
-// TestBreakers_NeutralProbe: a probe whose job fails on its own input
-// counts for nothing: the breaker stays half-open with its count, the
-// probe is freed and the next round probes again (with another job).
-func TestBreakers_NeutralProbe(t *testing.T) {
-	r := newRig(t, 1)
-	r.cfg.Workers, r.cfg.ClaimBatch = 1, 1
-	r.run = func(_ context.Context, j *store.Job) (any, error) { return nil, errors.New("bad input") }
-	if _, err := r.st.BreakerUpdate(t.Context(), []string{""}, func(b *store.BreakerRow) bool {
-		b.State, b.Failures, b.OpenedAt, b.Until = store.BreakerOpen, 5, r.now.Add(-time.Minute), r.now
-		return true
-	}); err != nil {
-		t.Fatal(err)
-	}
-	r.enqueue("t", 0, 2)
-	e := r.engine()
-	p := newProducer(e)
-	for i := range 2 {
-		if n, _, _ := p.RunOnce(t.Context(), r.now); n != 1 {
-			t.Fatalf("round %d: claimed %d, want one probe", i, n)
-		}
-		settle(e, -1)
-		if b := r.breakerRow(); b.State != store.BreakerHalfOpen || b.ProbeOwner != "" || b.Failures != 5 {
-			t.Fatalf("round %d: breaker after a bad-input probe = %+v; want half-open, probe free, 5 failures", i, b)
-		}
-	}
-}
-
-// TestBreakers_ProbeOfKilledProcessExpires: a probe held by a process
-// that died (never reported) blocks others only until it expires.
-func TestBreakers_ProbeOfKilledProcessExpires(t *testing.T) {
-	r := newRig(t, 1)
-	r.cfg.Workers, r.cfg.ClaimBatch = 1, 1
-	if _, err := r.st.BreakerUpdate(t.Context(), []string{""}, func(b *store.BreakerRow) bool {
-		b.State, b.Failures, b.ProbeOwner, b.ProbeExpires = store.BreakerHalfOpen, 5, "dead#1", r.now.Add(time.Minute)
-		return true
-	}); err != nil {
-		t.Fatal(err)
-	}
-	r.enqueue("t", 0, 1)
-	e := r.engine()
-	p := newProducer(e)
-	if n, _, _ := p.RunOnce(t.Context(), r.now.Add(59*time.Second)); n != 0 {
-		t.Fatalf("claimed %d while the dead process's probe holds, want 0", n)
-	}
-	if n, _, _ := p.RunOnce(t.Context(), r.now.Add(time.Minute)); n != 1 {
-		t.Fatalf("claimed %d once the probe expired, want the probe", n)
-	}
-	settle(e, -1)
-	if b := r.breakerRow(); !b.Closed() {
-		t.Fatalf("breaker = %+v, want closed after the probe succeeded", b)
-	}
-}
-
 // TestBreakers_ProbePrefersDependencyFailure: with no job that never ran,
 // the probe takes one whose last attempt failed on the dependency, not
 // the one that failed on its own input (of higher priority).
