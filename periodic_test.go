@@ -99,39 +99,6 @@ func TestScheduler_FiresEachSlotOnce(t *testing.T) {
 	}
 }
 
-func TestScheduler_MisfirePolicies(t *testing.T) {
-	t.Parallel()
-	t0 := time.Date(2026, 1, 1, 3, 0, 0, 0, time.UTC)
-	for _, tt := range []struct {
-		policy MisfirePolicy
-		want   int
-	}{{MisfireSkip, 0}, {MisfireRunOnce, 1}} {
-		t.Run(string(tt.policy), func(t *testing.T) {
-			t.Parallel()
-			b := setup(t, Config{Shards: 1, Handlers: []Handler{periodicHandler("t.Nightly", Periodic{Cron: "0 3 * * *", Misfire: tt.policy})}})
-			s := newTestScheduler(t, b.c)
-			if err := s.Register(b.ctx, t0.Add(-time.Hour)); err != nil { // next run: 03:00 today
-				t.Fatal(err)
-			}
-			// Down for three days: the 3am slots of days 1–3 were missed.
-			next, err := s.Tick(b.ctx, t0.Add(3*24*time.Hour+5*time.Hour))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := len(slotsFired(t, b.c, "t.Nightly")); got != tt.want {
-				t.Errorf("jobs after downtime = %d, want %d", got, tt.want)
-			}
-			if want := t0.Add(4 * 24 * time.Hour); !next.Equal(want) && next.After(want) {
-				t.Errorf("next = %v, want at most %v", next, want)
-			}
-			info, _ := b.c.PeriodicTasks(b.ctx)
-			if !info[0].NextRun.Equal(t0.Add(4 * 24 * time.Hour)) {
-				t.Errorf("next run = %v, want the next 3am", info[0].NextRun)
-			}
-		})
-	}
-}
-
 func TestScheduler_BadSchedules(t *testing.T) {
 	t.Parallel()
 	for _, p := range []Periodic{

@@ -80,3 +80,47 @@ func TestNew_BadEntries(t *testing.T) {
 		}
 	}
 }
+
+// TestScheduler_MisfirePolicies: after three days down, skip fires none
+// of the missed 3am slots and catch_up fires one; both move the next run
+// to the next 3am.
+func TestScheduler_MisfirePolicies(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 1, 1, 3, 0, 0, 0, time.UTC)
+	for _, tt := range []struct {
+		policy string
+		want   int
+	}{{MisfireSkip, 0}, {MisfireCatchUp, 1}} {
+		t.Run(tt.policy, func(t *testing.T) {
+			t.Parallel()
+			st, err := sqlitestore.Open(t.Context(), sqlitestore.Options{Dir: t.TempDir(), Shards: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			in := &inserter{}
+			s, err := New(Config{Store: st, Entries: []Entry{{Task: "t.Nightly", Cron: "0 3 * * *", Misfire: tt.policy}}, Insert: in})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Register(t.Context(), t0.Add(-time.Hour)); err != nil { // next run: 03:00 today
+				t.Fatal(err)
+			}
+			// Down for three days: the 3am slots of days 1–3 were missed.
+			next, err := s.Tick(t.Context(), t0.Add(3*24*time.Hour+5*time.Hour))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(in.fired) != tt.want {
+				t.Errorf("jobs after downtime = %d, want %d", len(in.fired), tt.want)
+			}
+			if want := t0.Add(4 * 24 * time.Hour); next.After(want) {
+				t.Errorf("next = %v, want at most %v", next, want)
+			}
+			states, err := st.PeriodicList(t.Context())
+			if err != nil || len(states) != 1 || !states[0].NextRun.Equal(t0.Add(4*24*time.Hour)) {
+				t.Errorf("stored %+v, %v; want the next run at the next 3am", states, err)
+			}
+		})
+	}
+}
