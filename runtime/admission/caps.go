@@ -18,7 +18,7 @@ import (
 // It hooks into the engine at four points: hold and unhold count a job in
 // and out of its queue, claim passes limits() to the store, ahead turns
 // prefetching off (a prefetched job would later start outside its queue's
-// cap), and idle also wakes on freed() (a queue at its cap got a slot back
+// cap), and idle also wakes on Controller.Freed (a queue at its cap got a slot back
 // while the producer waited for work).
 type queueSlots struct {
 	e     *Controller
@@ -87,13 +87,4 @@ func (q *queueSlots) limits() []store.QueueLimit {
 		}
 	}
 	return out
-}
-
-// freed returns the channel signalled when a queue at its cap frees a
-// slot; nil (never ready) without caps.
-func (q *queueSlots) freed() <-chan struct{} {
-	if q == nil {
-		return nil
-	}
-	return q.free
 }

@@ -357,15 +357,6 @@ func (g *globalLimits) wake() {
 	}
 }
 
-// freed is signalled when a slot became spare or went back (nil without
-// global limits).
-func (g *globalLimits) freed() <-chan struct{} {
-	if g == nil {
-		return nil
-	}
-	return g.free
-}
-
 // idleSpare takes out the pooled slots no claimed or running job needs
 // and that were not used since the last call (all of them with all), to
 // give back.

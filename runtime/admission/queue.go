@@ -546,14 +546,6 @@ func (q *queueLimits) wake() {
 	}
 }
 
-// freed is signalled when a slot went back (nil without queue limits).
-func (q *queueLimits) freed() <-chan struct{} {
-	if q == nil {
-		return nil
-	}
-	return q.free
-}
-
 func (q *queueLimits) expiry() time.Duration {
 	if d := q.e.cfg.StuckTimeout; d > 0 {
 		return d

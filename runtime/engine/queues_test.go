@@ -84,7 +84,7 @@ func TestProducer_RunOnceQueueCaps(t *testing.T) {
 	select {
 	case <-e.adm.Freed():
 	default:
-		t.Errorf("freed() not signalled after a capped queue's jobs finished")
+		t.Errorf("Freed not signalled after a capped queue's jobs finished")
 	}
 	if n, _, err := p.RunOnce(t.Context(), r.now); err != nil || n != 3 {
 		t.Errorf("RunOnce after the jobs finished = %d, %v; want 3", n, err)
