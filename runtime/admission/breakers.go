@@ -85,7 +85,7 @@ func newSharedBreakers(e *Controller) *sharedBreakers {
 }
 
 // BreakerOwner is the token this engine's probes are held under.
-func (e *Controller) BreakerOwner() string { return e.brk.owner }
+func (c *Controller) BreakerOwner() string { return c.brk.owner }
 
 // nameOf returns the breaker that guards task.
 func (s *sharedBreakers) nameOf(task string) string {
@@ -224,13 +224,13 @@ func (s *sharedBreakers) stats(name string, now time.Time) breaker.Stats {
 // BreakerStats returns each task breaker's figures as the engine last saw
 // its stored row (at most breakerRefresh old), by name, and the names
 // sorted.
-func (e *Controller) BreakerStats() (map[string]breaker.Stats, []string) {
-	now := e.cfg.Now()
-	out := make(map[string]breaker.Stats, len(e.order))
-	for _, name := range e.order {
-		out[name] = e.brk.stats(name, now)
+func (c *Controller) BreakerStats() (map[string]breaker.Stats, []string) {
+	now := c.cfg.Now()
+	out := make(map[string]breaker.Stats, len(c.order))
+	for _, name := range c.order {
+		out[name] = c.brk.stats(name, now)
 	}
-	return out, e.order
+	return out, c.order
 }
 
 // gate says what the round may claim of breaker name at now, and for a
@@ -396,23 +396,23 @@ func (s *sharedBreakers) write(batch map[string]*breaker.Outcomes, marks []store
 // one job through the store's ClaimProbe, which prefers a job that never
 // ran, so that a job that failed on its own input does not decide the
 // probe while others wait.
-func (e *Controller) claimFor(ctx context.Context, cl Claimer, g claimGroup, max int, now time.Time) ([]*store.Job, error) {
+func (c *Controller) claimFor(ctx context.Context, cl Claimer, g claimGroup, max int, now time.Time) ([]*store.Job, error) {
 	if !g.probe {
 		return cl.Claim(ctx, g.tasks, max, now)
 	}
 	tasks := g.tasks
-	if len(tasks) == 1 && tasks[0] == "" && e.cfg.Tasks == nil {
+	if len(tasks) == 1 && tasks[0] == "" && c.cfg.Tasks == nil {
 		tasks = nil // the catch-all handler's breaker covers every task
 	}
 	// Like claim: the claim runs to its end even when ctx ends (it is
 	// queued, then released).
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	jobs, err := e.brk.st.ClaimProbe(cctx, store.ClaimParams{WorkerID: e.cfg.WorkerID, Max: 1, Now: now, Tasks: tasks,
-		Queues: e.queues.limits()})
+	jobs, err := c.brk.st.ClaimProbe(cctx, store.ClaimParams{WorkerID: c.cfg.WorkerID, Max: 1, Now: now, Tasks: tasks,
+		Queues: c.queues.limits()})
 	if err != nil && ctx.Err() == nil {
-		e.out.Fail(ctx, slog.LevelWarn, "breaker probe claims", "claim circuit breaker probe", err, "tasks", tasks)
+		c.out.Fail(ctx, slog.LevelWarn, "breaker probe claims", "claim circuit breaker probe", err, "tasks", tasks)
 	}
-	jobs = e.qlim.probed(ctx, jobs) // queue.go
+	jobs = c.qlim.probed(ctx, jobs) // queue.go
 	return jobs, err
 }

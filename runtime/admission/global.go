@@ -415,12 +415,12 @@ func (g *globalLimits) Close(ctx context.Context) { g.settle(ctx, g.idleSpare(tr
 
 // GlobalLimitWaits returns, per task with a global limit, the claim
 // rounds that left it out because its limit was reached.
-func (e *Controller) GlobalLimitWaits() map[string]int64 {
-	if e.glim == nil {
+func (c *Controller) GlobalLimitWaits() map[string]int64 {
+	if c.glim == nil {
 		return nil
 	}
-	out := make(map[string]int64, len(e.glim.waits))
-	for name, n := range e.glim.waits {
+	out := make(map[string]int64, len(c.glim.waits))
+	for name, n := range c.glim.waits {
 		out[name] = n.Load()
 	}
 	return out

@@ -171,9 +171,9 @@ func (q *queueLimits) changed() {
 
 // QueueLimitsChanged makes the next claim round read the queue limits
 // again (a Client that changed them) and wakes the producer.
-func (e *Controller) QueueLimitsChanged() {
-	e.qlim.changed()
-	e.qlim.wake()
+func (c *Controller) QueueLimitsChanged() {
+	c.qlim.changed()
+	c.qlim.wake()
 }
 
 // refresh re-reads the rules when they are stale or older than the

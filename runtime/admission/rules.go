@@ -1,7 +1,15 @@
-// Package admission decides what may start and shows why a job waits:
-// the tasks' global and per-key limits, the queues' limits and the
-// shared circuit breakers, as the store holds them. The root package
-// keeps only their API; the engine takes the rules from here.
+// Package admission decides what a process claims and starts, and shows
+// why a job waits: the tasks' shared circuit breakers (their stored row is
+// a breaker's only state), the in-process rate limiters, the global,
+// per-key and queue limits held in the store, and the queue caps.
+//
+// The engine asks one Controller: once per claim round (Round: plan by the
+// breakers and rate limiters, take the stored limits' starts, claim each
+// group through the engine's Claimer, give back what the round did not
+// use) and at each job's start and end (Start, End or Drop, Record or
+// ReleaseProbe, and Held for the queue caps). Rules derives the engine's
+// rules from a client's task options and checks them; Infos, LimitHeld,
+// Breakers and BreakerHeld are what Stats and job listings show.
 //
 // Not API: import github.com/queuemax/queuemax instead.
 package admission
