@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/queuemax/queuemax/queuemaxtype"
@@ -44,8 +45,9 @@ type sharedBreakers struct {
 	marks   []store.DependencyMark // jobs whose attempt failed on a dependency, to write
 	seen    map[string]*seenState  // the state each breaker was last seen in, for events and Stats
 
-	flushMu  sync.Mutex
-	notifyMu sync.Mutex // orders the change events as the copy saw the changes
+	flushMu    sync.Mutex
+	notifyMu   sync.Mutex  // orders the change events as the copy saw the changes
+	refreshing atomic.Bool // a starting worker reads the rows again (holds)
 }
 
 // seenState is what the copy saw of one breaker over time.
@@ -184,13 +186,24 @@ func (s *sharedBreakers) notify(cs []change) {
 	}
 }
 
-// holds reports whether task's breaker, as last seen, holds a job of it
-// that is not its probe: open or half-open. A job claimed while the
-// breaker was closed does not start once it has opened.
+// holds reports whether task's breaker holds a job of it that is not its
+// probe: open or half-open. A job claimed while the breaker was closed
+// does not start once it has opened. It reads the copy, read again when
+// it is older than breakerRefresh (by one starting worker at a time, the
+// others read the copy meanwhile), so that a breaker another process
+// opened holds the starts within about breakerRefresh even while this
+// process plans no claim (its workers run prefetched jobs).
 func (s *sharedBreakers) holds(task string, probe bool) bool {
 	name := s.nameOf(task)
 	if probe || s.off[name] {
 		return false
+	}
+	s.mu.Lock()
+	stale := !s.readAt.IsZero() && time.Since(s.readAt) >= breakerRefresh
+	s.mu.Unlock()
+	if stale && s.refreshing.CompareAndSwap(false, true) {
+		s.refresh(s.e.jobCtx(), false)
+		s.refreshing.Store(false)
 	}
 	s.mu.Lock()
 	r, ok := s.rows[name]

@@ -89,3 +89,28 @@ func TestBreakers_ProbeOfKilledProcessExpires(t *testing.T) {
 		t.Fatalf("breaker = %+v; want closed after the probe succeeded", r)
 	}
 }
+
+// TestBreakers_StaleCopyReadAtStart: a breaker another process opened
+// holds the start of a job claimed before, once this process's copy is
+// older than breakerRefresh, even though no round planned since.
+func TestBreakers_StaleCopyReadAtStart(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{})
+	b.enqueue("t", 2)
+	jobs := b.round(2) // reads the copy: closed
+	if len(jobs) != 2 {
+		t.Fatalf("claimed %d; want 2", len(jobs))
+	}
+	b.setBreaker(func(r *store.BreakerRow) { // another process opens it
+		r.State, r.Failures, r.OpenedAt, r.Until = store.BreakerOpen, 5, b.now, b.now.Add(time.Minute)
+	})
+	if !b.c.Start(jobs[0], false) {
+		t.Fatal("a start within breakerRefresh of the last read refused the job; want the fresh copy trusted")
+	}
+	b.c.brk.mu.Lock()
+	b.c.brk.readAt = time.Now().Add(-breakerRefresh) // the copy is now stale
+	b.c.brk.mu.Unlock()
+	if b.c.Start(jobs[1], false) {
+		t.Error("a job started after another process opened its breaker (the stale copy was not read again)")
+	}
+}
