@@ -48,6 +48,10 @@ type sharedBreakers struct {
 	flushMu    sync.Mutex
 	notifyMu   sync.Mutex  // orders the change events as the copy saw the changes
 	refreshing atomic.Bool // a starting worker reads the rows again (holds)
+	// For holds' lock-free path: how many rows of the copy are not
+	// closed, and when the rows were last read (monoNow).
+	notClosed atomic.Int32
+	readMono  atomic.Int64
 }
 
 // seenState is what the copy saw of one breaker over time.
@@ -114,6 +118,7 @@ func (s *sharedBreakers) refresh(ctx context.Context, force bool) {
 		}
 		s.mu.Lock()
 		s.readAt = time.Now() // retry at the next refresh, not every round
+		s.readMono.Store(monoNow())
 		s.mu.Unlock()
 		return
 	}
@@ -134,6 +139,8 @@ func (s *sharedBreakers) refresh(ctx context.Context, force bool) {
 		}
 	}
 	s.rows, s.readAt = byName, time.Now()
+	s.readMono.Store(monoNow())
+	s.recount()
 	s.notify(s.changes(byName, true))
 }
 
@@ -198,18 +205,34 @@ func (s *sharedBreakers) holds(task string, probe bool) bool {
 	if probe || s.off[name] {
 		return false
 	}
-	s.mu.Lock()
-	stale := !s.readAt.IsZero() && time.Since(s.readAt) >= breakerRefresh
-	s.mu.Unlock()
-	if stale && s.refreshing.CompareAndSwap(false, true) {
+	if at := s.readMono.Load(); at != 0 && time.Duration(monoNow()-at) >= breakerRefresh && s.refreshing.CompareAndSwap(false, true) {
 		s.refresh(s.e.jobCtx(), false)
 		s.refreshing.Store(false)
+	}
+	if s.notClosed.Load() == 0 {
+		return false // every breaker closed: the hot path takes no lock
 	}
 	s.mu.Lock()
 	r, ok := s.rows[name]
 	s.mu.Unlock()
 	return ok && !r.Closed()
 }
+
+// recount counts the rows of the copy that are not closed; s.mu is held.
+func (s *sharedBreakers) recount() {
+	n := 0
+	for _, r := range s.rows {
+		if !r.Closed() {
+			n++
+		}
+	}
+	s.notClosed.Store(int32(n))
+}
+
+// monoBase and monoNow are a monotonic clock in nanoseconds, for atomics.
+var monoBase = time.Now()
+
+func monoNow() int64 { return int64(time.Since(monoBase)) + 1 }
 
 // stats returns breaker name's figures as last seen, at now.
 func (s *sharedBreakers) stats(name string, now time.Time) breaker.Stats {
@@ -291,6 +314,7 @@ func (s *sharedBreakers) store(rows []store.BreakerRow) {
 		s.wrote[r.Task] = now
 		m[r.Task] = r
 	}
+	s.recount()
 	s.notify(s.changes(m, false))
 }
 

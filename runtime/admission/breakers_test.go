@@ -109,6 +109,7 @@ func TestBreakers_StaleCopyReadAtStart(t *testing.T) {
 	}
 	b.c.brk.mu.Lock()
 	b.c.brk.readAt = time.Now().Add(-breakerRefresh) // the copy is now stale
+	b.c.brk.readMono.Store(monoNow() - int64(breakerRefresh))
 	b.c.brk.mu.Unlock()
 	if b.c.Start(jobs[1], false) {
 		t.Error("a job started after another process opened its breaker (the stale copy was not read again)")
