@@ -91,58 +91,12 @@ func (c *Client) publishCatalog(ctx context.Context) error {
 	return c.st.TaskCatalogPut(ctx, recs)
 }
 
-// adoptRenamed gives waiting jobs stored under an earlier name of one of
-// c's tasks that task's name: its declared Aliases, and the name an
-// earlier version derived from the import path
-// (example.com/shop/tasks.SendEmail for tasks.SendEmail). Run calls it
-// when it starts and at every recovery pass, so that jobs an old producer
-// still stores under the old name run too. It returns how many it renamed.
-func (c *Client) adoptRenamed(ctx context.Context) (int64, error) {
-	backlog, err := c.st.TaskBacklog(ctx)
-	if err != nil {
-		return 0, err
-	}
-	var total int64
-	for stored := range backlog {
-		to, ok := c.oldNameOf(stored)
-		if !ok {
-			continue
-		}
-		n, err := c.st.TaskRename(ctx, stored, to)
-		total += n
-		if err != nil {
-			return total, err
-		}
-		if n > 0 {
-			c.log.InfoContext(ctx, "queuemax: jobs stored under an earlier task name now run as the task", "from", stored, "to", to, "jobs", n)
-		}
-	}
-	return total, nil
-}
-
 // oldNameOf returns the handler whose earlier name stored is: a declared
 // alias, or an import-path form of a handler's name (pkg/path/tasks.F for
 // tasks.F). ok is false for a handler's own name and for unknown names.
-func (c *Client) oldNameOf(stored string) (string, bool) {
-	if stored == "" {
-		return "", false
-	}
-	if _, own := c.handlers[stored]; own {
-		return "", false
-	}
-	for name, h := range c.handlers {
-		if name != "" && slices.Contains(h.Options.Aliases, stored) {
-			return name, true
-		}
-	}
-	if strings.Contains(stored, "/") {
-		short := pathlessTask(stored)
-		if h, ok := c.handlers[short]; ok && short != "" && h != nil {
-			return short, true
-		}
-	}
-	return "", false
-}
+// Run's maintenance renames the waiting jobs stored under such names
+// (engine.Renames).
+func (c *Client) oldNameOf(stored string) (string, bool) { return c.renames.Of(stored) }
 
 // checkAliases rejects an alias that is another handler's name or alias.
 func (c *Client) checkAliases() error {
@@ -224,14 +178,4 @@ func (c *Client) ResolveTaskName(ctx context.Context, name string) (string, erro
 		return "", ErrClosed
 	}
 	return c.resolveTask(ctx, name, false, false)
-}
-
-// adoptRenamedLogged runs adoptRenamed at a recovery pass of engine w,
-// whose outage log reports a failure once per outage and its recovery.
-func (c *Client) adoptRenamedLogged(ctx context.Context, w *worker) {
-	_, err := c.adoptRenamed(ctx)
-	if ctx.Err() != nil {
-		return
-	}
-	w.Outage(ctx, "task renames", "queuemax: cannot rename jobs stored under earlier task names", err)
 }

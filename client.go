@@ -41,14 +41,11 @@ type Client struct {
 	running atomic.Bool
 	closed  atomic.Bool
 
-	alertMu    sync.Mutex
-	schemaMu   sync.Mutex
-	schemas    schemaCache  // see publishedSchemas
-	catalogC   catalogCache // see catalog (catalog.go)
-	alertAt    time.Time    // last alert check (wall clock, for the throttle)
-	alertTimer *time.Timer  // the pending trailing check, if any
-	alertHigh  bool         // pending was above the threshold at the last check
-	alertSent  time.Time    // last alert event
+	alerts   *engine.Alerts  // the AlertThreshold check
+	renames  *engine.Renames // the tasks' earlier names (catalog.go)
+	schemaMu sync.Mutex
+	schemas  schemaCache  // see publishedSchemas
+	catalogC catalogCache // see catalog (catalog.go)
 
 	engine atomic.Pointer[worker] // the running engine, while Run is active
 }
@@ -126,6 +123,7 @@ func Open(ctx context.Context, cfg Config) (c *Client, err error) {
 	if err := c.checkAliases(); err != nil { // catalog.go
 		return nil, err
 	}
+	c.renames = engine.NewRenames(c.aliases())
 	if _, ok := c.handlers[""]; ok {
 		c.names = nil // a catch-all handler takes every task
 	}
@@ -152,6 +150,7 @@ func Open(ctx context.Context, cfg Config) (c *Client, err error) {
 	}
 	c.st = st
 	c.cfg.Store = st
+	c.alerts = engine.NewAlerts(st, c.events, cfg.AlertThreshold, c.now, c.log)
 	c.cfg.ReadOnly = st.ReadOnly()
 	c.exec = c.newExecutor()
 	c.cfg.Shards = st.Shards()
@@ -203,12 +202,7 @@ func (c *Client) Close() error {
 	if c.closed.Swap(true) {
 		return ErrClosed
 	}
-	c.alertMu.Lock()
-	if c.alertTimer != nil {
-		c.alertTimer.Stop()
-		c.alertTimer = nil
-	}
-	c.alertMu.Unlock()
+	c.alerts.Stop()
 	c.events.CloseAll()
 	return c.st.Close()
 }
@@ -465,59 +459,9 @@ func (c *Client) insertPrepared(ctx context.Context, ps []store.InsertParams) ([
 	return ids, nil
 }
 
-// alertCheckEvery bounds how often enqueues count pending jobs for the
-// alert: an enqueue that takes pending over Config.AlertThreshold raises
-// EventAlert within alertCheckEvery, in a process that only enqueues too.
-const alertCheckEvery = 100 * time.Millisecond
-
 // checkAlert emits EventAlert when pending (ready plus scheduled) jobs
-// exceed the threshold. Enqueues count at most once per alertCheckEvery
-// (force skips that throttle); an enqueue that falls inside the throttle
-// schedules one trailing check, so the last enqueue of a burst is always
-// counted. The count is one indexed count per shard. It emits on the rising
-// edge and then at most once a minute while pending stays high.
-func (c *Client) checkAlert(ctx context.Context, force bool) {
-	if c.cfg.AlertThreshold < 0 || !c.hasSubscribers(EventAlert) || eventsSuppressed(ctx) || c.closed.Load() {
-		return
-	}
-	c.alertMu.Lock()
-	if !force {
-		if wait := alertCheckEvery - time.Since(c.alertAt); wait > 0 {
-			if c.alertTimer == nil {
-				bg := context.WithoutCancel(ctx)
-				c.alertTimer = time.AfterFunc(wait, func() {
-					c.alertMu.Lock()
-					c.alertTimer = nil
-					c.alertMu.Unlock()
-					c.checkAlert(bg, false)
-				})
-			}
-			c.alertMu.Unlock()
-			return
-		}
-	}
-	c.alertAt = time.Now()
-	c.alertMu.Unlock()
-	pending, err := c.waitingCount(ctx)
-	if err != nil {
-		if ctx.Err() == nil && !errors.Is(err, ErrClosed) {
-			c.log.WarnContext(ctx, "alert check: count pending jobs", "err", err)
-		}
-		return
-	}
-	now := c.now()
-	c.alertMu.Lock()
-	high := pending > int64(c.cfg.AlertThreshold)
-	send := high && (!c.alertHigh || now.Sub(c.alertSent) >= time.Minute)
-	c.alertHigh = high
-	if send {
-		c.alertSent = now
-	}
-	c.alertMu.Unlock()
-	if send {
-		c.emit(ctx, Event{Kind: EventAlert, AlertType: "QUEUE_SIZE", Pending: pending, Threshold: c.cfg.AlertThreshold})
-	}
-}
+// exceed Config.AlertThreshold; see engine.Alerts.Check.
+func (c *Client) checkAlert(ctx context.Context, force bool) { c.alerts.Check(ctx, force) }
 
 // waitingCount returns how many jobs are pending or scheduled.
 func (c *Client) waitingCount(ctx context.Context) (int64, error) {

@@ -83,14 +83,6 @@ func (l QueueLimits) rule() store.LimitRule {
 	return store.LimitRule{Rate: l.Rate.Limit, Per: l.Rate.Per, Concurrency: l.Concurrency}
 }
 
-func queueLimitsOf(r store.LimitRule) QueueLimits {
-	l := QueueLimits{Concurrency: r.Concurrency}
-	if r.Rate > 0 {
-		l.Rate = Rate{Limit: r.Rate, Per: r.Per}
-	}
-	return l
-}
-
 // checkQueueLimits says what is wrong with l for queue.
 func checkQueueLimits(queue string, l QueueLimits) error {
 	switch {
@@ -137,17 +129,19 @@ func (c *Client) SetQueueLimits(ctx context.Context, queue string, l QueueLimits
 	return nil
 }
 
-// queueLimits returns every queue's stored limits (nil without any, or on
-// a store without limits).
+// queueLimits returns every queue's stored limits (nil without any).
 func (c *Client) queueLimits(ctx context.Context) (map[string]QueueLimits, error) {
-	lim := c.st
-	rules, err := lim.QueueLimits(ctx)
+	rules, err := c.st.QueueLimits(ctx)
 	if err != nil || len(rules) == 0 {
 		return nil, err
 	}
 	out := make(map[string]QueueLimits, len(rules))
 	for name, r := range rules {
-		out[name] = queueLimitsOf(r)
+		l := QueueLimits{Concurrency: r.Concurrency}
+		if r.Rate > 0 {
+			l.Rate = Rate{Limit: r.Rate, Per: r.Per}
+		}
+		out[name] = l
 	}
 	return out, nil
 }
@@ -165,82 +159,4 @@ func (c *Client) addQueueLimits(ctx context.Context, byName map[string]QueueInfo
 		byName[name] = q
 	}
 	return nil
-}
-
-// queueLimitInfos lists the queues' limits with their use (usage is the
-// store's state rows, now).
-func (c *Client) queueLimitInfos(ctx context.Context, usage []store.LimitUsage) ([]GlobalLimitInfo, error) {
-	ls, err := c.queueLimits(ctx)
-	if err != nil || len(ls) == 0 {
-		return nil, err
-	}
-	used := make(map[string]store.LimitUsage, len(usage))
-	for _, u := range usage {
-		if name, ok := strings.CutPrefix(u.Scope, "queue:"); ok && u.Key == "" {
-			used[name] = u
-		}
-	}
-	// Running is the queue's jobs that processes claimed, at most the
-	// slots held: a slot kept for prefetch runs nothing.
-	var claimed map[string]int
-	if qs, err := c.st.QueueList(ctx); err == nil {
-		claimed = make(map[string]int, len(qs))
-		for _, q := range qs {
-			claimed[store.QueueOf(q.Name)] = int(q.Processing)
-		}
-	} else {
-		return nil, err
-	}
-	out := make([]GlobalLimitInfo, 0, len(ls))
-	for name, l := range ls {
-		u := used[name]
-		g := GlobalLimitInfo{Scope: "queue", Name: name, Rate: l.Rate.Limit, Concurrency: l.Concurrency,
-			Running: min(u.Running, claimed[store.QueueOf(name)]), Slots: u.Running}
-		if l.Rate.Limit > 0 {
-			g.Per, g.Started = l.Rate.Per.String(), u.Started
-		}
-		out = append(out, g)
-	}
-	return out, nil
-}
-
-// queueHeldReasons says, per queue whose limit is reached, why its ready
-// jobs wait (from the store's state rows).
-func queueHeldReasons(usage []store.LimitUsage) map[string]string {
-	var out map[string]string
-	for _, u := range usage {
-		name, ok := strings.CutPrefix(u.Scope, "queue:")
-		if !ok || u.Key != "" {
-			continue
-		}
-		r := u.Rule
-		var why string
-		switch {
-		case r.Concurrency > 0 && u.Running >= r.Concurrency:
-			why = fmt.Sprintf("global concurrency of queue %s reached (%d/%d running)", name, u.Running, r.Concurrency)
-		case r.Rate > 0 && u.Started >= r.Rate:
-			why = fmt.Sprintf("global rate limit of queue %s reached (%d/%d started in the last %s)", name, u.Started, r.Rate, r.Per)
-		}
-		if why != "" {
-			if out == nil {
-				out = make(map[string]string)
-			}
-			out[name] = why
-		}
-	}
-	return out
-}
-
-// fillQueueHeld sets Held on the ready jobs of jobs whose queue's limit is
-// reached; a reason already set is kept.
-func fillQueueHeld(usage []store.LimitUsage, jobs []*Job) {
-	reasons := queueHeldReasons(usage)
-	if len(reasons) == 0 {
-		return
-	}
-	for _, j := range jobs {
-		if j != nil && j.Status == StatusPending && j.Held == "" {
-			j.Held = reasons[store.QueueOf(j.Queue)]
-		}
-	}
 }

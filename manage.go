@@ -167,7 +167,8 @@ func (c *Client) RetryJob(ctx context.Context, id JobID) error {
 // The job keeps the job steps it recorded unless Config.RequeueClearsSteps
 // is set (a re-created job has none).
 func (c *Client) RequeueDead(ctx context.Context, shard int, dlqID int64) (JobID, error) {
-	id, err := c.st.RequeueDead(ctx, shard, dlqID, store.RequeueParams{Now: c.now(), Defaults: c.taskDefaults,
+	defaults, fallback := c.taskDefaults()
+	id, err := c.st.RequeueDead(ctx, shard, dlqID, store.RequeueParams{Now: c.now(), Defaults: defaults, Fallback: fallback,
 		ClearProgress: c.cfg.RequeueClearsSteps})
 	if err == nil {
 		c.notify()
@@ -175,18 +176,20 @@ func (c *Client) RequeueDead(ctx context.Context, shard int, dlqID int64) (JobID
 	return id, err
 }
 
-// taskDefaults returns the priority and max attempts a new job of task gets
-// when nothing overrides them.
-func (c *Client) taskDefaults(task string) (Priority, int) {
-	retries := *c.cfg.MaxRetries
-	var prio Priority
-	if h, ok := c.handlers[task]; ok {
-		prio = h.Options.Priority
+// taskDefaults returns the priority and max attempts a new job of each
+// task gets when nothing overrides them, and those of a task without a
+// handler.
+func (c *Client) taskDefaults() (map[string]store.TaskDefaults, store.TaskDefaults) {
+	fallback := store.TaskDefaults{MaxAttempts: *c.cfg.MaxRetries + 1}
+	out := make(map[string]store.TaskDefaults, len(c.handlers))
+	for name, h := range c.handlers {
+		d := store.TaskDefaults{Priority: h.Options.Priority, MaxAttempts: fallback.MaxAttempts}
 		if h.Options.MaxRetries != nil {
-			retries = *h.Options.MaxRetries
+			d.MaxAttempts = *h.Options.MaxRetries + 1
 		}
+		out[name] = d
 	}
-	return prio, retries + 1
+	return out, fallback
 }
 
 // Cleanup deletes failed, cancelled and completed jobs that finished more

@@ -75,10 +75,10 @@ func TestMiddleware_Enqueue(t *testing.T) {
 		b := setup(t, Config{Shards: 2, Middleware: []JobMiddleware{stampMiddleware("periodic")},
 			Handlers: []Handler{periodicHandler("t.Every", Periodic{Every: time.Minute})}})
 		s := newTestScheduler(t, b.c)
-		if err := s.register(b.ctx, t0); err != nil {
+		if err := s.Register(b.ctx, t0); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.tick(b.ctx, t0.Add(time.Minute)); err != nil {
+		if _, err := s.Tick(b.ctx, t0.Add(time.Minute)); err != nil {
 			t.Fatal(err)
 		}
 		jobs, err := b.c.Jobs(b.ctx, ListParams{Task: "t.Every"})

@@ -44,10 +44,10 @@ func (c *Client) CircuitStates() map[string]string {
 	if e == nil {
 		return nil
 	}
-	bs, _ := e.Breakers()
+	bs, _ := e.BreakerStats()
 	out := make(map[string]string, len(bs))
-	for name, b := range bs {
-		out[name] = b.Stats().State.String()
+	for name, st := range bs {
+		out[name] = st.State.String()
 	}
 	return out
 }
@@ -90,8 +90,10 @@ type TaskBreaker struct {
 }
 
 // Breakers returns every task breaker of the running (or last) Run, in the
-// order Run built them, read from memory (each mirrors the stored breaker
-// as Run last read it; Rejected counts this process only), and whether Run
+// order of their names, as Run last read the stored breakers (at most
+// about a second old; StateChanges and TotalOpen count what this process
+// saw, Rejected is zero: the store's breakers hold jobs, they reject no
+// call), and whether Run
 // has ever started in this process (false: no breaker exists yet). The
 // stored breakers, which every process shares, are CircuitBreakers.
 func (c *Client) Breakers() ([]TaskBreaker, bool) {
@@ -99,10 +101,10 @@ func (c *Client) Breakers() ([]TaskBreaker, bool) {
 	if e == nil {
 		return nil, false
 	}
-	bs, order := e.Breakers()
+	bs, order := e.BreakerStats()
 	out := make([]TaskBreaker, 0, len(order))
 	for _, name := range order {
-		out = append(out, TaskBreaker{Task: name, Stats: bs[name].Stats()})
+		out = append(out, TaskBreaker{Task: name, Stats: bs[name]})
 	}
 	return out, true
 }

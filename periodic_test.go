@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/queuemax/queuemax/runtime/schedule"
 )
 
 func periodicHandler(name string, p Periodic) Handler {
@@ -35,7 +37,7 @@ func slotsFired(t *testing.T, c *Client, task string) []string {
 	return out
 }
 
-func newTestScheduler(t *testing.T, c *Client) *scheduler {
+func newTestScheduler(t *testing.T, c *Client) *schedule.Scheduler {
 	t.Helper()
 	s, err := c.newScheduler()
 	if err != nil {
@@ -49,12 +51,12 @@ func TestScheduler_FiresEachSlotOnce(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
 	b := setup(t, Config{Shards: 2, Handlers: []Handler{periodicHandler("t.Every", Periodic{Every: time.Minute})}})
 	s := newTestScheduler(t, b.c)
-	if err := s.register(b.ctx, t0); err != nil {
+	if err := s.Register(b.ctx, t0); err != nil {
 		t.Fatal(err)
 	}
 	tick := func(at time.Time) time.Time {
 		t.Helper()
-		next, err := s.tick(b.ctx, at)
+		next, err := s.Tick(b.ctx, at)
 		if err != nil {
 			t.Fatalf("tick(%v): %v", at, err)
 		}
@@ -85,48 +87,15 @@ func TestScheduler_FiresEachSlotOnce(t *testing.T) {
 
 	// A restart keeps the stored next run: no slot is repeated or skipped.
 	s2 := newTestScheduler(t, b.c)
-	if err := s2.register(b.ctx, t0.Add(3*time.Minute+30*time.Second)); err != nil {
+	if err := s2.Register(b.ctx, t0.Add(3*time.Minute+30*time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	if next, _ := s2.tick(b.ctx, t0.Add(3*time.Minute+30*time.Second)); !next.Equal(t0.Add(4 * time.Minute)) {
+	if next, _ := s2.Tick(b.ctx, t0.Add(3*time.Minute+30*time.Second)); !next.Equal(t0.Add(4 * time.Minute)) {
 		t.Errorf("after restart next = %v, want %v", next, t0.Add(4*time.Minute))
 	}
-	s2.tick(b.ctx, t0.Add(4*time.Minute))
+	s2.Tick(b.ctx, t0.Add(4*time.Minute))
 	if got := slotsFired(t, b.c, "t.Every"); len(got) != 3 {
 		t.Errorf("after restart jobs = %v, want 3", got)
-	}
-}
-
-func TestScheduler_MisfirePolicies(t *testing.T) {
-	t.Parallel()
-	t0 := time.Date(2026, 1, 1, 3, 0, 0, 0, time.UTC)
-	for _, tt := range []struct {
-		policy MisfirePolicy
-		want   int
-	}{{MisfireSkip, 0}, {MisfireRunOnce, 1}} {
-		t.Run(string(tt.policy), func(t *testing.T) {
-			t.Parallel()
-			b := setup(t, Config{Shards: 1, Handlers: []Handler{periodicHandler("t.Nightly", Periodic{Cron: "0 3 * * *", Misfire: tt.policy})}})
-			s := newTestScheduler(t, b.c)
-			if err := s.register(b.ctx, t0.Add(-time.Hour)); err != nil { // next run: 03:00 today
-				t.Fatal(err)
-			}
-			// Down for three days: the 3am slots of days 1–3 were missed.
-			next, err := s.tick(b.ctx, t0.Add(3*24*time.Hour+5*time.Hour))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := len(slotsFired(t, b.c, "t.Nightly")); got != tt.want {
-				t.Errorf("jobs after downtime = %d, want %d", got, tt.want)
-			}
-			if want := t0.Add(4 * 24 * time.Hour); !next.Equal(want) && next.After(want) {
-				t.Errorf("next = %v, want at most %v", next, want)
-			}
-			info, _ := b.c.PeriodicTasks(b.ctx)
-			if !info[0].NextRun.Equal(t0.Add(4 * 24 * time.Hour)) {
-				t.Errorf("next run = %v, want the next 3am", info[0].NextRun)
-			}
-		})
 	}
 }
 
@@ -155,11 +124,11 @@ func TestScheduler_ManySchedulersOneSlotEach(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	h := periodicHandler("t.Tick", Periodic{Every: time.Minute})
 	b := setup(t, Config{Shards: 2, Handlers: []Handler{h}})
-	var scheds []*scheduler
+	var scheds []*schedule.Scheduler
 	for range 3 {
 		c := setup(t, Config{Dir: b.dir, Shards: 2, Handlers: []Handler{h}}).c
 		s := newTestScheduler(t, c)
-		if err := s.register(b.ctx, t0); err != nil {
+		if err := s.Register(b.ctx, t0); err != nil {
 			t.Fatal(err)
 		}
 		scheds = append(scheds, s)
@@ -182,7 +151,7 @@ func TestScheduler_ManySchedulersOneSlotEach(t *testing.T) {
 		var wg sync.WaitGroup
 		for _, s := range scheds {
 			wg.Go(func() {
-				if _, err := s.tick(b.ctx, at); err != nil {
+				if _, err := s.Tick(b.ctx, at); err != nil {
 					t.Errorf("tick: %v", err)
 				}
 			})
@@ -234,7 +203,7 @@ func schedChild(dir string, shards int, in io.Reader, say func(string, ...any)) 
 	sc := bufio.NewScanner(in)
 	for sc.Scan() {
 		n, _ := strconv.ParseInt(sc.Text(), 10, 64)
-		if _, err := s.tick(ctx, time.Unix(0, n).UTC()); err != nil {
+		if _, err := s.Tick(ctx, time.Unix(0, n).UTC()); err != nil {
 			say("error %v", err)
 			return 1
 		}

@@ -3,7 +3,6 @@ package queuemax
 import (
 	"context"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/queuemax/queuemax/queuemaxtype"
@@ -77,16 +76,15 @@ const (
 // worker-registry entry).
 type worker struct {
 	*engine.Engine
-	c      *Client
-	regKey string          // the worker registry row, set once by newEngine (registry.go)
-	warned map[string]bool // tasks warnUnhandled reported (maintenance only)
+	c *Client
 }
 
 // newEngine builds the engine of one Run from the client's configuration:
 // the breakers and rate limiters it decides claims by, and the client's
 // Executor, which runs and finishes its jobs.
 func (c *Client) newEngine() (*worker, error) {
-	w := &worker{c: c, regKey: newRegistryKey(c.cfg.WorkerID)}
+	w := &worker{c: c}
+	rules := c.limitRules()
 	cfg := engine.Config{
 		Store:              c.st,
 		WorkerID:           c.cfg.WorkerID,
@@ -100,10 +98,11 @@ func (c *Client) newEngine() (*worker, error) {
 		ShutdownGrace:      ShutdownGrace,
 		Tasks:              c.names,
 		TaskLimiters:       make(map[string]*ratelimit.Limiter),
-		Breakers:           make(map[string]*breaker.Breaker),
-		GlobalLimits:       c.engineRules(), // limits_key.go
-		LimitBy:            c.limitBys(),
-		WideLimits:         c.wideRules(),
+		Breakers:           make(map[string]breaker.Policy),
+		Events:             c.events,
+		GlobalLimits:       rules.Engine(), // runtime/admission
+		LimitBy:            rules.By(),
+		WideLimits:         rules.Wide(),
 		Wake:               c.wake,
 		Now:                c.now,
 		Log:                c.log,
@@ -112,13 +111,10 @@ func (c *Client) newEngine() (*worker, error) {
 		StuckTimeout:       c.cfg.StuckTimeout,
 		CompletedRetention: c.cfg.CompletedRetention,
 		CleanupAge:         c.cfg.CleanupAge,
-		CheckAlert: func(ctx context.Context) {
-			c.checkAlert(ctx, true)
-			c.adoptRenamedLogged(ctx, w)
-			w.warnUnhandled(ctx)
-		},
-		Registry: &engine.Registry{Store: c.st, Key: w.regKey, Every: c.registryRefresh(), TTL: c.registryTTL(),
-			Now: c.now, Log: c.log, Describe: w.describe},
+		Alerts:             c.alerts,
+		Renames:            c.renames,
+		Registry: &engine.Registry{Store: c.st, Key: engine.NewRegistryKey(c.cfg.WorkerID), Every: c.registryRefresh(),
+			TTL: c.registryTTL(), Now: c.now, Log: c.log, Info: c.registryInfo()},
 	}
 	cfg.WorkflowEnds = &engine.WorkflowEnds{Store: c.st, Events: c.events, Every: workflowEndsInterval(c.cfg.RecoveryInterval), Log: c.log}
 	if c.claimAuto {
@@ -145,22 +141,11 @@ func (c *Client) newEngine() (*worker, error) {
 		names = []string{""}
 	}
 	for _, name := range names {
-		threshold := c.cfg.CircuitThreshold
-		if h := c.handlers[name]; threshold < 0 || (h != nil && h.Options.CircuitOff) {
-			threshold = math.MaxInt // off: never opens
+		p := breaker.Policy{Threshold: c.cfg.CircuitThreshold, Timeout: c.cfg.CircuitTimeout}
+		if h := c.handlers[name]; p.Threshold < 0 || (h != nil && h.Options.CircuitOff) {
+			p.Threshold = 0 // off: never opens
 		}
-		b, err := breaker.New(breaker.Config{
-			Threshold: threshold,
-			Timeout:   c.cfg.CircuitTimeout,
-			OnStateChange: func(from, to breaker.State) {
-				c.log.Warn("circuit breaker changed state", "task", name, "from", from.String(), "to", to.String())
-				c.emit(context.Background(), Event{Kind: EventCircuit, Task: name, From: from.String(), To: to.String()})
-			},
-		})
-		if err != nil {
-			return nil, &ConfigError{"CircuitThreshold", err.Error()}
-		}
-		cfg.Breakers[name] = b
+		cfg.Breakers[name] = p
 	}
 	if c.cfg.Autoscale != nil {
 		p := c.cfg.Autoscale.WithDefaults()
@@ -179,7 +164,7 @@ func (c *Client) newEngine() (*worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(sched.entries) > 0 {
+	if sched.Len() > 0 {
 		cfg.Periodic = sched
 	}
 	w.Engine = engine.New(cfg)
@@ -213,12 +198,11 @@ func (c *Client) Run(ctx context.Context) error {
 		return err
 	}
 	c.engine.Store(e)
-	// The task catalogue and the jobs stored under earlier names
-	// (catalog.go): before the first claim.
+	// The task catalogue (catalog.go) before the first claim; the engine
+	// renames the jobs stored under earlier names then.
 	if err := c.publishCatalog(ctx); err != nil {
 		c.log.WarnContext(ctx, "queuemax: cannot publish the task catalogue", "error", err)
 	}
-	c.adoptRenamedLogged(ctx, e)
 	c.log.InfoContext(ctx, "queuemax started", "worker_id", c.cfg.WorkerID, "shards", c.cfg.Shards,
 		"workers", e.Stats().Concurrency, "tasks", len(c.handlers))
 	e.Run(ctx)
@@ -324,10 +308,9 @@ func fillStats(e *engine.Engine, s *Stats) {
 	}
 	rank := map[breaker.State]int{breaker.Closed: 0, breaker.HalfOpen: 1, breaker.Open: 2}
 	worst := breaker.Closed
-	bs, _ := e.Breakers()
+	bs, _ := e.BreakerStats()
 	s.Circuits = make(map[string]string, len(bs))
-	for name, b := range bs {
-		st := b.Stats()
+	for name, st := range bs {
 		s.Circuits[name] = st.State.String()
 		if rank[st.State] > rank[worst] {
 			worst = st.State

@@ -11,7 +11,10 @@
 //     TimeoutError, SnoozeLimitError), with Decision and FailOutcome;
 //   - the middleware interfaces (EnqueueMiddleware, WorkMiddleware),
 //     InsertJob and Hooks;
-//   - Event and EventKind.
+//   - Event and EventKind;
+//   - WorkerInfo and RateLimitInfo, a worker registry entry, and TaskInfo;
+//   - GlobalLimitInfo and CircuitBreakerInfo, a limit's and a breaker's
+//     stored state as Stats shows them.
 //
 // Programs normally write queuemax.Job and so on, which are aliases of the
 // types here.

@@ -65,6 +65,11 @@ func TestGoDoc_ShowsFieldsAndMethods(t *testing.T) {
 		"Hooks":                 {"OnStart", "OnComplete", "OnError"},
 		"Event":                 {"Kind", "JobID", "RetryAt", "AlertType", "Slot", "Queue"},
 		"EventKind":             {"EventEnqueued", "EventSnoozed", "EventQueueResumed"},
+		"WorkerInfo":            {"Host", "Concurrency", "Breakers", "RateLimits", "Schemas", "func (w WorkerInfo) Handles(task string) bool"},
+		"RateLimitInfo":         {"Limit", "Per", "Tokens", "Denied"},
+		"TaskInfo":              {"Pending", "Scheduled", "Workers"},
+		"GlobalLimitInfo":       {"Scope", "Concurrency", "Slots", "Keys", "func (g GlobalLimitInfo) String() string"},
+		"CircuitBreakerInfo":    {"State", "Failures", "OpenUntil", "ProbeOwner", "Held"},
 	}
 	for name, want := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -168,7 +168,7 @@ func (s *Store) RequeueDead(ctx context.Context, shard int, dlqID int64, p store
 		}
 		if n == 0 {
 			// The queue row is gone (cleaned up): re-create the job.
-			prio, maxAttempts := p.Defaults(task.String)
+			prio, maxAttempts := p.DefaultsOf(task.String)
 			ids, err := insertWith(ctx, pgxQuerier{tx}, s.q.insert, []store.InsertParams{{Shard: shard,
 				Task: task.String, Payload: payload, Priority: prio, MaxAttempts: maxAttempts, Metadata: meta, Now: p.Now}})
 			if err != nil {

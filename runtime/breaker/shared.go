@@ -194,30 +194,3 @@ func StateOf(r store.BreakerRow) State {
 	}
 	return Closed
 }
-
-// Mirror sets b to the state of the shared breaker row r, as a process
-// last read it, so that b's Stats tell the stored truth: its state,
-// consecutive failures, recovery time and probe. Changes are notified to
-// OnStateChange like any others. On a nil *Breaker it does nothing.
-func (b *Breaker) Mirror(r store.BreakerRow) {
-	if b == nil {
-		return
-	}
-	b.mu.Lock()
-	changed := b.setState(StateOf(r), time.Now())
-	b.failures = r.Failures
-	if b.state == Open && !r.Until.IsZero() {
-		// recoveryRemaining counts from openedAt by the local timeout.
-		b.openedAt = time.Now().Add(time.Until(r.Until) - b.timeout)
-	}
-	if b.state == HalfOpen && r.ProbeOwner != "" {
-		b.lastProbe++
-		b.probe = b.lastProbe
-	} else {
-		b.probe = 0
-	}
-	b.mu.Unlock()
-	if changed {
-		b.notify()
-	}
-}

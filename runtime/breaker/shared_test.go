@@ -68,21 +68,3 @@ func TestHeld(t *testing.T) {
 		t.Errorf("Held(closed) = %q, want empty", got)
 	}
 }
-
-func TestMirror(t *testing.T) {
-	var changes []string
-	b, _ := New(Config{Threshold: 5, Timeout: time.Minute, OnStateChange: func(from, to State) { changes = append(changes, from.String()+">"+to.String()) }})
-	b.Mirror(store.BreakerRow{State: store.BreakerOpen, Failures: 5, Until: time.Now().Add(30 * time.Second)})
-	st := b.Stats()
-	if st.State != Open || st.Failures != 5 || st.RecoveryRemaining <= 20*time.Second || st.RecoveryRemaining > 30*time.Second {
-		t.Errorf("mirrored open: %+v", st)
-	}
-	b.Mirror(store.BreakerRow{State: store.BreakerHalfOpen, Failures: 5, ProbeOwner: "x"})
-	if st := b.Stats(); !st.ProbeInFlight {
-		t.Errorf("mirrored probe not in flight: %+v", st)
-	}
-	b.Mirror(store.BreakerRow{State: store.BreakerClosed})
-	if got := strings.Join(changes, ","); got != "closed>open,open>half_open,half_open>closed" {
-		t.Errorf("changes = %s", got)
-	}
-}

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/queuemax/queuemax/queuemaxtype"
+	"github.com/queuemax/queuemax/runtime/breaker"
 	"github.com/queuemax/queuemax/runtime/store"
 )
 
@@ -105,8 +107,9 @@ func TestBreakers_DependencyFailuresOpenThenProbe(t *testing.T) {
 	if b.State != store.BreakerOpen || b.Failures != 2 || !b.Until.Equal(r.now.Add(time.Minute)) {
 		t.Fatalf("breaker after a bad input and 2 refused connections = %+v; want open until now+1m with 2 failures", b)
 	}
-	if got := e.cfg.Breakers[""].Stats(); got.State.String() != "open" || got.Failures != 2 {
-		t.Errorf("the engine's breaker mirrors %v with %d failures, want open with 2", got.State, got.Failures)
+	bs, _ := e.BreakerStats()
+	if got := bs[""]; got.State.String() != "open" || got.Failures != 2 || got.StateChanges != 1 {
+		t.Errorf("the engine's breaker stats read %v with %d failures after %d changes, want open with 2 after 1", got.State, got.Failures, got.StateChanges)
 	}
 	if _, err := r.st.Insert(t.Context(), []store.InsertParams{{Task: "t", Payload: []byte(`{"fresh":true}`), MaxAttempts: 5, Now: r.now}}); err != nil {
 		t.Fatal(err)
@@ -138,59 +141,6 @@ func TestBreakers_DependencyFailuresOpenThenProbe(t *testing.T) {
 		t.Fatalf("after the close: claimed %d, want 1 (one worker)", n)
 	}
 	settle(e, -1)
-}
-
-// TestBreakers_NeutralProbe: a probe whose job fails on its own input
-// counts for nothing: the breaker stays half-open with its count, the
-// probe is freed and the next round probes again (with another job).
-func TestBreakers_NeutralProbe(t *testing.T) {
-	r := newRig(t, 1)
-	r.cfg.Workers, r.cfg.ClaimBatch = 1, 1
-	r.run = func(_ context.Context, j *store.Job) (any, error) { return nil, errors.New("bad input") }
-	if _, err := r.st.BreakerUpdate(t.Context(), []string{""}, func(b *store.BreakerRow) bool {
-		b.State, b.Failures, b.OpenedAt, b.Until = store.BreakerOpen, 5, r.now.Add(-time.Minute), r.now
-		return true
-	}); err != nil {
-		t.Fatal(err)
-	}
-	r.enqueue("t", 0, 2)
-	e := r.engine()
-	p := newProducer(e)
-	for i := range 2 {
-		if n, _, _ := p.RunOnce(t.Context(), r.now); n != 1 {
-			t.Fatalf("round %d: claimed %d, want one probe", i, n)
-		}
-		settle(e, -1)
-		if b := r.breakerRow(); b.State != store.BreakerHalfOpen || b.ProbeOwner != "" || b.Failures != 5 {
-			t.Fatalf("round %d: breaker after a bad-input probe = %+v; want half-open, probe free, 5 failures", i, b)
-		}
-	}
-}
-
-// TestBreakers_ProbeOfKilledProcessExpires: a probe held by a process
-// that died (never reported) blocks others only until it expires.
-func TestBreakers_ProbeOfKilledProcessExpires(t *testing.T) {
-	r := newRig(t, 1)
-	r.cfg.Workers, r.cfg.ClaimBatch = 1, 1
-	if _, err := r.st.BreakerUpdate(t.Context(), []string{""}, func(b *store.BreakerRow) bool {
-		b.State, b.Failures, b.ProbeOwner, b.ProbeExpires = store.BreakerHalfOpen, 5, "dead#1", r.now.Add(time.Minute)
-		return true
-	}); err != nil {
-		t.Fatal(err)
-	}
-	r.enqueue("t", 0, 1)
-	e := r.engine()
-	p := newProducer(e)
-	if n, _, _ := p.RunOnce(t.Context(), r.now.Add(59*time.Second)); n != 0 {
-		t.Fatalf("claimed %d while the dead process's probe holds, want 0", n)
-	}
-	if n, _, _ := p.RunOnce(t.Context(), r.now.Add(time.Minute)); n != 1 {
-		t.Fatalf("claimed %d once the probe expired, want the probe", n)
-	}
-	settle(e, -1)
-	if b := r.breakerRow(); !b.Closed() {
-		t.Fatalf("breaker = %+v, want closed after the probe succeeded", b)
-	}
 }
 
 // TestBreakers_ProbePrefersDependencyFailure: with no job that never ran,
@@ -234,5 +184,55 @@ func TestBreakers_ProbePrefersDependencyFailure(t *testing.T) {
 	}
 	if b := r.breakerRow(); !b.Closed() {
 		t.Fatalf("breaker = %+v, want closed after the probe succeeded", b)
+	}
+}
+
+// TestBreakers_OpenedAfterClaimHoldsStart: jobs claimed while the breaker
+// was closed do not start once a counted failure has opened it (the
+// stored row is the one state the start checks): the first job's failure
+// opens it (threshold 1), the two others go back to pending unspent, and
+// the engine reports one change to open with its event.
+func TestBreakers_OpenedAfterClaimHoldsStart(t *testing.T) {
+	r := newRig(t, 1)
+	r.cfg.Workers, r.cfg.ClaimBatch = 3, 3
+	r.cfg.Breakers = map[string]breaker.Policy{"": {Threshold: 1, Timeout: time.Minute}}
+	events := NewEvents(slog.Default(), time.Now)
+	circuits, cancel := events.Subscribe("test", []EventKind{queuemaxtype.EventCircuit}, 4)
+	defer cancel()
+	r.cfg.Events = events
+	r.run = func(context.Context, *store.Job) (any, error) {
+		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+	}
+	r.enqueue("t", 0, 3)
+	e := r.engine()
+	if n, _, err := newProducer(e).RunOnce(t.Context(), r.now); err != nil || n != 3 {
+		t.Fatalf("RunOnce = %d, %v; want all 3 jobs", n, err)
+	}
+	settle(e, -1)
+	if len(r.ran) != 1 {
+		t.Fatalf("%d handlers ran; want only the one that opened the breaker", len(r.ran))
+	}
+	if pending, processing := r.counts(); pending != 2 || processing != 0 {
+		t.Errorf("pending %d, processing %d; want the 2 held jobs back in pending", pending, processing)
+	}
+	jobs, err := r.st.Jobs(t.Context(), store.ListParams{Shard: store.AllShards, Status: store.StatusPending})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range jobs {
+		if j.Attempts != 0 {
+			t.Errorf("held job %d has %d attempts; want it unspent", j.ID, j.Attempts)
+		}
+	}
+	select {
+	case ev := <-circuits:
+		if ev.From != "closed" || ev.To != "open" {
+			t.Errorf("event %s → %s; want closed → open", ev.From, ev.To)
+		}
+	default:
+		t.Error("no circuit_state_changed event")
+	}
+	if bs, _ := e.BreakerStats(); bs[""].State != breaker.Open || bs[""].StateChanges != 1 {
+		t.Errorf("stats %+v; want open after one change", bs[""])
 	}
 }

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/queuemax/queuemax/queuemaxtype"
+	"github.com/queuemax/queuemax/runtime/admission"
 	"github.com/queuemax/queuemax/runtime/breaker"
 	"github.com/queuemax/queuemax/runtime/ratelimit"
 	"github.com/queuemax/queuemax/runtime/scale"
@@ -57,23 +57,28 @@ type Config struct {
 	// per task.
 	Limiter      *ratelimit.Limiter
 	TaskLimiters map[string]*ratelimit.Limiter
-	// Breakers guard each task (key "" covers tasks without their own).
-	// It must not be empty.
-	Breakers map[string]*breaker.Breaker
+	// Breakers are the policies of the breakers that guard each task (key
+	// "" covers tasks without their own); a breaker whose Threshold is
+	// zero is off: it never opens. It must not be empty. A breaker's
+	// state is its stored row (runtime/admission).
+	Breakers map[string]breaker.Policy
+	// Events, when set, receives a circuit_state_changed event for each
+	// change of a task's stored breaker this engine sees.
+	Events *Events
 	// GlobalLimits are the tasks' limits held in the store, over every
-	// process (limits.go); used only with a store.Limiter.
+	// process (runtime/admission).
 	GlobalLimits map[string]store.LimitRule
 	// LimitBy names, per task, the payload key its global limits apply
-	// per (limits_key.go); used only with a store.KeyClaimer.
+	// per (runtime/admission).
 	LimitBy map[string]string
 	// WideLimits are, per task limited per key (LimitBy), its limits over
 	// all its keys together, beside the per-key GlobalLimits[task]
-	// (limits_wide.go).
+	// (runtime/admission).
 	WideLimits map[string]store.LimitRule
 	Autoscale  *scale.Policy // validated, with defaults; nil: fixed Workers
 	// Queues caps named queues (name → MaxWorkers); the default queue gets
 	// the rest of the limit, and only these queues are claimed. Nil: one
-	// pool for every queue. See queues.go.
+	// pool for every queue (runtime/admission).
 	Queues map[string]int
 	// Wake is signalled after local enqueues (and by the engine after
 	// orphan recovery requeued jobs), so an idle producer claims at once.
@@ -90,9 +95,13 @@ type Config struct {
 	// CompletedRetention and CleanupAge are the ages maintenance deletes
 	// old jobs by (see PruneParams); a zero CleanupAge skips the cleanup.
 	CompletedRetention, CleanupAge time.Duration
-	// CheckAlert, when set, runs each maintenance round (the API's alert
-	// threshold and its warnings).
-	CheckAlert func(ctx context.Context)
+	// Alerts, when set, is checked at each maintenance round (the
+	// client's AlertThreshold).
+	Alerts *Alerts
+	// Renames, when set, are the tasks' earlier names: the waiting jobs
+	// stored under one are renamed before the first claim and at each
+	// maintenance round (renames.go).
+	Renames *Renames
 	// Periodic, when set, runs the periodic scheduler while claiming.
 	Periodic Periodic
 	// Registry, when set, keeps this Run's worker-registry entry: written
@@ -134,12 +143,12 @@ type Stats struct {
 
 // Engine is the state of one Client.Run.
 type Engine struct {
-	cfg     Config
-	log     *slog.Logger
-	out     *outages // bounds the logs of an outage (outage.go)
-	order   []string // breaker names, sorted, for a stable claim plan
-	brk     *sharedBreakers
-	rlWaits map[string]*atomic.Int64
+	cfg Config
+	log *slog.Logger
+	out *outages // bounds the logs of an outage (outage.go)
+	// adm decides what is claimed and started: breakers, rate limiters,
+	// global, per-key and queue limits, queue caps (runtime/admission).
+	adm *admission.Controller
 
 	limit     atomic.Int64  // how many jobs may run at once
 	active    atomic.Int64  // jobs held (queued, running or being acknowledged)
@@ -147,11 +156,6 @@ type Engine struct {
 	executing atomic.Int64  // jobs whose handler has not returned yet
 	lowWater  atomic.Int64  // the producer claims again once inflight drops below this
 	slotFree  chan struct{} // buffer 1: the queue running low wakes the producer
-
-	queues *queueSlots   // nil without Config.Queues (see queues.go)
-	glim   *globalLimits // nil without Config.GlobalLimits (see limits.go)
-	qlim   *queueLimits  // nil if the store holds no limits (see limits_queue.go)
-	stamp  *stamps       // rate tokens moved to their handlers' starts (limits_stamp.go)
 
 	// queue holds claimed jobs for the workers; its capacity is the most
 	// jobs a claim may queue (ClaimBatch, or the largest worker limit).
@@ -196,7 +200,6 @@ func New(cfg Config) *Engine {
 	e := &Engine{
 		cfg:      cfg,
 		log:      cfg.Log,
-		rlWaits:  make(map[string]*atomic.Int64),
 		slotFree: make(chan struct{}, 1),
 		running:  make(map[store.JobID]*runningJob),
 		started:  cfg.Now(),
@@ -211,18 +214,21 @@ func New(cfg Config) *Engine {
 		queueCap = max(queueCap, p.Max)
 	}
 	e.queue = make(chan *runningJob, queueCap)
-	for name := range cfg.TaskLimiters {
-		e.rlWaits[name] = new(atomic.Int64)
+	var events admission.Emitter
+	if cfg.Events != nil {
+		events = cfg.Events
 	}
-	for name := range cfg.Breakers {
-		e.order = append(e.order, name)
+	e.adm = admission.New(admission.Config{
+		Store: cfg.Store, WorkerID: cfg.WorkerID, Tasks: cfg.Tasks, Workers: cfg.Workers, Autoscale: cfg.Autoscale,
+		HeartbeatInterval: cfg.HeartbeatInterval, PollInterval: cfg.PollInterval, StuckTimeout: cfg.StuckTimeout,
+		Limiter: cfg.Limiter, TaskLimiters: cfg.TaskLimiters, Breakers: cfg.Breakers, Events: events,
+		GlobalLimits: cfg.GlobalLimits, LimitBy: cfg.LimitBy, WideLimits: cfg.WideLimits, Queues: cfg.Queues,
+		Now: cfg.Now, Log: cfg.Log,
+	}, admission.Host{Limit: &e.limit, Executing: &e.executing, Jobs: &e.jobWG,
+		JobCtx: func() context.Context { return e.jobCtx }, Wake: e.signalSlot, Out: e.out})
+	if cfg.Registry != nil {
+		cfg.Registry.e = e
 	}
-	slices.Sort(e.order)
-	e.brk = newSharedBreakers(e)
-	e.queues = newQueueSlots(e, cfg.Queues)
-	e.glim = newGlobalLimits(e)
-	e.qlim = newQueueLimits(e)
-	e.stamp = newStamps(e)
 	e.state.Store(Running)
 	e.limit.Store(int64(cfg.Workers))
 	if p := cfg.Autoscale; p != nil {
@@ -258,6 +264,7 @@ func (e *Engine) Run(ctx context.Context) {
 	for _, s := range e.backgroundServices() {
 		svc.Go(func() { run(bg, s) })
 	}
+	e.adoptRenamed(ctx) // before the first claim
 	if e.cfg.Registry != nil {
 		e.cfg.Registry.RegisterFirst(ctx)
 	}
@@ -326,11 +333,8 @@ func (e *Engine) backgroundServices() []Service {
 		e.cfg.WorkflowEnds.out = e.out
 		ss = append(ss, e.cfg.WorkflowEnds)
 	}
-	if e.glim != nil {
-		ss = append(ss, e.glim)
-	}
-	if e.qlim != nil {
-		ss = append(ss, e.qlim)
+	for _, s := range e.adm.Services() {
+		ss = append(ss, s)
 	}
 	return ss
 }
@@ -387,18 +391,24 @@ func (e *Engine) Limiter() *ratelimit.Limiter { return e.cfg.Limiter }
 // TaskLimiters are the per-task rate limiters.
 func (e *Engine) TaskLimiters() map[string]*ratelimit.Limiter { return e.cfg.TaskLimiters }
 
-// Breakers returns the task breakers by name, and the names sorted.
-func (e *Engine) Breakers() (map[string]*breaker.Breaker, []string) { return e.cfg.Breakers, e.order }
-
 // RateLimitWaits returns, per task with a limiter, the claim rounds that
 // left it out for lack of a token.
-func (e *Engine) RateLimitWaits() map[string]int64 {
-	out := make(map[string]int64, len(e.rlWaits))
-	for name, n := range e.rlWaits {
-		out[name] = n.Load()
-	}
-	return out
-}
+func (e *Engine) RateLimitWaits() map[string]int64 { return e.adm.RateLimitWaits() }
+
+// GlobalLimitWaits returns, per task with a global limit, the claim
+// rounds that left it out because its limit was reached.
+func (e *Engine) GlobalLimitWaits() map[string]int64 { return e.adm.GlobalLimitWaits() }
+
+// BreakerStats returns each task breaker's figures as the engine last saw
+// its stored row (at most a second old), by name, and the names sorted.
+func (e *Engine) BreakerStats() (map[string]breaker.Stats, []string) { return e.adm.BreakerStats() }
+
+// BreakerOwner is the token this engine's probes are held under.
+func (e *Engine) BreakerOwner() string { return e.adm.BreakerOwner() }
+
+// QueueLimitsChanged tells the engine that the queues' stored limits
+// changed: it reads them again at its next claim round.
+func (e *Engine) QueueLimitsChanged() { e.adm.QueueLimitsChanged() }
 
 // Stats returns the engine's counters.
 func (e *Engine) Stats() Stats {

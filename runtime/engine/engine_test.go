@@ -62,15 +62,11 @@ func newRig(t *testing.T, shards int) *rig {
 	}
 	t.Cleanup(func() { st.Close() })
 	r := &rig{t: t, st: st, now: time.Now().Truncate(time.Second), ran: make(chan *store.Job, 1000)}
-	b, err := breaker.New(breaker.Config{Threshold: 2, Timeout: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
 	r.cfg = Config{
 		Store: st, WorkerID: "w1", Shards: shards, Workers: 4, ClaimBatch: 4,
 		PollInterval: time.Millisecond, HeartbeatInterval: time.Second, RecoveryInterval: time.Second,
 		DrainTimeout: time.Second, ShutdownGrace: time.Second,
-		Breakers: map[string]*breaker.Breaker{"": b},
+		Breakers: map[string]breaker.Policy{"": {Threshold: 2, Timeout: time.Minute}},
 		Now:      func() time.Time { return r.now },
 	}
 	return r
@@ -135,21 +131,19 @@ func TestProducer_RunOnce(t *testing.T) {
 // open and a task whose rate limit has no token: no claim, no slot.
 func TestProducer_RunOnceBreakerAndLimit(t *testing.T) {
 	r := newRig(t, 1)
-	open, _ := breaker.New(breaker.Config{Threshold: 1, Timeout: time.Minute})
 	// a's stored breaker is open: every process leaves a out.
 	if _, err := r.st.BreakerUpdate(t.Context(), []string{"a"}, func(b *store.BreakerRow) bool {
 		return breaker.Apply(b, breaker.Outcomes{Failures: 1, LastError: "timeout"}, breaker.Policy{Threshold: 1, Timeout: time.Minute}, r.now)
 	}); err != nil {
 		t.Fatal(err)
 	}
-	limited, _ := breaker.New(breaker.Config{Threshold: 5, Timeout: time.Minute})
 	l, err := ratelimit.New(1, time.Hour, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	l.TryAcquire() // the only token
 	r.cfg.Tasks = []string{"a", "b"}
-	r.cfg.Breakers = map[string]*breaker.Breaker{"a": open, "b": limited}
+	r.cfg.Breakers = map[string]breaker.Policy{"a": {Threshold: 1, Timeout: time.Minute}, "b": {Threshold: 5, Timeout: time.Minute}}
 	r.cfg.TaskLimiters = map[string]*ratelimit.Limiter{"b": l}
 	r.enqueue("a", 0, 2)
 	r.enqueue("b", 0, 2)
@@ -255,20 +249,24 @@ func TestRescuer_RunOnce(t *testing.T) {
 }
 
 // TestMaintenance_RunOnce cleans up at start and then once per
-// CleanupInterval, and checks alerts every round.
+// CleanupInterval, and checks alerts every round (the alert itself on its
+// rising edge).
 func TestMaintenance_RunOnce(t *testing.T) {
 	r := newRig(t, 1)
-	var alerts int
 	ps := &pruneCounter{Store: r.st}
 	r.cfg.Store = ps
 	r.cfg.CleanupInterval, r.cfg.CleanupAge = time.Hour, 24*time.Hour
-	r.cfg.CheckAlert = func(context.Context) { alerts++ }
+	events := NewEvents(slog.Default(), time.Now)
+	alerts, cancel := events.Subscribe("test", []EventKind{queuemaxtype.EventAlert}, 10)
+	defer cancel()
+	r.cfg.Alerts = NewAlerts(ps, events, 0, r.cfg.Now, slog.Default())
+	r.enqueue("t", 0, 1)
 	m := &maintenance{e: r.engine()}
 	for _, d := range []time.Duration{0, time.Minute, 59 * time.Minute, time.Hour, 90 * time.Minute} {
 		m.RunOnce(t.Context(), r.now.Add(d))
 	}
-	if ps.n != 2 || alerts != 5 {
-		t.Errorf("cleanups %d, alerts %d; want 2, 5", ps.n, alerts)
+	if ps.n != 2 || ps.waiting != 5 || len(alerts) != 1 {
+		t.Errorf("cleanups %d, alert checks %d, alerts %d; want 2, 5, 1", ps.n, ps.waiting, len(alerts))
 	}
 	want := PruneParams(r.now.Add(time.Hour), 0, 24*time.Hour) // the last round that cleaned up
 	if ps.last != want {
@@ -276,11 +274,16 @@ func TestMaintenance_RunOnce(t *testing.T) {
 	}
 }
 
-// pruneCounter counts Prune calls.
+// pruneCounter counts Prune and WaitingCount calls.
 type pruneCounter struct {
 	store.Store
-	n    int
-	last store.PruneParams
+	n, waiting int
+	last       store.PruneParams
+}
+
+func (s *pruneCounter) WaitingCount(ctx context.Context) (int64, error) {
+	s.waiting++
+	return s.Store.WaitingCount(ctx)
 }
 
 func (s *pruneCounter) Prune(ctx context.Context, p store.PruneParams) (store.CleanupResult, error) {

@@ -15,9 +15,8 @@ import (
 // claim would take two more jobs while the first two had just started.
 func TestProducer_RateTokensCountFromStart(t *testing.T) {
 	r := newRig(t, 1)
-	b, _ := breaker.New(breaker.Config{Threshold: 5, Timeout: time.Minute})
 	r.cfg.Tasks = []string{"t"}
-	r.cfg.Breakers = map[string]*breaker.Breaker{"t": b}
+	r.cfg.Breakers = map[string]breaker.Policy{"t": {Threshold: 5, Timeout: time.Minute}}
 	r.cfg.GlobalLimits = map[string]store.LimitRule{"t": {Rate: 2, Per: time.Second}}
 	r.enqueue("t", 0, 6)
 	e := r.engine()

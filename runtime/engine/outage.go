@@ -107,3 +107,12 @@ func (e *Engine) Outage(ctx context.Context, service, msg string, err error) {
 	}
 	e.out.ok(ctx, service)
 }
+
+// Fail and OK are fail and ok for the engine's admission
+// (admission.Outages).
+func (o *outages) Fail(ctx context.Context, level slog.Level, service, msg string, err error, attrs ...any) {
+	o.fail(ctx, level, service, msg, err, attrs...)
+}
+
+// OK is ok; see Fail.
+func (o *outages) OK(ctx context.Context, service string) { o.ok(ctx, service) }

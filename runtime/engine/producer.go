@@ -7,14 +7,14 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/queuemax/queuemax/runtime/breaker"
-	"github.com/queuemax/queuemax/runtime/ratelimit"
+	"github.com/queuemax/queuemax/runtime/admission"
 	"github.com/queuemax/queuemax/runtime/store"
 )
 
 // producer claims jobs and queues them for the workers. Claim rounds are
-// planned by the breakers and rate limiters (plan), so a task whose breaker
-// is open or whose bucket is empty costs no claim and holds no worker.
+// planned by the admission (runtime/admission: breakers, rate limiters,
+// global and queue limits), so a task whose breaker is open or whose
+// bucket is empty costs no claim and holds no worker.
 //
 // The producer does not hand jobs to workers one by one: a claim queues
 // its whole batch on Engine.queue, long-lived workers take jobs from it,
@@ -73,16 +73,15 @@ func (p *producer) run(ctx context.Context) {
 			// rule changed by another process returns the prefetched jobs
 			// to pending rather than run them under the old rule's slots.
 			var tick <-chan time.Time
-			if e.qlim.active() {
-				recheck.Reset(queueRulesRefresh)
+			if e.adm.QueueRulesActive() {
+				recheck.Reset(admission.QueueRulesRefresh)
 				tick = recheck.C
 			}
 			select {
 			case <-ctx.Done():
 			case <-e.slotFree:
 			case <-tick:
-				e.qlim.refresh(ctx, e.cfg.Now())
-				if e.qlim.requeueAsked() {
+				if e.adm.RefreshQueueRules(ctx, e.cfg.Now()) {
 					p.releaseQueued()
 				}
 			}
@@ -131,7 +130,7 @@ func (p *producer) run(ctx context.Context) {
 
 // ahead reports whether claims prefetch beyond the free workers.
 func (p *producer) ahead(limit int) bool {
-	return p.e.cfg.Limiter == nil && len(p.e.cfg.TaskLimiters) == 0 && max(p.e.cfg.ClaimBatch, p.e.cfg.ClaimMax) > limit && p.e.queues == nil && p.e.qlim.prefetchOK()
+	return max(p.e.cfg.ClaimBatch, p.e.cfg.ClaimMax) > limit && p.e.adm.Prefetch()
 }
 
 // sizes returns how many jobs may be held queued or running at once
@@ -201,17 +200,18 @@ func (p *producer) releaseQueued() {
 		}
 	}
 	for _, rj := range rjs {
-		e.admitDrop(rj.job, rj.probe) // admission.go
+		e.adm.Drop(rj.job, rj.probe)
 		e.dequeued()
 		e.unhold(rj)
 	}
 }
 
-// RunOnce is one claim round at now: it plans the claims for the room
-// left below the capacity, claims and queues the jobs for the workers. It
-// returns how many jobs it claimed and, when tasks were left out, how soon
-// one may be claimable again. Its error is the overall rate limiter's wait
-// ending.
+// RunOnce is one claim round at now: for the room left below the
+// capacity, the admission (runtime/admission) plans the claims, takes
+// their starts, claims through the producer and queues the jobs for the
+// workers. It returns how many jobs it claimed and, when tasks were left
+// out, how soon one may be claimable again. Its error is the overall rate
+// limiter's wait ending.
 func (p *producer) RunOnce(ctx context.Context, now time.Time) (claimed int, retryIn time.Duration, err error) {
 	e := p.e
 	capacity, _ := p.sizes(int(e.limit.Load()))
@@ -219,132 +219,39 @@ func (p *producer) RunOnce(ctx context.Context, now time.Time) (claimed int, ret
 	if n <= 0 {
 		return 0, time.Hour, nil
 	}
-	if l := e.cfg.Limiter; l != nil {
-		// Tokens are taken per job started, never per poll: one is
-		// awaited, more taken if available, unused ones refunded.
-		if err := l.Acquire(ctx); err != nil {
-			return 0, 0, err
-		}
-		got := 1
-		for got < n && l.TryAcquire() {
-			got++
-		}
-		n = got
-	}
-	groups, retryIn := p.plan(ctx, n, now)
-	groups, r := p.admitTake(ctx, groups, n, now) // admission.go
-	retryIn = min(retryIn, r)
-	var unused []store.LimitGive
+	return e.adm.Round(ctx, n, now, p)
+}
+
+// Claim, Order, BeforeClaims, Queue and ReleaseQueued are the producer as
+// the admission's claim path (admission.Claimer).
+func (p *producer) Claim(ctx context.Context, tasks []string, max int, now time.Time) ([]*store.Job, error) {
+	return p.claim(ctx, tasks, max, now)
+}
+
+// Order is the shards a claim visits.
+func (p *producer) Order() []int { return p.claimOrder() }
+
+// BeforeClaims reads the shards' data version before the round's claims,
+// when the last round found nothing (see lastVersion).
+func (p *producer) BeforeClaims(ctx context.Context) {
 	if p.versioned {
-		if v, err := e.cfg.Store.DataVersion(ctx); err == nil {
+		if v, err := p.e.cfg.Store.DataVersion(ctx); err == nil {
 			p.lastVersion = v
 		} else {
 			p.versioned = false
 		}
 	}
-	for _, g := range groups {
-		var jobs []*store.Job
-		room := min(g.max, n-claimed)
-		if g.global {
-			room = min(room, g.granted)
-		}
-		jobs, r, unused = p.admitClaim(ctx, g, room, now, unused) // admission.go
-		retryIn = min(retryIn, r)
-		if g.limiter != nil {
-			for range g.max - len(jobs) {
-				g.limiter.Refund()
-			}
-		}
-		for _, j := range jobs {
-			rj := e.hold(j, g.probe)
-			e.inflight.Add(1)
-			e.queue <- rj // never blocks: the queue holds the largest capacity
-		}
-		claimed += len(jobs)
-	}
-	e.admitSettle(ctx, unused) // admission.go
-	if l := e.cfg.Limiter; l != nil {
-		for range n - claimed {
-			l.Refund()
-		}
-	}
-	return claimed, retryIn, nil
 }
 
-// claimGroup is one claim of a round: tasks (nil: any task) and at most
-// max jobs, with the breaker probe ticket and task rate limiter that guard
-// it.
-type claimGroup struct {
-	tasks   []string
-	max     int
-	probe   bool               // one job, its breaker's half-open probe (see ClaimProbe)
-	limiter *ratelimit.Limiter // tokens for max jobs were taken; unused ones are refunded
-	// global: the task has a global limit (limits.go), which granted
-	// starts for granted jobs; unused ones are given back.
-	global  bool
-	granted int
-	takenAt time.Time // the store's LimitGrant.At
+// Queue holds a claimed job and queues it for the workers.
+func (p *producer) Queue(j *store.Job, probe bool) {
+	rj := p.e.hold(j, probe)
+	p.e.inflight.Add(1)
+	p.e.queue <- rj // never blocks: the queue holds the largest capacity
 }
 
-// plan decides what a round of up to n jobs may claim at now. Tasks whose
-// stored breaker holds them (breakers.go), or whose rate limiter has no
-// token, are left out. A task whose breaker is due for a probe gets one
-// probe job if this engine takes the probe. retryIn is how soon a
-// left-out task may be claimable again (an hour if none is left out).
-func (p *producer) plan(ctx context.Context, n int, now time.Time) (groups []claimGroup, retryIn time.Duration) {
-	e := p.e
-	retryIn = time.Hour
-	var free []string // closed breaker, no task limiter
-	excluded := false
-	for _, name := range e.order {
-		gate, wait := e.brk.gate(ctx, name, now)
-		probe := gate == breaker.GateProbe && e.brk.takeProbe(ctx, name, now)
-		if gate == breaker.GateHold || gate == breaker.GateProbe && !probe {
-			excluded = true
-			retryIn = min(retryIn, max(wait, 10*time.Millisecond), breakerRefresh)
-			continue
-		}
-		want := n
-		if probe {
-			want = 1
-		}
-		l := e.cfg.TaskLimiters[name]
-		if l != nil {
-			got := 0
-			for got < want && l.TryAcquire() {
-				got++
-			}
-			if got == 0 {
-				e.rlWaits[name].Add(1)
-				if probe {
-					e.brk.releaseProbe(name)
-				}
-				excluded = true
-				retryIn = min(retryIn, l.RetryAfter())
-				continue
-			}
-			want = got
-		}
-		switch {
-		case probe:
-			groups = append(groups, claimGroup{tasks: []string{name}, max: 1, probe: true, limiter: l, global: e.glim.limited(name)})
-		case l != nil || e.glim.limited(name):
-			groups = append(groups, claimGroup{tasks: []string{name}, max: want, limiter: l, global: e.glim.limited(name)})
-		default:
-			free = append(free, name)
-		}
-	}
-	if len(free) > 0 {
-		tasks := free
-		if !excluded && len(groups) == 0 {
-			tasks = e.cfg.Tasks // every task: the usual filter (nil with a catch-all)
-		} else if len(free) == 1 && free[0] == "" && e.cfg.Tasks == nil {
-			tasks = nil
-		}
-		groups = append(groups, claimGroup{tasks: tasks, max: n})
-	}
-	return groups, retryIn
-}
+// ReleaseQueued returns the queued jobs that never started to pending.
+func (p *producer) ReleaseQueued() { p.releaseQueued() }
 
 // claim claims up to max jobs of tasks (nil: any task).
 func (p *producer) claim(ctx context.Context, tasks []string, max int, now time.Time) ([]*store.Job, error) {
@@ -363,8 +270,8 @@ func (p *producer) claim(ctx context.Context, tasks []string, max int, now time.
 	defer cancel()
 	grace := claimStopGrace
 	defer context.AfterFunc(ctx, func() { time.AfterFunc(grace, cancel) })()
-	jobs, err := e.qlim.claim(cctx, e.cfg.Store, store.ClaimParams{WorkerID: e.cfg.WorkerID, Max: max, Now: now, Tasks: tasks,
-		Order: p.claimOrder(), Queues: e.queues.limits()})
+	jobs, err := e.adm.ClaimQueues(cctx, store.ClaimParams{WorkerID: e.cfg.WorkerID, Max: max, Now: now, Tasks: tasks,
+		Order: p.claimOrder()})
 	if err != nil && ctx.Err() == nil && !errors.Is(err, store.ErrClosed) {
 		e.out.fail(ctx, slog.LevelWarn, "claims", "claim failed", err)
 	} else if err == nil {
@@ -456,11 +363,7 @@ func (p *producer) idle(ctx context.Context, retryIn time.Duration) {
 			return
 		case <-e.cfg.Wake:
 			return
-		case <-e.queues.freed():
-			return
-		case <-e.glim.freed():
-			return
-		case <-e.qlim.freed():
+		case <-e.adm.Freed():
 			return
 		case <-changes:
 			return

@@ -12,7 +12,8 @@ import (
 // TestProducer_RunOnceQueueCaps: with Queues, a claim round takes at most
 // each queue's free slots (the default queue gets the rest of Workers), a
 // round with every queue at its cap claims nothing, and a finished job of
-// a capped queue signals freed() and frees its slot for the next round.
+// a capped queue signals Freed and frees its slot for the next round
+// (runtime/admission's caps_test.go tests the caps themselves).
 func TestProducer_RunOnceQueueCaps(t *testing.T) {
 	r := newRig(t, 2)
 	release := make(chan struct{})
@@ -74,9 +75,6 @@ func TestProducer_RunOnceQueueCaps(t *testing.T) {
 	if got := byQueue(); got["flood"] != 1 || got[store.DefaultQueue] != 2 {
 		t.Errorf("first round ran %v, want flood 1 and default 2", got)
 	}
-	if got := e.queues.limits(); len(got) != 1 || got[0] != (store.QueueLimit{Queue: "idle", Max: 1}) {
-		t.Errorf("limits() with flood and default at their caps = %v, want only idle:1", got)
-	}
 	if n, _, err := p.RunOnce(t.Context(), r.now); err != nil || n != 0 {
 		t.Errorf("RunOnce at the caps = %d, %v; want nothing claimed", n, err)
 	}
@@ -84,9 +82,9 @@ func TestProducer_RunOnceQueueCaps(t *testing.T) {
 	running.Wait()
 	e.acks.RunOnce() // the acknowledgements free the slots
 	select {
-	case <-e.queues.freed():
+	case <-e.adm.Freed():
 	default:
-		t.Errorf("freed() not signalled after a capped queue's jobs finished")
+		t.Errorf("Freed not signalled after a capped queue's jobs finished")
 	}
 	if n, _, err := p.RunOnce(t.Context(), r.now); err != nil || n != 3 {
 		t.Errorf("RunOnce after the jobs finished = %d, %v; want 3", n, err)

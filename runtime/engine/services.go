@@ -159,8 +159,10 @@ func (m *maintenance) RunOnce(ctx context.Context, now time.Time) {
 			e.log.InfoContext(ctx, "cleaned up old jobs", "jobs", res.Jobs, "dead_letters", res.DeadLetters)
 		}
 	}
-	if e.cfg.CheckAlert != nil {
-		e.cfg.CheckAlert(ctx)
+	e.cfg.Alerts.Check(ctx, true)
+	e.adoptRenamed(ctx)
+	if e.cfg.Registry != nil {
+		e.cfg.Registry.warnUnhandled(ctx)
 	}
 }
 

@@ -35,7 +35,7 @@ func (e *Engine) hold(j *store.Job, probe bool) *runningJob {
 	e.mu.Unlock()
 	e.active.Add(1)
 	e.jobWG.Add(1)
-	e.queues.add(j.Queue, 1)
+	e.adm.Held(j.Queue, 1)
 	return rj
 }
 
@@ -47,7 +47,7 @@ func (e *Engine) unhold(rj *runningJob) {
 	e.mu.Unlock()
 	e.active.Add(-1)
 	e.jobWG.Done()
-	e.queues.add(rj.job.Queue, -1)
+	e.adm.Held(rj.job.Queue, -1)
 }
 
 // ensureWorkers starts workers until there are as many as jobs may run at
@@ -101,16 +101,21 @@ func (e *Engine) runJob(rj *runningJob) {
 	if rj.lost.Load() {
 		// Taken back while it waited for a worker: another worker owns it.
 		e.lostCnt.Add(1)
-		e.admitDrop(rj.job, rj.probe) // admission.go
+		e.adm.Drop(rj.job, rj.probe)
 		e.dequeued()
 		e.unhold(rj)
 		return
 	}
-	e.admitStart(rj.job) // waits for a free global slot of the process
+	if !e.adm.Start(rj.job, rj.probe) { // waits for a free global slot of the process
+		e.release(rj) // its breaker opened since the claim: back to pending, unspent
+		e.dequeued()
+		e.unhold(rj)
+		return
+	}
 	e.executing.Add(1)
 	result, err := e.cfg.Exec.Execute(rj.ctx, rj.job)
 	e.executing.Add(-1)
-	e.admitEnd(rj.job)
+	e.adm.End(rj.job)
 	e.dequeued()
 	e.outcome(rj, result, err)
 }
@@ -132,7 +137,7 @@ func (e *Engine) signalSlot() {
 }
 
 // outcome records the outcome of an attempt; the task's breaker learns
-// it first (breakers.go: only dependency failures count). A success goes to the acknowledger, a
+// it first (runtime/admission: only dependency failures count). A success goes to the acknowledger, a
 // failure is finished here, on the worker's goroutine; both through
 // Executor.Finish.
 func (e *Engine) outcome(rj *runningJob, result any, err error) {
@@ -144,13 +149,13 @@ func (e *Engine) outcome(rj *runningJob, result any, err error) {
 	} else if err != nil && context.Cause(e.jobCtx) != nil && (errors.Is(err, context.Canceled) || errors.Is(err, ErrStopping)) {
 		// Cancelled by the drain timeout: give the job back unspent.
 		if rj.probe {
-			e.brk.releaseProbe(j.Task)
+			e.adm.ReleaseProbe(j.Task)
 		}
 		e.release(rj)
 		e.unhold(rj)
 		return
 	}
-	e.brk.record(j, err, rj.probe)
+	e.adm.Record(j, err, rj.probe)
 	if rj.lost.Load() {
 		e.lostCnt.Add(1)
 		e.out.fail(rj.ctx, slog.LevelWarn, "lost leases", "job lease lost while running; result discarded", store.ErrLeaseLost, "task", j.Task, "job_id", int64(j.ID))

@@ -355,10 +355,12 @@ type UniqueParams struct {
 }
 
 // RequeueParams says how RequeueDead re-creates a job whose queue row is
-// gone: Defaults returns the priority and max attempts for its task name
-// (the store does not know the tasks' settings).
+// gone: Defaults are the priority and max attempts of each task (the
+// store does not know the tasks' settings), Fallback those of a task not
+// listed (DefaultsOf).
 type RequeueParams struct {
-	Defaults func(task string) (Priority, int)
+	Defaults map[string]TaskDefaults
+	Fallback TaskDefaults
 	Now      time.Time
 	// ClearProgress clears the job steps' recorded progress of the job
 	// re-queued (JobProgress), so that it runs from its first step; a
@@ -506,4 +508,21 @@ func DecodeTags(s string) []string {
 		return nil
 	}
 	return tags
+}
+
+// TaskDefaults are the priority and max attempts a new job of a task gets
+// when nothing overrides them.
+type TaskDefaults struct {
+	Priority    Priority
+	MaxAttempts int
+}
+
+// DefaultsOf returns the priority and max attempts of a re-created job of
+// task: its Defaults, or Fallback.
+func (p RequeueParams) DefaultsOf(task string) (Priority, int) {
+	d, ok := p.Defaults[task]
+	if !ok {
+		d = p.Fallback
+	}
+	return d.Priority, d.MaxAttempts
 }

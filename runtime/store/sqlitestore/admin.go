@@ -163,7 +163,7 @@ func (s *Store) RequeueDead(ctx context.Context, shard int, dlqID int64, p store
 		}
 		if n == 0 {
 			// The queue row is gone (cleaned up): re-create the job.
-			prio, maxAttempts := p.Defaults(task.String)
+			prio, maxAttempts := p.DefaultsOf(task.String)
 			id, err = insertJob(ctx, tx, counts.stmt(ctx, tx, sh.stmts.insert), sh, store.InsertParams{
 				Task: task.String, Payload: []byte(payload), Priority: prio, MaxAttempts: maxAttempts, Now: p.Now,
 				Metadata: metadataOf(meta)}, "")

@@ -215,7 +215,7 @@ func testMetadata(t *testing.T, st store.Store) {
 		t.Fatalf("DeadLetters = %d, %v; want 1", len(dl), err)
 	}
 	id, err := st.RequeueDead(ctx, dl[0].Shard, dl[0].ID, store.RequeueParams{Now: t0,
-		Defaults: func(string) (store.Priority, int) { return store.PriorityLow, 1 }})
+		Fallback: store.TaskDefaults{Priority: store.PriorityLow, MaxAttempts: 1}})
 	if err != nil {
 		t.Fatalf("RequeueDead: %v", err)
 	}

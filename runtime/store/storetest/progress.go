@@ -250,7 +250,7 @@ func testProgressKept(t *testing.T, b *testBundle) {
 			t.Fatalf("DeadLetters = %v, %v; want one", dl, err)
 		}
 		id, err := b.st.RequeueDead(b.ctx, dl[0].Shard, dl[0].ID, store.RequeueParams{Now: now, ClearProgress: clear,
-			Defaults: func(string) (store.Priority, int) { return store.PriorityMedium, 3 }})
+			Fallback: store.TaskDefaults{Priority: store.PriorityMedium, MaxAttempts: 3}})
 		if err != nil || id != in[0] {
 			t.Fatalf("RequeueDead = %d, %v; want job %d", id, err, in[0])
 		}

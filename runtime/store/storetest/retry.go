@@ -96,12 +96,8 @@ func testRetryArea(t *testing.T, s *suite) {
 		for _, j := range claim(t, b, 2, t0) {
 			b.st.Fail(b.ctx, []store.FailParams{{Lease: store.Lease{ID: j.ID, Token: j.Lease}, Dead: true, Error: "x", ErrorType: "x", Now: t0}})
 		}
-		requeue := store.RequeueParams{Now: t0, Defaults: func(task string) (store.Priority, int) {
-			if task != "t.R" {
-				t.Errorf("Defaults(%q), want t.R", task)
-			}
-			return store.PriorityHigh, 7
-		}}
+		// A task's defaults, looked up by the dead letter's task name.
+		requeue := store.RequeueParams{Now: t0, Defaults: map[string]store.TaskDefaults{"t.R": {Priority: store.PriorityHigh, MaxAttempts: 7}}}
 		dl, _ := b.st.DeadLetters(b.ctx, store.ListParams{Shard: store.AllShards})
 		if len(dl) != 2 {
 			t.Fatalf("dead letters = %d, want 2", len(dl))

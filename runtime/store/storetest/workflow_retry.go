@@ -205,7 +205,7 @@ func testWorkflowRetryJob(t *testing.T, w *wfBundle) {
 	for _, dl := range dls {
 		if dl.OriginalJobID == jobs["x"] {
 			id, err := w.st.RequeueDead(w.ctx, dl.Shard, dl.ID, store.RequeueParams{Now: t0,
-				Defaults: func(string) (store.Priority, int) { return store.PriorityLow, 1 }})
+				Fallback: store.TaskDefaults{Priority: store.PriorityLow, MaxAttempts: 1}})
 			if err != nil || id != jobs["x"] {
 				t.Fatalf("RequeueDead(x) = %d, %v; want its job %d back", id, err, jobs["x"])
 			}

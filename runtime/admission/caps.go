@@ -1,4 +1,4 @@
-package engine
+package admission
 
 import (
 	"maps"
@@ -18,10 +18,10 @@ import (
 // It hooks into the engine at four points: hold and unhold count a job in
 // and out of its queue, claim passes limits() to the store, ahead turns
 // prefetching off (a prefetched job would later start outside its queue's
-// cap), and idle also wakes on freed() (a queue at its cap got a slot back
+// cap), and idle also wakes on Controller.Freed (a queue at its cap got a slot back
 // while the producer waited for work).
 type queueSlots struct {
-	e     *Engine
+	e     *Controller
 	caps  map[string]int // named queues → MaxWorkers
 	names []string       // the named queues, sorted, then store.DefaultQueue
 	named int            // the sum of caps
@@ -31,7 +31,7 @@ type queueSlots struct {
 	free chan struct{} // buffer 1: a capped queue fell below its cap
 }
 
-func newQueueSlots(e *Engine, caps map[string]int) *queueSlots {
+func newQueueSlots(e *Controller, caps map[string]int) *queueSlots {
 	if len(caps) == 0 {
 		return nil
 	}
@@ -87,13 +87,4 @@ func (q *queueSlots) limits() []store.QueueLimit {
 		}
 	}
 	return out
-}
-
-// freed returns the channel signalled when a queue at its cap frees a
-// slot; nil (never ready) without caps.
-func (q *queueSlots) freed() <-chan struct{} {
-	if q == nil {
-		return nil
-	}
-	return q.free
 }

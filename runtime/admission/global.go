@@ -1,4 +1,4 @@
-package engine
+package admission
 
 import (
 	"context"
@@ -26,7 +26,7 @@ import (
 
 // globalLimits is the engine's side of the store's limits.
 type globalLimits struct {
-	e     *Engine
+	e     *Controller
 	st    store.Limiter
 	rules map[string]store.LimitRule // task → rule
 
@@ -43,10 +43,10 @@ type globalLimits struct {
 	flushing  bool
 	free      chan struct{}            // buffer 1: a slot became spare or went back
 	waits     map[string]*atomic.Int64 // claim rounds a task's limit left out
-	keys      *keyedLimits             // per-key limits (limits_key.go); nil: none
+	keys      *keyedLimits             // per-key limits (keyed.go); nil: none
 }
 
-func newGlobalLimits(e *Engine) *globalLimits {
+func newGlobalLimits(e *Controller) *globalLimits {
 	st := e.cfg.Store
 	if len(e.cfg.GlobalLimits) == 0 {
 		return nil
@@ -149,14 +149,14 @@ func (g *globalLimits) take(ctx context.Context, groups []claimGroup, now time.T
 		idx = append(idx, i)
 	}
 	g.mu.Unlock()
-	riders := g.e.qlim.riders() // the queue limits' takes join this call (limits_queue.go)
+	riders := g.e.qlim.riders() // the queue limits' takes join this call (queue.go)
 	if len(takes)+len(riders) == 0 {
 		return groups, retryIn
 	}
 	grants, err := g.st.LimitTake(ctx, g.e.cfg.WorkerID, append(takes, riders...), now, now.Add(g.expiry()))
 	g.e.qlim.rode(ctx, grants[min(len(takes), len(grants)):], err, now)
 	if err != nil {
-		g.e.out.fail(ctx, slog.LevelWarn, "global limits", "global limits: take failed", err)
+		g.e.out.Fail(ctx, slog.LevelWarn, "global limits", "global limits: take failed", err)
 		grants = make([]store.LimitGrant, len(takes)) // take none this round
 		retryIn = g.poll()
 	}
@@ -203,7 +203,7 @@ func (g *globalLimits) poll() time.Duration {
 // give appends what group gr of a round must give back after claiming
 // jobs of the granted ones (room was the most it asked the claim for):
 // unused slots and tokens; under a rate, the used tokens move to their
-// handlers' starts later (limits_stamp.go). A pooled rule keeps its held
+// handlers' starts later (stamps.go). A pooled rule keeps its held
 // slots while the claim found all it asked for, and gives back those its
 // claimed and running jobs do not need otherwise.
 func (g *globalLimits) give(gives []store.LimitGive, gr claimGroup, room int, jobs []*store.Job) []store.LimitGive {
@@ -228,7 +228,7 @@ func (g *globalLimits) give(gives []store.LimitGive, gr claimGroup, room int, jo
 	if r.Rate > 0 {
 		out.Tokens = unused
 		for _, j := range jobs {
-			g.e.stamp.add(j.ID, k.Scope, k.Key, gr.takenAt) // moved to the handler's start (limits_stamp.go)
+			g.e.stamp.add(j.ID, k.Scope, k.Key, gr.takenAt) // moved to the handler's start (stamps.go)
 		}
 	}
 	if out.Slots > 0 || out.Tokens > 0 {
@@ -245,7 +245,7 @@ func (g *globalLimits) settle(ctx context.Context, gives []store.LimitGive) {
 	}
 	if err := g.st.LimitGive(context.WithoutCancel(ctx), g.e.cfg.WorkerID, gives, g.e.cfg.Now()); err != nil {
 		// The slots expire with this process's lease instead.
-		g.e.out.fail(ctx, slog.LevelWarn, "global limits give", "global limits: give back unused starts", err)
+		g.e.out.Fail(ctx, slog.LevelWarn, "global limits give", "global limits: give back unused starts", err)
 	}
 }
 
@@ -283,7 +283,7 @@ func (g *globalLimits) ended(j *store.Job, started bool) {
 	if !ok {
 		return
 	}
-	if g.wideEnded(j) { // a keyed job's slot of the task's limit over all keys (limits_wide.go)
+	if g.wideEnded(j) { // a keyed job's slot of the task's limit over all keys (wide.go)
 		g.mu.Lock()
 		g.toGive[store.ScopeKey{Scope: store.TaskScope(j.Task)}]++
 		g.mu.Unlock()
@@ -343,7 +343,7 @@ func (g *globalLimits) flush() {
 		}
 		clear(g.toGive)
 		g.mu.Unlock()
-		g.settle(g.e.jobCtx, gives)
+		g.settle(g.e.jobCtx(), gives)
 		g.wake() // another round may take them again
 	}
 }
@@ -355,15 +355,6 @@ func (g *globalLimits) wake() {
 	case g.free <- struct{}{}:
 	default:
 	}
-}
-
-// freed is signalled when a slot became spare or went back (nil without
-// global limits).
-func (g *globalLimits) freed() <-chan struct{} {
-	if g == nil {
-		return nil
-	}
-	return g.free
 }
 
 // idleSpare takes out the pooled slots no claimed or running job needs
@@ -415,7 +406,7 @@ func (g *globalLimits) RunOnce(ctx context.Context, _ time.Time) {
 	sort.Slice(keys, func(a, b int) bool { return keys[a].Scope < keys[b].Scope })
 	now := g.e.cfg.Now()
 	if err := g.st.LimitRefresh(ctx, g.e.cfg.WorkerID, keys, now, now.Add(g.expiry())); err != nil {
-		g.e.out.fail(ctx, slog.LevelWarn, "global limits renew", "global limits: renew slots", err)
+		g.e.out.Fail(ctx, slog.LevelWarn, "global limits renew", "global limits: renew slots", err)
 	}
 }
 
@@ -424,12 +415,12 @@ func (g *globalLimits) Close(ctx context.Context) { g.settle(ctx, g.idleSpare(tr
 
 // GlobalLimitWaits returns, per task with a global limit, the claim
 // rounds that left it out because its limit was reached.
-func (e *Engine) GlobalLimitWaits() map[string]int64 {
-	if e.glim == nil {
+func (c *Controller) GlobalLimitWaits() map[string]int64 {
+	if c.glim == nil {
 		return nil
 	}
-	out := make(map[string]int64, len(e.glim.waits))
-	for name, n := range e.glim.waits {
+	out := make(map[string]int64, len(c.glim.waits))
+	for name, n := range c.glim.waits {
 		out[name] = n.Load()
 	}
 	return out

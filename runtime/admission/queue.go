@@ -1,4 +1,4 @@
-package engine
+package admission
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 // Queue limits (store.Limiter.SetQueueLimits): a rate and a concurrency
 // cap on a named queue, over every process, stored and changed while
 // processes run. The engine caches which queues have a rule, re-read at
-// most every queueRulesRefresh (and at once after QueueLimitsChanged), so
+// most every QueueRulesRefresh (and at once after QueueLimitsChanged), so
 // no claim round pays a read for them. A round takes starts for every
 // limited queue in one store call (the store applies the rule it holds
 // now, so a changed rule binds from the next round on), claims each
@@ -29,14 +29,14 @@ import (
 // jobs ahead without more slots (saturated): no more of them can run at
 // once than it holds.
 
-// queueRulesRefresh is the least time between two reads of the queue
+// QueueRulesRefresh is the least time between two reads of the queue
 // rules (at least PollInterval).
-const queueRulesRefresh = 50 * time.Millisecond
+const QueueRulesRefresh = 50 * time.Millisecond
 
 // queueLimits is the engine's side of the queue limits; nil when the store
 // holds no limits.
 type queueLimits struct {
-	e  *Engine
+	e  *Controller
 	st store.Limiter
 
 	// The cached rules and when they were read (producer goroutine only);
@@ -108,7 +108,7 @@ type heldSlot struct {
 
 func pooledRule(r store.LimitRule) bool { return r.Concurrency > 0 && r.Rate <= 0 }
 
-func newQueueLimits(e *Engine) *queueLimits {
+func newQueueLimits(e *Controller) *queueLimits {
 	st := e.cfg.Store
 	q := &queueLimits{e: e, st: st, notBefore: make(map[string]time.Time), round: make(map[string]*queueGrant),
 		held: make(map[store.JobID]heldSlot), inUse: make(map[string]int), pooled: make(map[string]bool),
@@ -171,15 +171,15 @@ func (q *queueLimits) changed() {
 
 // QueueLimitsChanged makes the next claim round read the queue limits
 // again (a Client that changed them) and wakes the producer.
-func (e *Engine) QueueLimitsChanged() {
-	e.qlim.changed()
-	e.qlim.wake()
+func (c *Controller) QueueLimitsChanged() {
+	c.qlim.changed()
+	c.qlim.wake()
 }
 
 // refresh re-reads the rules when they are stale or older than the
 // refresh interval.
 func (q *queueLimits) refresh(ctx context.Context, now time.Time) {
-	every := max(q.e.cfg.PollInterval, queueRulesRefresh)
+	every := max(q.e.cfg.PollInterval, QueueRulesRefresh)
 	if !q.stale.Load() && now.Sub(q.readAt) < every && now.After(q.readAt) {
 		return
 	}
@@ -313,7 +313,7 @@ func (q *queueLimits) take(ctx context.Context, now time.Time) time.Duration {
 func (q *queueLimits) grant(ctx context.Context, grants []store.LimitGrant, err error, now time.Time) time.Duration {
 	retryIn := time.Hour
 	if err != nil {
-		q.e.out.fail(ctx, slog.LevelWarn, "queue limits", "queue limits: take failed", err)
+		q.e.out.Fail(ctx, slog.LevelWarn, "queue limits", "queue limits: take failed", err)
 		grants = make([]store.LimitGrant, len(q.takes)) // claim none of them this round
 		retryIn = q.poll()
 	}
@@ -421,7 +421,7 @@ func (q *queueLimits) claimed(jobs []*store.Job) {
 			g.used++
 			q.held[j.ID] = heldSlot{queue: name, gen: q.poolGen[name], pooled: g.pooled}
 			if !g.pooled {
-				q.e.stamp.add(j.ID, store.QueueScope(name), "", g.at) // moved to the handler's start (limits_stamp.go)
+				q.e.stamp.add(j.ID, store.QueueScope(name), "", g.at) // moved to the handler's start (stamps.go)
 			}
 			q.touched[name] = true
 			q.nheld.Add(1)
@@ -431,7 +431,7 @@ func (q *queueLimits) claimed(jobs []*store.Job) {
 
 // settle appends to gives what the round must give back: the starts it
 // did not claim (the used tokens move to their handlers' starts,
-// limits_stamp.go).
+// stamps.go).
 func (q *queueLimits) settle(gives []store.LimitGive) []store.LimitGive {
 	if q == nil || len(q.round) == 0 {
 		return gives
@@ -467,7 +467,7 @@ func (q *queueLimits) give(ctx context.Context, gives []store.LimitGive) {
 	}
 	if err := q.st.LimitGive(context.WithoutCancel(ctx), q.e.cfg.WorkerID, gives, q.e.cfg.Now()); err != nil {
 		// The slots expire with this process's lease instead.
-		q.e.out.fail(ctx, slog.LevelWarn, "queue limits give", "queue limits: give back", err)
+		q.e.out.Fail(ctx, slog.LevelWarn, "queue limits give", "queue limits: give back", err)
 	}
 }
 
@@ -529,7 +529,7 @@ func (q *queueLimits) flush() {
 		}
 		clear(q.toGive)
 		q.mu.Unlock()
-		q.give(q.e.jobCtx, gives)
+		q.give(q.e.jobCtx(), gives)
 		q.wake()
 	}
 }
@@ -544,14 +544,6 @@ func (q *queueLimits) wake() {
 	case q.free <- struct{}{}:
 	default:
 	}
-}
-
-// freed is signalled when a slot went back (nil without queue limits).
-func (q *queueLimits) freed() <-chan struct{} {
-	if q == nil {
-		return nil
-	}
-	return q.free
 }
 
 func (q *queueLimits) expiry() time.Duration {
@@ -589,6 +581,6 @@ func (q *queueLimits) RunOnce(ctx context.Context, _ time.Time) {
 	}
 	now := q.e.cfg.Now()
 	if err := q.st.LimitRefresh(ctx, q.e.cfg.WorkerID, keys, now, now.Add(q.expiry())); err != nil {
-		q.e.out.fail(ctx, slog.LevelWarn, "queue limits renew", "queue limits: renew slots", err)
+		q.e.out.Fail(ctx, slog.LevelWarn, "queue limits renew", "queue limits: renew slots", err)
 	}
 }

@@ -1,4 +1,4 @@
-package engine
+package admission
 
 // The queue limits' pooled slots given back when idle, the breaker probe
 // among a queue's claims, and the starts left per queue in a round.
@@ -41,7 +41,7 @@ func (q *queueLimits) probed(ctx context.Context, jobs []*store.Job) []*store.Jo
 	var back []store.Lease
 	for _, j := range jobs {
 		if g := q.round[store.QueueOf(j.Queue)]; g != nil && g.used >= g.granted {
-			back = append(back, Lease(j))
+			back = append(back, store.Lease{ID: j.ID, Token: j.Lease, WorkerID: j.WorkerID})
 			continue
 		}
 		out = append(out, j)
@@ -49,7 +49,7 @@ func (q *queueLimits) probed(ctx context.Context, jobs []*store.Job) []*store.Jo
 	if len(back) > 0 {
 		for _, err := range q.e.cfg.Store.Release(context.WithoutCancel(ctx), back) {
 			if err != nil && !errors.Is(err, store.ErrLeaseLost) {
-				q.e.out.fail(ctx, slog.LevelWarn, "queue limits probes", "queue limits: return a probe's job", err)
+				q.e.out.Fail(ctx, slog.LevelWarn, "queue limits probes", "queue limits: return a probe's job", err)
 			}
 		}
 	}

@@ -1,4 +1,4 @@
-package engine
+package admission
 
 import (
 	"context"
@@ -29,7 +29,7 @@ type rateStamp struct {
 
 // stamps moves the rate tokens of starting jobs to their start.
 type stamps struct {
-	e  *Engine
+	e  *Controller
 	st store.Limiter
 
 	n        atomic.Int64 // jobs in of: the hot path skips the lock at zero
@@ -40,7 +40,7 @@ type stamps struct {
 	flushing bool
 }
 
-func newStamps(e *Engine) *stamps {
+func newStamps(e *Controller) *stamps {
 	st := e.cfg.Store
 	return &stamps{e: e, st: st, of: make(map[store.JobID][]rateStamp), due: make(map[rateStamp]int)}
 }
@@ -120,9 +120,9 @@ func (s *stamps) flush() {
 		}
 		clear(s.due)
 		s.mu.Unlock()
-		if err := s.st.LimitGive(context.WithoutCancel(s.e.jobCtx), s.e.cfg.WorkerID, gives, s.e.cfg.Now()); err != nil {
+		if err := s.st.LimitGive(context.WithoutCancel(s.e.jobCtx()), s.e.cfg.WorkerID, gives, s.e.cfg.Now()); err != nil {
 			// The tokens stay at their claims, a little earlier.
-			s.e.out.fail(context.Background(), slog.LevelWarn, "rate token moves", "global limits: move rate tokens to their starts", err)
+			s.e.out.Fail(context.Background(), slog.LevelWarn, "rate token moves", "global limits: move rate tokens to their starts", err)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package engine
+package admission
 
 import (
 	"time"
@@ -8,7 +8,7 @@ import (
 
 // A task limited per key may also carry limits over all its keys
 // together (Config.WideLimits: "at most 10 at once, 1 per customer").
-// The keyed claim (limits_key.go) then takes, in the same transaction as
+// The keyed claim (keyed.go) then takes, in the same transaction as
 // the keys' starts, as many starts of the task's own state row (key "")
 // as it asks of its keys, and claims at most what both granted. A job
 // holds a slot of its key and one of the task, each going back when it

@@ -1,4 +1,4 @@
-package engine
+package admission
 
 import (
 	"context"
@@ -32,15 +32,15 @@ type keyedLimits struct {
 	// rounds skip them (a slot of theirs ending here unblocks them).
 	blocked map[store.ScopeKey]time.Time
 	// walks is, per task, where the next walk of the keys behind the
-	// window resumes and when it may run (limits_heads.go).
+	// window resumes and when it may run (keyed_heads.go).
 	walks map[string]*keyWalk
-	// wide are the tasks' limits over all keys (limits_wide.go), and
+	// wide are the tasks' limits over all keys (wide.go), and
 	// wideOf the running keyed jobs that hold a slot of theirs.
 	wide   map[string]store.LimitRule
 	wideOf map[store.JobID]bool
 }
 
-func newKeyedLimits(e *Engine) *keyedLimits {
+func newKeyedLimits(e *Controller) *keyedLimits {
 	kc := e.cfg.Store
 	if len(e.cfg.LimitBy) == 0 {
 		return nil
@@ -89,23 +89,23 @@ func (g *globalLimits) keyedWant(gr claimGroup) int {
 // peekSize is how many ready jobs a keyed claim of room jobs looks at
 // first, in claim order: enough to serve the usual mix of keys in one
 // read; the keys behind it are reached by a walk of the keys when it
-// is not (limits_heads.go).
+// is not (keyed_heads.go).
 func peekSize(room int) int { return min(max(4*room, 32), 512) }
 
 // claimKeyed claims up to room jobs of keyed group gr; see the top of the
 // file. It returns the jobs and how soon a key left out may be granted
 // more (an hour if none was).
-func (g *globalLimits) claimKeyed(ctx context.Context, p *producer, gr claimGroup, room int, now time.Time) ([]*store.Job, time.Duration) {
+func (g *globalLimits) claimKeyed(ctx context.Context, cl Claimer, gr claimGroup, room int, now time.Time) ([]*store.Job, time.Duration) {
 	e, task := g.e, gr.tasks[0]
 	by, r := g.keys.by[task], g.rules[task]
 	retryIn := time.Hour
-	params := store.ClaimParams{WorkerID: e.cfg.WorkerID, Now: now, Tasks: []string{task}, Order: p.claimOrder(),
+	params := store.ClaimParams{WorkerID: e.cfg.WorkerID, Now: now, Tasks: []string{task}, Order: cl.Order(),
 		Queues: e.queues.limits()}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	cands, err := g.keys.st.PeekKeys(cctx, params, by, peekSize(room))
 	if err != nil && ctx.Err() == nil && !errors.Is(err, store.ErrClosed) {
-		e.out.fail(ctx, slog.LevelWarn, "keyed limits peek", "global limits: peek keyed jobs", err, "task", task)
+		e.out.Fail(ctx, slog.LevelWarn, "keyed limits peek", "global limits: peek keyed jobs", err, "task", task)
 	}
 	if len(cands) == 0 {
 		return nil, retryIn
@@ -114,7 +114,7 @@ func (g *globalLimits) claimKeyed(ctx context.Context, p *producer, gr claimGrou
 	// are not known to be at their limit, in one transaction.
 	scope := store.TaskScope(task)
 	if len(cands) == peekSize(room) {
-		g.refreshBlocked(cctx, task, scope, now) // limits_heads.go
+		g.refreshBlocked(cctx, task, scope, now) // keyed_heads.go
 	}
 	keyOf := make([]string, len(cands))
 	at := make(map[string]int)
@@ -150,7 +150,7 @@ func (g *globalLimits) claimKeyed(ctx context.Context, p *producer, gr claimGrou
 	}
 	// The window may hold only keys at their limit, or fewer keys than
 	// the round has room for, while other keys' jobs wait behind it: walk
-	// the keys behind it for their first jobs (limits_heads.go).
+	// the keys behind it for their first jobs (keyed_heads.go).
 	var skip []string
 	if wanted < room && len(cands) == peekSize(room) {
 		skip = g.keys.skipped(scope, keyOf, now)
@@ -183,7 +183,7 @@ func (g *globalLimits) claimKeyed(ctx context.Context, p *producer, gr claimGrou
 	}
 	grants, err := g.st.LimitTake(cctx, e.cfg.WorkerID, takes, now, now.Add(g.expiry()))
 	if err != nil {
-		e.out.fail(ctx, slog.LevelWarn, "keyed limits", "global limits: take failed", err)
+		e.out.Fail(ctx, slog.LevelWarn, "keyed limits", "global limits: take failed", err)
 		return nil, g.poll()
 	}
 	var wideAt time.Time
@@ -223,7 +223,7 @@ func (g *globalLimits) claimKeyed(ctx context.Context, p *producer, gr claimGrou
 	}
 	var ids []store.JobID
 	idKey := make(map[store.JobID]int)
-	qleft := e.qlim.left() // the round's queue limits (limits_queue.go)
+	qleft := e.qlim.left() // the round's queue limits (queue.go)
 	for i, c := range cands {
 		n, ok := at[keyOf[i]]
 		if !ok || len(ids) == room || len(ids) == wideN || left[n] == 0 {
@@ -248,7 +248,7 @@ func (g *globalLimits) claimKeyed(ctx context.Context, p *producer, gr claimGrou
 		jobs, err = g.keys.st.ClaimIDs(cctx, params, ids)
 		e.qlim.claimed(jobs)
 		if err != nil && ctx.Err() == nil && !errors.Is(err, store.ErrClosed) {
-			e.out.fail(ctx, slog.LevelWarn, "keyed claims", "claim failed", err)
+			e.out.Fail(ctx, slog.LevelWarn, "keyed claims", "claim failed", err)
 		}
 	}
 	if len(ids) > 0 && len(jobs) == 0 && err == nil {
@@ -260,7 +260,7 @@ func (g *globalLimits) claimKeyed(ctx context.Context, p *producer, gr claimGrou
 		n := idKey[j.ID]
 		used[n]++
 		if r.Rate > 0 {
-			e.stamp.add(j.ID, scope, takes[n].Key, grants[n].At) // moved to the handler's start (limits_stamp.go)
+			e.stamp.add(j.ID, scope, takes[n].Key, grants[n].At) // moved to the handler's start (stamps.go)
 		}
 		if r.Concurrency > 0 {
 			g.keys.of[j.ID] = store.ScopeKey{Scope: scope, Key: takes[n].Key}
@@ -327,6 +327,6 @@ func (g *globalLimits) sweepKeys(ctx context.Context) {
 	}
 	sort.Strings(scopes)
 	if _, err := g.keys.st.LimitSweep(ctx, scopes, g.e.cfg.Now(), age+time.Second); err != nil {
-		g.e.out.fail(ctx, slog.LevelWarn, "keyed limits sweep", "global limits: sweep keyed state", err)
+		g.e.out.Fail(ctx, slog.LevelWarn, "keyed limits sweep", "global limits: sweep keyed state", err)
 	}
 }
