@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/queuemax/queuemax/internal/clock"
+	"github.com/queuemax/queuemax/runtime/enqueue"
 	"github.com/queuemax/queuemax/runtime/shard"
 )
 
@@ -230,15 +231,15 @@ const (
 // MaxRetriesLimit is the largest number of retries a job may have (in
 // Config.MaxRetries, TaskOptions.MaxRetries, Opts.MaxRetries and the
 // retries= annotation); larger values are refused rather than wrapped.
-const MaxRetriesLimit = 1000
+const MaxRetriesLimit = enqueue.MaxRetriesLimit
 
 // Defaults.
 const (
 	DefaultShards      = 6
 	DefaultDir         = "./data"
 	DefaultMaxRetries  = 3
-	MaxPayloadBytes    = 10 << 20
-	MaxPayloadDepth    = 20
+	MaxPayloadBytes    = enqueue.MaxPayloadBytes
+	MaxPayloadDepth    = enqueue.MaxPayloadDepth
 	defaultRetryDelay  = 60 * time.Second
 	defaultMaxSnoozes  = 100
 	maxBackoff         = time.Hour
