@@ -77,4 +77,3 @@ func TestRouteBatch(t *testing.T) {
 		t.Errorf("a lone job moved to shard %d", ps[0].Shard)
 	}
 }
-
