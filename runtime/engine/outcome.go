@@ -104,7 +104,7 @@ func outcome(job *Job, err error, d queuemaxtype.Decision) string {
 	if _, ok := errors.AsType[*queuemaxtype.SnoozeError](err); ok {
 		return queuemaxtype.OutcomeSnoozed
 	}
-	if d.Permanent || job.Attempts >= job.MaxAttempts {
+	if d.Permanent || store.AttemptsSpent(job.Attempts, job.MaxAttempts) {
 		return queuemaxtype.OutcomeDeadLettered
 	}
 	return queuemaxtype.OutcomeRetry
