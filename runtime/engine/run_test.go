@@ -18,7 +18,9 @@ type httpErr struct{ code int }
 func (e httpErr) Error() string   { return fmt.Sprintf("http %d", e.code) }
 func (e httpErr) StatusCode() int { return e.code }
 
-func handle(f func(ctx context.Context, j *store.Job) (any, error)) *Handler { return &Handler{Func: f} }
+func handle(f func(ctx context.Context, j *store.Job) (any, error)) *Handler {
+	return &Handler{Func: f}
+}
 
 // TestRun_RetriesWithBackoffThenDeadLetters: a retryable failure is
 // retried after the task's backoff until the attempts are spent, then
