@@ -29,6 +29,8 @@ type Client struct {
 	events   *engine.Events
 	exec     *engine.Executor // runs and finishes this client's jobs (runtime/engine)
 	res      enqueue.Resolver // resolves, checks and places new jobs (runtime/enqueue)
+	// taskNames resolves enqueued task names (catalog.go)
+	taskNames *enqueue.Names
 	// claimAuto is set when Config.ClaimBatch was left zero: claims then
 	// grow with a deep backlog of short jobs (engine.Config.ClaimMax).
 	claimAuto bool
@@ -42,12 +44,11 @@ type Client struct {
 
 	alertMu    sync.Mutex
 	schemaMu   sync.Mutex
-	schemas    schemaCache  // see publishedSchemas
-	catalogC   catalogCache // see catalog (catalog.go)
-	alertAt    time.Time    // last alert check (wall clock, for the throttle)
-	alertTimer *time.Timer  // the pending trailing check, if any
-	alertHigh  bool         // pending was above the threshold at the last check
-	alertSent  time.Time    // last alert event
+	schemas    schemaCache // see publishedSchemas
+	alertAt    time.Time   // last alert check (wall clock, for the throttle)
+	alertTimer *time.Timer // the pending trailing check, if any
+	alertHigh  bool        // pending was above the threshold at the last check
+	alertSent  time.Time   // last alert event
 
 	engine atomic.Pointer[worker] // the running engine, while Run is active
 }
@@ -154,6 +155,7 @@ func Open(ctx context.Context, cfg Config) (c *Client, err error) {
 	c.cfg.ReadOnly = st.ReadOnly()
 	c.exec = c.newExecutor()
 	c.cfg.Shards = st.Shards()
+	c.taskNames = c.newTaskNames()
 	c.res = enqueue.Resolver{Shards: c.cfg.Shards, MaxRetries: *cfg.MaxRetries, RetryDelay: cfg.RetryDelay, Now: c.now}
 	if len(c.handlers) > 0 && !cfg.AllowUnknownTasks {
 		c.res.Works = c.worksQueue
@@ -298,7 +300,7 @@ func (c *Client) prepare(e EnqueueParams) (store.InsertParams, error) {
 	}
 	typed := e.defaults != nil
 	rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	task, err := c.resolveTask(rctx, e.Task, typed, e.Opts.AllowUnknownTask)
+	task, err := c.taskNames.Resolve(rctx, e.Task, typed, e.Opts.AllowUnknownTask)
 	cancel()
 	if err != nil {
 		return store.InsertParams{}, err
