@@ -14,4 +14,6 @@ func ResolveTask(handlers []string, name string) (full string, ok bool, err erro
 // UnknownTaskError returns the ErrUnknownTask error for name, with the
 // nearest of known (by full or short name) as a suggestion and the known
 // names listed.
-func UnknownTaskError(name string, known []string) error { return enqueue.UnknownTaskError(name, known) }
+func UnknownTaskError(name string, known []string) error {
+	return enqueue.UnknownTaskError(name, known)
+}
