@@ -31,6 +31,7 @@ type Client struct {
 	res      enqueue.Resolver // resolves, checks and places new jobs (runtime/enqueue)
 	// taskNames resolves enqueued task names (catalog.go)
 	taskNames *enqueue.Names
+	schemas   *enqueue.Schemas // payload schemas of tasks without a handler here (schema.go)
 	// claimAuto is set when Config.ClaimBatch was left zero: claims then
 	// grow with a deep backlog of short jobs (engine.Config.ClaimMax).
 	claimAuto bool
@@ -43,8 +44,6 @@ type Client struct {
 	closed  atomic.Bool
 
 	alertMu    sync.Mutex
-	schemaMu   sync.Mutex
-	schemas    schemaCache // see publishedSchemas
 	alertAt    time.Time   // last alert check (wall clock, for the throttle)
 	alertTimer *time.Timer // the pending trailing check, if any
 	alertHigh  bool        // pending was above the threshold at the last check
@@ -156,6 +155,7 @@ func Open(ctx context.Context, cfg Config) (c *Client, err error) {
 	c.exec = c.newExecutor()
 	c.cfg.Shards = st.Shards()
 	c.taskNames = c.newTaskNames()
+	c.schemas = c.newSchemas()
 	c.res = enqueue.Resolver{Shards: c.cfg.Shards, MaxRetries: *cfg.MaxRetries, RetryDelay: cfg.RetryDelay, Now: c.now}
 	if len(c.handlers) > 0 && !cfg.AllowUnknownTasks {
 		c.res.Works = c.worksQueue
@@ -321,7 +321,7 @@ func (c *Client) prepare(e EnqueueParams) (store.InsertParams, error) {
 			return store.InsertParams{}, err
 		}
 	} else if !ok {
-		if err := c.checkPublished(task, raw); err != nil {
+		if err := c.schemas.Check(task, raw); err != nil {
 			return store.InsertParams{}, err
 		}
 	}
