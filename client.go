@@ -338,18 +338,7 @@ func (c *Client) prepare(e EnqueueParams) (store.InsertParams, error) {
 }
 
 func (c *Client) afterInsert(ctx context.Context, ps []store.InsertParams, ids []JobID) {
-	// Emit before waking the workers, so that a job's enqueue event always
-	// precedes its completion.
-	if c.hasSubscribers(EventEnqueued) {
-		for i, id := range ids {
-			if isDuplicate(&ps[i]) {
-				continue // nothing was enqueued
-			}
-			c.emit(ctx, Event{Kind: EventEnqueued, JobID: id, Shard: id.Shard(), Task: ps[i].Task})
-		}
-	} else {
-		c.countEnqueued(ctx, ps) // exact counts without building events
-	}
+	c.events.Enqueued(ctx, ps, ids) // before the wake-up: a job's enqueue event precedes its completion
 	c.notify()
 	c.checkAlert(ctx, false)
 }
