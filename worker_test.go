@@ -131,38 +131,6 @@ func TestClient_Run(t *testing.T) {
 		}
 	})
 
-	t.Run("OnlyRegisteredTasksAreClaimed", func(t *testing.T) {
-		t.Parallel()
-		h := Define("t.Mine", TaskOptions{}, func(context.Context, echoArgs) error { return nil })
-		b := setup(t, Config{Shards: 1, Handlers: []Handler{h}, AllowUnknownTasks: true})
-		evs := collect(b.c, EventCompleted)
-		run(t, b.c)
-		other, _ := b.c.Enqueue(b.ctx, "t.Theirs", echoArgs{}, Opts{})
-		b.c.Enqueue(b.ctx, "t.Mine", echoArgs{}, Opts{})
-		waitEvents(t, evs, 1)
-		j, err := b.c.Job(b.ctx, other)
-		if err != nil || j.Status != StatusPending {
-			t.Errorf("foreign task job = %+v, %v; want untouched", j, err)
-		}
-	})
-
-	t.Run("ScheduledJobsWaitForRunAt", func(t *testing.T) {
-		t.Parallel()
-		var ranAt atomic.Int64
-		h := Define("t.Later", TaskOptions{}, func(context.Context, echoArgs) error { ranAt.Store(time.Now().UnixNano()); return nil })
-		b := setup(t, Config{Shards: 2, Handlers: []Handler{h}})
-		evs := collect(b.c, EventCompleted)
-		run(t, b.c)
-		at := time.Now().Add(150 * time.Millisecond)
-		if _, err := NewTask[echoArgs](b.c, "t.Later", TaskOptions{}).EnqueueAt(b.ctx, at, echoArgs{}); err != nil {
-			t.Fatal(err)
-		}
-		waitEvents(t, evs, 1)
-		if ran := time.Unix(0, ranAt.Load()); ran.Before(at) {
-			t.Errorf("job ran at %v, before its run-at %v", ran, at)
-		}
-	})
-
 	t.Run("BreakerOpensAfterFailures", func(t *testing.T) {
 		t.Parallel()
 		h := Define("t.Down", TaskOptions{MaxRetries: Ptr(0)}, func(context.Context, echoArgs) error { return httpErr{503} })

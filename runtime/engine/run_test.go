@@ -239,3 +239,39 @@ func TestRun_Snooze(t *testing.T) {
 		t.Errorf("runs %d, job %+v; want 4 runs, 3 snoozes, 1 attempt, a snooze-limit error", n, j)
 	}
 }
+
+// TestRun_OnlyItsTasksAreClaimed: the engine claims the jobs of its own
+// tasks and leaves the others to the processes that run them.
+func TestRun_OnlyItsTasksAreClaimed(t *testing.T) {
+	t.Parallel()
+	l := newLive(t, map[string]*Handler{"t.Mine": handle(func(context.Context, *store.Job) (any, error) { return nil, nil })})
+	l.start()
+	other := l.enqueue("t.Theirs", `{}`, 1)
+	l.enqueue("t.Mine", `{}`, 1)
+	l.wait(1, queuemaxtype.EventCompleted)
+	l.stop()
+	if j := l.job(other); j.Status != store.StatusPending || j.Attempts != 0 {
+		t.Errorf("foreign task's job = %s, %d attempts; want untouched", j.Status, j.Attempts)
+	}
+}
+
+// TestRun_ScheduledJobsWaitForRunAt: a job with a run-at time in the
+// future is not started before it.
+func TestRun_ScheduledJobsWaitForRunAt(t *testing.T) {
+	t.Parallel()
+	var ranAt atomic.Int64
+	l := newLive(t, map[string]*Handler{"t.Later": handle(func(context.Context, *store.Job) (any, error) {
+		ranAt.Store(time.Now().UnixNano())
+		return nil, nil
+	})})
+	l.start()
+	at := time.Now().Add(150 * time.Millisecond)
+	if _, err := l.st.Insert(t.Context(), []store.InsertParams{{Task: "t.Later", Payload: []byte(`{}`), MaxAttempts: 1,
+		RunAt: at, Now: time.Now().UTC()}}); err != nil {
+		t.Fatal(err)
+	}
+	l.wait(1, queuemaxtype.EventCompleted)
+	if ran := time.Unix(0, ranAt.Load()); ran.Before(at) {
+		t.Errorf("job ran at %v, before its run-at %v", ran, at)
+	}
+}
