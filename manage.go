@@ -8,6 +8,7 @@ import (
 
 	"github.com/queuemax/queuemax/queuemaxtype"
 	"github.com/queuemax/queuemax/runtime/engine"
+	"github.com/queuemax/queuemax/runtime/enqueue"
 	"github.com/queuemax/queuemax/runtime/store"
 )
 
@@ -178,15 +179,11 @@ func (c *Client) RequeueDead(ctx context.Context, shard int, dlqID int64) (JobID
 // taskDefaults returns the priority and max attempts a new job of task gets
 // when nothing overrides them.
 func (c *Client) taskDefaults(task string) (Priority, int) {
-	retries := *c.cfg.MaxRetries
-	var prio Priority
+	var d enqueue.Defaults
 	if h, ok := c.handlers[task]; ok {
-		prio = h.Options.Priority
-		if h.Options.MaxRetries != nil {
-			retries = *h.Options.MaxRetries
-		}
+		d = h.Options.defaults()
 	}
-	return prio, retries + 1
+	return c.res.Base(&d)
 }
 
 // Cleanup deletes failed, cancelled and completed jobs that finished more

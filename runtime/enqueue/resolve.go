@@ -66,10 +66,7 @@ func (r *Resolver) Resolve(task string, raw json.RawMessage, def *Defaults, o *O
 	if !prio.Valid() {
 		return store.InsertParams{}, fmt.Errorf("%w: got %d", ErrInvalidPriority, prio)
 	}
-	retries := r.MaxRetries
-	if def.MaxRetries != nil {
-		retries = *def.MaxRetries
-	}
+	retries := r.retries(def)
 	if o.MaxRetries != nil {
 		retries = *o.MaxRetries
 	}
@@ -122,6 +119,21 @@ func (r *Resolver) Resolve(task string, raw json.RawMessage, def *Defaults, o *O
 		return store.InsertParams{}, err
 	}
 	return p, nil
+}
+
+// retries returns the retries of a job of a task with defaults def.
+func (r *Resolver) retries(def *Defaults) int {
+	if def.MaxRetries != nil {
+		return *def.MaxRetries
+	}
+	return r.MaxRetries
+}
+
+// Base returns the priority and max attempts of a job of a task with
+// defaults def that no enqueue's options override (RequeueDead re-creates
+// with them a job whose row is gone).
+func (r *Resolver) Base(def *Defaults) (queuemaxtype.Priority, int) {
+	return def.Priority, r.retries(def) + 1
 }
 
 // queue resolves one enqueue's queue: o.Queue, else the task's, else the

@@ -54,6 +54,12 @@ func TestResolve_Layers(t *testing.T) {
 		p.Timeout != time.Second || string(p.Metadata) != `{"m":1}` || p.PartitionKey != &key {
 		t.Errorf("enqueue options: %+v", p)
 	}
+	if prio, attempts := r.Base(def); prio != queuemaxtype.PriorityMedium || attempts != 2 {
+		t.Errorf("Base(task defaults) = %d, %d; want the task's priority 1 and 2 attempts", prio, attempts)
+	}
+	if _, attempts := r.Base(&Defaults{}); attempts != 4 {
+		t.Errorf("Base(no defaults) = %d attempts; want the resolver's 3 retries + 1", attempts)
+	}
 	tagged := &Defaults{Tags: []string{"y"}}
 	p, _ = r.Resolve("t.A", raw, tagged, &Opts{})
 	tagged.Tags[0] = "changed"
