@@ -284,7 +284,7 @@ func scanJob(r pgx.Row) (*store.Job, error) {
 	j.Status = store.Status(status)
 	j.Priority = store.Priority(prio)
 	j.Attempts, j.MaxAttempts = int(att), int(maxa)
-	j.RetryDelay = time.Duration(rd) * time.Second
+	j.RetryDelay = time.Duration(rd) * time.Millisecond
 	j.LastError, j.ErrorType, j.ErrorStack = lastErr.String, errType.String, errStack.String
 	j.WorkerID = worker.String
 	j.Lease = lease.Int64

@@ -95,7 +95,7 @@ func (s *Store) insertCopy(ctx context.Context, jobs []store.InsertParams) ([]st
 			task = j.Task
 		}
 		row[0], row[1], row[2], row[3], row[4] = seqs[i], int32(j.Shard), pkey, task, []byte(j.Payload)
-		row[5], row[6], row[7] = int16(j.Priority), int32(j.MaxAttempts), retrySeconds(j.RetryDelay)
+		row[5], row[6], row[7] = int16(j.Priority), int32(j.MaxAttempts), retryMillis(j.RetryDelay)
 		row[8], row[9], row[10], row[11] = meta, tmo, tags, store.QueueOf(j.Queue)
 		if s.host {
 			now := j.Now

@@ -29,10 +29,14 @@ func TestRun_RetriesWithBackoffThenDeadLetters(t *testing.T) {
 	t.Parallel()
 	var calls atomic.Int64
 	h := handle(func(context.Context, *store.Job) (any, error) { calls.Add(1); return nil, httpErr{503} })
-	h.RetryDelay = time.Millisecond
 	l := newLive(t, map[string]*Handler{"t.Fail": h})
 	l.start()
-	id := l.enqueue("t.Fail", `{}`, 3)
+	ids, err := l.st.Insert(t.Context(), []store.InsertParams{{Task: "t.Fail", Payload: []byte(`{}`), MaxAttempts: 3,
+		RetryDelay: 5 * time.Millisecond, Now: time.Now().UTC()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := ids[0]
 	got := l.wait(3, queuemaxtype.EventRetried, queuemaxtype.EventFailed)
 	kinds := []EventKind{got[0].Kind, got[1].Kind, got[2].Kind}
 	if fmt.Sprint(kinds) != fmt.Sprint([]EventKind{queuemaxtype.EventRetried, queuemaxtype.EventRetried, queuemaxtype.EventFailed}) {
@@ -41,8 +45,8 @@ func TestRun_RetriesWithBackoffThenDeadLetters(t *testing.T) {
 	if got[2].Attempt != 3 || got[2].Error != "http 503" || got[2].JobID != id {
 		t.Errorf("failed event = %+v, want attempt 3 of job %d", got[2], id)
 	}
-	if d := got[0].RetryAt.Sub(got[0].Time); d > time.Second {
-		t.Errorf("first retry %v after the failure; want the task's 1ms backoff (±20%%), not the row's 1s", d)
+	if d := got[0].RetryAt.Sub(got[0].Time); d > 6*time.Millisecond {
+		t.Errorf("first retry %v after the failure; want the stored 5ms backoff base (±20%%), not ExecConfig's 1s", d)
 	}
 	j := l.job(id)
 	if j.Status != store.StatusFailed || j.Attempts != 3 || j.ErrorType != "engine.httpErr" {
