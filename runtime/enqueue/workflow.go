@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/queuemax/queuemax/runtime/store"
 )
 
 // ErrInvalidWorkflow is wrapped by the errors of a workflow that cannot
@@ -89,6 +91,27 @@ func cycle(names []string, deps [][]string, index map[string]int) []string {
 		if state[i] == unseen && visit(i) {
 			return found
 		}
+	}
+	return nil
+}
+
+// CheckStep checks one step of workflow name whose job Resolve made: a
+// unique job cannot be a step, and a step that binds parameters needs a
+// JSON object as its payload and parameter names without '"' or '\'.
+func CheckStep(name string, st *store.WorkflowStepParams) error {
+	for _, b := range st.Binds {
+		if strings.ContainsAny(b.Param, "\"\\") {
+			return fmt.Errorf("%w %q: step %q binds parameter %q: a parameter name cannot hold '\"' or '\\'",
+				ErrInvalidWorkflow, name, st.Name, b.Param)
+		}
+	}
+	if st.Job.Unique != nil {
+		return fmt.Errorf("%w %q: step %q: task %q makes unique jobs, which cannot be workflow steps",
+			ErrInvalidWorkflow, name, st.Name, st.Job.Task)
+	}
+	if len(st.Binds) > 0 && !strings.HasPrefix(strings.TrimSpace(string(st.Job.Payload)), "{") {
+		return fmt.Errorf("%w %q: step %q binds parameters but its payload is not a JSON object",
+			ErrInvalidWorkflow, name, st.Name)
 	}
 	return nil
 }
