@@ -239,7 +239,7 @@ var migrations = []migration{
 		// whole seconds, so the engine had to look a finer one up in the
 		// task's handler.
 		version: 15, name: "retry_delay in milliseconds",
-		stmts: []string{`UPDATE {s}.jobs SET retry_delay = retry_delay * 1000 WHERE retry_delay <> 0`,
+		stmts: []string{`UPDATE {s}.jobs SET retry_delay = LEAST(retry_delay::bigint * 1000, 2147483647) WHERE retry_delay <> 0`,
 			`ALTER TABLE {s}.jobs ALTER COLUMN retry_delay SET DEFAULT 60000`},
 	},
 }
