@@ -6,10 +6,9 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
-	"sync"
 	"time"
 
+	"github.com/queuemax/queuemax/runtime/enqueue"
 	"github.com/queuemax/queuemax/runtime/store"
 )
 
@@ -118,55 +117,6 @@ func (c *Client) checkAliases() error {
 	return nil
 }
 
-// catalogCache holds the store's task catalogue for name resolution; it
-// is read again when older than one registry refresh, or at once for a
-// name it does not know.
-type catalogCache struct {
-	mu    sync.Mutex
-	at    time.Time
-	tasks []CatalogTask
-}
-
-// catalog returns the task catalogue, from the cache unless it is stale
-// or fresh is set. A catalogue that cannot be read is an error.
-func (c *Client) catalog(ctx context.Context, fresh bool) ([]CatalogTask, error) {
-	cc := &c.catalogC
-	cc.mu.Lock()
-	defer cc.mu.Unlock()
-	if !fresh && !cc.at.IsZero() && time.Since(cc.at) < c.registryRefresh() {
-		return cc.tasks, nil
-	}
-	tasks, err := c.TaskCatalog(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("queuemax: read the task catalogue: %w", err)
-	}
-	cc.tasks, cc.at = tasks, time.Now()
-	return tasks, nil
-}
-
-// resolveCatalog resolves name against the catalogue: a task's name, one
-// of its aliases, an import-path form of a task's name, or a short name
-// that matches one task. ok is false when nothing matches; an ambiguous
-// short name is an error listing the candidates.
-func resolveCatalog(cat []CatalogTask, name string) (full string, ok bool, err error) {
-	names := make([]string, 0, len(cat))
-	for _, t := range cat {
-		if t.Name == name {
-			return name, true, nil
-		}
-		if slices.Contains(t.Aliases, name) {
-			return t.Name, true, nil
-		}
-		names = append(names, t.Name)
-	}
-	if strings.Contains(name, "/") {
-		if short := pathlessTask(name); slices.Contains(names, short) {
-			return short, true, nil
-		}
-	}
-	return ResolveTask(names, name)
-}
-
 // ResolveTaskName resolves a task name as an enqueue on c does: one of
 // c's handlers (by name, alias or a short name that matches one), else
 // a task of the store's task catalogue (the tasks workers ran, kept after
@@ -177,5 +127,23 @@ func (c *Client) ResolveTaskName(ctx context.Context, name string) (string, erro
 	if c.closed.Load() {
 		return "", ErrClosed
 	}
-	return c.resolveTask(ctx, name, false, false)
+	return c.taskNames.Resolve(ctx, name, false, false)
+}
+
+// newTaskNames builds the client's task-name resolution (see
+// enqueue.Names): its handlers, then the store's task catalogue.
+func (c *Client) newTaskNames() *enqueue.Names {
+	hs := make(map[string][]string, len(c.handlers))
+	for name, h := range c.handlers {
+		hs[name] = h.Options.Aliases
+	}
+	return &enqueue.Names{Handlers: hs, Claimed: c.names, AllowUnknown: c.cfg.AllowUnknownTasks, Refresh: c.registryRefresh(),
+		Catalog: func(ctx context.Context) ([]enqueue.CatalogEntry, error) {
+			tasks, err := c.TaskCatalog(ctx)
+			out := make([]enqueue.CatalogEntry, len(tasks))
+			for i, t := range tasks {
+				out[i] = enqueue.CatalogEntry{Name: t.Name, Aliases: t.Aliases}
+			}
+			return out, err
+		}}
 }

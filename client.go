@@ -6,14 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
-	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/queuemax/queuemax/runtime/engine"
-	"github.com/queuemax/queuemax/runtime/shard"
+	"github.com/queuemax/queuemax/runtime/enqueue"
 	"github.com/queuemax/queuemax/runtime/store"
 )
 
@@ -30,6 +27,10 @@ type Client struct {
 	started  time.Time
 	events   *engine.Events
 	exec     *engine.Executor // runs and finishes this client's jobs (runtime/engine)
+	res      enqueue.Resolver // resolves, checks and places new jobs (runtime/enqueue)
+	// taskNames resolves enqueued task names (catalog.go)
+	taskNames *enqueue.Names
+	schemas   *enqueue.Schemas // payload schemas of tasks without a handler here (schema.go)
 	// claimAuto is set when Config.ClaimBatch was left zero: claims then
 	// grow with a deep backlog of short jobs (engine.Config.ClaimMax).
 	claimAuto bool
@@ -41,11 +42,8 @@ type Client struct {
 	running atomic.Bool
 	closed  atomic.Bool
 
-	alerts   *engine.Alerts  // the AlertThreshold check
-	renames  *engine.Renames // the tasks' earlier names (catalog.go)
-	schemaMu sync.Mutex
-	schemas  schemaCache  // see publishedSchemas
-	catalogC catalogCache // see catalog (catalog.go)
+	alerts  *engine.Alerts  // the AlertThreshold check
+	renames *engine.Renames // the tasks' earlier names (catalog.go)
 
 	engine atomic.Pointer[worker] // the running engine, while Run is active
 }
@@ -154,6 +152,12 @@ func Open(ctx context.Context, cfg Config) (c *Client, err error) {
 	c.cfg.ReadOnly = st.ReadOnly()
 	c.exec = c.newExecutor()
 	c.cfg.Shards = st.Shards()
+	c.taskNames = c.newTaskNames()
+	c.schemas = c.newSchemas()
+	c.res = enqueue.Resolver{Shards: c.cfg.Shards, MaxRetries: *cfg.MaxRetries, RetryDelay: cfg.RetryDelay, Now: c.now}
+	if len(c.handlers) > 0 && !cfg.AllowUnknownTasks {
+		c.res.Works = c.worksQueue
+	}
 	c.started = c.now()
 	return c, nil
 }
@@ -167,7 +171,7 @@ func checkHandler(h *Handler) error {
 	switch {
 	case !o.Priority.Valid():
 		return fmt.Errorf("handler %q: %w", h.Name, ErrInvalidPriority)
-	case o.MaxRetries != nil && (*o.MaxRetries < 0 || *o.MaxRetries > MaxRetriesLimit):
+	case o.MaxRetries != nil && enqueue.CheckRetries(*o.MaxRetries) != nil:
 		return fmt.Errorf("handler %q: %w", h.Name, ErrInvalidRetries)
 	case o.Timeout < 0 || o.RetryDelay < 0 || o.InlineRetries < 0:
 		return fmt.Errorf("%w: handler %q: negative timeout, retry delay or inline retries", ErrInvalidConfig, h.Name)
@@ -176,13 +180,13 @@ func checkHandler(h *Handler) error {
 	case !o.Unique.IsZero() && h.Periodic != nil:
 		return fmt.Errorf("%w: periodic task %q cannot be unique (each slot fires once already)", ErrInvalidConfig, h.Name)
 	}
-	if err := o.Unique.check(); err != nil {
+	if err := enqueue.CheckUnique(o.Unique); err != nil {
 		return fmt.Errorf("handler %q: %w", h.Name, err)
 	}
 	if err := checkGlobalLimits(h); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	if err := checkTags(o.Tags); err != nil {
+	if err := enqueue.CheckTags(o.Tags); err != nil {
 		return fmt.Errorf("%w: handler %q: %w", ErrInvalidConfig, h.Name, err)
 	}
 	if p := h.Periodic; p != nil {
@@ -256,7 +260,7 @@ func (c *Client) enqueueResult(ctx context.Context, e EnqueueParams) (EnqueueRes
 		return EnqueueResult{}, err
 	}
 	ps := []store.InsertParams{p}
-	ids, err := c.insertVia(ctx, ps, c.place, c.st.Insert)
+	ids, err := c.insertVia(ctx, ps, c.res.Place, c.st.Insert)
 	if err != nil {
 		return EnqueueResult{}, err
 	}
@@ -294,14 +298,14 @@ func (c *Client) prepare(e EnqueueParams) (store.InsertParams, error) {
 		// not worth its cost on the path of a known task.
 		rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		var err error
-		task, err = c.resolveTask(rctx, e.Task, typed, e.Opts.AllowUnknownTask)
+		task, err = c.taskNames.Resolve(rctx, e.Task, typed, e.Opts.AllowUnknownTask)
 		cancel()
 		if err != nil {
 			return store.InsertParams{}, err
 		}
 	}
 	e.Task = task
-	raw, err := encodePayload(e.Payload)
+	raw, err := enqueue.EncodePayload(e.Payload)
 	if err != nil {
 		return store.InsertParams{}, err
 	}
@@ -316,7 +320,7 @@ func (c *Client) prepare(e EnqueueParams) (store.InsertParams, error) {
 			return store.InsertParams{}, err
 		}
 	} else if !ok {
-		if err := c.checkPublished(task, raw); err != nil {
+		if err := c.schemas.Check(task, raw); err != nil {
 			return store.InsertParams{}, err
 		}
 	}
@@ -328,102 +332,12 @@ func (c *Client) prepare(e EnqueueParams) (store.InsertParams, error) {
 			def = &TaskOptions{}
 		}
 	}
-	prio := def.Priority
-	if e.Opts.Priority != nil {
-		prio = *e.Opts.Priority
-	}
-	if !prio.Valid() {
-		return store.InsertParams{}, fmt.Errorf("%w: got %d", ErrInvalidPriority, prio)
-	}
-	retries := *c.cfg.MaxRetries
-	if def.MaxRetries != nil {
-		retries = *def.MaxRetries
-	}
-	if e.Opts.MaxRetries != nil {
-		retries = *e.Opts.MaxRetries
-	}
-	if retries < 0 || retries > MaxRetriesLimit {
-		return store.InsertParams{}, fmt.Errorf("%w: got %d (want 0–%d)", ErrInvalidRetries, retries, MaxRetriesLimit)
-	}
-	delay := def.RetryDelay
-	if delay == 0 {
-		delay = c.cfg.RetryDelay
-	}
-	if e.Opts.Timeout < 0 {
-		return store.InsertParams{}, fmt.Errorf("%w: got %s", ErrInvalidTimeout, e.Opts.Timeout)
-	}
-	tags := def.Tags
-	if e.Opts.Tags != nil {
-		tags = e.Opts.Tags
-		if err := checkTags(tags); err != nil {
-			return store.InsertParams{}, err
-		}
-	}
-	var meta json.RawMessage
-	if e.Opts.Metadata != nil {
-		b, err := json.Marshal(e.Opts.Metadata)
-		if err != nil {
-			return store.InsertParams{}, fmt.Errorf("%w: metadata: %v", ErrInvalidPayload, err)
-		}
-		if err := checkMetadata(b); err != nil {
-			return store.InsertParams{}, err
-		}
-		meta = b
-	}
-	p := store.InsertParams{
-		Task:         e.Task,
-		Payload:      raw,
-		PartitionKey: e.Opts.Key,
-		Priority:     prio,
-		MaxAttempts:  retries + 1,
-		RetryDelay:   delay,
-		RunAt:        e.Opts.RunAt,
-		Timeout:      e.Opts.Timeout,
-		Tags:         slices.Clone(tags),
-		Metadata:     meta,
-		Now:          c.now(),
-	}
-	if p.Queue, err = c.queueFor(def, e.Opts); err != nil {
-		return store.InsertParams{}, err
-	}
-	if p.Unique, err = resolveUnique(def, e.Opts, &p); err != nil {
-		return store.InsertParams{}, err
-	}
-	return p, nil // its shard is chosen by place, after the enqueue middleware
-}
-
-// place chooses the shards of one call's jobs, once, after the enqueue
-// middleware (which may change a job's partition key): a partition key's
-// shard, else a unique key's, else a random one, and then routeBatch keeps
-// the call's keyless jobs together.
-func (c *Client) place(ps []store.InsertParams) {
-	for i := range ps {
-		p := &ps[i]
-		switch {
-		case p.PartitionKey != nil:
-			p.Shard = shard.ForKey(*p.PartitionKey, c.cfg.Shards)
-		case p.Unique != nil:
-			p.Shard = uniqueShard(p.Unique.Key, c.cfg.Shards)
-		default:
-			p.Shard = rand.IntN(c.cfg.Shards)
-		}
-	}
-	routeBatch(ps, c.cfg.Shards) // keyless jobs together: one transaction per shard touched
+	d, o := def.defaults(), e.Opts.resolved()
+	return c.res.Resolve(task, raw, &d, &o) // its shard is chosen by Place, after the enqueue middleware
 }
 
 func (c *Client) afterInsert(ctx context.Context, ps []store.InsertParams, ids []JobID) {
-	// Emit before waking the workers, so that a job's enqueue event always
-	// precedes its completion.
-	if c.hasSubscribers(EventEnqueued) {
-		for i, id := range ids {
-			if isDuplicate(&ps[i]) {
-				continue // nothing was enqueued
-			}
-			c.emit(ctx, Event{Kind: EventEnqueued, JobID: id, Shard: id.Shard(), Task: ps[i].Task})
-		}
-	} else {
-		c.countEnqueued(ctx, ps) // exact counts without building events
-	}
+	c.events.Enqueued(ctx, ps, ids) // before the wake-up: a job's enqueue event precedes its completion
 	c.notify()
 	c.checkAlert(ctx, false)
 }
@@ -432,7 +346,7 @@ func (c *Client) afterInsert(ctx context.Context, ps []store.InsertParams, ids [
 // Every job is validated first: if any is invalid nothing is stored and the
 // error names its index. The jobs without a key of one call go to one
 // shard (runs of max(1,000, n/Shards) on consecutive shards for a larger
-// call; see routeBatch), so that a batch is one transaction. The shards
+// call; see enqueue.Place), so that a batch is one transaction. The shards
 // are written in parallel; a batch that spans shards is staged in each, committed by one record in shard 0 and
 // then published, so no job of it can be claimed before all are stored,
 // and after an error (a locked shard, a full disk) none ran or stays. Jobs
@@ -451,7 +365,7 @@ func (c *Client) insertPrepared(ctx context.Context, ps []store.InsertParams) ([
 	if len(ps) == 0 {
 		return nil, nil
 	}
-	ids, err := c.insertVia(ctx, ps, c.place, c.st.Insert)
+	ids, err := c.insertVia(ctx, ps, c.res.Place, c.st.Insert)
 	if err != nil {
 		return nil, err
 	}

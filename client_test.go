@@ -382,3 +382,29 @@ func TestResult_UnknownIDIsNotFound(t *testing.T) {
 		}
 	}
 }
+
+// TestEnqueueManyOneShard checks that a call's keyless jobs are stored on
+// one shard (one transaction) and still run.
+func TestEnqueueManyOneShard(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{Shards: 4})
+	params := make([]EnqueueParams, 300)
+	for i := range params {
+		params[i] = EnqueueParams{Task: "t", Payload: map[string]int{"i": i}}
+	}
+	ids, err := b.c.EnqueueMany(b.ctx, params)
+	if err != nil || len(ids) != len(params) {
+		t.Fatalf("EnqueueMany = %d ids, %v", len(ids), err)
+	}
+	for i, id := range ids {
+		if id.Shard() != ids[0].Shard() {
+			t.Fatalf("job %d on shard %d, job 0 on %d", i, id.Shard(), ids[0].Shard())
+		}
+		if i > 0 && id.Seq() <= ids[i-1].Seq() {
+			t.Fatalf("ids out of order: %d after %d", id, ids[i-1])
+		}
+	}
+	if s, err := b.c.Stats(b.ctx); err != nil || s.Pending != int64(len(params)) {
+		t.Fatalf("Stats = %+v, %v; want %d pending", s, err, len(params))
+	}
+}

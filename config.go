@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/queuemax/queuemax/internal/clock"
+	"github.com/queuemax/queuemax/runtime/enqueue"
 	"github.com/queuemax/queuemax/runtime/shard"
 )
 
@@ -230,15 +231,15 @@ const (
 // MaxRetriesLimit is the largest number of retries a job may have (in
 // Config.MaxRetries, TaskOptions.MaxRetries, Opts.MaxRetries and the
 // retries= annotation); larger values are refused rather than wrapped.
-const MaxRetriesLimit = 1000
+const MaxRetriesLimit = enqueue.MaxRetriesLimit
 
 // Defaults.
 const (
 	DefaultShards      = 6
 	DefaultDir         = "./data"
 	DefaultMaxRetries  = 3
-	MaxPayloadBytes    = 10 << 20
-	MaxPayloadDepth    = 20
+	MaxPayloadBytes    = enqueue.MaxPayloadBytes
+	MaxPayloadDepth    = enqueue.MaxPayloadDepth
 	defaultRetryDelay  = 60 * time.Second
 	defaultMaxSnoozes  = 100
 	maxBackoff         = time.Hour
@@ -311,45 +312,35 @@ func setDefault[T comparable](p *T, def T) {
 
 // validate reports the first invalid field of a defaulted config.
 func (c Config) validate() error {
-	switch {
-	case c.Shards < 1 || c.Shards > shard.MaxShards:
-		return &ConfigError{"Shards", fmt.Sprintf("%d is out of range (want 1–%d)", c.Shards, shard.MaxShards)}
-	case *c.MaxRetries < 0:
-		return &ConfigError{"MaxRetries", fmt.Sprintf("%d is negative", *c.MaxRetries)}
-	case *c.MaxRetries > MaxRetriesLimit:
-		return &ConfigError{"MaxRetries", fmt.Sprintf("%d exceeds %d", *c.MaxRetries, MaxRetriesLimit)}
-	case c.RetryDelay < 0:
-		return &ConfigError{"RetryDelay", "is negative"}
-	case c.MaxSnoozes < 0:
-		return &ConfigError{"MaxSnoozes", "is negative"}
-	case c.BusyTimeout < 0:
-		return &ConfigError{"BusyTimeout", "is negative"}
-	case c.Workers < 0:
-		return &ConfigError{"Workers", "is negative"}
-	case c.ClaimBatch < 0:
-		return &ConfigError{"ClaimBatch", "is negative"}
-	case c.PollInterval < 0:
-		return &ConfigError{"PollInterval", "is negative"}
-	case c.HeartbeatInterval < 0:
-		return &ConfigError{"HeartbeatInterval", "is negative"}
-	case c.StuckTimeout <= c.HeartbeatInterval:
-		return &ConfigError{"StuckTimeout", fmt.Sprintf("%s must exceed HeartbeatInterval (%s)", c.StuckTimeout, c.HeartbeatInterval)}
-	case c.RecoveryInterval < 0:
-		return &ConfigError{"RecoveryInterval", "is negative"}
-	case c.CleanupAge < 0:
-		return &ConfigError{"CleanupAge", "is negative"}
-	case c.CompletedRetention < 0 && c.CompletedRetention != RetentionOff:
-		return &ConfigError{"CompletedRetention", "is negative (RetentionOff keeps no completed job)"}
-	case c.AlertThreshold < 0 && c.AlertThreshold != AlertOff:
-		return &ConfigError{"AlertThreshold", fmt.Sprintf("%d is negative (AlertOff, -1, switches alerts off)", c.AlertThreshold)}
-	case c.CircuitThreshold < 0 && c.CircuitThreshold != CircuitOff:
-		return &ConfigError{"CircuitThreshold", fmt.Sprintf("%d is negative (CircuitOff, -1, switches the breakers off)", c.CircuitThreshold)}
-	case c.DrainTimeout < 0:
-		return &ConfigError{"DrainTimeout", "is negative"}
-	case c.CircuitTimeout < 0:
-		return &ConfigError{"CircuitTimeout", "is negative"}
-	case c.RateLimit.Limit < 0 || (c.RateLimit.Limit > 0 && c.RateLimit.Per <= 0):
-		return &ConfigError{"RateLimit", "needs Limit ≥ 0 and a positive Per"}
+	neg := "is negative"
+	for _, f := range []struct {
+		field string
+		bad   bool
+		msg   string
+	}{
+		{"Shards", c.Shards < 1 || c.Shards > shard.MaxShards, fmt.Sprintf("%d is out of range (want 1–%d)", c.Shards, shard.MaxShards)},
+		{"MaxRetries", *c.MaxRetries < 0, fmt.Sprintf("%d is negative", *c.MaxRetries)},
+		{"MaxRetries", *c.MaxRetries > MaxRetriesLimit, fmt.Sprintf("%d exceeds %d", *c.MaxRetries, MaxRetriesLimit)},
+		{"RetryDelay", c.RetryDelay < 0, neg},
+		{"MaxSnoozes", c.MaxSnoozes < 0, neg},
+		{"BusyTimeout", c.BusyTimeout < 0, neg},
+		{"Workers", c.Workers < 0, neg},
+		{"ClaimBatch", c.ClaimBatch < 0, neg},
+		{"PollInterval", c.PollInterval < 0, neg},
+		{"HeartbeatInterval", c.HeartbeatInterval < 0, neg},
+		{"StuckTimeout", c.StuckTimeout <= c.HeartbeatInterval, fmt.Sprintf("%s must exceed HeartbeatInterval (%s)", c.StuckTimeout, c.HeartbeatInterval)},
+		{"RecoveryInterval", c.RecoveryInterval < 0, neg},
+		{"CleanupAge", c.CleanupAge < 0, neg},
+		{"CompletedRetention", c.CompletedRetention < 0 && c.CompletedRetention != RetentionOff, "is negative (RetentionOff keeps no completed job)"},
+		{"AlertThreshold", c.AlertThreshold < 0 && c.AlertThreshold != AlertOff, fmt.Sprintf("%d is negative (AlertOff, -1, switches alerts off)", c.AlertThreshold)},
+		{"CircuitThreshold", c.CircuitThreshold < 0 && c.CircuitThreshold != CircuitOff, fmt.Sprintf("%d is negative (CircuitOff, -1, switches the breakers off)", c.CircuitThreshold)},
+		{"DrainTimeout", c.DrainTimeout < 0, neg},
+		{"CircuitTimeout", c.CircuitTimeout < 0, neg},
+		{"RateLimit", c.RateLimit.Limit < 0 || (c.RateLimit.Limit > 0 && c.RateLimit.Per <= 0), "needs Limit ≥ 0 and a positive Per"},
+	} {
+		if f.bad {
+			return &ConfigError{f.field, f.msg}
+		}
 	}
 	if err := c.checkQueues(); err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 
 	"github.com/queuemax/queuemax/internal/codec"
 	"github.com/queuemax/queuemax/queuemaxtype"
+	"github.com/queuemax/queuemax/runtime/enqueue"
 	"github.com/queuemax/queuemax/runtime/store"
 )
 
@@ -38,15 +39,15 @@ var (
 	// is larger than MaxPayloadBytes, or nests deeper than MaxPayloadDepth.
 	ErrInvalidPayload = codec.ErrInvalidPayload
 	// ErrInvalidPriority is returned for a priority outside 0–2.
-	ErrInvalidPriority = errors.New("queuemax: invalid priority (want 0, 1 or 2)")
+	ErrInvalidPriority = enqueue.ErrInvalidPriority
 	// ErrInvalidRetries is returned for a negative retry count.
-	ErrInvalidRetries = errors.New("queuemax: invalid max retries (want 0 or more)")
+	ErrInvalidRetries = enqueue.ErrInvalidRetries
 	// ErrInvalidTag is returned for a bad job tag (Opts.Tags,
 	// TaskOptions.Tags): empty, too long, with a space or comma, repeated,
 	// or one too many; the error names it.
-	ErrInvalidTag = errors.New("queuemax: invalid tag")
+	ErrInvalidTag = enqueue.ErrInvalidTag
 	// ErrInvalidTimeout is returned for a negative Opts.Timeout.
-	ErrInvalidTimeout = errors.New("queuemax: invalid timeout (want 0 or more)")
+	ErrInvalidTimeout = enqueue.ErrInvalidTimeout
 	// ErrInvalidConfig is wrapped by every Config validation error.
 	ErrInvalidConfig = errors.New("queuemax: invalid config")
 	// ErrUnknownTask is returned when a job names a task with no handler:
@@ -101,15 +102,10 @@ func (e *ConfigError) Error() string { return "queuemax: config " + e.Field + ":
 // Unwrap returns ErrInvalidConfig.
 func (e *ConfigError) Unwrap() error { return ErrInvalidConfig }
 
-// PayloadError explains why a payload was rejected. It wraps ErrInvalidPayload.
-type PayloadError struct {
-	Reason string
-}
-
-func (e *PayloadError) Error() string { return "queuemax: invalid payload: " + e.Reason }
-
-// Unwrap returns ErrInvalidPayload.
-func (e *PayloadError) Unwrap() error { return ErrInvalidPayload }
+// PayloadError explains why a payload was rejected: its Reason field says
+// what is wrong. It wraps ErrInvalidPayload. See enqueue.PayloadError (go
+// doc github.com/queuemax/queuemax/runtime/enqueue.PayloadError).
+type PayloadError = enqueue.PayloadError
 
 // LineError locates a bad record in an import file. Line is 1-based (for a
 // JSON array file, the line where the element starts).

@@ -5,7 +5,6 @@ import (
 
 	"github.com/queuemax/queuemax/queuemaxtype"
 	"github.com/queuemax/queuemax/runtime/engine"
-	"github.com/queuemax/queuemax/runtime/store"
 )
 
 // EventKind names a queue event; see queuemaxtype.EventKind for the kinds.
@@ -128,18 +127,3 @@ func (c *Client) EventStats() EventStats {
 func (c *Client) emit(ctx context.Context, ev Event) { c.events.Emit(ctx, ev) }
 
 func (c *Client) hasSubscribers(kind EventKind) bool { return c.events.Has(kind) }
-
-// countEnqueued counts the EventEnqueued of inserted jobs nobody
-// subscribed to, one count per run of jobs of one task.
-func (c *Client) countEnqueued(ctx context.Context, ps []store.InsertParams) {
-	n := 0
-	for i := range ps {
-		if !isDuplicate(&ps[i]) {
-			n++
-		}
-		if i+1 == len(ps) || ps[i+1].Task != ps[i].Task {
-			c.events.Count(ctx, EventEnqueued, ps[i].Task, n)
-			n = 0
-		}
-	}
-}

@@ -55,6 +55,8 @@ func TestGoDoc_AliasesPointToTheirDocs(t *testing.T) {
 		{"Hooks", "queuemaxtype.Hooks", []string{"OnStart", "OnComplete", "OnError"}},
 		{"WorkMiddleware", "queuemaxtype.WorkMiddleware", []string{"Work(ctx context.Context, job *Job, next"}},
 		{"InsertJob", "queuemaxtype.InsertJob", []string{"MaxAttempts", "func (j *InsertJob) SetMetadata(key string, value any) error"}},
+		{"UniqueOpts", "queuemaxtype.UniqueOpts", []string{"ByArgs", "ByState", "func (u UniqueOpts) IsZero() bool"}},
+		{"PayloadError", "runtime/enqueue.PayloadError", []string{"Reason", "func (e *PayloadError) Unwrap() error"}},
 		{"Event", "queuemaxtype.Event", []string{"Kind", "RetryAt", "Slot"}},
 		{"EventKind", "queuemaxtype.EventKind", []string{"EventSnoozed", "EventQueueResumed"}},
 	}

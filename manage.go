@@ -8,6 +8,7 @@ import (
 
 	"github.com/queuemax/queuemax/queuemaxtype"
 	"github.com/queuemax/queuemax/runtime/engine"
+	"github.com/queuemax/queuemax/runtime/enqueue"
 	"github.com/queuemax/queuemax/runtime/store"
 )
 
@@ -177,17 +178,17 @@ func (c *Client) RequeueDead(ctx context.Context, shard int, dlqID int64) (JobID
 }
 
 // taskDefaults returns the priority and max attempts a new job of each
-// task gets when nothing overrides them, and those of a task without a
-// handler.
+// task gets when nothing overrides them (the enqueue resolver's base), and
+// those of a task without a handler.
 func (c *Client) taskDefaults() (map[string]store.TaskDefaults, store.TaskDefaults) {
-	fallback := store.TaskDefaults{MaxAttempts: *c.cfg.MaxRetries + 1}
+	var none enqueue.Defaults
+	prio, maxAttempts := c.res.Base(&none)
+	fallback := store.TaskDefaults{Priority: prio, MaxAttempts: maxAttempts}
 	out := make(map[string]store.TaskDefaults, len(c.handlers))
 	for name, h := range c.handlers {
-		d := store.TaskDefaults{Priority: h.Options.Priority, MaxAttempts: fallback.MaxAttempts}
-		if h.Options.MaxRetries != nil {
-			d.MaxAttempts = *h.Options.MaxRetries + 1
-		}
-		out[name] = d
+		d := h.Options.defaults()
+		prio, maxAttempts := c.res.Base(&d)
+		out[name] = store.TaskDefaults{Priority: prio, MaxAttempts: maxAttempts}
 	}
 	return out, fallback
 }

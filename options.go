@@ -3,14 +3,11 @@ package queuemax
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"reflect"
-	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/queuemax/queuemax/queuemaxtype"
+	"github.com/queuemax/queuemax/runtime/enqueue"
 )
 
 // Ptr returns a pointer to v. It fills the optional fields of Opts and
@@ -70,31 +67,20 @@ type Opts struct {
 
 // Tag limits (Opts.Tags, TaskOptions.Tags, the tags= annotation).
 const (
-	MaxTags      = 20
-	MaxTagLength = 64
+	MaxTags      = enqueue.MaxTags
+	MaxTagLength = enqueue.MaxTagLength
 )
 
-// checkTags returns an error wrapping ErrInvalidTag naming the first bad
-// tag of tags.
-func checkTags(tags []string) error {
-	if len(tags) > MaxTags {
-		return fmt.Errorf("%w: %d tags (at most %d)", ErrInvalidTag, len(tags), MaxTags)
-	}
-	seen := make(map[string]bool, len(tags))
-	for i, t := range tags {
-		switch {
-		case t == "":
-			return fmt.Errorf("%w: tag %d is empty", ErrInvalidTag, i)
-		case len(t) > MaxTagLength:
-			return fmt.Errorf("%w: tag %q is %d bytes (at most %d)", ErrInvalidTag, t, len(t), MaxTagLength)
-		case !utf8.ValidString(t) || strings.ContainsFunc(t, func(r rune) bool { return r == ',' || unicode.IsSpace(r) || unicode.IsControl(r) }):
-			return fmt.Errorf("%w: tag %q has a space, comma or control character", ErrInvalidTag, t)
-		case seen[t]:
-			return fmt.Errorf("%w: tag %q appears twice", ErrInvalidTag, t)
-		}
-		seen[t] = true
-	}
-	return nil
+// resolved is o as the enqueue resolver takes it.
+func (o *Opts) resolved() enqueue.Opts {
+	return enqueue.Opts{Priority: o.Priority, MaxRetries: o.MaxRetries, Key: o.Key, RunAt: o.RunAt, Queue: o.Queue,
+		Unique: o.Unique, UniqueKey: o.UniqueKey, Timeout: o.Timeout, Metadata: o.Metadata, Tags: o.Tags}
+}
+
+// defaults are a task's options as the enqueue resolver takes them.
+func (t *TaskOptions) defaults() enqueue.Defaults {
+	return enqueue.Defaults{Priority: t.Priority, MaxRetries: t.MaxRetries, RetryDelay: t.RetryDelay, Queue: t.Queue,
+		Unique: t.Unique, Tags: t.Tags}
 }
 
 // merge returns o with every field of p that is set overriding it.

@@ -2,12 +2,12 @@ package queuemax
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"time"
 
+	"github.com/queuemax/queuemax/runtime/enqueue"
 	"github.com/queuemax/queuemax/runtime/store"
 )
 
@@ -25,7 +25,7 @@ var (
 	// client would never work: Config.Queues is set, does not list the
 	// queue, and the client has handlers (unless Config.AllowUnknownTasks
 	// is set, as for tasks). Such a job would wait for another process.
-	ErrUnknownQueue = errors.New("queuemax: unknown queue")
+	ErrUnknownQueue = enqueue.ErrUnknownQueue
 )
 
 // CheckQueueName reports whether name may name a queue; the error matches
@@ -117,25 +117,6 @@ func (c *Client) worksQueue(q string) bool {
 	}
 	_, ok := c.cfg.Queues[q]
 	return ok
-}
-
-// queueFor resolves one enqueue's queue: Opts.Queue, else the task's, else
-// the default queue (stored as "").
-func (c *Client) queueFor(def *TaskOptions, o Opts) (string, error) {
-	q := def.Queue
-	if o.Queue != "" {
-		q = o.Queue
-	}
-	if q == "" || q == DefaultQueue {
-		return "", nil
-	}
-	if err := store.CheckQueueName(q); err != nil {
-		return "", err
-	}
-	if !c.worksQueue(q) && len(c.handlers) > 0 && !c.cfg.AllowUnknownTasks {
-		return "", fmt.Errorf("%w: %q (Config.Queues does not list it)", ErrUnknownQueue, q)
-	}
-	return q, nil
 }
 
 // Pause pauses queue on every process that shares the store: from their

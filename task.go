@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"reflect"
 	"time"
+
+	"github.com/queuemax/queuemax/runtime/enqueue"
 )
 
 // Task is a typed handle on one task: it enqueues jobs whose payload is A,
@@ -193,7 +195,7 @@ func Call[A any](ctx context.Context, o TaskOptions, fn func(context.Context, A)
 // same round trip through JSON.
 func CallResult[A, R any](ctx context.Context, o TaskOptions, fn func(context.Context, A) (R, error), args A) (R, error) {
 	var zero R
-	raw, err := encodePayload(args)
+	raw, err := enqueue.EncodePayload(args)
 	if err != nil {
 		return zero, err
 	}

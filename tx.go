@@ -83,7 +83,7 @@ func (c *Client) enqueueTx(ctx context.Context, tx Tx, jobs []EnqueueParams, man
 	if len(ps) == 0 {
 		return nil, nil
 	}
-	c.place(ps)
+	c.res.Place(ps)
 	ids, err := c.st.InsertTx(ctx, tx, ps)
 	if err != nil {
 		return nil, err

@@ -325,7 +325,7 @@ func fillStats(e *engine.Engine, s *Stats) {
 func (c *Client) newExecutor() *engine.Executor {
 	toEngine := func(h *Handler) *engine.Handler {
 		o := h.Options
-		return &engine.Handler{Func: h.Func, Timeout: o.Timeout, RetryDelay: o.RetryDelay, RetryOn: o.RetryOn, InlineRetries: o.InlineRetries}
+		return &engine.Handler{Func: h.Func, Timeout: o.Timeout, RetryOn: o.RetryOn, InlineRetries: o.InlineRetries}
 	}
 	hs := make(map[string]*engine.Handler, len(c.handlers))
 	for name, h := range c.handlers {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -97,130 +96,6 @@ func TestClient_Run(t *testing.T) {
 		}
 	})
 
-	t.Run("RetriesWithBackoffThenDeadLetters", func(t *testing.T) {
-		t.Parallel()
-		var calls atomic.Int64
-		h := Define("t.Fail", TaskOptions{MaxRetries: Ptr(2), RetryDelay: time.Millisecond},
-			func(context.Context, echoArgs) error { calls.Add(1); return httpErr{503} })
-		b := setup(t, Config{Shards: 2, Handlers: []Handler{h}})
-		evs := collect(b.c, EventRetried, EventFailed)
-		run(t, b.c)
-		id, err := b.c.Enqueue(b.ctx, "t.Fail", echoArgs{1}, Opts{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := waitEvents(t, evs, 3)
-		kinds := []EventKind{got[0].Kind, got[1].Kind, got[2].Kind}
-		if fmt.Sprint(kinds) != fmt.Sprint([]EventKind{EventRetried, EventRetried, EventFailed}) {
-			t.Errorf("events = %v, want retried, retried, failed", kinds)
-		}
-		if got[2].Attempt != 3 || got[2].Error != "http 503" || got[2].JobID != id {
-			t.Errorf("failed event = %+v, want attempt 3 of job %d", got[2], id)
-		}
-		j, _ := b.c.Job(b.ctx, id)
-		if j.Status != StatusFailed || j.Attempts != 3 || j.ErrorType != "queuemax.httpErr" {
-			t.Errorf("job = %s attempts=%d type=%s, want failed after 3 attempts", j.Status, j.Attempts, j.ErrorType)
-		}
-		dl, _ := b.c.DeadLetters(b.ctx, ListParams{})
-		if len(dl) != 1 || dl[0].OriginalJobID != id {
-			t.Errorf("dead letters = %+v, want one for job %d", dl, id)
-		}
-		if calls.Load() != 3 {
-			t.Errorf("handler calls = %d, want 3", calls.Load())
-		}
-	})
-
-	t.Run("PermanentErrorsSkipRetries", func(t *testing.T) {
-		t.Parallel()
-		h := Define("t.P", TaskOptions{MaxRetries: Ptr(5), RetryDelay: time.Millisecond}, func(_ context.Context, a echoArgs) error {
-			if a.N == 0 {
-				return httpErr{404}
-			}
-			return Permanent(errors.New("bad input"))
-		})
-		b := setup(t, Config{Shards: 1, Handlers: []Handler{h}})
-		evs := collect(b.c, EventRetried, EventFailed)
-		run(t, b.c)
-		b.c.Enqueue(b.ctx, "t.P", echoArgs{0}, Opts{})
-		b.c.Enqueue(b.ctx, "t.P", echoArgs{1}, Opts{})
-		for _, e := range waitEvents(t, evs, 2) {
-			if e.Kind != EventFailed || e.Attempt != 1 {
-				t.Errorf("event = %+v, want failed on attempt 1", e)
-			}
-		}
-	})
-
-	t.Run("PanicIsRecordedWithStack", func(t *testing.T) {
-		t.Parallel()
-		h := Define("t.Panic", TaskOptions{MaxRetries: Ptr(0)}, func(context.Context, echoArgs) error { panic("kaboom") })
-		b := setup(t, Config{Shards: 1, Handlers: []Handler{h}})
-		evs := collect(b.c, EventFailed)
-		run(t, b.c)
-		id, _ := b.c.Enqueue(b.ctx, "t.Panic", echoArgs{}, Opts{})
-		waitEvents(t, evs, 1)
-		j, _ := b.c.Job(b.ctx, id)
-		if j.LastError != "panic: kaboom" || j.ErrorType != "*queuemax.PanicError" || !strings.Contains(j.ErrorStack, "worker_test.go") {
-			t.Errorf("job error = %q %q stack=%q", j.LastError, j.ErrorType, j.ErrorStack)
-		}
-	})
-
-	t.Run("TimeoutCancelsHandler", func(t *testing.T) {
-		t.Parallel()
-		h := Define("t.Slow", TaskOptions{MaxRetries: Ptr(0), Timeout: 20 * time.Millisecond}, func(ctx context.Context, _ echoArgs) error {
-			<-ctx.Done()
-			return ctx.Err()
-		})
-		b := setup(t, Config{Shards: 1, Handlers: []Handler{h}})
-		evs := collect(b.c, EventFailed)
-		run(t, b.c)
-		id, _ := b.c.Enqueue(b.ctx, "t.Slow", echoArgs{}, Opts{})
-		waitEvents(t, evs, 1)
-		j, _ := b.c.Job(b.ctx, id)
-		if !strings.Contains(j.LastError, "job exceeded 20ms timeout") {
-			t.Errorf("last error = %q, want a timeout", j.LastError)
-		}
-	})
-
-	t.Run("DrainLetsRunningJobsFinish", func(t *testing.T) {
-		t.Parallel()
-		started, release := make(chan struct{}), make(chan struct{})
-		h := Define("t.Wait", TaskOptions{}, func(ctx context.Context, _ echoArgs) error {
-			close(started)
-			<-release
-			return nil
-		})
-		b := setup(t, Config{Shards: 1, Handlers: []Handler{h}})
-		stop := run(t, b.c)
-		id, _ := b.c.Enqueue(b.ctx, "t.Wait", echoArgs{}, Opts{})
-		<-started
-		stopped := make(chan struct{})
-		go func() { stop(); close(stopped) }()
-		close(release)
-		<-stopped
-		if j, err := b.c.Job(b.ctx, id); err != nil || j.Status != StatusCompleted {
-			t.Errorf("job after drain: %+v, %v; want completed", j, err)
-		}
-	})
-
-	t.Run("DrainTimeoutReturnsJobsToPending", func(t *testing.T) {
-		t.Parallel()
-		started := make(chan struct{})
-		h := Define("t.Stuck", TaskOptions{}, func(ctx context.Context, _ echoArgs) error {
-			close(started)
-			<-ctx.Done()
-			return ctx.Err()
-		})
-		b := setup(t, Config{Shards: 1, Handlers: []Handler{h}, DrainTimeout: 10 * time.Millisecond})
-		stop := run(t, b.c)
-		id, _ := b.c.Enqueue(b.ctx, "t.Stuck", echoArgs{}, Opts{})
-		<-started
-		stop()
-		j, err := b.c.Job(b.ctx, id)
-		if err != nil || j.Status != StatusPending || j.Attempts != 0 {
-			t.Errorf("job after drain timeout = %+v, %v; want pending with its attempt refunded", j, err)
-		}
-	})
-
 	t.Run("LeaseLostCompletionRejected", func(t *testing.T) {
 		t.Parallel()
 		started, release := make(chan struct{}), make(chan struct{})
@@ -253,38 +128,6 @@ func TestClient_Run(t *testing.T) {
 		}
 		if r, err := Result[string](b.ctx, b.c, id); r != "fresh" {
 			t.Errorf("result = %q, %v; want the owner's", r, err)
-		}
-	})
-
-	t.Run("OnlyRegisteredTasksAreClaimed", func(t *testing.T) {
-		t.Parallel()
-		h := Define("t.Mine", TaskOptions{}, func(context.Context, echoArgs) error { return nil })
-		b := setup(t, Config{Shards: 1, Handlers: []Handler{h}, AllowUnknownTasks: true})
-		evs := collect(b.c, EventCompleted)
-		run(t, b.c)
-		other, _ := b.c.Enqueue(b.ctx, "t.Theirs", echoArgs{}, Opts{})
-		b.c.Enqueue(b.ctx, "t.Mine", echoArgs{}, Opts{})
-		waitEvents(t, evs, 1)
-		j, err := b.c.Job(b.ctx, other)
-		if err != nil || j.Status != StatusPending {
-			t.Errorf("foreign task job = %+v, %v; want untouched", j, err)
-		}
-	})
-
-	t.Run("ScheduledJobsWaitForRunAt", func(t *testing.T) {
-		t.Parallel()
-		var ranAt atomic.Int64
-		h := Define("t.Later", TaskOptions{}, func(context.Context, echoArgs) error { ranAt.Store(time.Now().UnixNano()); return nil })
-		b := setup(t, Config{Shards: 2, Handlers: []Handler{h}})
-		evs := collect(b.c, EventCompleted)
-		run(t, b.c)
-		at := time.Now().Add(150 * time.Millisecond)
-		if _, err := NewTask[echoArgs](b.c, "t.Later", TaskOptions{}).EnqueueAt(b.ctx, at, echoArgs{}); err != nil {
-			t.Fatal(err)
-		}
-		waitEvents(t, evs, 1)
-		if ran := time.Unix(0, ranAt.Load()); ran.Before(at) {
-			t.Errorf("job ran at %v, before its run-at %v", ran, at)
 		}
 	})
 
@@ -337,55 +180,6 @@ func TestClient_Events(t *testing.T) {
 	want := []string{"job_enqueued", "job_enqueued", "alert QUEUE_SIZE 3>2"}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("events = %q, want %q", got, want)
-	}
-}
-
-func TestClassify(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		err       error
-		permanent bool
-		delay     time.Duration
-	}{
-		{errors.New("connect to port 443 failed"), false, 0},
-		{errors.New("404 not found"), false, 0},
-		{httpErr{400}, true, 0},
-		{httpErr{404}, true, 0},
-		{httpErr{408}, false, 0},
-		{httpErr{429}, false, 0},
-		{httpErr{500}, false, 0},
-		{fmt.Errorf("wrapped: %w", httpErr{403}), true, 0},
-		{Permanent(errors.New("x")), true, 0},
-		{RetryAfter(3*time.Second, httpErr{429}), false, 3 * time.Second},
-		{context.DeadlineExceeded, false, 0},
-		{&TimeoutError{Limit: time.Second}, false, 0},
-	}
-	for _, tt := range tests {
-		d := Classify(tt.err)
-		if d.Permanent != tt.permanent || d.Delay != tt.delay {
-			t.Errorf("Classify(%v) = %+v, want permanent=%v delay=%v", tt.err, d, tt.permanent, tt.delay)
-		}
-	}
-}
-
-func TestBackoff(t *testing.T) {
-	t.Parallel()
-	for _, tt := range []struct {
-		n      int
-		lo, hi time.Duration
-	}{
-		{1, 48 * time.Second, 72 * time.Second},
-		{2, 96 * time.Second, 144 * time.Second},
-		{3, 192 * time.Second, 288 * time.Second},
-		{7, 3072 * time.Second, time.Hour},
-		{8, time.Hour, time.Hour},
-		{100, time.Hour, time.Hour},
-	} {
-		for range 200 {
-			if d := Backoff(time.Minute, tt.n); d < tt.lo || d > tt.hi {
-				t.Fatalf("Backoff(1m, %d) = %v, want within [%v, %v]", tt.n, d, tt.lo, tt.hi)
-			}
-		}
 	}
 }
 

@@ -5,17 +5,17 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/queuemax/queuemax/queuemaxtype"
+	"github.com/queuemax/queuemax/runtime/enqueue"
 )
 
 // ErrInvalidWorkflow is wrapped by the errors of Workflow.Add and
 // Client.EnqueueWorkflow for a workflow that cannot be stored: an empty or
 // duplicate step name, a dependency on an unknown step, or a cycle. The
 // error names the steps.
-var ErrInvalidWorkflow = errors.New("queuemax: invalid workflow")
+var ErrInvalidWorkflow = enqueue.ErrInvalidWorkflow
 
 // ErrWorkflowNotFound is returned when a WorkflowID names no stored
 // workflow.
@@ -199,22 +199,11 @@ func (w *Workflow) checkStep(s *workflowStep) error {
 // deps returns every step s waits for (After, AfterSettled and Bind),
 // each once, in the order first named.
 func (s *workflowStep) deps() []string {
-	var out []string
-	add := func(n string) {
-		if !slices.Contains(out, n) {
-			out = append(out, n)
-		}
+	from := make([]string, len(s.binds))
+	for i, b := range s.binds {
+		from[i] = b.From
 	}
-	for _, n := range s.after {
-		add(n)
-	}
-	for _, n := range s.settled {
-		add(n)
-	}
-	for _, b := range s.binds {
-		add(b.From)
-	}
-	return out
+	return enqueue.Deps(s.after, s.settled, from)
 }
 
 // Validate reports the first problem of the workflow: an error Add
@@ -224,63 +213,11 @@ func (w *Workflow) Validate() error {
 	if w.err != nil {
 		return w.err
 	}
-	if len(w.steps) == 0 {
-		return fmt.Errorf("%w %q: no steps", ErrInvalidWorkflow, w.name)
+	names, deps := make([]string, len(w.steps)), make([][]string, len(w.steps))
+	for i, s := range w.steps {
+		names[i], deps[i] = s.name, s.deps()
 	}
-	for _, s := range w.steps {
-		for _, d := range s.deps() {
-			if _, ok := w.index[d]; !ok {
-				return fmt.Errorf("%w %q: step %q depends on unknown step %q", ErrInvalidWorkflow, w.name, s.name, d)
-			}
-		}
-	}
-	if cyc := w.cycle(); cyc != nil {
-		return fmt.Errorf("%w %q: cycle %s", ErrInvalidWorkflow, w.name, strings.Join(cyc, " -> "))
-	}
-	return nil
-}
-
-// cycle returns the steps of one dependency cycle, first step repeated at
-// the end (a -> b -> a), or nil if there is none.
-func (w *Workflow) cycle() []string {
-	const (
-		unseen = iota
-		onPath
-		done
-	)
-	state := make([]int, len(w.steps))
-	var path []int
-	var found []string
-	var visit func(i int) bool
-	visit = func(i int) bool {
-		state[i] = onPath
-		path = append(path, i)
-		for _, d := range w.steps[i].deps() {
-			j := w.index[d]
-			switch state[j] {
-			case onPath:
-				start := slices.Index(path, j)
-				for _, k := range path[start:] {
-					found = append(found, w.steps[k].name)
-				}
-				found = append(found, w.steps[j].name)
-				return true
-			case unseen:
-				if visit(j) {
-					return true
-				}
-			}
-		}
-		path = path[:len(path)-1]
-		state[i] = done
-		return false
-	}
-	for i := range w.steps {
-		if state[i] == unseen && visit(i) {
-			return found
-		}
-	}
-	return nil
+	return enqueue.CheckGraph(w.name, names, deps)
 }
 
 // WorkflowStatus is the state of a stored workflow.

@@ -2,13 +2,12 @@ package queuemax
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"strings"
 
 	"github.com/queuemax/queuemax/runtime/engine"
+	"github.com/queuemax/queuemax/runtime/enqueue"
 	"github.com/queuemax/queuemax/runtime/store"
 )
 
@@ -80,12 +79,6 @@ func (c *Client) prepareWorkflow(wf *Workflow) (*store.WorkflowParams, error) {
 	p := &store.WorkflowParams{Name: wf.name, Shard: rand.IntN(c.cfg.Shards), Now: c.now(),
 		Steps: make([]store.WorkflowStepParams, len(wf.steps))}
 	for i, s := range wf.steps {
-		for _, b := range s.binds {
-			if strings.ContainsAny(b.Param, "\"\\") {
-				return nil, fmt.Errorf("%w %q: step %q binds parameter %q: a parameter name cannot hold '\"' or '\\'",
-					ErrInvalidWorkflow, wf.name, s.name, b.Param)
-			}
-		}
 		j, err := c.prepare(s.enqueueParams()) // a typed step (AddStep) brings its handle's defaults and check
 		if err != nil {
 			if errors.Is(err, ErrClosed) {
@@ -93,27 +86,17 @@ func (c *Client) prepareWorkflow(wf *Workflow) (*store.WorkflowParams, error) {
 			}
 			return nil, fmt.Errorf("workflow %q: step %q: %w", wf.name, s.name, err)
 		}
-		if j.Unique != nil {
-			return nil, fmt.Errorf("%w %q: step %q: task %q makes unique jobs, which cannot be workflow steps",
-				ErrInvalidWorkflow, wf.name, s.name, j.Task)
-		}
-		if len(s.binds) > 0 && !isJSONObject(j.Payload) {
-			return nil, fmt.Errorf("%w %q: step %q binds parameters but its payload is not a JSON object",
-				ErrInvalidWorkflow, wf.name, s.name)
-		}
 		j.Shard = p.Shard
 		st := store.WorkflowStepParams{Name: s.name, Job: j, After: s.after, Settled: s.settled}
 		for _, b := range s.binds {
 			st.Binds = append(st.Binds, store.WorkflowBind{Param: b.Param, From: b.From})
 		}
+		if err := enqueue.CheckStep(wf.name, &st); err != nil {
+			return nil, err
+		}
 		p.Steps[i] = st
 	}
 	return p, nil
-}
-
-func isJSONObject(raw json.RawMessage) bool {
-	s := strings.TrimSpace(string(raw))
-	return strings.HasPrefix(s, "{")
 }
 
 // afterWorkflow emits the steps' enqueue events and wakes the workers.

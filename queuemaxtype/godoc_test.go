@@ -45,6 +45,7 @@ func TestGoDoc_ShowsFieldsAndMethods(t *testing.T) {
 		"CleanupResult": {"Jobs", "DeadLetters"},
 		"RecoverResult": {"Requeued", "DeadLettered"},
 		"JobStep":       {"Name", "Done", "Result", "Cursor", "UpdatedAt"},
+		"UniqueOpts":    {"ByArgs", "ByKey", "ByPeriod", "ByState", "func (u UniqueOpts) IsZero() bool"},
 		// The types the engine and users share.
 		"PermanentError":        {"func (e *PermanentError) Unwrap() error"},
 		"RetryAfterError":       {"Delay", "func (e *RetryAfterError) Unwrap() error"},

@@ -42,6 +42,7 @@ func (s *Store) RecoverOrphans(ctx context.Context, stuckBefore, now time.Time) 
 	if s.closed.Load() {
 		return res, store.ErrClosed
 	}
+	spent := store.AttemptsSpentSQL("j.attempts", "j.max_attempts")
 	err := s.queryRow(ctx, `WITH st AS (SELECT id, cancel_requested FROM {s}.jobs WHERE status = 'processing'
 			AND (heartbeat IS NULL OR heartbeat < @now + $2`+us+`) FOR UPDATE SKIP LOCKED),
 		cx AS (UPDATE {s}.jobs j SET status = 'cancelled', completed_at = @now, worker_id = NULL, heartbeat = NULL, lease = NULL,
@@ -49,7 +50,7 @@ func (s *Store) RecoverOrphans(ctx context.Context, stuckBefore, now time.Time) 
 			FROM st WHERE j.id = st.id AND st.cancel_requested),
 		dead AS (UPDATE {s}.jobs j SET status = 'failed', completed_at = @now, worker_id = NULL, heartbeat = NULL, lease = NULL,
 				last_error = '`+orphanMsg+`', error_type = 'OrphanRecovery'
-			FROM st WHERE j.id = st.id AND NOT st.cancel_requested AND j.attempts >= j.max_attempts
+			FROM st WHERE j.id = st.id AND NOT st.cancel_requested AND `+spent+`
 			RETURNING j.id, j.shard, j.payload, j.task, j.attempts, j.error_stack, j.metadata),
 		dl AS (INSERT INTO {s}.dead_letters (shard, original_job_id, payload, error, error_type, error_stack, task, attempts, failed_at, metadata)
 			SELECT shard, id, payload, '`+orphanMsg+`', 'OrphanRecovery', error_stack, task, attempts, @now, metadata FROM dead),
@@ -57,7 +58,7 @@ func (s *Store) RecoverOrphans(ctx context.Context, stuckBefore, now time.Time) 
 			ON CONFLICT (shard, slot) DO UPDATE SET failed = c.failed + excluded.failed),
 		req AS (UPDATE {s}.jobs j SET status = 'pending', worker_id = NULL, heartbeat = NULL, lease = NULL, next_retry_at = @now,
 				last_error = 'Recovered orphan', error_type = 'OrphanRecovery'
-			FROM st WHERE j.id = st.id AND NOT st.cancel_requested AND j.attempts < j.max_attempts RETURNING j.id)
+			FROM st WHERE j.id = st.id AND NOT st.cancel_requested AND NOT `+spent+` RETURNING j.id)
 		SELECT (SELECT count(*) FROM req), (SELECT count(*) FROM dead)`,
 		now, offset(stuckBefore, now), counterSlot()).Scan(&res.Requeued, &res.DeadLettered)
 	if err != nil {

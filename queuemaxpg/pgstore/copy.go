@@ -81,7 +81,7 @@ func putMaxAttempts(b []byte, j *store.InsertParams, _ int64) []byte {
 }
 
 func putRetryDelay(b []byte, j *store.InsertParams, _ int64) []byte {
-	return putInt4(b, retrySeconds(j.RetryDelay))
+	return putInt4(b, retryMillis(j.RetryDelay))
 }
 
 func putCreated(b []byte, j *store.InsertParams, _ int64) []byte {

@@ -112,7 +112,7 @@ func rowArgs(j store.InsertParams, extra ...any) []any {
 		tmo = pgtype.Int8{Int64: max(1, j.Timeout.Milliseconds()), Valid: true}
 	}
 	return append([]any{int32(j.Shard), key, text(j.Task), string(j.Payload), int16(j.Priority),
-		int32(j.MaxAttempts), retrySeconds(j.RetryDelay), now, delay, rawText(j.Metadata), tmo,
+		int32(j.MaxAttempts), retryMillis(j.RetryDelay), now, delay, rawText(j.Metadata), tmo,
 		text(store.EncodeTags(j.Tags)), store.QueueOf(j.Queue)}, extra...)
 }
 
@@ -244,7 +244,7 @@ func jobArrays(jobs []store.InsertParams) []any {
 		payload[i] = string(j.Payload)
 		prio[i] = int16(j.Priority)
 		maxa[i] = int32(j.MaxAttempts)
-		rd[i] = retrySeconds(j.RetryDelay)
+		rd[i] = retryMillis(j.RetryDelay)
 		now := j.Now
 		if now.IsZero() {
 			now = hostNow()

@@ -36,7 +36,7 @@ var jobCols = []jobCol{
 	{"priority", func(s *jobScan) any { return &s.row.Priority }, true, putPriority, false},
 	{"attempts", func(s *jobScan) any { return &s.row.Attempts }, true, nil, false},
 	{"max_attempts", func(s *jobScan) any { return &s.row.MaxAttempts }, true, putMaxAttempts, false},
-	{"retry_delay", func(s *jobScan) any { return &s.row.RetryDelaySeconds }, true, putRetryDelay, false},
+	{"retry_delay", func(s *jobScan) any { return &s.row.RetryDelayMS }, true, putRetryDelay, false},
 	{"last_error", func(s *jobScan) any { return &s.lastErr }, true, nil, false},
 	{"error_type", func(s *jobScan) any { return &s.errType }, true, nil, false},
 	{"error_stack", func(s *jobScan) any { return &s.errStack }, false, nil, false},

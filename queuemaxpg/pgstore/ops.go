@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -40,10 +41,11 @@ func nilIfEmpty(s []string) []string {
 	return s
 }
 
-// retrySeconds converts a backoff base to the retry_delay column's whole
-// seconds, rounding up so that a sub-second base is not stored as zero.
-func retrySeconds(d time.Duration) int32 {
-	return int32((d + time.Second - 1) / time.Second)
+// retryMillis converts a backoff base to the retry_delay column's
+// milliseconds (schema version 16), rounding up so that a sub-millisecond
+// base is not stored as zero, and capped at the column's range.
+func retryMillis(d time.Duration) int32 {
+	return int32(min((d+time.Millisecond-1)/time.Millisecond, math.MaxInt32))
 }
 
 // counterSlot picks one of the counter rows of a shard, so that concurrent

@@ -57,7 +57,7 @@ var migrations = []migration{
 				priority smallint NOT NULL DEFAULT 0,
 				attempts integer NOT NULL DEFAULT 0,
 				max_attempts integer NOT NULL DEFAULT 3,
-				retry_delay integer NOT NULL DEFAULT 60,
+				retry_delay integer NOT NULL DEFAULT 60, -- milliseconds since version 16
 				last_error text,
 				error_type text,
 				error_stack text,
@@ -235,4 +235,12 @@ var migrations = []migration{
 		version: 14, name: workflowAckMigration.name, stmts: workflowAckMigration.stmts, // workflow_ack.go
 	},
 	workflowFillMigration, // workflow_ack.go
+	{
+		// A job's backoff base to the millisecond: retry_delay counted
+		// whole seconds, so the engine had to look a finer one up in the
+		// task's handler.
+		version: 16, name: "retry_delay in milliseconds",
+		stmts: []string{`UPDATE {s}.jobs SET retry_delay = LEAST(retry_delay::bigint * 1000, 2147483647) WHERE retry_delay <> 0`,
+			`ALTER TABLE {s}.jobs ALTER COLUMN retry_delay SET DEFAULT 60000`},
+	},
 }

@@ -22,9 +22,6 @@ type Handler struct {
 	Func func(ctx context.Context, job *Job) (any, error)
 	// Timeout bounds one execution (a job's own Timeout wins); zero: none.
 	Timeout time.Duration
-	// RetryDelay is the task's backoff base; zero: ExecConfig.RetryDelay
-	// (or the job's stored delay).
-	RetryDelay time.Duration
 	// RetryOn selects errors retried in-process, up to InlineRetries times
 	// (zero: 3), before the attempt counts as failed. Nil: none.
 	RetryOn       func(error) bool
@@ -45,7 +42,8 @@ type ExecConfig struct {
 	Hooks      queuemaxtype.Hooks
 	// Events receives the outcomes' events (required).
 	Events *Events
-	// RetryDelay is the backoff base of jobs whose task and row set none.
+	// RetryDelay is the backoff base of a job whose row sets none (the
+	// enqueue stores every job's).
 	RetryDelay time.Duration
 	// MaxSnoozes is how often a job may snooze before it is dead-lettered.
 	MaxSnoozes int

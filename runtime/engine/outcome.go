@@ -104,7 +104,7 @@ func outcome(job *Job, err error, d queuemaxtype.Decision) string {
 	if _, ok := errors.AsType[*queuemaxtype.SnoozeError](err); ok {
 		return queuemaxtype.OutcomeSnoozed
 	}
-	if d.Permanent || job.Attempts >= job.MaxAttempts {
+	if d.Permanent || store.AttemptsSpent(job.Attempts, job.MaxAttempts) {
 		return queuemaxtype.OutcomeDeadLettered
 	}
 	return queuemaxtype.OutcomeRetry
@@ -112,8 +112,8 @@ func outcome(job *Job, err error, d queuemaxtype.Decision) string {
 
 // Decide returns what a failed attempt of job with jobErr becomes: a
 // cancellation, a snooze (or a dead letter past MaxSnoozes), a dead letter,
-// or a retry after the error's delay or the backoff of the task (else of
-// the job's row, else ExecConfig.RetryDelay).
+// or a retry after the error's delay or the backoff of the base stored
+// with the job (a row without one: ExecConfig.RetryDelay).
 func (x *Executor) Decide(job *Job, jobErr error) queuemaxtype.FailOutcome {
 	type FailOutcome = queuemaxtype.FailOutcome
 	d := Classify(jobErr) // once per failure
@@ -132,11 +132,9 @@ func (x *Executor) Decide(job *Job, jobErr error) queuemaxtype.FailOutcome {
 	if !out.Dead {
 		delay := d.Delay
 		if delay <= 0 {
-			// The handler's setting wins (the row keeps whole seconds only).
+			// The base resolved at enqueue (runtime/enqueue), stored with
+			// the job.
 			base := job.RetryDelay
-			if h, ok := x.cfg.Handlers[job.Task]; ok && h.RetryDelay > 0 {
-				base = h.RetryDelay
-			}
 			if base <= 0 {
 				base = x.cfg.RetryDelay
 			}

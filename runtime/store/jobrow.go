@@ -18,16 +18,16 @@ type JobRow struct {
 	Task            string
 	Payload         []byte
 	// Status is empty in a claim's row, which is always processing.
-	Status            string
-	Priority          int
-	Attempts          int
-	MaxAttempts       int
-	RetryDelaySeconds int64
-	LastError         string
-	ErrorType         string
-	ErrorStack        string
-	WorkerID          string
-	Lease             int64
+	Status       string
+	Priority     int
+	Attempts     int
+	MaxAttempts  int
+	RetryDelayMS int64
+	LastError    string
+	ErrorType    string
+	ErrorStack   string
+	WorkerID     string
+	Lease        int64
 	// The row's times, zero when NULL, as the store reads them (UTC).
 	Heartbeat, CreatedAt, StartedAt, CompletedAt, NextRetryAt time.Time
 	Result                                                    []byte
@@ -66,7 +66,7 @@ func (r *JobRow) Fill(j *Job) {
 		Priority:        Priority(r.Priority),
 		Attempts:        r.Attempts,
 		MaxAttempts:     r.MaxAttempts,
-		RetryDelay:      time.Duration(r.RetryDelaySeconds) * time.Second,
+		RetryDelay:      time.Duration(r.RetryDelayMS) * time.Millisecond,
 		LastError:       r.LastError,
 		ErrorType:       r.ErrorType,
 		ErrorStack:      r.ErrorStack,

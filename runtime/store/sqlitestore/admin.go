@@ -53,6 +53,7 @@ func (s *Store) RecoverOrphans(ctx context.Context, stuckBefore, now time.Time) 
 	cut, ts := store.FormatTime(stuckBefore), store.FormatTime(now)
 	_, err := s.eachShard(ctx, store.AllShards, func(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shardDB) (int, error) {
 		const stuck = `status = 'processing' AND (heartbeat IS NULL OR heartbeat < ?1)`
+		spent := store.AttemptsSpentSQL("tentativas", "max_tentativas")
 		if err := repairWorkflows(ctx, tx); err != nil { // workflow.go
 			return 0, err
 		}
@@ -65,14 +66,14 @@ func (s *Store) RecoverOrphans(ctx context.Context, stuckBefore, now time.Time) 
 		dead, err := affected(tx.ExecContext(ctx, `INSERT INTO dead_letter_queue
 			(original_job_id, payload, error, error_type, failed_at, shard_id, task, attempts, error_stack, metadata)
 			SELECT id, payload, 'worker lost: heartbeat older than stuck timeout on last attempt', 'OrphanRecovery',
-				?2, ?3, task, tentativas, error_stack, metadata FROM fila WHERE `+stuck+` AND tentativas >= max_tentativas`,
+				?2, ?3, task, tentativas, error_stack, metadata FROM fila WHERE `+stuck+` AND `+spent,
 			cut, ts, sh.idx))
 		if err != nil {
 			return 0, err
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE fila SET status = 'failed', completed_at = ?2, worker_id = NULL,
 			heartbeat = NULL, lease = NULL, last_error = 'worker lost: heartbeat older than stuck timeout on last attempt',
-			error_type = 'OrphanRecovery' WHERE `+stuck+` AND tentativas >= max_tentativas`, cut, ts); err != nil {
+			error_type = 'OrphanRecovery' WHERE `+stuck+` AND `+spent, cut, ts); err != nil {
 			return 0, err
 		}
 		counts.failed += dead

@@ -22,7 +22,7 @@ var insertColumns = []struct {
 	{"pagina_id", false}, {"payload", true}, {"status", true}, {"priority", false}, {"tentativas", false},
 	{"max_tentativas", false}, {"retry_delay", false}, {"task", true}, {"created_at", true},
 	{"next_retry_at", true}, {"shard_id", false}, {"metadata", true}, {"timeout_ms", false}, {"tags", true},
-	{"queue", true}, {"batch_id", true}, {"batch_next", true},
+	{"queue", true}, {"batch_id", true}, {"batch_next", true}, {"retry_delay_ms", false},
 }
 
 // insertRow writes j's column values (insertColumns' order) to w. With a
@@ -68,6 +68,17 @@ func insertRow(w rowWriter, sh *shardDB, j store.InsertParams, batch string) {
 		w.text(batch)
 		w.textOrNull(staged)
 	}
+	if ms, ok := retryMillis(j.RetryDelay); ok {
+		w.int(ms)
+	} else {
+		w.null()
+	}
+}
+
+// retryMillis returns the retry_delay_ms column of a backoff base that
+// whole seconds (retry_delay, as queue-max keeps it) do not hold exactly.
+func retryMillis(d time.Duration) (int64, bool) {
+	return d.Milliseconds(), d%time.Second != 0
 }
 
 // rowWriter receives one row's values.

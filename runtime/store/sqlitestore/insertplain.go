@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/queuemax/queuemax/runtime/store"
 )
@@ -25,14 +26,14 @@ import (
 // the caller passes no batch id).
 func plainJob(j *store.InsertParams) bool {
 	return j.PartitionKey == nil && j.Unique == nil && !j.RunAt.After(j.Now) && len(j.Metadata) == 0 &&
-		j.Timeout <= 0 && len(j.Tags) == 0 && store.QueueOf(j.Queue) == store.DefaultQueue
+		j.Timeout <= 0 && len(j.Tags) == 0 && store.QueueOf(j.Queue) == store.DefaultQueue && j.RetryDelay%time.Second == 0
 }
 
 // plainRowsSQL returns the INSERT of n plain rows, in insertColumns' order
 // with the constant columns as literals.
 func plainRowsSQL(n int) string {
 	row := "(NULL, ?, '" + string(store.StatusPending) + "', ?, 0, ?, ?, ?, ?, NULL, ?, NULL, NULL, NULL, '" +
-		store.DefaultQueue + "', NULL, NULL)"
+		store.DefaultQueue + "', NULL, NULL, NULL)"
 	return `INSERT INTO fila (` + insertNames + `) VALUES ` + strings.TrimSuffix(strings.Repeat(row+", ", n), ", ")
 }
 

@@ -27,12 +27,12 @@ func scanJob(r scanner, sh int) (*store.Job, error) {
 		next, task, result, meta, uniqueKey                                sql.NullString
 		cancelReq, snoozes, timeoutMS                                      sql.NullInt64
 		tags, queue                                                        sql.NullString
-		wf                                                                 sql.NullInt64
+		wf, retryMS                                                        sql.NullInt64
 		progress                                                           sql.NullString
 	)
 	if err := r.Scan(&id, &key, &payload, &status, &prio, &attempts, &maxAttempts, &retryDelay,
 		&lastErr, &errType, &errStack, &worker, &hb, &created, &started, &finished, &next, &task, &lease, &result, &meta, &cancelReq, &snoozes, &timeoutMS, &tags, &queue,
-		&uniqueKey, &wf, &progress); err != nil {
+		&uniqueKey, &wf, &progress, &retryMS); err != nil {
 		return nil, err
 	}
 	j.ID = store.NewJobID(sh, id)
@@ -46,7 +46,7 @@ func scanJob(r scanner, sh int) (*store.Job, error) {
 	j.Priority = store.Priority(prio)
 	j.Attempts = int(attempts)
 	j.MaxAttempts = int(maxAttempts)
-	j.RetryDelay = time.Duration(retryDelay) * time.Second
+	j.RetryDelay = retryDelayOf(retryDelay, retryMS)
 	j.LastError, j.ErrorType, j.ErrorStack = lastErr.String, errType.String, errStack.String
 	j.WorkerID = worker.String
 	j.Heartbeat = store.ParseTime(hb.String)
@@ -233,12 +233,12 @@ type claimScan struct {
 func (c *claimScan) scan(r *sql.Rows, left int) (*store.Job, error) {
 	var (
 		id, prio, attempts, maxAttempts, retryDelay, snoozes int64
-		key, timeoutMS, wf                                   sql.NullInt64
+		key, timeoutMS, wf, retryMS                          sql.NullInt64
 		payload, created                                     string
 		lastErr, errType, next, task, meta, tags, queue      sql.NullString
 	)
 	if err := r.Scan(&id, &key, &payload, &prio, &attempts, &maxAttempts, &retryDelay,
-		&lastErr, &errType, &created, &next, &task, &meta, &snoozes, &timeoutMS, &tags, &queue, &wf); err != nil {
+		&lastErr, &errType, &created, &next, &task, &meta, &snoozes, &timeoutMS, &tags, &queue, &wf, &retryMS); err != nil {
 		return nil, err
 	}
 	if len(c.block) == 0 {
@@ -257,7 +257,7 @@ func (c *claimScan) scan(r *sql.Rows, left int) (*store.Job, error) {
 	j.Priority = store.Priority(prio)
 	j.Attempts = int(attempts)
 	j.MaxAttempts = int(maxAttempts)
-	j.RetryDelay = time.Duration(retryDelay) * time.Second
+	j.RetryDelay = retryDelayOf(retryDelay, retryMS)
 	j.LastError, j.ErrorType = lastErr.String, errType.String
 	j.WorkerID = c.worker
 	j.Lease = c.lease
@@ -512,6 +512,15 @@ func (s *Store) Release(ctx context.Context, leases []store.Lease) []error {
 		func(ctx context.Context, tx *sql.Tx, _ *groupCounts, sh *shardDB, l store.Lease) error {
 			return leaseLost(tx.StmtContext(ctx, sh.stmts.release).ExecContext(ctx, l.ID.Seq(), l.Token, l.WorkerID, l.WorkerID))
 		})
+}
+
+// retryDelayOf reads a job's backoff base: retry_delay_ms when set, else
+// retry_delay's whole seconds.
+func retryDelayOf(seconds int64, ms sql.NullInt64) time.Duration {
+	if ms.Valid {
+		return time.Duration(ms.Int64) * time.Millisecond
+	}
+	return time.Duration(seconds) * time.Second
 }
 
 // retrySeconds converts a backoff base to the retry_delay column's whole

@@ -2,7 +2,7 @@ package sqlitestore
 
 // schemaVersion is the version written to shard_metadata.version once every
 // migration has run. Versions 1 and 2 are queue-max's; 3 and later are ours.
-const schemaVersion = 17
+const schemaVersion = 18
 
 // baseSchema creates queue-max's tables exactly as queue-max 0.2.0 does
 // (same names, columns, types, defaults and CHECK), so that files written by
@@ -298,4 +298,11 @@ var migrations = []migration{
 		stmts:   migrationCatalog,
 	},
 	progressMigration, // progress.go
+	{
+		// retry_delay keeps queue-max's whole seconds; a finer backoff
+		// base is kept here too (NULL: retry_delay's seconds are exact).
+		version:    18,
+		name:       "retry_delay_ms: the backoff base to the millisecond",
+		addColumns: [][3]string{{"fila", "retry_delay_ms", "INTEGER"}},
+	},
 }

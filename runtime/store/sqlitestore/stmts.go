@@ -12,13 +12,13 @@ import (
 // jobColumns is the column list scanJob reads, in order.
 const jobColumns = `id, pagina_id, payload, status, priority, tentativas, max_tentativas, retry_delay,
 	last_error, error_type, error_stack, worker_id, heartbeat, created_at, started_at, completed_at,
-	next_retry_at, task, lease, result, metadata, cancel_requested, snoozes, timeout_ms, tags, queue, unique_key, wf_id, progress`
+	next_retry_at, task, lease, result, metadata, cancel_requested, snoozes, timeout_ms, tags, queue, unique_key, wf_id, progress, retry_delay_ms`
 
 // claimColumns is the column list a claim returns, in the order
 // scanClaimed reads it: what a run needs, not the whole row (the columns a
 // claim sets are known without reading them back).
 const claimColumns = `id, pagina_id, payload, priority, tentativas, max_tentativas, retry_delay,
-	last_error, error_type, created_at, next_retry_at, task, metadata, snoozes, timeout_ms, tags, queue, wf_id`
+	last_error, error_type, created_at, next_retry_at, task, metadata, snoozes, timeout_ms, tags, queue, wf_id, retry_delay_ms`
 
 const (
 	// sqlUniqueHolder finds the job holding a key, through idx_qm_unique

@@ -41,6 +41,29 @@ func testInsertArea(t *testing.T, s *suite) {
 		}
 	})
 
+	// The backoff base resolved at enqueue is stored to the millisecond:
+	// the engine reads it back and never recomputes it.
+	t.Run("RetryDelayToTheMillisecond", func(t *testing.T) {
+		t.Parallel()
+		b := s.setup(t, 1)
+		delays := []time.Duration{1500 * time.Millisecond, 10 * time.Millisecond, 2 * time.Minute}
+		var ps []store.InsertParams
+		for _, d := range delays {
+			ps = append(ps, store.InsertParams{Task: "t.D", MaxAttempts: 1, RetryDelay: d}) // insert() sets payload and time
+		}
+		ids := insert(t, b, ps...)
+		for i, id := range ids {
+			if j, err := b.st.Job(b.ctx, id); err != nil || j.RetryDelay != delays[i] {
+				t.Errorf("Job(%d).RetryDelay = %v, %v; want %v", id, j.RetryDelay, err, delays[i])
+			}
+		}
+		for _, j := range claim(t, b, len(delays), t0) {
+			if want := delays[slices.Index(ids, j.ID)]; j.RetryDelay != want {
+				t.Errorf("claimed job %d: RetryDelay %v, want %v", j.ID, j.RetryDelay, want)
+			}
+		}
+	})
+
 	t.Run("ConcurrentSinglesGroupCommit", func(t *testing.T) {
 		t.Parallel()
 		b := s.setup(t, 2)

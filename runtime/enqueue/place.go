@@ -1,14 +1,34 @@
-package queuemax
+package enqueue
 
 import (
 	"math/rand/v2"
 	"sync/atomic"
 
+	"github.com/queuemax/queuemax/runtime/shard"
 	"github.com/queuemax/queuemax/runtime/store"
 )
 
+// Place chooses the shards of one call's jobs, once, after the enqueue
+// middleware (which may change a job's partition key): a partition key's
+// shard, else a unique key's, and the call's other jobs together (see
+// routeBatch), so that a call is one transaction per shard it touches.
+func (r *Resolver) Place(ps []store.InsertParams) {
+	for i := range ps {
+		p := &ps[i]
+		switch {
+		case p.PartitionKey != nil:
+			p.Shard = shard.ForKey(*p.PartitionKey, r.Shards)
+		case p.Unique != nil:
+			p.Shard = uniqueShard(p.Unique.Key, r.Shards)
+		default:
+			p.Shard = rand.IntN(r.Shards)
+		}
+	}
+	routeBatch(ps, r.Shards)
+}
+
 // batchShardChunk is the smallest run of one call's keyless jobs that
-// EnqueueMany puts on one shard.
+// Place puts on one shard.
 const batchShardChunk = 1000
 
 // batchShardNext is the shard (modulo the shard count) that the next
@@ -18,11 +38,11 @@ var batchShardNext atomic.Uint64
 
 func init() { batchShardNext.Store(rand.Uint64N(1 << 32)) }
 
-// routeBatch chooses the shards of one EnqueueMany call's keyless jobs
-// (no partition key, not unique: prepare gave each a random shard). A call
-// that stays on one shard is one transaction; one that spans shards takes
-// the store's two-phase path (stage every row, decide, publish), which
-// writes each row twice. So the keyless jobs stay together: up to
+// routeBatch chooses the shards of one call's keyless jobs (no partition
+// key, not unique: Place gave each a random shard). A call that stays on
+// one shard is one transaction; one that spans shards takes the store's
+// two-phase path (stage every row, decide, publish), which writes each row
+// twice. So the keyless jobs stay together: up to
 // max(batchShardChunk, n/shards) of them on one shard, in call order, the
 // shards taken in turn. When the call also has jobs whose shard is fixed
 // (a key or a unique key), the keyless ones join the first such job's
