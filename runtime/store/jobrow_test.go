@@ -11,7 +11,7 @@ func TestJobRowFill(t *testing.T) {
 	at := time.Date(2026, 12, 3, 13, 0, 0, 0, time.UTC)
 	r := JobRow{
 		Seq: 7, Shard: 2, PartitionKey: 9, HasPartitionKey: true, Task: "t", Payload: []byte(`{}`),
-		Status: "pending", Priority: 2, Attempts: 1, MaxAttempts: 3, RetryDelayMS: 5, TimeoutMS: 1500,
+		Status: "pending", Priority: 2, Attempts: 1, MaxAttempts: 3, RetryDelayMS: 5000, TimeoutMS: 1500,
 		CreatedAt: at, Tags: []string{}, Workflow: 4, HasWorkflow: true, Progress: []byte(`{"a":{"seq":1}}`),
 	}
 	j := r.Job()

@@ -16,6 +16,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/queuemax/queuemax/runtime/schedule"
 )
 
 // These tests run several OS processes (the test binary re-executed, see
@@ -238,10 +239,10 @@ func TestPostgresProcesses_PeriodicSlotsOnce(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	h := periodicHandler("t.Tick", Periodic{Every: time.Minute})
 	b := setup(t, Config{Store: &pgTarget{dsn: dsn, schema: schema}, Handlers: []Handler{h}})
-	var scheds []*scheduler
+	var scheds []*schedule.Scheduler
 	for range 2 {
 		s := newTestScheduler(t, setup(t, Config{Store: &pgTarget{dsn: dsn, schema: schema}, Handlers: []Handler{h}}).c)
-		if err := s.register(b.ctx, t0); err != nil {
+		if err := s.Register(b.ctx, t0); err != nil {
 			t.Fatal(err)
 		}
 		scheds = append(scheds, s)
@@ -270,7 +271,7 @@ func TestPostgresProcesses_PeriodicSlotsOnce(t *testing.T) {
 		t.Cleanup(func() { w.Close(); cmd.Process.Kill(); cmd.Wait() })
 		return &schedKid{cmd: cmd, in: w, replies: bufio.NewScanner(stdout)}
 	}
-	tick := func(kids []*schedKid, at time.Time, local []*scheduler) {
+	tick := func(kids []*schedKid, at time.Time, local []*schedule.Scheduler) {
 		t.Helper()
 		for _, k := range kids {
 			fmt.Fprintf(k.in, "%d\n", at.UnixNano())
@@ -278,7 +279,7 @@ func TestPostgresProcesses_PeriodicSlotsOnce(t *testing.T) {
 		var wg sync.WaitGroup
 		for _, s := range local {
 			wg.Go(func() {
-				if _, err := s.tick(b.ctx, at); err != nil {
+				if _, err := s.Tick(b.ctx, at); err != nil {
 					t.Errorf("tick: %v", err)
 				}
 			})

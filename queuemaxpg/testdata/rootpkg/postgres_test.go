@@ -130,13 +130,13 @@ func TestPostgres_SchedulerUsesDatabaseClock(t *testing.T) {
 	h := periodicHandler("t.Hourly", Periodic{Every: time.Hour})
 	b := setup(t, Config{Store: &pgTarget{dsn: dsn, schema: schema}, Handlers: []Handler{h}, now: func() time.Time { return time.Now().Add(2 * time.Hour) }})
 	s := newTestScheduler(t, b.c)
-	if d := s.now().Sub(time.Now()); d.Abs() > time.Minute {
+	if d := s.Now().Sub(time.Now()); d.Abs() > time.Minute {
 		t.Fatalf("scheduler clock is %v off the database's, want the database's time", d)
 	}
-	if err := s.register(b.ctx, s.now()); err != nil {
+	if err := s.Register(b.ctx, s.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.tick(b.ctx, s.now()); err != nil {
+	if _, err := s.Tick(b.ctx, s.Now()); err != nil {
 		t.Fatal(err)
 	}
 	states, err := b.c.st.PeriodicList(b.ctx)
