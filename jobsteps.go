@@ -5,10 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
-	"reflect"
-	"runtime"
-	"strconv"
 
 	"github.com/queuemax/queuemax/queuemaxtype"
 	"github.com/queuemax/queuemax/runtime/engine"
@@ -69,79 +65,13 @@ var (
 // Step is safe to call from several goroutines of one handler, with
 // distinct names.
 func Step[T any](ctx context.Context, name string, fn func(ctx context.Context) (T, error)) (T, error) {
-	var zero T
-	if fn == nil {
-		return zero, fmt.Errorf("queuemax: job step %q: nil function", name)
-	}
-	run, raw, done, err := beginStep(ctx, "Step", name)
-	if err != nil {
-		return zero, err
-	}
-	if done {
-		var v T
-		if err := json.Unmarshal(raw, &v); err != nil {
-			return zero, Permanent(fmt.Errorf("queuemax: job step %q: its stored result does not decode into %s (reset the job's steps with Client.ResetJobSteps): %w",
-				name, reflect.TypeFor[T](), err))
-		}
-		return v, nil
-	}
-	sctx := engine.InStep(ctx, name, reflect.TypeFor[T]())
-	v, err := fn(sctx)
-	if err != nil {
-		return v, err
-	}
-	if engine.RecordedInTx(sctx) {
-		return v, nil // the application's transaction recorded it (SetStepTx)
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return v, Permanent(fmt.Errorf("queuemax: job step %q: encode its result: %w", name, err))
-	}
-	return v, run.End(ctx, name, b)
+	return engine.RunStep(ctx, name, fn)
 }
 
 // Do is Step for a step without a result: fn runs on the attempt where it
 // first returns nil and never again for the same job. See Step.
 func Do(ctx context.Context, name string, fn func(ctx context.Context) error) error {
-	if fn == nil {
-		return fmt.Errorf("queuemax: job step %q: nil function", name)
-	}
-	run, _, done, err := beginStep(ctx, "Do", name)
-	if err != nil || done {
-		return err
-	}
-	sctx := engine.InStep(ctx, name, nil)
-	if err := fn(sctx); err != nil {
-		return err
-	}
-	if engine.RecordedInTx(sctx) {
-		return nil
-	}
-	return run.End(ctx, name, nil)
-}
-
-// beginStep starts step name for Step or Do (what), used by their caller.
-func beginStep(ctx context.Context, what, name string) (engine.StepRun, json.RawMessage, bool, error) {
-	run, ok := engine.StepRunFrom(ctx)
-	if !ok {
-		return run, nil, false, fmt.Errorf("%w: %s(%q) needs the context a job handler runs with", ErrStepOutsideJob, what, name)
-	}
-	where := "an unknown place"
-	if _, file, line, ok := runtime.Caller(2); ok {
-		where = filepath.Base(file) + ":" + strconv.Itoa(line)
-	}
-	raw, done, err := run.Begin(ctx, name, where)
-	return run, raw, done, err
-}
-
-// inStep returns the step run and the step whose function runs with ctx.
-func inStep(ctx context.Context, what string) (engine.StepRun, string, reflect.Type, error) {
-	run, ok := engine.StepRunFrom(ctx)
-	name, result, in := engine.CurrentStep(ctx)
-	if !ok || !in {
-		return run, "", nil, fmt.Errorf("%w: %s needs the context of a Step's or Do's function", ErrStepOutsideJob, what)
-	}
-	return run, name, result, nil
+	return engine.RunDo(ctx, name, fn)
 }
 
 // Cursor returns the cursor the running step (the Step or Do whose
@@ -163,20 +93,7 @@ func inStep(ctx context.Context, what string) (engine.StepRun, string, reflect.T
 //
 // Outside a step's function Cursor returns ErrStepOutsideJob.
 func Cursor[C any](ctx context.Context) (C, bool, error) {
-	var zero C
-	run, name, _, err := inStep(ctx, "Cursor")
-	if err != nil {
-		return zero, false, err
-	}
-	raw, err := run.Cursor(ctx, name)
-	if err != nil || raw == nil {
-		return zero, false, err
-	}
-	var c C
-	if err := json.Unmarshal(raw, &c); err != nil {
-		return zero, false, fmt.Errorf("queuemax: job step %q: its cursor does not decode into %s: %w", name, reflect.TypeFor[C](), err)
-	}
-	return c, true, nil
+	return engine.StepCursor[C](ctx)
 }
 
 // SetCursor records c, JSON-encoded, as the running step's position: a
@@ -185,15 +102,7 @@ func Cursor[C any](ctx context.Context) (C, bool, error) {
 // from this worker); how often to call it is the handler's choice.
 // Outside a step's function it returns ErrStepOutsideJob.
 func SetCursor(ctx context.Context, c any) error {
-	run, name, _, err := inStep(ctx, "SetCursor")
-	if err != nil {
-		return err
-	}
-	b, err := json.Marshal(c)
-	if err != nil {
-		return fmt.Errorf("queuemax: job step %q: encode its cursor: %w", name, err)
-	}
-	return run.SetCursor(ctx, name, b)
+	return engine.SetStepCursor(ctx, c)
 }
 
 // SetStepTx records, inside tx (the application's own PostgreSQL
@@ -216,16 +125,9 @@ func SetCursor(ctx context.Context, c any) error {
 // outside tx meanwhile. On the SQLite store it returns ErrTxUnsupported;
 // outside a step's function, ErrStepOutsideJob.
 func SetStepTx[T any](ctx context.Context, tx Tx, result T) error {
-	run, name, want, err := inStep(ctx, "SetStepTx")
+	run, name, b, err := engine.StepTxResult(ctx, result)
 	if err != nil {
 		return err
-	}
-	if got := reflect.TypeFor[T](); want != nil && got != want {
-		return fmt.Errorf("queuemax: SetStepTx: step %q returns %s, got a %s", name, want, got)
-	}
-	b, err := json.Marshal(result)
-	if err != nil {
-		return fmt.Errorf("queuemax: job step %q: encode its result: %w", name, err)
 	}
 	return stepTx(ctx, run, tx, name, true, b)
 }
@@ -234,13 +136,9 @@ func SetStepTx[T any](ctx context.Context, tx Tx, result T) error {
 // transaction: the cursor moves if and only if tx commits. See SetStepTx
 // for the locking and the errors.
 func SetCursorTx(ctx context.Context, tx Tx, c any) error {
-	run, name, _, err := inStep(ctx, "SetCursorTx")
+	run, name, b, err := engine.StepTxCursor(ctx, c)
 	if err != nil {
 		return err
-	}
-	b, err := json.Marshal(c)
-	if err != nil {
-		return fmt.Errorf("queuemax: job step %q: encode its cursor: %w", name, err)
 	}
 	return stepTx(ctx, run, tx, name, false, b)
 }
