@@ -2,11 +2,11 @@ package queuemax
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
-	"sync"
+
+	"github.com/queuemax/queuemax/runtime/engine"
 )
 
 type clientKey struct{}
@@ -59,48 +59,5 @@ func ServeWithWorkers(ctx context.Context, srv *http.Server, c *Client) error {
 // ownership of ln), with the first real error: nil after a shutdown caused
 // by ctx, never http.ErrServerClosed.
 func ServeListenerWithWorkers(ctx context.Context, srv *http.Server, ln net.Listener, c *Client) error {
-	ctx, stop := context.WithCancel(ctx)
-	defer stop()
-	var (
-		wg       sync.WaitGroup
-		mu       sync.Mutex
-		firstErr error
-	)
-	record := func(err error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if err != nil && firstErr == nil {
-			firstErr = err
-		}
-	}
-	wg.Go(func() {
-		defer stop()
-		if err := c.Run(ctx); err != nil {
-			record(fmt.Errorf("queuemax: workers: %w", err))
-		}
-	})
-	served := make(chan struct{})
-	wg.Go(func() {
-		defer close(served)
-		defer stop()
-		var err error
-		if srv.TLSConfig != nil && (len(srv.TLSConfig.Certificates) > 0 || srv.TLSConfig.GetCertificate != nil) {
-			err = srv.ServeTLS(ln, "", "")
-		} else {
-			err = srv.Serve(ln)
-		}
-		if !errors.Is(err, http.ErrServerClosed) {
-			record(fmt.Errorf("queuemax: http server: %w", err))
-		}
-	})
-	<-ctx.Done()
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.DrainTimeout)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		srv.Close()
-		record(fmt.Errorf("queuemax: http shutdown: %w", err))
-	}
-	<-served
-	wg.Wait()
-	return firstErr
+	return engine.ServeWithWorkers(ctx, srv, ln, c.Run, c.cfg.DrainTimeout)
 }

@@ -3,8 +3,8 @@ package queuemax
 import (
 	"context"
 	"os"
-	"os/signal"
-	"syscall"
+
+	"github.com/queuemax/queuemax/runtime/engine"
 )
 
 // RunUntilSignal is Run for a program's main: it runs c's workers until
@@ -22,31 +22,5 @@ import (
 //	defer c.Close()
 //	return c.RunUntilSignal(ctx) // Ctrl-C drains; Ctrl-C again releases and exits
 func (c *Client) RunUntilSignal(ctx context.Context, sigs ...os.Signal) error {
-	if len(sigs) == 0 {
-		sigs = []os.Signal{os.Interrupt, syscall.SIGTERM}
-	}
-	caught := make(chan os.Signal, 2)
-	signal.Notify(caught, sigs...)
-	defer signal.Stop(caught)
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- c.Run(runCtx) }()
-	for {
-		select {
-		case err := <-done:
-			return err
-		case sig := <-caught:
-			if runCtx.Err() == nil {
-				c.log.Info("queuemax: signal received: draining; signal again to release running jobs and stop now",
-					"signal", sig.String(), "drain_timeout", c.cfg.DrainTimeout.String())
-				cancel()
-				continue
-			}
-			c.log.Warn("queuemax: second signal: releasing running jobs to pending (no attempt spent)", "signal", sig.String())
-			now, abort := context.WithCancel(context.Background())
-			abort()
-			go c.Stop(now) // ctx already done: end the drain at once
-		}
-	}
+	return engine.RunUntilSignal(ctx, sigs, c.Run, c.Stop, c.log, c.cfg.DrainTimeout)
 }
