@@ -4,10 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"time"
 
+	"github.com/queuemax/queuemax/runtime/engine"
 	"github.com/queuemax/queuemax/runtime/store"
 )
 
@@ -70,29 +69,8 @@ func (c *Client) Health(ctx context.Context) (Health, error) {
 	if err := ctx.Err(); err != nil {
 		return Health{}, context.Cause(ctx)
 	}
-	switch {
-	case err != nil && s.PerShard == nil:
-		h.Problems = append(h.Problems, fmt.Sprintf("store unreachable: %v", err))
-	case err != nil:
-		for _, sh := range s.PerShard {
-			if !sh.Healthy {
-				h.Problems = append(h.Problems, fmt.Sprintf("shard %d unreadable: %s", sh.Shard, sh.LastError))
-			}
-		}
-		if len(h.Problems) == 0 && !errors.Is(err, ErrShardUnavailable) {
-			h.Problems = append(h.Problems, err.Error())
-		}
-	}
+	h.Problems = engine.HealthProblems(err, s.PerShard, s.Tasks, ErrShardUnavailable)
 	h.Workers = len(s.Workers)
-	for _, task := range slices.Sorted(maps.Keys(s.Tasks)) {
-		if ti := s.Tasks[task]; ti.Pending > 0 && ti.Workers == 0 {
-			name := task
-			if name == "" {
-				name = `"" (no task name)`
-			}
-			h.Problems = append(h.Problems, fmt.Sprintf("task %s has %d pending jobs and no live worker runs it", name, ti.Pending))
-		}
-	}
 	for _, b := range s.Breakers {
 		if b.State == store.BreakerOpen || b.State == store.BreakerHalfOpen {
 			h.Degraded = append(h.Degraded, DegradedTask{Task: b.Task, Breaker: b.State, OpenUntil: b.OpenUntil, LastError: b.LastError})
@@ -133,17 +111,4 @@ func (c *Client) Ready(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-// degradedTasks returns the tasks of circuits whose breaker is open or
-// half-open, sorted.
-func degradedTasks(circuits map[string]string) []string {
-	var out []string
-	for task, st := range circuits {
-		if st == store.BreakerOpen || st == store.BreakerHalfOpen {
-			out = append(out, task)
-		}
-	}
-	slices.Sort(out)
-	return out
 }

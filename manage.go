@@ -239,25 +239,7 @@ func (c *Client) RecoverOrphans(ctx context.Context) (RecoverResult, error) {
 // fails (an unreadable shard, an expired ctx) returns its error, never a
 // false "empty".
 func (c *Client) WaitUntilEmpty(ctx context.Context) error {
-	t := time.NewTicker(50 * time.Millisecond)
-	defer t.Stop()
-	for {
-		if err := ctx.Err(); err != nil {
-			return context.Cause(ctx)
-		}
-		has, err := c.st.HasWork(ctx)
-		if err != nil {
-			return err
-		}
-		if !has {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		case <-t.C:
-		}
-	}
+	return engine.WaitUntilEmpty(ctx, c.st)
 }
 
 // ListParams filters Jobs and DeadLetters. The zero value lists up to 100
@@ -445,7 +427,7 @@ func (c *Client) Stats(ctx context.Context) (Stats, error) {
 	if err := c.fillCircuits(ctx, &s); err != nil {
 		errs = append(errs, err)
 	}
-	s.Degraded = degradedTasks(s.Circuits) // health.go
+	s.Degraded = engine.DegradedTasks(s.Circuits)
 	if qs, err := c.Queues(ctx); err != nil {
 		errs = append(errs, err)
 	} else {

@@ -237,38 +237,13 @@ func (c *Client) Stop(ctx context.Context) error {
 // checks every 20ms. A check that cannot read a shard returns an error
 // wrapping ErrShardUnavailable, never a false "idle".
 func (c *Client) WaitIdle(ctx context.Context) error {
-	t := time.NewTicker(20 * time.Millisecond)
-	defer t.Stop()
-	for {
-		if err := ctx.Err(); err != nil {
-			return context.Cause(ctx)
-		}
-		running := 0
+	active := func() int {
 		if e := c.engine.Load(); e != nil {
-			running = e.Active()
+			return e.Active()
 		}
-		if running == 0 {
-			ready := 0
-			ss, err := c.st.Stats(ctx)
-			if err != nil {
-				return err
-			}
-			for _, s := range ss {
-				if !s.Healthy {
-					return fmt.Errorf("%w: shard %d: %s", ErrShardUnavailable, s.Shard, s.LastError)
-				}
-				ready += int(s.Pending)
-			}
-			if ready == 0 {
-				return nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		case <-t.C:
-		}
+		return 0
 	}
+	return engine.WaitIdle(ctx, c.st, active, ErrShardUnavailable)
 }
 
 // WorkerStats returns the statistics of the current (or last) Run, and
@@ -306,18 +281,7 @@ func fillStats(e *engine.Engine, s *Stats) {
 	if l := e.Limiter(); l != nil {
 		s.TokensAvailable = l.Remaining()
 	}
-	rank := map[breaker.State]int{breaker.Closed: 0, breaker.HalfOpen: 1, breaker.Open: 2}
-	worst := breaker.Closed
-	bs, _ := e.BreakerStats()
-	s.Circuits = make(map[string]string, len(bs))
-	for name, st := range bs {
-		s.Circuits[name] = st.State.String()
-		if rank[st.State] > rank[worst] {
-			worst = st.State
-		}
-		s.CircuitFailures = max(s.CircuitFailures, st.Failures)
-	}
-	s.CircuitState = worst.String()
+	s.Circuits, s.CircuitState, s.CircuitFailures = e.CircuitSummary()
 }
 
 // newExecutor builds the Executor that runs and finishes the client's
