@@ -99,22 +99,7 @@ func (c *Client) oldNameOf(stored string) (string, bool) { return c.renames.Of(s
 
 // checkAliases rejects an alias that is another handler's name or alias.
 func (c *Client) checkAliases() error {
-	seen := map[string]string{}
-	for name := range c.handlers {
-		seen[name] = name
-	}
-	for _, name := range slices.Sorted(maps.Keys(c.handlers)) {
-		for _, a := range c.handlers[name].Options.Aliases {
-			if a == "" || a == name {
-				return fmt.Errorf("%w: handler %q: alias %q must be a different, non-empty name", ErrInvalidConfig, name, a)
-			}
-			if other, dup := seen[a]; dup {
-				return fmt.Errorf("%w: %q is both an alias of %q and %q", ErrDuplicateTask, a, name, other)
-			}
-			seen[a] = name
-		}
-	}
-	return nil
+	return enqueue.CheckAliases(c.aliases(), ErrInvalidConfig, ErrDuplicateTask)
 }
 
 // ResolveTaskName resolves a task name as an enqueue on c does: one of

@@ -8,6 +8,7 @@ import (
 
 	"github.com/queuemax/queuemax/queuemaxtype"
 	"github.com/queuemax/queuemax/runtime/engine"
+	"github.com/queuemax/queuemax/runtime/enqueue"
 	"github.com/queuemax/queuemax/runtime/store"
 )
 
@@ -144,7 +145,7 @@ func SetCursorTx(ctx context.Context, tx Tx, c any) error {
 }
 
 func stepTx(ctx context.Context, run engine.StepRun, tx Tx, name string, done bool, b []byte) error {
-	if isNil(tx) {
+	if enqueue.IsNil(tx) {
 		return fmt.Errorf("%w: the transaction is nil (%T)", ErrInvalidTx, tx)
 	}
 	err := run.SetTx(ctx, tx, name, done, b)

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/queuemax/queuemax/runtime/admission"
 	"github.com/queuemax/queuemax/runtime/enqueue"
 	"github.com/queuemax/queuemax/runtime/store"
 )
@@ -66,27 +67,16 @@ func (c Config) checkQueues() error {
 	if len(c.Queues) == 0 {
 		return nil
 	}
-	sum := 0
-	for _, name := range slices.Sorted(maps.Keys(c.Queues)) {
-		q := c.Queues[name]
-		field := fmt.Sprintf("Queues[%q]", name)
-		if name == DefaultQueue {
-			return &ConfigError{field, "the default queue is not configured: it gets the workers the named queues leave (Workers minus their MaxWorkers)"}
-		}
-		if err := store.CheckQueueName(name); err != nil {
-			return &ConfigError{field, err.Error()}
-		}
-		if q.MaxWorkers < 1 {
-			return &ConfigError{field, fmt.Sprintf("MaxWorkers %d: must be at least 1 (pause a queue with Client.Pause, or leave it out)", q.MaxWorkers)}
-		}
-		sum += q.MaxWorkers
+	qs := make(map[string]int, len(c.Queues))
+	for name, q := range c.Queues {
+		qs[name] = q.MaxWorkers
 	}
 	workers, field := c.Workers, "Workers"
 	if c.Autoscale != nil {
 		workers, field = c.Autoscale.WithDefaults().Min, "Autoscale.Min"
 	}
-	if sum >= workers {
-		return &ConfigError{"Queues", fmt.Sprintf("the named queues take %d workers of %s %d: the default queue needs at least 1", sum, field, workers)}
+	if f, msg := admission.CheckQueues(qs, workers, field); f != "" {
+		return &ConfigError{f, msg}
 	}
 	return nil
 }

@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/queuemax/queuemax/runtime/engine"
 )
 
 // TestClient_CompletedRetention: a completed job (no result) stays listed as
@@ -122,11 +124,11 @@ func TestConfig_CompletedRetention(t *testing.T) {
 	for retention, want := range map[time.Duration]time.Duration{
 		10 * time.Minute: 5 * time.Minute, time.Hour: 30 * time.Minute, time.Minute: time.Minute, 24 * time.Hour: time.Hour,
 	} {
-		if got := cleanupInterval(retention); got != want {
+		if got := engine.CleanupInterval(retention); got != want {
 			t.Errorf("cleanupInterval(%v) = %v, want %v", retention, got, want)
 		}
 	}
-	if got := cleanupInterval(RetentionOff); got != time.Hour {
+	if got := engine.CleanupInterval(RetentionOff); got != time.Hour {
 		t.Errorf("cleanupInterval(off) = %v, want 1h", got)
 	}
 }

@@ -3,8 +3,8 @@ package queuemax
 import (
 	"context"
 	"fmt"
-	"reflect"
 
+	"github.com/queuemax/queuemax/runtime/enqueue"
 	"github.com/queuemax/queuemax/runtime/store"
 )
 
@@ -64,7 +64,7 @@ func (c *Client) enqueueTx(ctx context.Context, tx Tx, jobs []EnqueueParams, man
 	if !c.st.Features().Tx {
 		return nil, ErrTxUnsupported
 	}
-	if isNil(tx) {
+	if enqueue.IsNil(tx) {
 		return nil, fmt.Errorf("%w: the transaction is nil (%T)", ErrInvalidTx, tx)
 	}
 	var ps []store.InsertParams
@@ -92,17 +92,4 @@ func (c *Client) enqueueTx(ctx context.Context, tx Tx, jobs []EnqueueParams, man
 		return nil, fmt.Errorf("queuemax: store returned %d ids for %d jobs", len(ids), len(ps))
 	}
 	return ids, nil
-}
-
-// isNil reports whether v is nil or a nil pointer, interface, map, slice,
-// channel or function.
-func isNil(v any) bool {
-	if v == nil {
-		return true
-	}
-	switch rv := reflect.ValueOf(v); rv.Kind() {
-	case reflect.Pointer, reflect.Interface, reflect.Map, reflect.Slice, reflect.Chan, reflect.Func:
-		return rv.IsNil()
-	}
-	return false
 }

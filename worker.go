@@ -107,7 +107,7 @@ func (c *Client) newEngine() (*worker, error) {
 		Now:                c.now,
 		Log:                c.log,
 		Exec:               c.exec,
-		CleanupInterval:    cleanupInterval(c.cfg.CompletedRetention),
+		CleanupInterval:    engine.CleanupInterval(c.cfg.CompletedRetention),
 		StuckTimeout:       c.cfg.StuckTimeout,
 		CompletedRetention: c.cfg.CompletedRetention,
 		CleanupAge:         c.cfg.CleanupAge,
@@ -116,7 +116,7 @@ func (c *Client) newEngine() (*worker, error) {
 		Registry: &engine.Registry{Store: c.st, Key: engine.NewRegistryKey(c.cfg.WorkerID), Every: c.registryRefresh(),
 			TTL: c.registryTTL(), Now: c.now, Log: c.log, Info: c.registryInfo()},
 	}
-	cfg.WorkflowEnds = &engine.WorkflowEnds{Store: c.st, Events: c.events, Every: workflowEndsInterval(c.cfg.RecoveryInterval), Log: c.log}
+	cfg.WorkflowEnds = &engine.WorkflowEnds{Store: c.st, Events: c.events, Every: engine.WorkflowEndsInterval(c.cfg.RecoveryInterval), Log: c.log}
 	if c.claimAuto {
 		cfg.ClaimMax = min(maxAutoClaim, autoClaimFactor*c.cfg.Workers)
 	}
@@ -319,15 +319,4 @@ func (c *Client) newExecutor() *engine.Executor {
 		Now:           c.now,
 		Log:           c.log,
 	})
-}
-
-// cleanupInterval is how often maintenance cleans up: hourly, or every
-// half retention when that is shorter (but at most once a minute), so a
-// completed job outlives its retention by at most half of it and each
-// cleanup deletes a bounded slice of the kept jobs.
-func cleanupInterval(retention time.Duration) time.Duration {
-	if retention > 0 && retention < 2*time.Hour {
-		return max(retention/2, time.Minute)
-	}
-	return time.Hour
 }

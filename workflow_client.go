@@ -54,7 +54,7 @@ func (c *Client) EnqueueWorkflowTx(ctx context.Context, tx Tx, wf *Workflow) (Wo
 	if !c.st.Features().Tx {
 		return 0, ErrTxUnsupported
 	}
-	if isNil(tx) {
+	if enqueue.IsNil(tx) {
 		return 0, fmt.Errorf("%w: the transaction is nil (%T)", ErrInvalidTx, tx)
 	}
 	p, err := c.prepareWorkflow(wf)

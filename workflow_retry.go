@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/queuemax/queuemax/runtime/store"
 )
@@ -41,14 +40,4 @@ func (c *Client) RetryWorkflow(ctx context.Context, id WorkflowID) (int, error) 
 	}
 	c.notify()
 	return n, nil
-}
-
-// workflowEndsInterval is how often Run looks for workflow ends that no
-// process of ours recorded (orphan recovery, queue-max): every second, or
-// every recovery interval when that is shorter.
-func workflowEndsInterval(recovery time.Duration) time.Duration {
-	if recovery > 0 && recovery < time.Second {
-		return recovery
-	}
-	return time.Second
 }

@@ -248,3 +248,24 @@ func PruneParams(now time.Time, completedRetention, cleanupAge time.Duration) st
 	return store.PruneParams{CompletedBefore: now.Add(-completed),
 		KeepResultsAfter: now.Add(-max(completed, cleanupAge)), FinishedBefore: now.Add(-cleanupAge)}
 }
+
+// CleanupInterval is how often maintenance cleans up: hourly, or every
+// half retention when that is shorter (but at most once a minute), so a
+// completed job outlives its retention by at most half of it and each
+// cleanup deletes a bounded slice of the kept jobs.
+func CleanupInterval(retention time.Duration) time.Duration {
+	if retention > 0 && retention < 2*time.Hour {
+		return max(retention/2, time.Minute)
+	}
+	return time.Hour
+}
+
+// WorkflowEndsInterval is how often Run looks for workflow ends that no
+// process of ours recorded (orphan recovery, queue-max): every second, or
+// every recovery interval when that is shorter.
+func WorkflowEndsInterval(recovery time.Duration) time.Duration {
+	if recovery > 0 && recovery < time.Second {
+		return recovery
+	}
+	return time.Second
+}
