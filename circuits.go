@@ -6,7 +6,6 @@ import (
 
 	"github.com/queuemax/queuemax/queuemaxtype"
 	"github.com/queuemax/queuemax/runtime/admission"
-	"github.com/queuemax/queuemax/runtime/store"
 )
 
 // UnavailableError marks an error that says a dependency is failing; see
@@ -75,17 +74,8 @@ func (c *Client) fillCircuits(ctx context.Context, s *Stats) error {
 	if err != nil {
 		return fmt.Errorf("queuemax: circuit breakers: %w", err)
 	}
-	rank := map[string]int{store.BreakerClosed: 0, store.BreakerHalfOpen: 1, store.BreakerOpen: 2}
 	s.Breakers = infos
-	s.Circuits = make(map[string]string, len(infos))
-	s.CircuitState, s.CircuitFailures = store.BreakerClosed, 0
-	for _, b := range infos {
-		s.Circuits[b.Task] = b.State
-		if rank[b.State] > rank[s.CircuitState] {
-			s.CircuitState = b.State
-		}
-		s.CircuitFailures = max(s.CircuitFailures, b.Failures)
-	}
+	s.Circuits, s.CircuitState, s.CircuitFailures = admission.BreakerSummary(infos)
 	return nil
 }
 

@@ -49,26 +49,7 @@ func (c *Client) GlobalLimits(ctx context.Context) ([]GlobalLimitInfo, error) {
 // globalLimits lists the global limits this client's handlers set, those
 // other processes stored and the queues', with their use from the store.
 func (c *Client) globalLimits(ctx context.Context) ([]GlobalLimitInfo, error) {
-	usage, err := c.st.LimitUsage(ctx, c.now())
-	if err != nil {
-		return nil, err
-	}
-	queues, err := c.st.QueueLimits(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var claimed map[string]int // a queue's running jobs are at most those claimed
-	if len(queues) > 0 {
-		qs, err := c.st.QueueList(ctx)
-		if err != nil {
-			return nil, err
-		}
-		claimed = make(map[string]int, len(qs))
-		for _, q := range qs {
-			claimed[store.QueueOf(q.Name)] = int(q.Processing)
-		}
-	}
-	return admission.Infos(c.limitRules(), usage, queues, claimed), nil
+	return admission.ReadInfos(ctx, c.st, c.now(), c.limitRules())
 }
 
 // fillLimitHeld sets Held on the ready jobs among jobs whose task's, key's

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/queuemax/queuemax/runtime/admission"
 	"github.com/queuemax/queuemax/runtime/store"
 )
 
@@ -83,21 +84,6 @@ func (l QueueLimits) rule() store.LimitRule {
 	return store.LimitRule{Rate: l.Rate.Limit, Per: l.Rate.Per, Concurrency: l.Concurrency}
 }
 
-// checkQueueLimits says what is wrong with l for queue.
-func checkQueueLimits(queue string, l QueueLimits) error {
-	switch {
-	case l.Concurrency < 0:
-		return fmt.Errorf("%w: queue %q: concurrency %d (want ≥ 0; 0 clears it)", ErrInvalidLimit, queue, l.Concurrency)
-	case l.Rate.Limit < 0:
-		return fmt.Errorf("%w: queue %q: rate %d per %v (want ≥ 0; 0 clears it)", ErrInvalidLimit, queue, l.Rate.Limit, l.Rate.Per)
-	case l.Rate.Limit > 0 && l.Rate.Per <= 0:
-		return fmt.Errorf("%w: queue %q: rate %d per %v (want a positive period, e.g. 50/s)", ErrInvalidLimit, queue, l.Rate.Limit, l.Rate.Per)
-	case l.Rate.Limit == 0 && l.Rate.Per < 0:
-		return fmt.Errorf("%w: queue %q: rate period %v (want ≥ 0)", ErrInvalidLimit, queue, l.Rate.Per)
-	}
-	return nil
-}
-
 // SetQueueLimits sets queue's global limits, over every process that
 // shares the store: from their next claim round, at most l.Rate jobs of
 // the queue start, and at most l.Concurrency run at once (a process that
@@ -112,7 +98,7 @@ func (c *Client) SetQueueLimits(ctx context.Context, queue string, l QueueLimits
 	if err := store.CheckQueueName(queue); err != nil {
 		return err
 	}
-	if err := checkQueueLimits(queue, l); err != nil {
+	if err := admission.CheckQueueLimits(queue, l.Rate.Limit, l.Rate.Per, l.Concurrency); err != nil {
 		return err
 	}
 	lim := c.st
