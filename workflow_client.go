@@ -197,22 +197,11 @@ func (c *Client) CancelWorkflow(ctx context.Context, id WorkflowID) error {
 		}
 		return err
 	}
-	if e := c.engine.Load(); e != nil {
-		// Stop this process's running steps now rather than at their next
-		// heartbeat.
-		if r, err := ws.Workflow(ctx, int64(id)); err == nil {
-			for _, s := range r.Steps {
-				if s.Job == StatusProcessing {
-					e.CancelLocal(s.JobID)
-				}
-			}
-		}
+	var e *engine.Engine
+	if w := c.engine.Load(); w != nil {
+		e = w.Engine
 	}
-	if finished {
-		if _, err := engine.ClaimWorkflowEnds(context.WithoutCancel(ctx), ws, c.events, []int64{int64(id)}); err != nil {
-			c.log.WarnContext(ctx, "workflow end events: claim ends", "err", err)
-		}
-	}
+	engine.AfterWorkflowCancel(ctx, ws, c.events, e, int64(id), finished, c.log)
 	return nil
 }
 
@@ -232,35 +221,14 @@ var ErrNoStepResult = errors.New("queuemax: step has no result")
 // that name (ErrInvalidWorkflow), or the step has not completed or
 // returned no result (ErrNoStepResult).
 func StepResult(ctx context.Context, step string, v any) error {
-	s, ok := engine.StepFromContext(ctx)
-	if !ok {
-		return fmt.Errorf("%w: StepResult(%q) needs the context of a workflow step's handler", ErrNotWorkflowStep, step)
-	}
-	out, err := s.Store.StepResult(ctx, s.Job.ID, step)
+	raw, err := engine.StoredStepResult(ctx, step, ErrNotWorkflowStep, ErrNoStepResult)
 	if err != nil {
 		return err
 	}
-	switch {
-	case !out.InWorkflow:
-		return fmt.Errorf("%w: job %d", ErrNotWorkflowStep, s.Job.ID)
-	case !out.Known:
-		return fmt.Errorf("%w: workflow %d has no step %q", ErrInvalidWorkflow, s.Job.Workflow, step)
-	case out.State != string(StatusCompleted):
-		return fmt.Errorf("%w: step %q is %s, not completed", ErrNoStepResult, step, stepState(out.State))
-	case out.Result == nil:
-		return fmt.Errorf("%w: step %q completed without a result", ErrNoStepResult, step)
-	}
-	if err := DecodePayload("step "+step+" result", out.Result, v); err != nil {
+	if err := DecodePayload("step "+step+" result", raw, v); err != nil {
 		return fmt.Errorf("queuemax: StepResult(%q): %w", step, err)
 	}
 	return nil
-}
-
-func stepState(s string) string {
-	if s == store.StepReady {
-		return "not finished"
-	}
-	return s
 }
 
 // WorkflowCounts counts stored workflows by status (Stats.Workflows).
