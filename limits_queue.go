@@ -1,12 +1,7 @@
 package queuemax
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"fmt"
-	"strings"
-	"time"
 
 	"github.com/queuemax/queuemax/runtime/admission"
 	"github.com/queuemax/queuemax/runtime/store"
@@ -24,40 +19,19 @@ type QueueLimits struct {
 	Concurrency int
 }
 
-// queueLimitsJSON is QueueLimits' JSON form.
-type queueLimitsJSON struct {
-	Rate        int    `json:"rate,omitempty"`
-	Per         string `json:"per,omitempty"`
-	Concurrency int    `json:"concurrency,omitempty"`
-}
-
 // MarshalJSON writes l as {"rate": N, "per": "1s", "concurrency": N}.
 func (l QueueLimits) MarshalJSON() ([]byte, error) {
-	j := queueLimitsJSON{Rate: l.Rate.Limit, Concurrency: l.Concurrency}
-	if l.Rate.Limit != 0 || l.Rate.Per != 0 {
-		j.Per = l.Rate.Per.String()
-	}
-	return json.Marshal(j)
+	return admission.MarshalQueueLimits(l.rule())
 }
 
 // UnmarshalJSON reads MarshalJSON's form; "per" is a duration ("1s",
 // "1m"), required with a rate.
 func (l *QueueLimits) UnmarshalJSON(b []byte) error {
-	var j queueLimitsJSON
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&j); err != nil {
+	r, err := admission.UnmarshalQueueLimits(b)
+	if err != nil {
 		return err
 	}
-	var per time.Duration
-	if j.Per != "" {
-		d, err := time.ParseDuration(j.Per)
-		if err != nil {
-			return fmt.Errorf("%w: per %q: want a duration such as \"1s\" or \"1m\"", ErrInvalidLimit, j.Per)
-		}
-		per = d
-	}
-	*l = QueueLimits{Rate: Rate{Limit: j.Rate, Per: per}, Concurrency: j.Concurrency}
+	*l = QueueLimits{Rate: Rate{Limit: r.Rate, Per: r.Per}, Concurrency: r.Concurrency}
 	return nil
 }
 
@@ -67,17 +41,7 @@ func (l QueueLimits) IsZero() bool { return l.Rate.Limit <= 0 && l.Concurrency <
 // String is l as the CLI prints it, e.g. "rate 50/1s, concurrency 4", or
 // "none".
 func (l QueueLimits) String() string {
-	var parts []string
-	if l.Rate.Limit > 0 {
-		parts = append(parts, fmt.Sprintf("rate %d/%s", l.Rate.Limit, l.Rate.Per))
-	}
-	if l.Concurrency > 0 {
-		parts = append(parts, fmt.Sprintf("concurrency %d", l.Concurrency))
-	}
-	if len(parts) == 0 {
-		return "none"
-	}
-	return strings.Join(parts, ", ")
+	return admission.QueueLimitsString(l.rule())
 }
 
 func (l QueueLimits) rule() store.LimitRule {

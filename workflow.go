@@ -9,6 +9,7 @@ import (
 
 	"github.com/queuemax/queuemax/queuemaxtype"
 	"github.com/queuemax/queuemax/runtime/enqueue"
+	"github.com/queuemax/queuemax/runtime/store"
 )
 
 // ErrInvalidWorkflow is wrapped by the errors of Workflow.Add and
@@ -174,26 +175,12 @@ func (w *Workflow) Add(step, task string, args any, opts ...StepOption) error {
 }
 
 func (w *Workflow) checkStep(s *workflowStep) error {
-	switch {
-	case s.name == "":
-		return fmt.Errorf("%w %q: a step has an empty name", ErrInvalidWorkflow, w.name)
-	case s.task == "":
-		return fmt.Errorf("%w %q: step %q has no task", ErrInvalidWorkflow, w.name, s.name)
+	_, added := w.index[s.name]
+	binds := make([]store.WorkflowBind, len(s.binds))
+	for i, b := range s.binds {
+		binds[i] = store.WorkflowBind{Param: b.Param, From: b.From}
 	}
-	if _, dup := w.index[s.name]; dup {
-		return fmt.Errorf("%w %q: step %q is added twice", ErrInvalidWorkflow, w.name, s.name)
-	}
-	for _, d := range s.deps() {
-		if d == s.name {
-			return fmt.Errorf("%w %q: step %q depends on itself", ErrInvalidWorkflow, w.name, s.name)
-		}
-	}
-	for _, b := range s.binds {
-		if b.Param == "" {
-			return fmt.Errorf("%w %q: step %q binds an empty parameter name to step %q", ErrInvalidWorkflow, w.name, s.name, b.From)
-		}
-	}
-	return nil
+	return enqueue.CheckStepAdd(w.name, s.name, s.task, added, s.deps(), binds)
 }
 
 // deps returns every step s waits for (After, AfterSettled and Bind),

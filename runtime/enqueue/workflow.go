@@ -115,3 +115,29 @@ func CheckStep(name string, st *store.WorkflowStepParams) error {
 	}
 	return nil
 }
+
+// CheckStepAdd checks step name of workflow wf as queuemax.Workflow.Add
+// adds it: a name, a task, not added before (added), no dependency on
+// itself among deps, and a parameter name in each of binds.
+func CheckStepAdd(wf, name, task string, added bool, deps []string, binds []store.WorkflowBind) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("%w %q: a step has an empty name", ErrInvalidWorkflow, wf)
+	case task == "":
+		return fmt.Errorf("%w %q: step %q has no task", ErrInvalidWorkflow, wf, name)
+	}
+	if added {
+		return fmt.Errorf("%w %q: step %q is added twice", ErrInvalidWorkflow, wf, name)
+	}
+	for _, d := range deps {
+		if d == name {
+			return fmt.Errorf("%w %q: step %q depends on itself", ErrInvalidWorkflow, wf, name)
+		}
+	}
+	for _, b := range binds {
+		if b.Param == "" {
+			return fmt.Errorf("%w %q: step %q binds an empty parameter name to step %q", ErrInvalidWorkflow, wf, name, b.From)
+		}
+	}
+	return nil
+}
