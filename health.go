@@ -3,7 +3,6 @@ package queuemax
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/queuemax/queuemax/runtime/engine"
@@ -96,14 +95,8 @@ func (c *Client) Ready(ctx context.Context) error {
 	if c.closed.Load() {
 		return ErrClosed
 	}
-	ss, err := c.st.Stats(ctx)
-	if err != nil {
-		return fmt.Errorf("queuemax: store unreachable: %w", err)
-	}
-	for _, sh := range ss {
-		if !sh.Healthy {
-			return fmt.Errorf("%w: shard %d: %s", ErrShardUnavailable, sh.Shard, sh.LastError)
-		}
+	if err := engine.StoreReady(ctx, c.st, ErrShardUnavailable); err != nil {
+		return err
 	}
 	if e := c.engine.Load(); e != nil {
 		if st := WorkerState(e.Stats().State); st == WorkerStopping {

@@ -148,15 +148,7 @@ func (c *Client) RetryFailed(ctx context.Context, shard int) (int, error) {
 // ErrJobNotFound if no failed job has that ID. The job keeps the job steps
 // it recorded unless Config.RequeueClearsSteps is set.
 func (c *Client) RetryJob(ctx context.Context, id JobID) error {
-	if c.cfg.RequeueClearsSteps {
-		// The job is failed, so no worker can record steps meanwhile.
-		if j, err := c.st.Job(ctx, id); err == nil && j.Status == StatusFailed && len(j.Steps) > 0 {
-			if err := c.st.ResetProgress(ctx, id, nil, c.now()); err != nil {
-				return err
-			}
-		}
-	}
-	err := c.st.RetryJob(ctx, id, c.now())
+	err := engine.RetryJob(ctx, c.st, id, c.now(), c.cfg.RequeueClearsSteps)
 	if err == nil {
 		c.notify()
 	}
@@ -274,13 +266,8 @@ func (p ListParams) store(shards int) (store.ListParams, error) {
 // Jobs lists stored jobs, newest first; the limit applies to the merged
 // list, not per shard.
 func (c *Client) Jobs(ctx context.Context, p ListParams) ([]*Job, error) {
-	for _, st := range append([]Status{p.Status}, p.Statuses...) {
-		if st == "" {
-			continue
-		}
-		if _, err := store.ParseStatus(string(st)); err != nil {
-			return nil, err
-		}
+	if err := engine.CheckStatuses(append([]Status{p.Status}, p.Statuses...)...); err != nil {
+		return nil, err
 	}
 	sp, err := p.store(c.cfg.Shards)
 	if err != nil {
@@ -406,12 +393,7 @@ func (c *Client) Stats(ctx context.Context) (Stats, error) {
 	s.Pending, s.Scheduled, s.Processing = sum.Pending, sum.Scheduled, sum.Processing
 	s.Failed, s.Completed, s.DeadLetters = sum.Failed, sum.Completed, sum.DeadLetters
 	s.TotalProcessed, s.TotalFailed, s.IsHealthy = sum.TotalProcessed, sum.TotalFailed, sum.Healthy
-	var errs []error
-	for _, sh := range ss {
-		if !sh.Healthy {
-			errs = append(errs, fmt.Errorf("%w: shard %d: %s", ErrShardUnavailable, sh.Shard, sh.LastError))
-		}
-	}
+	errs := engine.ShardErrors(ss, ErrShardUnavailable)
 	if err := ctx.Err(); err != nil {
 		return s, context.Cause(ctx)
 	}

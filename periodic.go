@@ -3,10 +3,10 @@ package queuemax
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
+	"github.com/queuemax/queuemax/runtime/engine"
 	"github.com/queuemax/queuemax/runtime/schedule"
 	"github.com/queuemax/queuemax/runtime/store"
 	"github.com/robfig/cron/v3"
@@ -53,14 +53,8 @@ func (c *Client) PeriodicTasks(ctx context.Context) ([]PeriodicInfo, error) {
 	for i, s := range states {
 		p := PeriodicInfo{Task: s.Task, Schedule: s.Schedule, Misfire: s.Misfire, NextRun: s.NextRun, LastRun: s.LastRun, LastJobID: s.LastJobID}
 		if s.LastJobID != 0 {
-			j, err := c.st.Job(ctx, s.LastJobID)
-			switch {
-			case errors.Is(err, ErrJobNotFound):
-				p.LastOutcome = string(StatusCompleted)
-			case err != nil:
+			if p.LastOutcome, err = engine.LastOutcome(ctx, c.st, s.LastJobID); err != nil {
 				return nil, err
-			default:
-				p.LastOutcome = string(j.Status)
 			}
 		}
 		out[i] = p
