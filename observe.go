@@ -44,12 +44,8 @@ func (c *Client) CircuitStates() map[string]string {
 	if e == nil {
 		return nil
 	}
-	bs, _ := e.BreakerStats()
-	out := make(map[string]string, len(bs))
-	for name, st := range bs {
-		out[name] = st.State.String()
-	}
-	return out
+	circuits, _, _ := e.CircuitSummary()
+	return circuits
 }
 
 // CountsByTask is JobCounts plus, for each shard and task with dead
