@@ -125,10 +125,10 @@ func TestConfig_CompletedRetention(t *testing.T) {
 		10 * time.Minute: 5 * time.Minute, time.Hour: 30 * time.Minute, time.Minute: time.Minute, 24 * time.Hour: time.Hour,
 	} {
 		if got := engine.CleanupInterval(retention); got != want {
-			t.Errorf("cleanupInterval(%v) = %v, want %v", retention, got, want)
+			t.Errorf("CleanupInterval(%v) = %v, want %v", retention, got, want)
 		}
 	}
 	if got := engine.CleanupInterval(RetentionOff); got != time.Hour {
-		t.Errorf("cleanupInterval(off) = %v, want 1h", got)
+		t.Errorf("CleanupInterval(off) = %v, want 1h", got)
 	}
 }
