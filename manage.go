@@ -173,16 +173,11 @@ func (c *Client) RequeueDead(ctx context.Context, shard int, dlqID int64) (JobID
 // task gets when nothing overrides them (the enqueue resolver's base), and
 // those of a task without a handler.
 func (c *Client) taskDefaults() (map[string]store.TaskDefaults, store.TaskDefaults) {
-	var none enqueue.Defaults
-	prio, maxAttempts := c.res.Base(&none)
-	fallback := store.TaskDefaults{Priority: prio, MaxAttempts: maxAttempts}
-	out := make(map[string]store.TaskDefaults, len(c.handlers))
+	defaults := make(map[string]enqueue.Defaults, len(c.handlers))
 	for name, h := range c.handlers {
-		d := h.Options.defaults()
-		prio, maxAttempts := c.res.Base(&d)
-		out[name] = store.TaskDefaults{Priority: prio, MaxAttempts: maxAttempts}
+		defaults[name] = h.Options.defaults()
 	}
-	return out, fallback
+	return c.res.TaskDefaults(defaults)
 }
 
 // Cleanup deletes failed, cancelled and completed jobs that finished more

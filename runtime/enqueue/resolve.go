@@ -154,3 +154,18 @@ func (r *Resolver) queue(def *Defaults, o *Opts) (string, error) {
 	}
 	return q, nil
 }
+
+// TaskDefaults returns the priority and max attempts a new job of each
+// task (defaults: each task's Defaults) gets when nothing overrides them,
+// and those of a task without a handler (RequeueDead's defaults).
+func (r *Resolver) TaskDefaults(defaults map[string]Defaults) (map[string]store.TaskDefaults, store.TaskDefaults) {
+	var none Defaults
+	prio, maxAttempts := r.Base(&none)
+	fallback := store.TaskDefaults{Priority: prio, MaxAttempts: maxAttempts}
+	out := make(map[string]store.TaskDefaults, len(defaults))
+	for name, d := range defaults {
+		prio, maxAttempts := r.Base(&d)
+		out[name] = store.TaskDefaults{Priority: prio, MaxAttempts: maxAttempts}
+	}
+	return out, fallback
+}
