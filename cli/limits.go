@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/queuemax/queuemax"
 )
@@ -15,17 +14,7 @@ func globalLimitRows(kv *table, ls []queuemax.GlobalLimitInfo) {
 	}
 	kv.row("Global limits", fmt.Sprint(len(ls)))
 	for _, g := range ls {
-		var parts []string
-		if g.Concurrency > 0 {
-			parts = append(parts, fmt.Sprintf("running %d/%d", g.Running, g.Concurrency))
-			if g.Slots > g.Running {
-				parts = append(parts, fmt.Sprintf("%d slots held", g.Slots))
-			}
-		}
-		if g.Rate > 0 {
-			parts = append(parts, fmt.Sprintf("started %d/%d per %s", g.Started, g.Rate, g.Per))
-		}
-		name, use := "  "+g.Scope+" "+shortTask(g.Name), strings.Join(parts, ", ")
+		name, use := "  "+g.Scope+" "+shortTask(g.Name), g.Usage()
 		if g.By != "" {
 			name, use = name+" per "+g.By, fmt.Sprintf("%d keys in use, the busiest: %s", g.Keys, use)
 		}

@@ -35,6 +35,16 @@ type GlobalLimitInfo struct {
 // String is the limit's use as the CLI prints it, e.g.
 // "task shop.Charge: running 2/2, started 37/50 per 1s".
 func (g GlobalLimitInfo) String() string {
+	if g.By != "" {
+		return fmt.Sprintf("%s %s per %s (%d keys in use; the busiest): %s", g.Scope, g.Name, g.By, g.Keys, g.Usage())
+	}
+	return fmt.Sprintf("%s %s: %s", g.Scope, g.Name, g.Usage())
+}
+
+// Usage is the limit's use against it, e.g. "running 3/4, started 12/50
+// per 1s" (of its busiest key when By is set): the part of String after
+// the limit's name.
+func (g GlobalLimitInfo) Usage() string {
 	var parts []string
 	if g.Concurrency > 0 {
 		parts = append(parts, fmt.Sprintf("running %d/%d", g.Running, g.Concurrency))
@@ -45,10 +55,7 @@ func (g GlobalLimitInfo) String() string {
 	if g.Rate > 0 {
 		parts = append(parts, fmt.Sprintf("started %d/%d per %s", g.Started, g.Rate, g.Per))
 	}
-	if g.By != "" {
-		return fmt.Sprintf("%s %s per %s (%d keys in use; the busiest): %s", g.Scope, g.Name, g.By, g.Keys, strings.Join(parts, ", "))
-	}
-	return fmt.Sprintf("%s %s: %s", g.Scope, g.Name, strings.Join(parts, ", "))
+	return strings.Join(parts, ", ")
 }
 
 // CircuitBreakerInfo is one task's circuit breaker as stored: the breaker
