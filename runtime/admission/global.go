@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"math"
-	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -40,7 +39,7 @@ type globalLimits struct {
 	// notBefore is, per rate-limited key, when the store said its next
 	// token comes back: rounds before it do not ask again.
 	notBefore map[store.ScopeKey]time.Time
-	flushing  bool
+	flush     flusher
 	free      chan struct{}            // buffer 1: a slot became spare or went back
 	waits     map[string]*atomic.Int64 // claim rounds a task's limit left out
 	keys      *keyedLimits             // per-key limits (keyed.go); nil: none
@@ -54,6 +53,10 @@ func newGlobalLimits(e *Controller) *globalLimits {
 	g := &globalLimits{e: e, st: st, rules: e.cfg.GlobalLimits, toGive: make(map[store.ScopeKey]int),
 		free: make(chan struct{}, 1), held: make(map[store.ScopeKey]int), running: make(map[store.ScopeKey]int), queued: make(map[store.ScopeKey]int), touched: make(map[store.ScopeKey]bool), waits: make(map[string]*atomic.Int64)}
 	g.slot = sync.NewCond(&g.mu)
+	g.flush = flusher{mu: &g.mu, jobs: e.jobWG, take: g.takeGives, give: func(gives []store.LimitGive) {
+		g.settle(e.jobCtx(), gives)
+		g.wake() // another round may take them again
+	}}
 	g.notBefore = make(map[store.ScopeKey]time.Time)
 	g.keys = newKeyedLimits(e)
 	for name := range g.rules {
@@ -286,11 +289,11 @@ func (g *globalLimits) ended(j *store.Job, started bool) {
 	if g.wideEnded(j) { // a keyed job's slot of the task's limit over all keys (wide.go)
 		g.mu.Lock()
 		g.toGive[store.ScopeKey{Scope: store.TaskScope(j.Task)}]++
-		g.mu.Unlock()
 		if r.Concurrency <= 0 {
-			g.startFlush()
+			g.flush.kick()
 			return
 		}
+		g.mu.Unlock()
 	}
 	if r.Concurrency <= 0 {
 		return
@@ -309,43 +312,22 @@ func (g *globalLimits) ended(j *store.Job, started bool) {
 		return
 	}
 	g.toGive[k]++
-	g.mu.Unlock()
-	g.startFlush()
+	g.flush.kick()
 }
 
-// startFlush starts flush unless one is running.
-func (g *globalLimits) startFlush() {
-	g.mu.Lock()
-	start := !g.flushing
-	g.flushing = true
-	g.mu.Unlock()
-	if start {
-		g.e.jobWG.Add(1)
-		go g.flush()
+// takeGives empties toGive, the ended jobs' slots, into the store's
+// gives (flusher.take).
+func (g *globalLimits) takeGives() []store.LimitGive {
+	if len(g.toGive) == 0 {
+		return nil
 	}
-}
-
-// flush gives back the ended jobs' slots until none is left.
-func (g *globalLimits) flush() {
-	defer g.e.jobWG.Done()
-	runtime.Gosched() // let the rest of an acknowledgement batch gather
-	for {
-		g.mu.Lock()
-		if len(g.toGive) == 0 {
-			g.flushing = false
-			g.mu.Unlock()
-			return
-		}
-		gives := make([]store.LimitGive, 0, len(g.toGive))
-		for k, n := range g.toGive {
-			gives = append(gives, store.LimitGive{Scope: k.Scope, Key: k.Key, Slots: n})
-			g.held[k] -= n
-		}
-		clear(g.toGive)
-		g.mu.Unlock()
-		g.settle(g.e.jobCtx(), gives)
-		g.wake() // another round may take them again
+	gives := make([]store.LimitGive, 0, len(g.toGive))
+	for k, n := range g.toGive {
+		gives = append(gives, store.LimitGive{Scope: k.Scope, Key: k.Key, Slots: n})
+		g.held[k] -= n
 	}
+	clear(g.toGive)
+	return gives
 }
 
 // wake wakes the producer, claiming or idle, without blocking.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"maps"
-	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -67,14 +66,14 @@ type queueLimits struct {
 	// sat unused for a renewal period, at the stop, and when the queue's
 	// rule changes (poolGen moves: the jobs claimed before give theirs
 	// back at their end).
-	pooled   map[string]bool
-	poolGen  map[string]int
-	touched  map[string]bool
-	nheld    atomic.Int64   // len(held): ended costs no lock without any
-	count    map[string]int // slots held per queue
-	toGive   map[string]int
-	flushing bool
-	free     chan struct{} // buffer 1: a slot went back
+	pooled  map[string]bool
+	poolGen map[string]int
+	touched map[string]bool
+	nheld   atomic.Int64   // len(held): ended costs no lock without any
+	count   map[string]int // slots held per queue
+	toGive  map[string]int
+	flush   flusher
+	free    chan struct{} // buffer 1: a slot went back
 	// maxWorkers is the most handlers the engine ever runs at once
 	// (Workers, or the autoscaler's maximum). A pooled queue of which the
 	// process holds that many slots is saturated: however many of its
@@ -117,6 +116,10 @@ func newQueueLimits(e *Controller) *queueLimits {
 	if p := e.cfg.Autoscale; p != nil {
 		q.maxWorkers = max(q.maxWorkers, p.Max)
 	}
+	q.flush = flusher{mu: &q.mu, jobs: e.jobWG, take: q.takeGives, give: func(gives []store.LimitGive) {
+		q.give(e.jobCtx(), gives)
+		q.wake()
+	}}
 	q.stale.Store(true)
 	return q
 }
@@ -502,36 +505,22 @@ func (q *queueLimits) ended(j *store.Job) {
 		return
 	}
 	q.toGive[h.queue]++
-	start := !q.flushing
-	q.flushing = true
-	q.mu.Unlock()
-	if start {
-		q.e.jobWG.Add(1)
-		go q.flush()
-	}
+	q.flush.kick()
 }
 
-// flush gives back the ended jobs' slots until none is left.
-func (q *queueLimits) flush() {
-	defer q.e.jobWG.Done()
-	runtime.Gosched() // let the rest of an acknowledgement batch gather
-	for {
-		q.mu.Lock()
-		if len(q.toGive) == 0 {
-			q.flushing = false
-			q.mu.Unlock()
-			return
-		}
-		gives := make([]store.LimitGive, 0, len(q.toGive))
-		for name, n := range q.toGive {
-			gives = append(gives, store.LimitGive{Scope: store.QueueScope(name), Slots: n})
-			q.count[name] -= n
-		}
-		clear(q.toGive)
-		q.mu.Unlock()
-		q.give(q.e.jobCtx(), gives)
-		q.wake()
+// takeGives empties toGive, the ended jobs' queue slots, into the
+// store's gives (flusher.take).
+func (q *queueLimits) takeGives() []store.LimitGive {
+	if len(q.toGive) == 0 {
+		return nil
 	}
+	gives := make([]store.LimitGive, 0, len(q.toGive))
+	for name, n := range q.toGive {
+		gives = append(gives, store.LimitGive{Scope: store.QueueScope(name), Slots: n})
+		q.count[name] -= n
+	}
+	clear(q.toGive)
+	return gives
 }
 
 // wake wakes the producer, claiming or idle, without blocking.

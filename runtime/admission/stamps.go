@@ -3,7 +3,6 @@ package admission
 import (
 	"context"
 	"log/slog"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,17 +31,19 @@ type stamps struct {
 	e  *Controller
 	st store.Limiter
 
-	n        atomic.Int64 // jobs in of: the hot path skips the lock at zero
-	mu       sync.Mutex
-	of       map[store.JobID][]rateStamp // claimed, not started
-	due      map[rateStamp]int           // started, not moved yet
-	last     time.Time                   // the latest start in due
-	flushing bool
+	n     atomic.Int64 // jobs in of: the hot path skips the lock at zero
+	mu    sync.Mutex
+	of    map[store.JobID][]rateStamp // claimed, not started
+	due   map[rateStamp]int           // started, not moved yet
+	last  time.Time                   // the latest start in due
+	flush flusher
 }
 
 func newStamps(e *Controller) *stamps {
 	st := e.cfg.Store
-	return &stamps{e: e, st: st, of: make(map[store.JobID][]rateStamp), due: make(map[rateStamp]int)}
+	s := &stamps{e: e, st: st, of: make(map[store.JobID][]rateStamp), due: make(map[rateStamp]int)}
+	s.flush = flusher{mu: &s.mu, jobs: e.jobWG, take: s.takeGives, give: s.give}
+	return s
 }
 
 // add records that job id's start spent a token of the take at at.
@@ -78,13 +79,7 @@ func (s *stamps) begun(id store.JobID) {
 	if now.After(s.last) {
 		s.last = now
 	}
-	start := !s.flushing
-	s.flushing = true
-	s.mu.Unlock()
-	if start {
-		s.e.jobWG.Add(1)
-		go s.flush()
-	}
+	s.flush.kick()
 }
 
 // drop forgets job id, dropped before its handler started.
@@ -100,29 +95,25 @@ func (s *stamps) drop(id store.JobID) {
 	s.mu.Unlock()
 }
 
-// flush moves the due tokens until none is left, each batch to its latest
-// start (a token moved a little later than its start stays out a little
-// longer: the safe side).
-func (s *stamps) flush() {
-	defer s.e.jobWG.Done()
-	runtime.Gosched() // let the rest of a claim's jobs start
-	for {
-		s.mu.Lock()
-		if len(s.due) == 0 {
-			s.flushing = false
-			s.mu.Unlock()
-			return
-		}
-		at := s.last
-		gives := make([]store.LimitGive, 0, len(s.due))
-		for r, n := range s.due {
-			gives = append(gives, store.LimitGive{Scope: r.scope, Key: r.key, At: time.UnixMilli(r.at), Used: n, StartedAt: at})
-		}
-		clear(s.due)
-		s.mu.Unlock()
-		if err := s.st.LimitGive(context.WithoutCancel(s.e.jobCtx()), s.e.cfg.WorkerID, gives, s.e.cfg.Now()); err != nil {
-			// The tokens stay at their claims, a little earlier.
-			s.e.out.Fail(context.Background(), slog.LevelWarn, "rate token moves", "global limits: move rate tokens to their starts", err)
-		}
+// takeGives empties due into the store's gives (flusher.take), each
+// batch moved to its latest start (a token moved a little later than its
+// start stays out a little longer: the safe side).
+func (s *stamps) takeGives() []store.LimitGive {
+	if len(s.due) == 0 {
+		return nil
+	}
+	gives := make([]store.LimitGive, 0, len(s.due))
+	for r, n := range s.due {
+		gives = append(gives, store.LimitGive{Scope: r.scope, Key: r.key, At: time.UnixMilli(r.at), Used: n, StartedAt: s.last})
+	}
+	clear(s.due)
+	return gives
+}
+
+// give moves the tokens of takeGives (flusher.give).
+func (s *stamps) give(gives []store.LimitGive) {
+	if err := s.st.LimitGive(context.WithoutCancel(s.e.jobCtx()), s.e.cfg.WorkerID, gives, s.e.cfg.Now()); err != nil {
+		// The tokens stay at their claims, a little earlier.
+		s.e.out.Fail(context.Background(), slog.LevelWarn, "rate token moves", "global limits: move rate tokens to their starts", err)
 	}
 }
