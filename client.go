@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"sync/atomic"
 	"time"
 
+	"github.com/queuemax/queuemax/internal/codec"
 	"github.com/queuemax/queuemax/runtime/engine"
 	"github.com/queuemax/queuemax/runtime/enqueue"
 	"github.com/queuemax/queuemax/runtime/store"
@@ -64,8 +66,10 @@ type EnqueueParams struct {
 
 	defaults *TaskOptions
 	// validate is a typed handle's payload check (DecodeArgs into its
-	// type), used when no handler of the task is registered here.
+	// type), used when no handler of the task is registered here; args
+	// is that type.
 	validate func(json.RawMessage) error
+	args     reflect.Type
 }
 
 // Open opens the client's store and returns a Client. It starts no
@@ -311,12 +315,15 @@ func (c *Client) prepare(e EnqueueParams) (store.InsertParams, error) {
 	}
 	// One check, the decode the worker runs: the registered handler's,
 	// else the typed handle's, else the shape a live worker published.
+	// A payload encoded here from a value of the decode's own type, one
+	// whose every encoding that decode accepts (codec.EncodedFrom), is
+	// not decoded again.
 	if h, ok := c.handlers[task]; ok && h.Validate != nil {
-		if err := h.Validate(raw); err != nil {
+		if err := checkUnless(codec.SameFunc(h.Validate, h.check) && codec.EncodedFrom(e.Payload, h.args), h.Validate, raw); err != nil {
 			return store.InsertParams{}, err
 		}
 	} else if e.validate != nil {
-		if err := e.validate(raw); err != nil {
+		if err := checkUnless(codec.EncodedFrom(e.Payload, e.args), e.validate, raw); err != nil {
 			return store.InsertParams{}, err
 		}
 	} else if !ok {
@@ -334,6 +341,14 @@ func (c *Client) prepare(e EnqueueParams) (store.InsertParams, error) {
 	}
 	d, o := def.defaults(), e.Opts.resolved()
 	return c.res.Resolve(task, raw, &d, &o) // its shard is chosen by Place, after the enqueue middleware
+}
+
+// checkUnless runs check on raw unless proven says it cannot fail.
+func checkUnless(proven bool, check func(json.RawMessage) error, raw json.RawMessage) error {
+	if proven {
+		return nil
+	}
+	return check(raw)
 }
 
 func (c *Client) afterInsert(ctx context.Context, ps []store.InsertParams, ids []JobID) {

@@ -238,8 +238,11 @@ type Handler struct {
 	Validate func(payload json.RawMessage) error
 
 	// args is the payload type of a Handler from Define or DefineResult
-	// (see TaskNames); nil otherwise.
-	args reflect.Type
+	// (see TaskNames); nil otherwise. check is the Validate they set: an
+	// enqueue skips it, while Validate still is it, for a payload it
+	// encoded from a value of args (see Client.prepare).
+	args  reflect.Type
+	check func(payload json.RawMessage) error
 }
 
 // Re-exported leaf types. They are defined, with their full documentation,

@@ -54,7 +54,7 @@ func (t Task[A]) Enqueue(ctx context.Context, args A) (JobID, error) {
 
 // params is the enqueue of one job of args.
 func (t Task[A]) params(args A) EnqueueParams {
-	return EnqueueParams{Task: t.name, Payload: args, Opts: t.opts, defaults: &t.def, validate: t.check}
+	return EnqueueParams{Task: t.name, Payload: args, Opts: t.opts, defaults: &t.def, validate: t.check, args: reflect.TypeFor[A]()}
 }
 
 // EnqueueAt stores one job that becomes ready at at.
@@ -158,7 +158,8 @@ func validator[A any](name string) func(json.RawMessage) error {
 // payload that does not fit (a key A lacks, a missing parameter, a wrong
 // type) dead-letters the job at once with a *PayloadShapeError.
 func Define[A any](name string, o TaskOptions, fn func(context.Context, A) error) Handler {
-	return Handler{Name: name, Options: o, Validate: validator[A](name), args: reflect.TypeFor[A](), Func: func(ctx context.Context, job *Job) (any, error) {
+	check := validator[A](name)
+	return Handler{Name: name, Options: o, Validate: check, check: check, args: reflect.TypeFor[A](), Func: func(ctx context.Context, job *Job) (any, error) {
 		var a A
 		if err := DecodeArgs(name, job.Payload, &a); err != nil {
 			return nil, Permanent(err)
@@ -170,7 +171,8 @@ func Define[A any](name string, o TaskOptions, fn func(context.Context, A) error
 // DefineResult returns the Handler for a task whose function returns a
 // result R, which is stored with the completed job (see Result).
 func DefineResult[A, R any](name string, o TaskOptions, fn func(context.Context, A) (R, error)) Handler {
-	return Handler{Name: name, Options: o, Validate: validator[A](name), args: reflect.TypeFor[A](), Func: func(ctx context.Context, job *Job) (any, error) {
+	check := validator[A](name)
+	return Handler{Name: name, Options: o, Validate: check, check: check, args: reflect.TypeFor[A](), Func: func(ctx context.Context, job *Job) (any, error) {
 		var a A
 		if err := DecodeArgs(name, job.Payload, &a); err != nil {
 			return nil, Permanent(err)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -100,6 +101,10 @@ func (b *bench) pgBulk(ctx context.Context) error {
 	r.target("≥ 0.5×", r.Value >= 0.5)
 	b.addCPU(label, "EnqueueMany", qmCPU, copyCPU)
 
+	if err := b.pgBulkParts(ctx, qs, payloads); err != nil {
+		return fmt.Errorf("bulk parts: %w", err)
+	}
+
 	river, version, err := b.pgRiverRun(ctx, n, "-fast")
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "queuemax-bench: River's InsertManyFast not measured: %v\n", err)
@@ -108,5 +113,123 @@ func (b *bench) pgBulk(ctx context.Context) error {
 	b.rep.add(label, "River "+version+" InsertManyFast, batches of 1,000", river, "jobs/s")
 	r = b.rep.add(label, "EnqueueMany ÷ River's InsertManyFast", qmRate/river, "×")
 	r.target("≥ 1.5×", r.Value >= 1.5)
+	return nil
+}
+
+// A bulkPart is one table the parts measurement copies the jobs into.
+type bulkPart struct {
+	name string
+	// create makes table {t} from the live jobs table {j}; empty: the
+	// ids alone.
+	create []string
+	// ids: the rows carry ids taken from a sequence (a round trip
+	// before each COPY); cols: the columns COPY writes.
+	ids  bool
+	cols []string
+}
+
+// The columns the store's COPY writes (copyCols in pgstore/copy.go).
+var bulkJobCols = []string{"id", "shard", "partition_key", "task", "payload", "priority", "max_attempts", "retry_delay", "metadata", "timeout_ms", "tags", "queue"}
+
+// bulkParts are what a batch of jobs costs the server, part by part: the
+// one-column floor, the ids, then the jobs row with more and more of the
+// live table's indexes, and two narrower tables that designs could
+// write instead (the 12 columns COPY sends, with and without a primary
+// key: a row that carries a job and nothing else, and an append-only
+// inbox).
+var bulkParts = []bulkPart{
+	{name: "one-column jsonb table (the floor)", create: []string{`CREATE TABLE {t} (payload jsonb NOT NULL)`}, cols: []string{"payload"}},
+	{name: "taking the ids alone (nextval, one round trip)", ids: true},
+	{name: "jobs row and its primary key", create: []string{`CREATE TABLE {t} (LIKE {j} INCLUDING DEFAULTS INCLUDING CONSTRAINTS)`, `ALTER TABLE {t} ADD PRIMARY KEY (id)`}, ids: true, cols: bulkJobCols},
+	{name: "+ jobs_claim", create: []string{`CREATE TABLE {t} (LIKE {j} INCLUDING DEFAULTS INCLUDING CONSTRAINTS)`, `ALTER TABLE {t} ADD PRIMARY KEY (id)`,
+		`CREATE INDEX ON {t} (priority DESC, id) WHERE status = 'pending'`}, ids: true, cols: bulkJobCols},
+	{name: "+ jobs_claim_queue", create: []string{`CREATE TABLE {t} (LIKE {j} INCLUDING DEFAULTS INCLUDING CONSTRAINTS)`, `ALTER TABLE {t} ADD PRIMARY KEY (id)`,
+		`CREATE INDEX ON {t} (priority DESC, id) WHERE status = 'pending'`, `CREATE INDEX ON {t} (queue, priority DESC, id) WHERE status = 'pending'`}, ids: true, cols: bulkJobCols},
+	{name: "jobs as stored (+ the 7 other partial indexes' predicates)", create: []string{`CREATE TABLE {t} (LIKE {j} INCLUDING ALL)`}, ids: true, cols: bulkJobCols},
+	{name: "narrow: the 12 columns COPY sends, primary key", create: []string{`CREATE TABLE {t} (id bigint PRIMARY KEY, shard integer NOT NULL, partition_key bigint, task text, payload json NOT NULL,
+		priority smallint NOT NULL, max_attempts integer NOT NULL, retry_delay integer NOT NULL, metadata json, timeout_ms bigint, tags text[], queue text NOT NULL)`}, ids: true, cols: bulkJobCols},
+	{name: "inbox: the same 12 columns, no index", create: []string{`CREATE TABLE {t} (id bigint NOT NULL, shard integer NOT NULL, partition_key bigint, task text, payload json NOT NULL,
+		priority smallint NOT NULL, max_attempts integer NOT NULL, retry_delay integer NOT NULL, metadata json, timeout_ms bigint, tags text[], queue text NOT NULL)`}, ids: true, cols: bulkJobCols},
+}
+
+// pgBulkParts measures what a batch of 1,000 jobs costs the server, part
+// by part (bulkParts): the same payloads COPYed 1,000 rows a call into
+// tables made like the live jobs table of schema qs, on one connection,
+// with the server CPU of its backend (and the server's shared
+// processes) and the WAL written per row. pgx encodes the rows (not the
+// store's own encoder), so the rates compare the tables, not the stores.
+func (b *bench) pgBulkParts(ctx context.Context, qs string, payloads [][]byte) error {
+	if !b.pg.local {
+		return nil // server CPU is what this measures
+	}
+	app := pgApp() + "-parts"
+	dsn, err := withAppName(b.o.dsn, app)
+	if err != nil {
+		return err
+	}
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	schema, drop := b.pg.schema("bulkparts")
+	defer drop()
+	if _, err := conn.Exec(ctx, fmt.Sprintf(`CREATE SCHEMA %[1]s; CREATE SEQUENCE %[1]s.ids`, schema)); err != nil {
+		return err
+	}
+	n := len(payloads)
+	label := fmt.Sprintf("pg bulk parts, %d rows", n)
+	var floor float64
+	for i, part := range bulkParts {
+		table := fmt.Sprintf("%s.t%d", schema, i)
+		for _, stmt := range part.create {
+			stmt = strings.NewReplacer("{t}", table, "{j}", qs+".jobs").Replace(stmt)
+			if _, err := conn.Exec(ctx, stmt); err != nil {
+				return fmt.Errorf("%s: %w", part.name, err)
+			}
+		}
+		var wal0, wal1 int64
+		lsn := `SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint`
+		if err := conn.QueryRow(ctx, lsn).Scan(&wal0); err != nil {
+			return err
+		}
+		m := b.pg.startCPU(ctx, app)
+		start := time.Now()
+		for done := 0; done < n; done += 1000 {
+			k := min(1000, n-done)
+			var seqs []int64
+			if part.ids {
+				if err := conn.QueryRow(ctx, `SELECT array_agg(nextval('`+schema+`.ids')) FROM generate_series(1, $1)`, k).Scan(&seqs); err != nil {
+					return err
+				}
+			}
+			if part.cols == nil {
+				continue
+			}
+			rows := make([][]any, k)
+			for r := range rows {
+				p := payloads[done+r]
+				if part.ids {
+					rows[r] = []any{seqs[r], int32(0), nil, taskNoop, string(p), int16(0), int32(3), int32(60000), nil, nil, nil, "default"}
+				} else {
+					rows[r] = []any{p}
+				}
+			}
+			if _, err := conn.CopyFrom(ctx, pgx.Identifier{schema, fmt.Sprintf("t%d", i)}, part.cols, pgx.CopyFromRows(rows)); err != nil {
+				return fmt.Errorf("%s: %w", part.name, err)
+			}
+		}
+		el := time.Since(start)
+		_, server := m.stop(ctx, n)
+		if err := conn.QueryRow(ctx, lsn).Scan(&wal1); err != nil {
+			return err
+		}
+		r := rate(n, el)
+		if i == 0 {
+			floor = r
+		}
+		b.rep.add(label, part.name, r, "rows/s").
+			note("server CPU per row %.2fµs, WAL per row %d B, %.2f× the floor's rate", float64(server)/float64(time.Microsecond), (wal1-wal0)/int64(n), r/floor)
+	}
 	return nil
 }
