@@ -13,13 +13,13 @@ import (
 
 // Plain rows: most batches hold only jobs without a partition key, run
 // time, metadata, timeout, tags or unique key, in the default queue and
-// not staged. Their insert binds 7 values per row (plainCols: payload,
-// priority, max_tentativas, retry_delay, created_at, task, shard_id)
-// instead of insertCols' 18, the others being constants (jobCol.plain):
-// with modernc.org/sqlite every bind and its unbind take the connection's
-// mutex, and they were a third of a batch insert's CPU. The parameters are anonymous (?): the driver looks up every
-// parameter's name, which for numbered ones (?NNN) is a linear search. The
-// row written is the one insertRow writes; insertJobs uses these
+// not staged. Their insert binds 7 values per row (plainCols) instead of
+// insertCols' 18, the others being constants (jobCol.plain): with
+// modernc.org/sqlite every bind and its unbind take the connection's
+// mutex, and they were a third of a batch insert's CPU. The parameters are
+// anonymous (?): the driver looks up every parameter's name, which for
+// numbered ones (?NNN) is a linear search. The row written is the one
+// insertRow writes (TestPlainRowLiterals); insertJobs uses these
 // statements for a chunk whose every row is plain (insertPlainRows, same
 // sizes as insertChunks).
 
