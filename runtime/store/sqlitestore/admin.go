@@ -53,7 +53,7 @@ func (s *Store) RecoverOrphans(ctx context.Context, stuckBefore, now time.Time) 
 	cut, ts := store.FormatTime(stuckBefore), store.FormatTime(now)
 	_, err := s.eachShard(ctx, store.AllShards, func(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shardDB) (int, error) {
 		const stuck = `status = 'processing' AND (heartbeat IS NULL OR heartbeat < ?1)`
-		spent := store.AttemptsSpentSQL("tentativas", "max_tentativas")
+		spent := store.AttemptsSpentSQL(jobCols[colAttempts].name, jobCols[colMaxAttempts].name)
 		if err := repairWorkflows(ctx, tx); err != nil { // workflow.go
 			return 0, err
 		}
@@ -94,6 +94,16 @@ func (s *Store) RecoverOrphans(ctx context.Context, stuckBefore, now time.Time) 
 	return res, err
 }
 
+// sqlFreshRun is what a job's row forgets when it goes back to run afresh
+// (RetryFailed, RetryJob, RequeueDead, a workflow's reopened step): its
+// attempts, its last run and its last error.
+const sqlFreshRun = `tentativas = 0, worker_id = NULL, heartbeat = NULL, lease = NULL, last_error = NULL,
+	error_type = NULL, error_stack = NULL, completed_at = NULL`
+
+// sqlRequeue puts failed jobs back to pending at ?2, with their unique key
+// when they can keep it (sqlYieldKey, ?1).
+const sqlRequeue = `UPDATE fila SET ` + sqlYieldKey + `, status = 'pending', next_retry_at = ?2, ` + sqlFreshRun
+
 // RetryFailed re-queues failed jobs; see store.Store. Unlike queue-max it
 // resets the attempt budget and removes the jobs' dead-letter rows, so a
 // retried job gets its full retries and is never dead-lettered twice.
@@ -104,9 +114,7 @@ func (s *Store) RetryFailed(ctx context.Context, shard int, now time.Time) (int,
 			(SELECT id FROM fila WHERE `+sqlFinished+` AND status = 'failed')`); err != nil {
 			return 0, err
 		}
-		return affected(tx.ExecContext(ctx, `UPDATE fila SET `+sqlYieldKey+`, status = 'pending', tentativas = 0, next_retry_at = ?2,
-			worker_id = NULL, heartbeat = NULL, lease = NULL, last_error = NULL, error_type = NULL,
-			error_stack = NULL, completed_at = NULL WHERE `+sqlFinished+` AND status = 'failed'`, 1, ts))
+		return affected(tx.ExecContext(ctx, sqlRequeue+` WHERE `+sqlFinished+` AND status = 'failed'`, 1, ts))
 	})
 }
 
@@ -117,9 +125,7 @@ func (s *Store) RetryJob(ctx context.Context, id store.JobID, now time.Time) err
 		return err
 	}
 	return sh.commit.do(ctx, func(ctx context.Context, tx *sql.Tx, counts *groupCounts) error {
-		n, err := affected(tx.ExecContext(ctx, `UPDATE fila SET `+sqlYieldKey+`, status = 'pending', tentativas = 0, next_retry_at = ?2,
-			worker_id = NULL, heartbeat = NULL, lease = NULL, last_error = NULL, error_type = NULL,
-			error_stack = NULL, completed_at = NULL WHERE id = ?3 AND status = 'failed'`, 0, store.FormatTime(now), id.Seq()))
+		n, err := affected(tx.ExecContext(ctx, sqlRequeue+` WHERE id = ?3 AND status = 'failed'`, 0, store.FormatTime(now), id.Seq()))
 		if err != nil {
 			return err
 		}
@@ -153,9 +159,7 @@ func (s *Store) RequeueDead(ctx context.Context, shard int, dlqID int64, p store
 		ts := store.FormatTime(p.Now)
 		n := 0
 		if orig.Valid {
-			n, err = affected(tx.ExecContext(ctx, `UPDATE fila SET `+sqlYieldKey+`, status = 'pending', tentativas = 0, next_retry_at = ?2,
-				worker_id = NULL, heartbeat = NULL, lease = NULL, last_error = NULL, error_type = NULL,
-				error_stack = NULL, completed_at = NULL, progress = CASE WHEN ?4 THEN NULL ELSE progress END
+			n, err = affected(tx.ExecContext(ctx, sqlRequeue+`, progress = CASE WHEN ?4 THEN NULL ELSE progress END
 				WHERE id = ?3 AND status = 'failed'`, 0, ts, orig.Int64, p.ClearProgress))
 			if err != nil {
 				return err
@@ -165,7 +169,7 @@ func (s *Store) RequeueDead(ctx context.Context, shard int, dlqID int64, p store
 		if n == 0 {
 			// The queue row is gone (cleaned up): re-create the job.
 			prio, maxAttempts := p.DefaultsOf(task.String)
-			id, err = insertJob(ctx, tx, counts.stmt(ctx, tx, sh.stmts.insert), sh, store.InsertParams{
+			id, err = insertJob(ctx, tx, counts.stmt(ctx, tx, sh.stmts.insert), sh, &store.InsertParams{
 				Task: task.String, Payload: []byte(payload), Priority: prio, MaxAttempts: maxAttempts, Now: p.Now,
 				Metadata: metadataOf(meta)}, "")
 			if err != nil {

@@ -11,68 +11,12 @@ import (
 	"github.com/queuemax/queuemax/runtime/store"
 )
 
-// insertColumns are the fila columns an insert writes, in the order
-// insertRow produces their values. The single-row statement (sqlInsert)
-// and the set statement for batches (sqlInsertSet) are both built from
-// this list: a new column is one entry here and one value in insertRow.
-var insertColumns = []struct {
-	name string
-	text bool // a TEXT value (or NULL); otherwise an INTEGER (or NULL)
-}{
-	{"pagina_id", false}, {"payload", true}, {"status", true}, {"priority", false}, {"tentativas", false},
-	{"max_tentativas", false}, {"retry_delay", false}, {"task", true}, {"created_at", true},
-	{"next_retry_at", true}, {"shard_id", false}, {"metadata", true}, {"timeout_ms", false}, {"tags", true},
-	{"queue", true}, {"batch_id", true}, {"batch_next", true}, {"retry_delay_ms", false},
-}
-
-// insertRow writes j's column values (insertColumns' order) to w. With a
+// insertRow writes j's row (insertCols' values, in order) to w. With a
 // batch id, the row is written staged for that multi-shard batch (see
-// batch.go): scheduled, never due, its real retry time kept in batch_next
-// until the batch is published.
-func insertRow(w rowWriter, sh *shardDB, j store.InsertParams, batch string) {
-	if j.PartitionKey != nil {
-		w.int(*j.PartitionKey)
-	} else {
-		w.null()
-	}
-	w.text(string(j.Payload))
-	status, next := store.StatusPending, ""
-	if j.RunAt.After(j.Now) {
-		status, next = store.StatusScheduled, store.FormatTime(j.RunAt)
-	}
-	staged := next
-	if batch != "" {
-		status, next = store.StatusScheduled, stagedNext
-	}
-	w.text(string(status))
-	w.int(int64(j.Priority))
-	w.int(0)
-	w.int(int64(j.MaxAttempts))
-	w.int(retrySeconds(j.RetryDelay))
-	w.textOrNull(j.Task)
-	w.text(store.FormatTime(j.Now))
-	w.textOrNull(next)
-	w.int(int64(sh.idx))
-	w.textOrNull(string(j.Metadata))
-	if ms, ok := nullTimeout(j.Timeout).(int64); ok {
-		w.int(ms)
-	} else {
-		w.null()
-	}
-	w.textOrNull(store.EncodeTags(j.Tags))
-	w.text(store.QueueOf(j.Queue))
-	if batch == "" {
-		w.null()
-		w.null()
-	} else {
-		w.text(batch)
-		w.textOrNull(staged)
-	}
-	if ms, ok := retryMillis(j.RetryDelay); ok {
-		w.int(ms)
-	} else {
-		w.null()
-	}
+// batch.go and rowVals.prepare).
+func insertRow(w *argRow, sh *shardDB, j *store.InsertParams, batch string) {
+	v := rowVals{j: j, shard: sh.idx, batch: batch}
+	v.putRow(w, insertCols)
 }
 
 // retryMillis returns the retry_delay_ms column of a backoff base that
@@ -81,20 +25,14 @@ func retryMillis(d time.Duration) (int64, bool) {
 	return d.Milliseconds(), d%time.Second != 0
 }
 
-// rowWriter receives one row's values.
-type rowWriter interface {
-	null()
-	int(int64)
-	text(string)
-	textOrNull(string) // NULL when empty
-}
-
-// argRow collects a row as statement arguments.
+// argRow collects rows as statement arguments.
 type argRow []any
 
 func (r *argRow) null()         { *r = append(*r, nil) }
 func (r *argRow) int(v int64)   { *r = append(*r, v) }
 func (r *argRow) text(s string) { *r = append(*r, s) }
+
+// textOrNull appends NULL for "".
 func (r *argRow) textOrNull(s string) {
 	if s == "" {
 		r.null()
@@ -104,19 +42,12 @@ func (r *argRow) textOrNull(s string) {
 }
 
 var (
-	insertNames = func() string {
-		names := make([]string, len(insertColumns))
-		for i, c := range insertColumns {
-			names[i] = c.name
-		}
-		return strings.Join(names, ", ")
-	}()
 	sqlInsert = insertRowsSQL(1)
-	// sqlInsertUnique is sqlInsert for a unique job (insertColumns, then
-	// the key and statuses): it inserts nothing when idx_qm_unique already
-	// holds the key for a counted status.
-	sqlInsertUnique = `INSERT INTO fila (` + insertNames + `, unique_key, unique_states) VALUES (` +
-		strings.TrimSuffix(strings.Repeat("?, ", len(insertColumns)+2), ", ") + `) ON CONFLICT DO NOTHING`
+	// sqlInsertUnique is sqlInsert for a unique job (uniqueCols: insertCols
+	// and the key and statuses): it inserts nothing when idx_qm_unique
+	// already holds the key for a counted status.
+	sqlInsertUnique = `INSERT INTO fila (` + namesOf(uniqueCols) + `) VALUES (` +
+		strings.TrimSuffix(strings.Repeat("?, ", len(uniqueCols)), ", ") + `) ON CONFLICT DO NOTHING`
 )
 
 // insertChunks are the row counts of the multi-row insert statements
@@ -127,15 +58,15 @@ var insertChunks = []int{64, 32, 16, 8, 4, 2}
 
 // insertRowsSQL returns the INSERT of n rows of bound values.
 func insertRowsSQL(n int) string {
-	row := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(insertColumns)), ", ") + ")"
+	row := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(insertCols)), ", ") + ")"
 	return `INSERT INTO fila (` + insertNames + `) VALUES ` + strings.TrimSuffix(strings.Repeat(row+", ", n), ", ")
 }
 
 // insertJob writes one job row with st, the shard's insert statement bound
 // to the current transaction, staged for batch when batch is not "". A
 // job whose RunAt is after Now is stored as scheduled.
-func insertJob(ctx context.Context, tx *sql.Tx, st *sql.Stmt, sh *shardDB, j store.InsertParams, batch string) (store.JobID, error) {
-	args := make(argRow, 0, len(insertColumns))
+func insertJob(ctx context.Context, tx *sql.Tx, st *sql.Stmt, sh *shardDB, j *store.InsertParams, batch string) (store.JobID, error) {
+	args := make(argRow, 0, len(insertCols))
 	insertRow(&args, sh, j, batch)
 	res, err := st.ExecContext(ctx, args...)
 	if err != nil {
@@ -181,7 +112,7 @@ func insertJobs(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shardD
 			n = 1
 		}
 		if n == 1 {
-			id, err := insertAny(ctx, tx, counts, sh, jobs[idxs[0]], batch)
+			id, err := insertAny(ctx, tx, counts, sh, &jobs[idxs[0]], batch)
 			if err != nil {
 				return err
 			}
@@ -190,7 +121,7 @@ func insertJobs(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shardD
 			continue
 		}
 		if args == nil {
-			args = make(argRow, 0, n*len(insertColumns))
+			args = make(argRow, 0, n*len(insertCols))
 		}
 		args = args[:0]
 		plain := batch == "" // a chunk of plain rows binds fewer values (insertplain.go)
@@ -207,7 +138,7 @@ func insertJobs(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shardD
 			if plain {
 				break
 			}
-			insertRow(&args, sh, jobs[i], batch)
+			insertRow(&args, sh, &jobs[i], batch)
 		}
 		res, err := counts.stmt(ctx, tx, st).ExecContext(ctx, args...)
 		if err != nil {
@@ -267,21 +198,21 @@ func (s *Store) Insert(ctx context.Context, jobs []store.InsertParams) ([]store.
 // shard's unique insert: a duplicate writes nothing, returns the holder's
 // ID and sets j.Unique.Duplicate. The unique index decides inside the
 // shard's write transaction, so concurrent inserts (any process) agree.
-// Its arguments are insertRow's plus the key and statuses. A plain job is
+// Its arguments are uniqueCols' values. A plain job is
 // staged for batch when batch is not ""; a unique one never is (the
 // caller stages it).
-func insertAny(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shardDB, j store.InsertParams, batch string) (store.JobID, error) {
+func insertAny(ctx context.Context, tx *sql.Tx, counts *groupCounts, sh *shardDB, j *store.InsertParams, batch string) (store.JobID, error) {
 	u := j.Unique
 	if u == nil {
-		if batch == "" && plainJob(&j) {
-			return insertPlainJob(ctx, counts.stmt(ctx, tx, sh.stmts.insertPlain), sh, &j)
+		if batch == "" && plainJob(j) {
+			return insertPlainJob(ctx, counts.stmt(ctx, tx, sh.stmts.insertPlain), sh, j)
 		}
 		return insertJob(ctx, tx, counts.stmt(ctx, tx, sh.stmts.insert), sh, j, batch)
 	}
 	u.Duplicate = false
-	args := make(argRow, 0, len(insertColumns)+2)
-	insertRow(&args, sh, j, "")
-	args = append(args, u.Key, uniqueStates(u.States))
+	args := make(argRow, 0, len(uniqueCols))
+	v := rowVals{j: j, shard: sh.idx}
+	v.putRow(&args, uniqueCols)
 	res, err := counts.stmt(ctx, tx, sh.stmts.insertUnique).ExecContext(ctx, args...)
 	if err != nil {
 		return 0, fmt.Errorf("shard %d: insert unique job: %w", sh.idx, err)
@@ -330,14 +261,6 @@ const sqlYieldKey = `unique_key = CASE WHEN unique_key IS NOT NULL AND (
 			AND o.unique_key IS NOT NULL AND instr(o.unique_states, ',' || o.status || ',') > 0)
 		OR (?1 = 1 AND EXISTS (SELECT 1 FROM fila o WHERE o.unique_key = fila.unique_key AND o.id < fila.id AND o.status = 'failed')))
 	THEN NULL ELSE unique_key END`
-
-// nullTimeout is the timeout_ms column of a job timeout: NULL for none.
-func nullTimeout(d time.Duration) any {
-	if d <= 0 {
-		return nil
-	}
-	return max(1, d.Milliseconds())
-}
 
 func boolInt(b bool) int {
 	if b {

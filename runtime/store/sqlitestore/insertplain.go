@@ -1,6 +1,7 @@
 package sqlitestore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
@@ -12,13 +13,13 @@ import (
 
 // Plain rows: most batches hold only jobs without a partition key, run
 // time, metadata, timeout, tags or unique key, in the default queue and
-// not staged. Their insert binds 7 values per row (payload, priority,
-// max_tentativas, retry_delay, task, created_at, shard_id) instead of
-// insertColumns' 17: with modernc.org/sqlite every bind and its unbind
-// take the connection's mutex, and they were a third of a batch insert's
-// CPU. The parameters are anonymous (?): the driver looks up every
-// parameter's name, which for numbered ones (?NNN) is a linear search. The
-// row written is the one insertRow writes; insertJobs uses these
+// not staged. Their insert binds 7 values per row (plainCols) instead of
+// insertCols' 18, the others being constants (jobCol.plain): with
+// modernc.org/sqlite every bind and its unbind take the connection's
+// mutex, and they were a third of a batch insert's CPU. The parameters are
+// anonymous (?): the driver looks up every parameter's name, which for
+// numbered ones (?NNN) is a linear search. The row written is the one
+// insertRow writes (TestPlainRowLiterals); insertJobs uses these
 // statements for a chunk whose every row is plain (insertPlainRows, same
 // sizes as insertChunks).
 
@@ -29,29 +30,27 @@ func plainJob(j *store.InsertParams) bool {
 		j.Timeout <= 0 && len(j.Tags) == 0 && store.QueueOf(j.Queue) == store.DefaultQueue && j.RetryDelay%time.Second == 0
 }
 
-// plainRowsSQL returns the INSERT of n plain rows, in insertColumns' order
+// plainRowsSQL returns the INSERT of n plain rows, in insertCols' order
 // with the constant columns as literals.
 func plainRowsSQL(n int) string {
-	row := "(NULL, ?, '" + string(store.StatusPending) + "', ?, 0, ?, ?, ?, ?, NULL, ?, NULL, NULL, NULL, '" +
-		store.DefaultQueue + "', NULL, NULL, NULL)"
+	vals := make([]string, len(insertCols))
+	for i, c := range insertCols {
+		vals[i] = cmp.Or(jobCols[c].plain, "?")
+	}
+	row := "(" + strings.Join(vals, ", ") + ")"
 	return `INSERT INTO fila (` + insertNames + `) VALUES ` + strings.TrimSuffix(strings.Repeat(row+", ", n), ", ")
 }
 
-// plainRow appends a plain row's values (plainRowsSQL's order) to args.
+// plainRow appends a plain row's values (plainCols) to args.
 func plainRow(args *argRow, sh *shardDB, j *store.InsertParams) {
-	args.text(string(j.Payload))
-	args.int(int64(j.Priority))
-	args.int(int64(j.MaxAttempts))
-	args.int(retrySeconds(j.RetryDelay))
-	args.textOrNull(j.Task)
-	args.text(store.FormatTime(j.Now))
-	args.int(int64(sh.idx))
+	v := rowVals{j: j, shard: sh.idx}
+	v.putPlain(args)
 }
 
 // insertPlainJob is insertJob for a plain job, with st the shard's
 // one-row plain insert bound to the current transaction.
 func insertPlainJob(ctx context.Context, st *sql.Stmt, sh *shardDB, j *store.InsertParams) (store.JobID, error) {
-	args := make(argRow, 0, 7)
+	args := make(argRow, 0, len(plainCols))
 	plainRow(&args, sh, j)
 	res, err := st.ExecContext(ctx, args...)
 	if err != nil {

@@ -133,7 +133,7 @@ func (sh *shardDB) readColumns(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	sh.cols, sh.dlqCols = list(jobColumns, fila), list(dlqColumns, dlq)
+	sh.cols, sh.dlqCols = readColumnsOf(fila), list(dlqColumns, dlq)
 	sh.taskCol, sh.dlqTaskCol = "task", "task"
 	if !fila["task"] {
 		sh.taskCol = "NULL"

@@ -16,63 +16,6 @@ import (
 
 type scanner interface{ Scan(dest ...any) error }
 
-// scanJob reads jobColumns into a Job of shard sh.
-func scanJob(r scanner, sh int) (*store.Job, error) {
-	var (
-		j                                                                  store.Job
-		id, prio, attempts, maxAttempts, retryDelay                        int64
-		key, lease                                                         sql.NullInt64
-		payload, status                                                    string
-		lastErr, errType, errStack, worker, hb, created, started, finished sql.NullString
-		next, task, result, meta, uniqueKey                                sql.NullString
-		cancelReq, snoozes, timeoutMS                                      sql.NullInt64
-		tags, queue                                                        sql.NullString
-		wf, retryMS                                                        sql.NullInt64
-		progress                                                           sql.NullString
-	)
-	if err := r.Scan(&id, &key, &payload, &status, &prio, &attempts, &maxAttempts, &retryDelay,
-		&lastErr, &errType, &errStack, &worker, &hb, &created, &started, &finished, &next, &task, &lease, &result, &meta, &cancelReq, &snoozes, &timeoutMS, &tags, &queue,
-		&uniqueKey, &wf, &progress, &retryMS); err != nil {
-		return nil, err
-	}
-	j.ID = store.NewJobID(sh, id)
-	j.Shard = sh
-	if key.Valid {
-		k := key.Int64
-		j.PartitionKey = &k
-	}
-	j.Payload = []byte(payload)
-	j.Status = store.Status(status)
-	j.Priority = store.Priority(prio)
-	j.Attempts = int(attempts)
-	j.MaxAttempts = int(maxAttempts)
-	j.RetryDelay = retryDelayOf(retryDelay, retryMS)
-	j.LastError, j.ErrorType, j.ErrorStack = lastErr.String, errType.String, errStack.String
-	j.WorkerID = worker.String
-	j.Heartbeat = store.ParseTime(hb.String)
-	j.CreatedAt = store.ParseTime(created.String)
-	j.StartedAt = store.ParseTime(started.String)
-	j.CompletedAt = store.ParseTime(finished.String)
-	j.NextRetryAt = store.ParseTime(next.String)
-	j.Task = task.String
-	j.Lease = lease.Int64
-	if result.Valid {
-		j.Result = []byte(result.String)
-	}
-	j.Metadata = metadataOf(meta)
-	j.CancelRequested = cancelReq.Int64 != 0
-	j.Snoozes = int(snoozes.Int64)
-	j.Queue = store.QueueOf(queue.String)
-	j.Timeout = time.Duration(timeoutMS.Int64) * time.Millisecond
-	j.Tags = store.DecodeTags(tags.String)
-	j.UniqueKey = uniqueKey.String
-	if wf.Valid {
-		j.Workflow = int64(store.NewJobID(sh, wf.Int64))
-	}
-	j.Steps = store.DecodeProgress([]byte(progress.String))
-	return &j, nil
-}
-
 func nullString(s string) any {
 	if s == "" {
 		return nil
@@ -219,26 +162,22 @@ func (s *Store) claimShard(ctx context.Context, sh *shardDB, p store.ClaimParams
 
 // claimScan reads the rows of one claim (claimColumns) into Jobs, filling
 // in what the claim wrote without reading it back, and allocates the Jobs
-// in blocks. (The driver returns TEXT columns as fresh strings: scanning
-// them into strings keeps those rather than copying.)
+// in blocks and its scan target once.
 type claimScan struct {
 	shard  int
 	worker string
 	lease  int64
 	at     time.Time // the claim's heartbeat and start time
 	block  []store.Job
+	s      *jobScan
 }
 
 // scan reads one row; left bounds how many more rows the claim can return.
 func (c *claimScan) scan(r *sql.Rows, left int) (*store.Job, error) {
-	var (
-		id, prio, attempts, maxAttempts, retryDelay, snoozes int64
-		key, timeoutMS, wf, retryMS                          sql.NullInt64
-		payload, created                                     string
-		lastErr, errType, next, task, meta, tags, queue      sql.NullString
-	)
-	if err := r.Scan(&id, &key, &payload, &prio, &attempts, &maxAttempts, &retryDelay,
-		&lastErr, &errType, &created, &next, &task, &meta, &snoozes, &timeoutMS, &tags, &queue, &wf, &retryMS); err != nil {
+	if c.s == nil {
+		c.s = newJobScan(true)
+	}
+	if err := c.s.scan(r, c.shard); err != nil {
 		return nil, err
 	}
 	if len(c.block) == 0 {
@@ -246,33 +185,11 @@ func (c *claimScan) scan(r *sql.Rows, left int) (*store.Job, error) {
 	}
 	j := &c.block[0]
 	c.block = c.block[1:]
-	j.ID = store.NewJobID(c.shard, id)
-	j.Shard = c.shard
-	if key.Valid {
-		k := key.Int64
-		j.PartitionKey = &k
-	}
-	j.Payload = []byte(payload)
-	j.Status = store.StatusProcessing
-	j.Priority = store.Priority(prio)
-	j.Attempts = int(attempts)
-	j.MaxAttempts = int(maxAttempts)
-	j.RetryDelay = retryDelayOf(retryDelay, retryMS)
-	j.LastError, j.ErrorType = lastErr.String, errType.String
-	j.WorkerID = c.worker
-	j.Lease = c.lease
-	j.Heartbeat, j.StartedAt = c.at, c.at
-	j.CreatedAt = store.ParseTime(created)
-	j.NextRetryAt = store.ParseTime(next.String)
-	j.Task = task.String
-	j.Metadata = metadataOf(meta)
-	j.Snoozes = int(snoozes)
-	j.Queue = store.QueueOf(queue.String)
-	j.Timeout = time.Duration(timeoutMS.Int64) * time.Millisecond
-	j.Tags = store.DecodeTags(tags.String)
-	if wf.Valid {
-		j.Workflow = int64(store.NewJobID(c.shard, wf.Int64))
-	}
+	row := &c.s.row
+	row.Status = string(store.StatusProcessing)
+	row.WorkerID, row.Lease = c.worker, c.lease
+	row.Heartbeat, row.StartedAt = c.at, c.at
+	row.Fill(j)
 	return j, nil
 }
 
@@ -512,15 +429,6 @@ func (s *Store) Release(ctx context.Context, leases []store.Lease) []error {
 		func(ctx context.Context, tx *sql.Tx, _ *groupCounts, sh *shardDB, l store.Lease) error {
 			return leaseLost(tx.StmtContext(ctx, sh.stmts.release).ExecContext(ctx, l.ID.Seq(), l.Token, l.WorkerID, l.WorkerID))
 		})
-}
-
-// retryDelayOf reads a job's backoff base: retry_delay_ms when set, else
-// retry_delay's whole seconds.
-func retryDelayOf(seconds int64, ms sql.NullInt64) time.Duration {
-	if ms.Valid {
-		return time.Duration(ms.Int64) * time.Millisecond
-	}
-	return time.Duration(seconds) * time.Second
 }
 
 // retrySeconds converts a backoff base to the retry_delay column's whole

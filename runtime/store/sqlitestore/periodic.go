@@ -96,7 +96,7 @@ func (s *Store) PeriodicFire(ctx context.Context, p store.PeriodicFireParams) (s
 		}
 		j := p.Job
 		j.RunAt = time.Time{} // due now: the slot's time has come
-		if id, err = insertJob(ctx, tx, tx.StmtContext(ctx, sh.stmts.insert), sh, j, ""); err != nil {
+		if id, err = insertJob(ctx, tx, tx.StmtContext(ctx, sh.stmts.insert), sh, &j, ""); err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE qm_periodic_runs SET job_id = ? WHERE task = ? AND slot = ?`, int64(id), p.Task, slot); err != nil {

@@ -9,16 +9,14 @@ import (
 	"sync"
 )
 
-// jobColumns is the column list scanJob reads, in order.
-const jobColumns = `id, pagina_id, payload, status, priority, tentativas, max_tentativas, retry_delay,
-	last_error, error_type, error_stack, worker_id, heartbeat, created_at, started_at, completed_at,
-	next_retry_at, task, lease, result, metadata, cancel_requested, snoozes, timeout_ms, tags, queue, unique_key, wf_id, progress, retry_delay_ms`
-
-// claimColumns is the column list a claim returns, in the order
-// scanClaimed reads it: what a run needs, not the whole row (the columns a
-// claim sets are known without reading them back).
-const claimColumns = `id, pagina_id, payload, priority, tentativas, max_tentativas, retry_delay,
-	last_error, error_type, created_at, next_retry_at, task, metadata, snoozes, timeout_ms, tags, queue, wf_id, retry_delay_ms`
+var (
+	// sqlClaim claims a batch in one statement. The subquery walks
+	// idx_qm_claim in order (status, priority DESC, id), so it stops after
+	// LIMIT rows instead of sorting the shard.
+	sqlClaim     = sqlClaimHead + sqlClaimTail
+	sqlClaimTail = ` ORDER BY priority DESC, id LIMIT ?4)
+		RETURNING ` + claimColumns
+)
 
 const (
 	// sqlUniqueHolder finds the job holding a key, through idx_qm_unique
@@ -28,17 +26,13 @@ const (
 	// sqlPromote makes scheduled jobs whose time has come ready; it reads
 	// only the small partial index idx_qm_due.
 	sqlPromote = `UPDATE fila SET status = 'pending' WHERE status = 'scheduled' AND next_retry_at <= ?`
-	// sqlClaim claims a batch in one statement. The subquery walks
-	// idx_qm_claim in order (status, priority DESC, id), so it stops after
-	// LIMIT rows instead of sorting the shard.
+	// sqlClaimSet is what a claim writes; sqlClaimHead selects the ready
+	// jobs, and sqlClaim below completes it.
 	sqlClaimSet = `UPDATE fila SET status = 'processing', worker_id = ?1, heartbeat = ?2, started_at = ?2,
 		tentativas = tentativas + 1, lease = ?3, completed_at = NULL, cancel_requested = 0`
 	sqlClaimHead = sqlClaimSet + `
 		WHERE id IN (SELECT id FROM fila WHERE status = 'pending'
 			AND (next_retry_at IS NULL OR next_retry_at <= ?2)` + sqlNotPaused
-	sqlClaimTail = ` ORDER BY priority DESC, id LIMIT ?4)
-		RETURNING ` + claimColumns
-	sqlClaim = sqlClaimHead + sqlClaimTail
 	// sqlHasReady is the read-only probe run before taking the write lock:
 	// are jobs pending, and are scheduled ones due (then the claim
 	// promotes them first)?

@@ -81,8 +81,8 @@ func wfSQL(n int) *[2]string {
 // stepRowsSQL returns the INSERT of n step rows.
 func stepRowsSQL(n int) string { return wfSQL(n)[0] }
 
-// stepJobsSQL returns the INSERT of n steps' job rows: insertColumns and
-// the workflow.
+// stepJobsSQL returns the INSERT of n steps' job rows (wfCols: insertCols
+// and the workflow).
 func stepJobsSQL(n int) string { return wfSQL(n)[1] }
 
 func buildStepRowsSQL(n int) string {
@@ -136,38 +136,21 @@ func insertStepRows(ctx context.Context, tx *sql.Tx, sh *shardDB, wf int64, step
 }
 
 func buildStepJobsSQL(n int) string {
-	row := "(" + strings.Repeat("?, ", len(insertColumns)) + "?)"
-	return `INSERT INTO fila (` + insertNames + `, wf_id) VALUES ` + strings.TrimSuffix(strings.Repeat(row+", ", n), ", ")
+	row := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(wfCols)), ", ") + ")"
+	return `INSERT INTO fila (` + namesOf(wfCols) + `) VALUES ` + strings.TrimSuffix(strings.Repeat(row+", ", n), ", ")
 }
-
-// wfColumnIndex is the position of insertColumns' name.
-func wfColumnIndex(name string) int {
-	for i, c := range insertColumns {
-		if c.name == name {
-			return i
-		}
-	}
-	panic("sqlitestore: no insert column " + name)
-}
-
-var wfStatusCol, wfNextCol = wfColumnIndex("status"), wfColumnIndex("next_retry_at")
 
 // insertStepJobs writes the steps' job rows with their workflow, up to
 // wfStepRowsMax per statement: a step that waits is written scheduled
 // without a time (its run-at time is in its step row), so nothing claims
 // it before its release.
 func insertStepJobs(ctx context.Context, tx *sql.Tx, sh *shardDB, p *store.WorkflowParams, jobs []store.InsertParams, wf int64, ids []store.JobID) error {
-	width := len(insertColumns) + 1
 	for start := 0; start < len(jobs); start += wfStepRowsMax {
 		n := min(wfStepRowsMax, len(jobs)-start)
-		args := make(argRow, 0, n*width)
+		args := make(argRow, 0, n*len(wfCols))
 		for i := start; i < start+n; i++ {
-			k := len(args)
-			insertRow(&args, sh, jobs[i], "")
-			if len(store.StepDeps(p.Steps[i])) > 0 {
-				args[k+wfStatusCol], args[k+wfNextCol] = string(store.StatusScheduled), nil
-			}
-			args = append(args, wf)
+			v := rowVals{j: &jobs[i], shard: sh.idx, wf: wf, waits: len(store.StepDeps(p.Steps[i])) > 0}
+			v.putRow(&args, wfCols)
 		}
 		res, err := sh.wexec(ctx, tx, stepJobsSQL(n), args...)
 		if err != nil {

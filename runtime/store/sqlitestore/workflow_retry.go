@@ -128,8 +128,7 @@ var workflowRetryMigration = migration{
 const sqlReopenRoot = `UPDATE fila SET
 		status = CASE WHEN w.open THEN 'scheduled' WHEN w.run_at > ?2 THEN 'scheduled' ELSE 'pending' END,
 		next_retry_at = CASE WHEN w.open THEN NULL WHEN w.run_at > ?2 THEN w.run_at ELSE ?2 END,
-		tentativas = 0, worker_id = NULL, heartbeat = NULL, lease = NULL, last_error = NULL, error_type = NULL,
-		error_stack = NULL, completed_at = NULL, cancel_requested = 0
+		` + sqlFreshRun + `, cancel_requested = 0
 	FROM (SELECT EXISTS (SELECT 1 FROM qm_wf_edges e JOIN qm_wf_steps d ON d.job_id = e.dep
 			WHERE e.job = ?1 AND d.state IN ('waiting', 'ready')) AS open,
 		(SELECT run_at FROM qm_wf_steps WHERE job_id = ?1) AS run_at) w
