@@ -1,6 +1,7 @@
 package pgstore
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -8,11 +9,11 @@ import (
 	"github.com/queuemax/queuemax/runtime/store"
 )
 
-// jobCol is one column of the jobs table as the store reads and copies
-// it. jobCols is the one list of them: what a full read selects
+// jobCol is one column of the jobs table as the store reads, inserts and
+// copies it. jobCols is the one list of them: what a full read selects
 // (jobColumns), what a claim returns (claimColumns), where a scan puts
-// each (jobScan) and what COPY writes (copyCols, copy.go) all derive from
-// it.
+// each (jobScan), what COPY writes (copyCols, copy.go) and what the
+// INSERT statements write (insertSelect) all derive from it.
 type jobCol struct {
 	name string
 	// dest is where a scan stores the column.
@@ -23,40 +24,102 @@ type jobCol struct {
 	// its default. hostOnly: only on the callers' clocks (created_at).
 	put      putFunc
 	hostOnly bool
+	// ins is the column's value in an INSERT … SELECT from its input
+	// row u (insFields); "" leaves it to its default.
+	ins string
 }
 
 // jobCols lists the jobs table's columns a read returns, in order.
 var jobCols = []jobCol{
-	{"id", func(s *jobScan) any { return &s.row.Seq }, true, putID, false},
-	{"shard", func(s *jobScan) any { return &s.row.Shard }, true, putShard, false},
-	{"partition_key", func(s *jobScan) any { return &s.key }, true, putPartitionKey, false},
-	{"task", func(s *jobScan) any { return &s.task }, true, putTask, false},
-	{"payload", func(s *jobScan) any { return &s.row.Payload }, true, putPayload, false},
-	{"status", func(s *jobScan) any { return &s.row.Status }, false, nil, false},
-	{"priority", func(s *jobScan) any { return &s.row.Priority }, true, putPriority, false},
-	{"attempts", func(s *jobScan) any { return &s.row.Attempts }, true, nil, false},
-	{"max_attempts", func(s *jobScan) any { return &s.row.MaxAttempts }, true, putMaxAttempts, false},
-	{"retry_delay", func(s *jobScan) any { return &s.row.RetryDelayMS }, true, putRetryDelay, false},
-	{"last_error", func(s *jobScan) any { return &s.lastErr }, true, nil, false},
-	{"error_type", func(s *jobScan) any { return &s.errType }, true, nil, false},
-	{"error_stack", func(s *jobScan) any { return &s.errStack }, false, nil, false},
-	{"worker_id", func(s *jobScan) any { return &s.worker }, false, nil, false},
-	{"lease", func(s *jobScan) any { return &s.lease }, false, nil, false},
-	{"heartbeat", func(s *jobScan) any { return &s.heartbeat }, true, nil, false},
-	{"created_at", func(s *jobScan) any { return &s.created }, true, putCreated, true},
-	{"started_at", func(s *jobScan) any { return &s.started }, false, nil, false},
-	{"completed_at", func(s *jobScan) any { return &s.completed }, false, nil, false},
-	{"next_retry_at", func(s *jobScan) any { return &s.next }, true, nil, false},
-	{"result", func(s *jobScan) any { return &s.row.Result }, false, nil, false},
-	{"metadata", func(s *jobScan) any { return &s.row.Metadata }, true, putMetadata, false},
-	{"cancel_requested", func(s *jobScan) any { return &s.row.CancelRequested }, false, nil, false},
-	{"snoozes", func(s *jobScan) any { return &s.row.Snoozes }, true, nil, false},
-	{"timeout_ms", func(s *jobScan) any { return &s.timeout }, true, putTimeout, false},
-	{"tags", func(s *jobScan) any { return &s.row.Tags }, true, putTags, false},
-	{"queue", func(s *jobScan) any { return &s.queue }, true, putQueue, false},
-	{"unique_key", func(s *jobScan) any { return &s.uniqueKey }, false, nil, false},
-	{"wf_id", func(s *jobScan) any { return &s.wf }, true, nil, false},
-	{"progress", func(s *jobScan) any { return &s.row.Progress }, false, nil, false},
+	{"id", func(s *jobScan) any { return &s.row.Seq }, true, putID, false, ""},
+	{"shard", func(s *jobScan) any { return &s.row.Shard }, true, putShard, false, "u.shard"},
+	{"partition_key", func(s *jobScan) any { return &s.key }, true, putPartitionKey, false, "u.pkey"},
+	{"task", func(s *jobScan) any { return &s.task }, true, putTask, false, "u.task"},
+	{"payload", func(s *jobScan) any { return &s.row.Payload }, true, putPayload, false, "u.payload::json"},
+	{"status", func(s *jobScan) any { return &s.row.Status }, false, nil, false, insStatus},
+	{"priority", func(s *jobScan) any { return &s.row.Priority }, true, putPriority, false, "u.prio"},
+	{"attempts", func(s *jobScan) any { return &s.row.Attempts }, true, nil, false, ""},
+	{"max_attempts", func(s *jobScan) any { return &s.row.MaxAttempts }, true, putMaxAttempts, false, "u.maxa"},
+	{"retry_delay", func(s *jobScan) any { return &s.row.RetryDelayMS }, true, putRetryDelay, false, "u.rd"},
+	{"last_error", func(s *jobScan) any { return &s.lastErr }, true, nil, false, ""},
+	{"error_type", func(s *jobScan) any { return &s.errType }, true, nil, false, ""},
+	{"error_stack", func(s *jobScan) any { return &s.errStack }, false, nil, false, ""},
+	{"worker_id", func(s *jobScan) any { return &s.worker }, false, nil, false, ""},
+	{"lease", func(s *jobScan) any { return &s.lease }, false, nil, false, ""},
+	{"heartbeat", func(s *jobScan) any { return &s.heartbeat }, true, nil, false, ""},
+	{"created_at", func(s *jobScan) any { return &s.created }, true, putCreated, true, "@rownow"},
+	{"started_at", func(s *jobScan) any { return &s.started }, false, nil, false, ""},
+	{"completed_at", func(s *jobScan) any { return &s.completed }, false, nil, false, ""},
+	{"next_retry_at", func(s *jobScan) any { return &s.next }, true, nil, false, insRunAt},
+	{"result", func(s *jobScan) any { return &s.row.Result }, false, nil, false, ""},
+	{"metadata", func(s *jobScan) any { return &s.row.Metadata }, true, putMetadata, false, "u.meta::json"},
+	{"cancel_requested", func(s *jobScan) any { return &s.row.CancelRequested }, false, nil, false, ""},
+	{"snoozes", func(s *jobScan) any { return &s.row.Snoozes }, true, nil, false, ""},
+	{"timeout_ms", func(s *jobScan) any { return &s.timeout }, true, putTimeout, false, "u.tmo"},
+	{"tags", func(s *jobScan) any { return &s.row.Tags }, true, putTags, false, insTags},
+	{"queue", func(s *jobScan) any { return &s.queue }, true, putQueue, false, "u.queue"},
+	{"unique_key", func(s *jobScan) any { return &s.uniqueKey }, false, nil, false, ""},
+	{"wf_id", func(s *jobScan) any { return &s.wf }, true, nil, false, ""},
+	{"progress", func(s *jobScan) any { return &s.row.Progress }, false, nil, false, ""},
+}
+
+// The values of an inserted job's columns that are not one of u's fields:
+// a job due later is stored as scheduled, at its caller's now (u.at, or
+// the database's) plus its delay; its tags arrive as a JSON array.
+const (
+	insStatus = `CASE WHEN u.delay > 0 THEN 'scheduled' ELSE 'pending' END`
+	insRunAt  = `CASE WHEN u.delay > 0 THEN @rownow + u.delay` + us + ` END`
+	insTags   = `CASE WHEN u.tags IS NOT NULL THEN ARRAY(SELECT json_array_elements_text(u.tags::json)) END`
+)
+
+// insFields are the fields of an insert's input row u, in the order of
+// its parameters (rowArgs, jobArrays in insert.go), with their types.
+var insFields = []struct{ name, typ string }{
+	{"shard", "integer"}, {"pkey", "bigint"}, {"task", "text"}, {"payload", "text"}, {"prio", "smallint"},
+	{"maxa", "integer"}, {"rd", "integer"}, {"at", "timestamptz"}, {"delay", "bigint"}, {"meta", "text"},
+	{"tmo", "bigint"}, {"tags", "text"}, {"queue", "text"},
+}
+
+// insertSelect returns an INSERT's column list and its SELECT list: each
+// column of jobCols with an ins value, or a value in over (which also
+// adds columns whose ins is ""), then the extra columns (name, value).
+func insertSelect(over map[string]string, extra ...[2]string) (cols, vals string) {
+	var c, v []string
+	for _, col := range jobCols {
+		val, ok := over[col.name]
+		if !ok {
+			val = col.ins
+		}
+		if val != "" {
+			c, v = append(c, col.name), append(v, val)
+		}
+	}
+	for _, e := range extra {
+		c, v = append(c, e[0]), append(v, e[1])
+	}
+	return strings.Join(c, ", "), strings.Join(v, ", ")
+}
+
+// insUnnest is u's fields as arrays from parameter $first on, unnested
+// with the ordinality ord: "unnest($1::integer[], …) WITH ORDINALITY AS
+// u(shard, …, ord)".
+func insUnnest(first int, ord string) string {
+	var arrs, names []string
+	for i, f := range insFields {
+		arrs = append(arrs, fmt.Sprintf("$%d::%s[]", first+i, f.typ))
+		names = append(names, f.name)
+	}
+	return "unnest(" + strings.Join(arrs, ", ") + ") WITH ORDINALITY AS u(" + strings.Join(names, ", ") + ", " + ord + ")"
+}
+
+// insScalars is u's fields as scalar parameters from $1 on: "$1::integer
+// AS shard, …".
+func insScalars() string {
+	var fs []string
+	for i, f := range insFields {
+		fs = append(fs, fmt.Sprintf("$%d::%s AS %s", 1+i, f.typ, f.name))
+	}
+	return strings.Join(fs, ", ")
 }
 
 // jobColumns are the columns a full read selects (scanJob); claimColumns,

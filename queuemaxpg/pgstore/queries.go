@@ -153,34 +153,30 @@ const claimSet = `UPDATE {s}.jobs j SET status = 'processing', worker_id = $3, h
 // statement-level trigger runs, so that the trigger does not notify.
 const sqlQuiet = `, (SELECT set_config('queuemax.quiet', 'on', true)) AS quiet`
 
-const (
+// The insert statements' columns and values derive from jobCols
+// (insertSelect), their input row u from insFields.
+var (
+	insCols, insVals = insertSelect(nil)
+
 	// sqlInsert writes a batch of jobs in one statement, in input order
 	// (so the returned ids ascend in that order). A job whose run-at
 	// offset is positive is stored as scheduled.
-	sqlInsert = `INSERT INTO {s}.jobs (shard, partition_key, task, payload, status, priority, max_attempts, retry_delay,
-			created_at, next_retry_at, metadata, timeout_ms, tags, queue)
-		SELECT u.shard, u.pkey, u.task, u.payload::json, CASE WHEN u.delay > 0 THEN 'scheduled' ELSE 'pending' END,
-			u.prio, u.maxa, u.rd, @rownow, CASE WHEN u.delay > 0 THEN @rownow + u.delay` + us + ` END, u.meta::json,
-			u.tmo, CASE WHEN u.tags IS NOT NULL THEN ARRAY(SELECT json_array_elements_text(u.tags::json)) END, u.queue
-		FROM unnest($1::integer[], $2::bigint[], $3::text[], $4::text[], $5::smallint[], $6::integer[], $7::integer[],
-			$8::timestamptz[], $9::bigint[], $10::text[], $11::bigint[], $12::text[], $13::text[])
-			WITH ORDINALITY AS u(shard, pkey, task, payload, prio, maxa, rd, at, delay, meta, tmo, tags, queue, ord){quiet}
+	sqlInsert = `INSERT INTO {s}.jobs (` + insCols + `)
+		SELECT ` + insVals + `
+		FROM ` + insUnnest(1, "ord") + `{quiet}
 		ORDER BY u.ord
 		RETURNING id`
 
 	// sqlInsertOne is sqlInsert for one job, with scalar parameters in the
 	// same order: a group of one (a lone enqueue) skips encoding and
-	// unnesting thirteen one-element arrays. Keep the two in step.
-	sqlInsertOne = `INSERT INTO {s}.jobs (shard, partition_key, task, payload, status, priority, max_attempts, retry_delay,
-			created_at, next_retry_at, metadata, timeout_ms, tags, queue)
-		SELECT u.shard, u.pkey, u.task, u.payload::json, CASE WHEN u.delay > 0 THEN 'scheduled' ELSE 'pending' END,
-			u.prio, u.maxa, u.rd, @rownow, CASE WHEN u.delay > 0 THEN @rownow + u.delay` + us + ` END, u.meta::json,
-			u.tmo, CASE WHEN u.tags IS NOT NULL THEN ARRAY(SELECT json_array_elements_text(u.tags::json)) END, u.queue
-		FROM (SELECT $1::integer AS shard, $2::bigint AS pkey, $3::text AS task, $4::text AS payload, $5::smallint AS prio,
-			$6::integer AS maxa, $7::integer AS rd, $8::timestamptz AS at, $9::bigint AS delay, $10::text AS meta,
-			$11::bigint AS tmo, $12::text AS tags, $13::text AS queue) AS u{quiet}
+	// unnesting thirteen one-element arrays.
+	sqlInsertOne = `INSERT INTO {s}.jobs (` + insCols + `)
+		SELECT ` + insVals + `
+		FROM (SELECT ` + insScalars() + `) AS u{quiet}
 		RETURNING id`
+)
 
+const (
 	// Every batch statement first locks its rows in id order (a one-time
 	// InitPlan over SELECT ... ORDER BY id FOR UPDATE, evaluated before
 	// the statement touches any row), so that two batches over the same

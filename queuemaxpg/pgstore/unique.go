@@ -15,16 +15,12 @@ import (
 // or the holder's id negated; no row when the holder committed after the
 // statement's snapshot was taken, so that it cannot be read yet (the
 // caller runs it again). $1–$13 are sqlInsertOne's (rowArgs), $14 the
-// key and $15 the counted statuses: keep the two in step.
-const sqlInsertUnique = `WITH u AS (SELECT $1::integer AS shard, $2::bigint AS pkey, $3::text AS task, $4::text AS payload,
-		$5::smallint AS prio, $6::integer AS maxa, $7::integer AS rd, $8::timestamptz AS at, $9::bigint AS delay,
-		$10::text AS meta, $11::bigint AS tmo, $12::text AS tags, $13::text AS queue, $14::text AS ukey, $15::text[] AS ustates),
-	ins AS (INSERT INTO {s}.jobs (shard, partition_key, task, payload, status, priority, max_attempts, retry_delay,
-			created_at, next_retry_at, metadata, timeout_ms, tags, queue, unique_key, unique_states)
-		SELECT u.shard, u.pkey, u.task, u.payload::json, CASE WHEN u.delay > 0 THEN 'scheduled' ELSE 'pending' END,
-			u.prio, u.maxa, u.rd, @rownow, CASE WHEN u.delay > 0 THEN @rownow + u.delay` + us + ` END, u.meta::json,
-			u.tmo, CASE WHEN u.tags IS NOT NULL THEN ARRAY(SELECT json_array_elements_text(u.tags::json)) END,
-			u.queue, u.ukey, u.ustates
+// key and $15 the counted statuses.
+var sqlInsertUnique = func() string {
+	cols, vals := insertSelect(map[string]string{"unique_key": "u.ukey"}, [2]string{"unique_states", "u.ustates"})
+	return `WITH u AS (SELECT ` + insScalars() + `, $14::text AS ukey, $15::text[] AS ustates),
+	ins AS (INSERT INTO {s}.jobs (` + cols + `)
+		SELECT ` + vals + `
 		FROM u{quiet}
 		ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND status = ANY (unique_states) DO NOTHING
 		RETURNING id)
@@ -32,6 +28,7 @@ const sqlInsertUnique = `WITH u AS (SELECT $1::integer AS shard, $2::bigint AS p
 	UNION ALL
 	SELECT -j.id FROM {s}.jobs j WHERE j.unique_key = $14 AND j.unique_key IS NOT NULL AND j.status = ANY (j.unique_states)
 		AND NOT EXISTS (SELECT 1 FROM ins)`
+}()
 
 // uniqueTries bounds how often insertUniqueOne runs its statement while
 // the key's holder is invisible to the statement's snapshot (committed

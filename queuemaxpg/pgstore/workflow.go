@@ -63,20 +63,13 @@ func (s *Store) InsertWorkflowTx(ctx context.Context, tx any, p *store.WorkflowP
 // shard, $3 name, $4 steps, $5 the waiting steps, $6–$8 the step rows,
 // edges and bindings as JSON, $9–$21 the jobs' columns as sqlInsert's. {q}
 // is the quoted schema as a string literal's text.
-const sqlInsertWorkflow = `WITH k AS MATERIALIZED (SELECT nextval('{q}.workflows_id_seq') AS wf,
+var sqlInsertWorkflow = `WITH k AS MATERIALIZED (SELECT nextval('{q}.workflows_id_seq') AS wf,
 		(SELECT array_agg(nextval('{q}.jobs_id_seq')) FROM generate_series(1, $4::integer)) AS ids),
 	w AS (INSERT INTO {s}.workflows (id, shard, name, steps, unended, created_at)
 		SELECT k.wf, $2, $3, $4, $4, @now FROM k),
-	j AS (INSERT INTO {s}.jobs (id, wf_id, shard, partition_key, task, payload, status, priority, max_attempts, retry_delay,
-			created_at, next_retry_at, metadata, timeout_ms, tags, queue)
-		SELECT k.ids[u.pos], k.wf, u.shard, u.pkey, u.task, u.payload::json,
-			CASE WHEN u.pos = ANY($5::integer[]) OR u.delay > 0 THEN 'scheduled' ELSE 'pending' END,
-			u.prio, u.maxa, u.rd, @rownow,
-			CASE WHEN u.pos = ANY($5::integer[]) THEN NULL WHEN u.delay > 0 THEN @rownow + u.delay` + us + ` END, u.meta::json,
-			u.tmo, CASE WHEN u.tags IS NOT NULL THEN ARRAY(SELECT json_array_elements_text(u.tags::json)) END, u.queue
-		FROM k, unnest($9::integer[], $10::bigint[], $11::text[], $12::text[], $13::smallint[], $14::integer[], $15::integer[],
-			$16::timestamptz[], $17::bigint[], $18::text[], $19::bigint[], $20::text[], $21::text[])
-			WITH ORDINALITY AS u(shard, pkey, task, payload, prio, maxa, rd, at, delay, meta, tmo, tags, queue, pos)),
+	j AS (INSERT INTO {s}.jobs (` + wfJobCols + `)
+		SELECT ` + wfJobVals + `
+		FROM k, ` + insUnnest(9, "pos") + `),
 	st AS (INSERT INTO {s}.wf_steps (job_id, wf_id, pos, name, task, deps_after, deps_settled, binds, waits, state, run_at)
 		SELECT k.ids[(e->>'j')::integer], k.wf, (e->>'p')::integer, e->>'n', nullif(e->>'t', ''), e->'a', e->'s', e->'b',
 			(e->>'w')::integer, CASE WHEN (e->>'w')::integer > 0 THEN 'waiting' ELSE 'ready' END, nullif(e->>'r', '')::timestamptz
@@ -86,6 +79,12 @@ const sqlInsertWorkflow = `WITH k AS MATERIALIZED (SELECT nextval('{q}.workflows
 	bd AS (INSERT INTO {s}.wf_binds (dep, job, param)
 		SELECT k.ids[(e->>0)::integer], k.ids[(e->>1)::integer], e->>2 FROM k, jsonb_array_elements($8::jsonb) e)
 	SELECT wf FROM k UNION ALL SELECT unnest(ids) FROM k`
+
+// wfJobCols and wfJobVals are sqlInsert's, with the ids taken (k) and,
+// for a waiting step ($5), a scheduled row without a time.
+var wfJobCols, wfJobVals = insertSelect(map[string]string{"id": "k.ids[u.pos]", "wf_id": "k.wf",
+	"status":        `CASE WHEN u.pos = ANY($5::integer[]) OR u.delay > 0 THEN 'scheduled' ELSE 'pending' END`,
+	"next_retry_at": `CASE WHEN u.pos = ANY($5::integer[]) THEN NULL WHEN u.delay > 0 THEN @rownow + u.delay` + us + ` END`})
 
 func (s *Store) insertWorkflow(ctx context.Context, tx querier, p *store.WorkflowParams) (int64, []store.JobID, error) {
 	if err := s.checkShard(p.Shard); err != nil {
