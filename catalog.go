@@ -94,7 +94,7 @@ func (c *Client) publishCatalog(ctx context.Context) error {
 // alias, or an import-path form of a handler's name (pkg/path/tasks.F for
 // tasks.F). ok is false for a handler's own name and for unknown names.
 // Run's maintenance renames the waiting jobs stored under such names
-// (engine.Renames).
+// (engine.Adopt), by the rule enqueues resolve names by (enqueue.Renames).
 func (c *Client) oldNameOf(stored string) (string, bool) { return c.renames.Of(stored) }
 
 // checkAliases rejects an alias that is another handler's name or alias.
@@ -118,11 +118,7 @@ func (c *Client) ResolveTaskName(ctx context.Context, name string) (string, erro
 // newTaskNames builds the client's task-name resolution (see
 // enqueue.Names): its handlers, then the store's task catalogue.
 func (c *Client) newTaskNames() *enqueue.Names {
-	hs := make(map[string][]string, len(c.handlers))
-	for name, h := range c.handlers {
-		hs[name] = h.Options.Aliases
-	}
-	return &enqueue.Names{Handlers: hs, Claimed: c.names, AllowUnknown: c.cfg.AllowUnknownTasks, Refresh: c.registryRefresh(),
+	return &enqueue.Names{Handlers: c.aliases(), Renames: c.renames, Claimed: c.names, AllowUnknown: c.cfg.AllowUnknownTasks, Refresh: c.registryRefresh(),
 		Catalog: func(ctx context.Context) ([]enqueue.CatalogEntry, error) {
 			tasks, err := c.TaskCatalog(ctx)
 			out := make([]enqueue.CatalogEntry, len(tasks))

@@ -42,8 +42,8 @@ type Client struct {
 	running atomic.Bool
 	closed  atomic.Bool
 
-	alerts  *engine.Alerts  // the AlertThreshold check
-	renames *engine.Renames // the tasks' earlier names (catalog.go)
+	alerts  *engine.Alerts   // the AlertThreshold check
+	renames *enqueue.Renames // the tasks' earlier names (catalog.go)
 
 	engine atomic.Pointer[worker] // the running engine, while Run is active
 }
@@ -121,7 +121,7 @@ func Open(ctx context.Context, cfg Config) (c *Client, err error) {
 	if err := c.checkAliases(); err != nil { // catalog.go
 		return nil, err
 	}
-	c.renames = engine.NewRenames(c.aliases())
+	c.renames = enqueue.NewRenames(c.aliases())
 	if _, ok := c.handlers[""]; ok {
 		c.names = nil // a catch-all handler takes every task
 	}

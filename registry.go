@@ -55,7 +55,7 @@ func (c *Client) registryInfo() WorkerInfo {
 	return w
 }
 
-// aliases returns each handler's declared earlier names (engine.Renames).
+// aliases returns each handler's declared earlier names (enqueue.Renames).
 func (c *Client) aliases() map[string][]string {
 	out := make(map[string][]string, len(c.handlers))
 	for name, h := range c.handlers {

@@ -11,6 +11,7 @@ import (
 	"github.com/queuemax/queuemax/queuemaxtype"
 	"github.com/queuemax/queuemax/runtime/admission"
 	"github.com/queuemax/queuemax/runtime/breaker"
+	"github.com/queuemax/queuemax/runtime/enqueue"
 	"github.com/queuemax/queuemax/runtime/ratelimit"
 	"github.com/queuemax/queuemax/runtime/scale"
 	"github.com/queuemax/queuemax/runtime/store"
@@ -101,7 +102,7 @@ type Config struct {
 	// Renames, when set, are the tasks' earlier names: the waiting jobs
 	// stored under one are renamed before the first claim and at each
 	// maintenance round (renames.go).
-	Renames *Renames
+	Renames *enqueue.Renames
 	// Periodic, when set, runs the periodic scheduler while claiming.
 	Periodic Periodic
 	// Registry, when set, keeps this Run's worker-registry entry: written
