@@ -71,6 +71,13 @@ func TestGoDoc_ShowsFieldsAndMethods(t *testing.T) {
 		"TaskInfo":              {"Pending", "Scheduled", "Workers"},
 		"GlobalLimitInfo":       {"Scope", "Concurrency", "Slots", "Keys", "func (g GlobalLimitInfo) String() string"},
 		"CircuitBreakerInfo":    {"State", "Failures", "OpenUntil", "ProbeOwner", "Held"},
+		"WorkerState":           {"type WorkerState string", "WorkerIdle", "WorkerRunning", "WorkerStopping", "WorkerStopped"},
+		"WorkerStats":           {"WorkerID", "State", "Prefetched", "LeaseLost", "UptimeSeconds", "ThroughputPerHour", "CurrentJobs"},
+		"HealthStatus":          {"type HealthStatus string", "HealthOK", "HealthDegraded", "HealthUnhealthy"},
+		"Health":                {"Status", "Problems", "Degraded", "Workers", "CheckedAt"},
+		"DegradedTask":          {"Task", "Breaker", "OpenUntil", "LastError"},
+		"PeriodicInfo":          {"Task", "Schedule", "Misfire", "NextRun", "LastRun", "LastJobID", "LastOutcome"},
+		"CatalogTask":           {"Name", "Aliases", "Schema", "Priority", "MaxRetries", "Queue", "UpdatedAt"},
 	}
 	for name, want := range cases {
 		t.Run(name, func(t *testing.T) {

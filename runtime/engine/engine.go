@@ -411,6 +411,31 @@ func (e *Engine) BreakerOwner() string { return e.adm.BreakerOwner() }
 // changed: it reads them again at its next claim round.
 func (e *Engine) QueueLimitsChanged() { e.adm.QueueLimitsChanged() }
 
+// WorkerStats is Stats as queuemax.Client.WorkerStats reports it: under
+// workerID, with the uptime and throughput at now.
+func (e *Engine) WorkerStats(workerID string, now time.Time) queuemaxtype.WorkerStats {
+	es := e.Stats()
+	s := queuemaxtype.WorkerStats{
+		WorkerID:      workerID,
+		State:         queuemaxtype.WorkerState(es.State),
+		Concurrency:   es.Concurrency,
+		Running:       es.Running,
+		Prefetched:    es.Prefetched,
+		Processed:     es.Processed,
+		Failed:        es.Failed,
+		Retried:       es.Retried,
+		LeaseLost:     es.LeaseLost,
+		StartedAt:     es.StartedAt,
+		Uptime:        now.Sub(es.StartedAt),
+		UptimeSeconds: now.Sub(es.StartedAt).Seconds(),
+		CurrentJobs:   es.CurrentJobs,
+	}
+	if h := s.Uptime.Hours(); h > 0 {
+		s.ThroughputPerHour = float64(s.Processed) / h
+	}
+	return s
+}
+
 // Stats returns the engine's counters.
 func (e *Engine) Stats() Stats {
 	s := Stats{
