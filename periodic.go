@@ -10,22 +10,6 @@ import (
 	"github.com/queuemax/queuemax/runtime/engine"
 	"github.com/queuemax/queuemax/runtime/schedule"
 	"github.com/queuemax/queuemax/runtime/store"
-	"github.com/robfig/cron/v3"
-)
-
-// MisfirePolicy says what the scheduler does with a periodic slot whose time
-// passed while no scheduler was running (more than the misfire grace ago:
-// half the interval, between 1s and 1m).
-type MisfirePolicy string
-
-// Misfire policies.
-const (
-	// MisfireSkip drops missed slots and waits for the next one. It is the
-	// default.
-	MisfireSkip MisfirePolicy = "skip"
-	// MisfireRunOnce runs one catch-up job for all missed slots, then
-	// follows the schedule.
-	MisfireRunOnce MisfirePolicy = "catch_up"
 )
 
 // PeriodicInfo describes one periodic task as the scheduler stored it;
@@ -36,11 +20,6 @@ type PeriodicInfo = queuemaxtype.PeriodicInfo
 // by any process, with their next and last runs.
 func (c *Client) PeriodicTasks(ctx context.Context) ([]PeriodicInfo, error) {
 	return engine.PeriodicTasks(ctx, c.st)
-}
-
-// parsePeriodic parses a handler's schedule.
-func parsePeriodic(p *Periodic) (cron.Schedule, string, error) {
-	return schedule.Parse(p.Every, p.Cron)
 }
 
 // newScheduler returns the periodic scheduler of c's periodic handlers

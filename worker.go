@@ -9,22 +9,7 @@ import (
 	"github.com/queuemax/queuemax/runtime/breaker"
 	"github.com/queuemax/queuemax/runtime/engine"
 	"github.com/queuemax/queuemax/runtime/ratelimit"
-	"github.com/queuemax/queuemax/runtime/scale"
 )
-
-// Hooks are optional callbacks around each job Run or Client.Work
-// executes; see queuemaxtype.Hooks for its fields and when each runs.
-type Hooks = queuemaxtype.Hooks
-
-// Autoscale makes Run vary how many jobs it executes at once between Min and
-// Max by the pending backlog, with queue-max's rule: above UpThreshold add
-// max(1, pending/UpThreshold) workers, below DownThreshold remove one,
-// checking every CheckInterval and acting at most once per Cooldown. Zero
-// fields mean Min 1, Max 10, UpThreshold 100, DownThreshold 10,
-// CheckInterval 60s and Cooldown 30s. See scale.Policy
-// (go doc github.com/queuemax/queuemax/runtime/scale.Policy) for its fields
-// and methods.
-type Autoscale = scale.Policy
 
 // WorkerState is the state of Run's engine; see queuemaxtype.WorkerState.
 type WorkerState = queuemaxtype.WorkerState
@@ -57,13 +42,6 @@ const (
 	autoClaimFactor = 50
 	maxAutoClaim    = 1000
 )
-
-// worker is one Run: the engine, plus what the API keeps about it (its
-// worker-registry entry).
-type worker struct {
-	*engine.Engine
-	c *Client
-}
 
 // newEngine builds the engine of one Run from the client's configuration:
 // the breakers and rate limiters it decides claims by, and the client's

@@ -1,6 +1,7 @@
 package queuemax
 
 import (
+	"encoding/json"
 	"errors"
 	"slices"
 
@@ -90,15 +91,6 @@ func AfterSettled(steps ...string) StepOption {
 	return stepOptionFunc(func(s *workflowStep) { s.settled = append(s.settled, steps...) })
 }
 
-// Bind makes the step's top-level payload key param take the stored result
-// of step from (the JSON its handler returned), substituted into the
-// payload when the step is released. It implies After(from).
-func Bind(param, from string) StepOption {
-	return stepOptionFunc(func(s *workflowStep) {
-		s.binds = append(s.binds, StepBinding{Param: param, From: from})
-	})
-}
-
 // StepOpts sets the enqueue options of a step's job (priority, queue, run
 // at, ...), as Opts does for Client.Enqueue.
 func StepOpts(o Opts) StepOption {
@@ -155,7 +147,7 @@ func (w *Workflow) checkStep(s *workflowStep) error {
 	_, added := w.index[s.name]
 	binds := make([]store.WorkflowBind, len(s.binds))
 	for i, b := range s.binds {
-		binds[i] = store.WorkflowBind{Param: b.Param, From: b.From}
+		binds[i] = store.WorkflowBind(b)
 	}
 	return enqueue.CheckStepAdd(w.name, s.name, s.task, added, s.deps(), binds)
 }
@@ -211,3 +203,10 @@ const (
 // all ended yet: it has no claimable job. The other statuses of a step are
 // its job's.
 const StepWaiting = queuemaxtype.StepWaiting
+
+// typedStep is what a typed handle adds to a step: its task's defaults and
+// payload check, as EnqueueParams carries them for Task.Enqueue.
+type typedStep struct {
+	defaults *TaskOptions
+	validate func(json.RawMessage) error
+}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 
-	"github.com/queuemax/queuemax/queuemaxtype"
 	"github.com/queuemax/queuemax/runtime/engine"
 	"github.com/queuemax/queuemax/runtime/enqueue"
 	"github.com/queuemax/queuemax/runtime/store"
@@ -207,10 +206,6 @@ func StepResult(ctx context.Context, step string, v any) error {
 	}
 	return nil
 }
-
-// WorkflowCounts counts stored workflows by status (Stats.Workflows); see
-// queuemaxtype.WorkflowCounts for its fields.
-type WorkflowCounts = queuemaxtype.WorkflowCounts
 
 func (c *Client) fillWorkflowCounts(ctx context.Context, s *Stats) error {
 	n, err := engine.WorkflowCounts(ctx, c.st)
