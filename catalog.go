@@ -2,51 +2,24 @@ package queuemax
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"maps"
 	"slices"
-	"time"
 
+	"github.com/queuemax/queuemax/queuemaxtype"
 	"github.com/queuemax/queuemax/runtime/enqueue"
-	"github.com/queuemax/queuemax/runtime/store"
 )
 
 // CatalogTask is one task of the store's task catalogue: what Run of some
-// process published about a task it runs (its name, earlier names, payload
-// schema and defaults), kept after every worker stopped. A client without
-// the task's handler (the queuemax CLI, the admin API of a producer)
-// resolves task names against it, so that a name resolves the same way
-// whatever is running.
-type CatalogTask struct {
-	Name       string          `json:"name"`
-	Aliases    []string        `json:"aliases,omitempty"`
-	Schema     json.RawMessage `json:"schema,omitempty"` // see PayloadSchema; none for hand-written handlers
-	Priority   Priority        `json:"priority"`
-	MaxRetries *int            `json:"max_retries,omitempty"`
-	Queue      string          `json:"queue,omitempty"`
-	UpdatedAt  time.Time       `json:"updated_at"`
-}
+// process published about a task it runs, kept after every worker
+// stopped; see queuemaxtype.CatalogTask for its fields.
+type CatalogTask = queuemaxtype.CatalogTask
 
 // TaskCatalog returns the store's task catalogue, ordered by name.
 func (c *Client) TaskCatalog(ctx context.Context) ([]CatalogTask, error) {
 	if c.closed.Load() {
 		return nil, ErrClosed
 	}
-	recs, err := c.st.TaskCatalog(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]CatalogTask, 0, len(recs))
-	for _, r := range recs {
-		var t CatalogTask
-		if err := json.Unmarshal(r.Info, &t); err != nil {
-			return nil, fmt.Errorf("queuemax: task catalogue entry %q: %w", r.Name, err)
-		}
-		t.Name, t.UpdatedAt = r.Name, r.UpdatedAt
-		out = append(out, t)
-	}
-	return out, nil
+	return enqueue.ReadCatalog(ctx, c.st)
 }
 
 // PublishTasks writes c's handlers (all but a catch-all) into the store's
@@ -67,34 +40,26 @@ func (c *Client) PublishTasks(ctx context.Context) error {
 // publishCatalog writes this client's named handlers into the store's task
 // catalogue.
 func (c *Client) publishCatalog(ctx context.Context) error {
-	now := c.now()
-	var recs []store.TaskRecord
+	var tasks []CatalogTask
 	for _, name := range slices.Sorted(maps.Keys(c.handlers)) {
 		if name == "" {
 			continue // a catch-all handler names no task
 		}
 		h := c.handlers[name]
-		t := CatalogTask{Aliases: h.Options.Aliases, Priority: h.Options.Priority, MaxRetries: h.Options.MaxRetries, Queue: h.Options.Queue}
+		t := CatalogTask{Name: name, Aliases: h.Options.Aliases, Priority: h.Options.Priority, MaxRetries: h.Options.MaxRetries, Queue: h.Options.Queue}
 		if h.args != nil {
 			t.Schema = PayloadSchema(h.args)
 		}
-		info, err := json.Marshal(t)
-		if err != nil {
-			return err
-		}
-		recs = append(recs, store.TaskRecord{Name: name, Info: info, UpdatedAt: now})
+		tasks = append(tasks, t)
 	}
-	if len(recs) == 0 {
-		return nil
-	}
-	return c.st.TaskCatalogPut(ctx, recs)
+	return enqueue.PublishCatalog(ctx, c.st, tasks, c.now())
 }
 
 // oldNameOf returns the handler whose earlier name stored is: a declared
 // alias, or an import-path form of a handler's name (pkg/path/tasks.F for
 // tasks.F). ok is false for a handler's own name and for unknown names.
 // Run's maintenance renames the waiting jobs stored under such names
-// (engine.Renames).
+// (engine.Adopt), by the rule enqueues resolve names by (enqueue.Renames).
 func (c *Client) oldNameOf(stored string) (string, bool) { return c.renames.Of(stored) }
 
 // checkAliases rejects an alias that is another handler's name or alias.
@@ -118,11 +83,7 @@ func (c *Client) ResolveTaskName(ctx context.Context, name string) (string, erro
 // newTaskNames builds the client's task-name resolution (see
 // enqueue.Names): its handlers, then the store's task catalogue.
 func (c *Client) newTaskNames() *enqueue.Names {
-	hs := make(map[string][]string, len(c.handlers))
-	for name, h := range c.handlers {
-		hs[name] = h.Options.Aliases
-	}
-	return &enqueue.Names{Handlers: hs, Claimed: c.names, AllowUnknown: c.cfg.AllowUnknownTasks, Refresh: c.registryRefresh(),
+	return &enqueue.Names{Handlers: c.aliases(), Renames: c.renames, Claimed: c.names, AllowUnknown: c.cfg.AllowUnknownTasks, Refresh: c.registryRefresh(),
 		Catalog: func(ctx context.Context) ([]enqueue.CatalogEntry, error) {
 			tasks, err := c.TaskCatalog(ctx)
 			out := make([]enqueue.CatalogEntry, len(tasks))

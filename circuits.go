@@ -41,13 +41,6 @@ func Unavailable(err error) error { return queuemaxtype.Unavailable(err) }
 //     not count.
 func IsDependencyFailure(err error) bool { return admission.DependencyFailure(err) }
 
-// CircuitBreakerInfo is one task's circuit breaker as stored: the breaker
-// every process running the task shares (see docs/breakers.md); see
-// queuemaxtype.CircuitBreakerInfo
-// (go doc github.com/queuemax/queuemax/queuemaxtype.CircuitBreakerInfo)
-// for its fields.
-type CircuitBreakerInfo = queuemaxtype.CircuitBreakerInfo
-
 // CircuitBreakers returns the stored circuit breakers of every task,
 // ordered by task, with a closed entry for each task this client has a
 // handler of and no stored breaker. It reads the store (one small table),

@@ -7,8 +7,12 @@ import (
 	"time"
 
 	"github.com/queuemax/queuemax/internal/clock"
+	"github.com/queuemax/queuemax/queuemaxtype"
+	"github.com/queuemax/queuemax/runtime/admission"
 	"github.com/queuemax/queuemax/runtime/enqueue"
+	"github.com/queuemax/queuemax/runtime/scale"
 	"github.com/queuemax/queuemax/runtime/shard"
+	"github.com/queuemax/queuemax/runtime/store"
 )
 
 // Durability selects how hard SQLite works to keep committed transactions
@@ -23,6 +27,35 @@ const (
 	// DurabilityFull is synchronous=FULL: every commit is fsynced.
 	DurabilityFull
 )
+
+// Store is where a client keeps its jobs, for Config.Store. Programs do not
+// implement it: they open one, such as the PostgreSQL store of module
+// github.com/queuemax/queuemax/queuemaxpg, and pass it in. Nil means the
+// embedded SQLite store. docs/stores.md says how to write a store.
+type Store = store.Store
+
+// Hooks are optional callbacks around each job Run or Client.Work
+// executes; see queuemaxtype.Hooks for its fields and when each runs.
+type Hooks = queuemaxtype.Hooks
+
+// Autoscale makes Run vary how many jobs it executes at once between Min and
+// Max by the pending backlog, with queue-max's rule: above UpThreshold add
+// max(1, pending/UpThreshold) workers, below DownThreshold remove one,
+// checking every CheckInterval and acting at most once per Cooldown. Zero
+// fields mean Min 1, Max 10, UpThreshold 100, DownThreshold 10,
+// CheckInterval 60s and Cooldown 30s. See scale.Policy
+// (go doc github.com/queuemax/queuemax/runtime/scale.Policy) for its fields
+// and methods.
+type Autoscale = scale.Policy
+
+// QueueConfig configures one named queue of Config.Queues.
+type QueueConfig struct {
+	// MaxWorkers is how many of Config.Workers may run this queue's jobs
+	// at once; the queue never takes more, however many of its jobs wait.
+	// It must be at least 1 (a queue that should not run is paused with
+	// Client.Pause, or left out of Queues).
+	MaxWorkers int
+}
 
 // Config configures a Client. Every field's zero value means its default,
 // so Config{} opens the embedded SQLite store, six shards in ./data. queuemaxenv.Config fills it from
@@ -216,18 +249,6 @@ type Config struct {
 	strictNames bool
 }
 
-// Explicit "off" values for Config fields whose zero value means the
-// default.
-const (
-	// AlertOff, as Config.AlertThreshold, raises no alerts.
-	AlertOff = -1
-	// CircuitOff, as Config.CircuitThreshold, never opens a breaker.
-	CircuitOff = -1
-	// RetentionOff, as Config.CompletedRetention, keeps no completed job
-	// without a result: it is deleted when it completes.
-	RetentionOff time.Duration = -1
-)
-
 // MaxRetriesLimit is the largest number of retries a job may have (in
 // Config.MaxRetries, TaskOptions.MaxRetries, Opts.MaxRetries and the
 // retries= annotation); larger values are refused rather than wrapped.
@@ -346,4 +367,24 @@ func (c Config) validate() error {
 		return err
 	}
 	return checkMiddleware(c.Middleware)
+}
+
+// checkQueues validates Config.Queues against Workers (and Autoscale.Min,
+// the fewest workers autoscaling may leave).
+func (c Config) checkQueues() error {
+	if len(c.Queues) == 0 {
+		return nil
+	}
+	qs := make(map[string]int, len(c.Queues))
+	for name, q := range c.Queues {
+		qs[name] = q.MaxWorkers
+	}
+	workers, field := c.Workers, "Workers"
+	if c.Autoscale != nil {
+		workers, field = c.Autoscale.WithDefaults().Min, "Autoscale.Min"
+	}
+	if f, msg := admission.CheckQueues(qs, workers, field); f != "" {
+		return &ConfigError{f, msg}
+	}
+	return nil
 }

@@ -3,7 +3,6 @@ package queuemax
 import (
 	"context"
 
-	"github.com/queuemax/queuemax/queuemaxtype"
 	"github.com/queuemax/queuemax/runtime/admission"
 	"github.com/queuemax/queuemax/runtime/store"
 )
@@ -11,25 +10,6 @@ import (
 // ErrInvalidLimit is wrapped by the errors of a bad global limit
 // (TaskOptions.GlobalRateLimit, GlobalConcurrency, QueueLimits).
 var ErrInvalidLimit = store.ErrInvalidLimit
-
-// GlobalLimitInfo is one global limit and its current use, over every
-// process on the same data directory or database (Stats.GlobalLimits);
-// see queuemaxtype.GlobalLimitInfo
-// (go doc github.com/queuemax/queuemax/queuemaxtype.GlobalLimitInfo) for
-// its fields and methods.
-type GlobalLimitInfo = queuemaxtype.GlobalLimitInfo
-
-// taskRule is a task's limits as runtime/admission takes them.
-func taskRule(o TaskOptions) admission.TaskRule {
-	return admission.TaskRule{
-		Global: store.LimitRule{Rate: o.GlobalRateLimit.Limit, Per: o.GlobalRateLimit.Per, Concurrency: o.GlobalConcurrency},
-		Key:    store.LimitRule{Rate: o.KeyRateLimit.Limit, Per: o.KeyRateLimit.Per, Concurrency: o.KeyConcurrency},
-		By:     o.LimitBy,
-	}
-}
-
-// checkGlobalLimits validates a handler's global and per-key limits.
-func checkGlobalLimits(h *Handler) error { return taskRule(h.Options).Check(h.Name) }
 
 // limitRules returns the limits of the client's handlers.
 func (c *Client) limitRules() admission.Rules {

@@ -7,47 +7,6 @@ import (
 	"github.com/queuemax/queuemax/runtime/store"
 )
 
-// QueueLimits are the global limits of a named queue, over every process
-// on the same data directory or database (Client.SetQueueLimits): at most
-// Rate starts (a token bucket with a burst of Rate.Limit, as
-// TaskOptions.GlobalRateLimit) and at most Concurrency jobs of the queue
-// running at once. The zero value limits nothing.
-// Its JSON is {"rate": 50, "per": "1s", "concurrency": 4}, each field
-// left out when zero.
-type QueueLimits struct {
-	Rate        Rate
-	Concurrency int
-}
-
-// MarshalJSON writes l as {"rate": N, "per": "1s", "concurrency": N}.
-func (l QueueLimits) MarshalJSON() ([]byte, error) {
-	return admission.MarshalQueueLimits(l.rule())
-}
-
-// UnmarshalJSON reads MarshalJSON's form; "per" is a duration ("1s",
-// "1m"), required with a rate.
-func (l *QueueLimits) UnmarshalJSON(b []byte) error {
-	r, err := admission.UnmarshalQueueLimits(b)
-	if err != nil {
-		return err
-	}
-	*l = QueueLimits{Rate: Rate{Limit: r.Rate, Per: r.Per}, Concurrency: r.Concurrency}
-	return nil
-}
-
-// IsZero reports whether l limits nothing.
-func (l QueueLimits) IsZero() bool { return l.Rate.Limit <= 0 && l.Concurrency <= 0 }
-
-// String is l as the CLI prints it, e.g. "rate 50/1s, concurrency 4", or
-// "none".
-func (l QueueLimits) String() string {
-	return admission.QueueLimitsString(l.rule())
-}
-
-func (l QueueLimits) rule() store.LimitRule {
-	return store.LimitRule{Rate: l.Rate.Limit, Per: l.Rate.Per, Concurrency: l.Concurrency}
-}
-
 // SetQueueLimits sets queue's global limits, over every process that
 // shares the store: from their next claim round, at most l.Rate jobs of
 // the queue start, and at most l.Concurrency run at once (a process that

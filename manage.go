@@ -2,6 +2,7 @@ package queuemax
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -295,65 +296,6 @@ func (c *Client) DeadLetters(ctx context.Context, p ListParams) ([]*DeadLetter, 
 	return c.st.DeadLetters(ctx, sp)
 }
 
-// Stats is a snapshot of the queue: every field of queue-max's get_stats,
-// plus per-shard figures.
-type Stats struct {
-	Pending         int64   `json:"pending"`    // ready now
-	Scheduled       int64   `json:"scheduled"`  // waiting for a run-at or retry time
-	Processing      int64   `json:"processing"` // running
-	Failed          int64   `json:"failed"`     // dead-lettered and still in the queue table
-	Completed       int64   `json:"completed"`  // completed and kept for their result
-	DeadLetters     int64   `json:"dead_letters"`
-	TotalProcessed  int64   `json:"total_processed"` // completions ever recorded
-	TotalFailed     int64   `json:"total_failed"`    // dead-letterings ever recorded
-	NumShards       int     `json:"num_shards"`
-	MaxRetries      int     `json:"max_retries"`
-	RateLimit       int     `json:"rate_limit"`       // tokens per RateLimitPer; 0 = none
-	RateLimitPer    string  `json:"rate_limit_per"`   // e.g. "1m0s"
-	TokensAvailable float64 `json:"tokens_available"` // -1 when not limited
-	CircuitState    string  `json:"circuit_state"`    // the worst task breaker's: closed, open, half_open
-	CircuitFailures int     `json:"circuit_failures"` // the most consecutive dependency failures of any task
-	// Circuits maps each task to its stored breaker's state, the one every
-	// process shares (see CircuitBreakers).
-	Circuits map[string]string `json:"circuits,omitempty"`
-	// Breakers are the stored circuit breakers (see CircuitBreakers).
-	Breakers []CircuitBreakerInfo `json:"breakers,omitempty"`
-	// RateLimits maps each rate-limited task ("*" for the process-wide
-	// limit) to its limiter: this process's while its Run is active,
-	// otherwise summed over the live workers (each process limits itself).
-	RateLimits map[string]RateLimitInfo `json:"rate_limits,omitempty"`
-	// UptimeSeconds is the queue's uptime: since the earliest live worker
-	// started, or, with no live worker, since the queue was created.
-	UptimeSeconds float64 `json:"uptime_seconds"`
-	// IsHealthy reports whether the queue works: every shard could be
-	// read. An open circuit breaker does not make it false: it is a
-	// dependency of one task that is down, listed in Degraded (see
-	// Client.Health for the whole picture).
-	IsHealthy bool `json:"is_healthy"`
-	// Degraded lists, sorted, the tasks whose circuit breaker is open or
-	// half-open: their jobs wait for a dependency while every other task
-	// runs.
-	Degraded []string     `json:"degraded,omitempty"`
-	PerShard []ShardStats `json:"shards"`
-	// Tasks maps every task with pending or scheduled jobs to its backlog
-	// and how many live workers run it.
-	Tasks map[string]TaskInfo `json:"tasks,omitempty"`
-	// Warnings lists problems nobody would otherwise notice, such as a task
-	// with pending jobs that no live worker runs.
-	Warnings []string `json:"warnings,omitempty"`
-	// Workers are the live entries of the worker registry (see Workers).
-	Workers []WorkerInfo `json:"workers,omitempty"`
-	// Queues lists the queues with their counts and paused state (see
-	// Client.Queues).
-	Queues []QueueInfo `json:"queues,omitempty"`
-	// GlobalLimits lists the global limits of this client's tasks and of
-	// the queues, with their use over every process (see GlobalLimits).
-	GlobalLimits []GlobalLimitInfo `json:"global_limits,omitempty"`
-	// Workflows counts the stored workflows by status (see
-	// Client.EnqueueWorkflow).
-	Workflows WorkflowCounts `json:"workflows"`
-}
-
 // Stats returns queue statistics. Counts come from the status index, not
 // from scanning payloads. Stats never reports a shard it could not read as
 // zeros: the snapshot marks such a shard unhealthy with its error in
@@ -417,4 +359,41 @@ func (c *Client) Stats(ctx context.Context) (Stats, error) {
 		errs = append(errs, err)
 	}
 	return s, errors.Join(errs...)
+}
+
+// Job returns one stored job, or ErrJobNotFound (a job that completed
+// without a result is deleted).
+func (c *Client) Job(ctx context.Context, id JobID) (*Job, error) {
+	if err := c.checkJobID(id); err != nil {
+		return nil, err
+	}
+	j, err := c.st.Job(ctx, id)
+	if err == nil {
+		c.fillLimitHeld(ctx, []*Job{j})
+		c.fillHeld(ctx, []*Job{j})
+	}
+	return j, err
+}
+
+// checkJobID refuses, as ErrJobNotFound, an ID whose shard this queue does
+// not have: no such job can exist.
+func (c *Client) checkJobID(id JobID) error {
+	if sh := id.Shard(); id <= 0 || sh < 0 || sh >= c.cfg.Shards {
+		return fmt.Errorf("%w: job %d (no shard %d: the queue has shards 0–%d)", ErrJobNotFound, id, sh, c.cfg.Shards-1)
+	}
+	return nil
+}
+
+// Result returns the stored JSON result of a completed job: ErrNoResult if
+// it has not completed or returned no result, ErrJobNotFound if no such job
+// is stored.
+func (c *Client) Result(ctx context.Context, id JobID) (json.RawMessage, error) {
+	j, err := c.Job(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if j.Status != StatusCompleted || j.Result == nil {
+		return nil, fmt.Errorf("%w: job %d is %s", ErrNoResult, id, j.Status)
+	}
+	return j.Result, nil
 }

@@ -1,12 +1,9 @@
 package queuemax
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/queuemax/queuemax/queuemaxtype"
-	"github.com/queuemax/queuemax/runtime/enqueue"
-	"github.com/queuemax/queuemax/runtime/store"
 )
 
 // The middleware types are defined, with their full documentation, in
@@ -44,17 +41,4 @@ func checkMiddleware(mws []JobMiddleware) error {
 		}
 	}
 	return nil
-}
-
-// insertVia runs the enqueue middleware around insert, which stores ps
-// (see enqueue.Insert); place chooses the jobs' shards after them.
-func (c *Client) insertVia(ctx context.Context, ps []store.InsertParams, place func([]store.InsertParams),
-	insert func(ctx context.Context, ps []store.InsertParams) ([]JobID, error)) ([]JobID, error) {
-	var mws []EnqueueMiddleware
-	for _, m := range c.cfg.Middleware {
-		if em, ok := m.(EnqueueMiddleware); ok {
-			mws = append(mws, em)
-		}
-	}
-	return enqueue.Insert(ctx, mws, ps, place, insert)
 }

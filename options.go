@@ -7,13 +7,27 @@ import (
 	"time"
 
 	"github.com/queuemax/queuemax/queuemaxtype"
+	"github.com/queuemax/queuemax/runtime/admission"
 	"github.com/queuemax/queuemax/runtime/enqueue"
+	"github.com/queuemax/queuemax/runtime/store"
 )
 
 // Ptr returns a pointer to v. It fills the optional fields of Opts and
 // TaskOptions, where nil means "use the default" and Ptr(0) is an explicit
 // zero: Opts{MaxRetries: queuemax.Ptr(0)} disables retries.
 func Ptr[T any](v T) *T { return &v }
+
+// Explicit "off" values for Config fields whose zero value means the
+// default.
+const (
+	// AlertOff, as Config.AlertThreshold, raises no alerts.
+	AlertOff = -1
+	// CircuitOff, as Config.CircuitThreshold, never opens a breaker.
+	CircuitOff = -1
+	// RetentionOff, as Config.CompletedRetention, keeps no completed job
+	// without a result: it is deleted when it completes.
+	RetentionOff time.Duration = -1
+)
 
 // Opts overrides, for one enqueue, what the task's defaults say. Nil and zero
 // fields keep the defaults. Use it through a task handle's With method or as
@@ -81,6 +95,15 @@ func (o *Opts) resolved() enqueue.Opts {
 func (t *TaskOptions) defaults() enqueue.Defaults {
 	return enqueue.Defaults{Priority: t.Priority, MaxRetries: t.MaxRetries, RetryDelay: t.RetryDelay, Queue: t.Queue,
 		Unique: t.Unique, Tags: t.Tags}
+}
+
+// taskRule is a task's limits as runtime/admission takes them.
+func taskRule(o TaskOptions) admission.TaskRule {
+	return admission.TaskRule{
+		Global: store.LimitRule{Rate: o.GlobalRateLimit.Limit, Per: o.GlobalRateLimit.Per, Concurrency: o.GlobalConcurrency},
+		Key:    store.LimitRule{Rate: o.KeyRateLimit.Limit, Per: o.KeyRateLimit.Per, Concurrency: o.KeyConcurrency},
+		By:     o.LimitBy,
+	}
 }
 
 // merge returns o with every field of p that is set overriding it.
@@ -197,6 +220,11 @@ type TaskOptions struct {
 	KeyConcurrency int
 }
 
+// UniqueOpts makes a task's jobs unique (by arguments, by a key of the
+// caller's, by period window), as River's UniqueOpts do; see
+// queuemaxtype.UniqueOpts for its fields.
+type UniqueOpts = queuemaxtype.UniqueOpts
+
 // Periodic describes when a periodic task runs. Exactly one of Every and
 // Cron is set.
 type Periodic struct {
@@ -210,6 +238,21 @@ type Periodic struct {
 	// MisfireSkip (the default) or MisfireRunOnce.
 	Misfire MisfirePolicy
 }
+
+// MisfirePolicy says what the scheduler does with a periodic slot whose time
+// passed while no scheduler was running (more than the misfire grace ago:
+// half the interval, between 1s and 1m).
+type MisfirePolicy string
+
+// Misfire policies.
+const (
+	// MisfireSkip drops missed slots and waits for the next one. It is the
+	// default.
+	MisfireSkip MisfirePolicy = "skip"
+	// MisfireRunOnce runs one catch-up job for all missed slots, then
+	// follows the schedule.
+	MisfireRunOnce MisfirePolicy = "catch_up"
+)
 
 // HandlerFunc runs one job. A non-nil result is stored as the job's result
 // (JSON-encoded); a non-nil error fails the attempt.

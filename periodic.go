@@ -6,65 +6,20 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/queuemax/queuemax/queuemaxtype"
 	"github.com/queuemax/queuemax/runtime/engine"
 	"github.com/queuemax/queuemax/runtime/schedule"
 	"github.com/queuemax/queuemax/runtime/store"
-	"github.com/robfig/cron/v3"
 )
 
-// MisfirePolicy says what the scheduler does with a periodic slot whose time
-// passed while no scheduler was running (more than the misfire grace ago:
-// half the interval, between 1s and 1m).
-type MisfirePolicy string
-
-// Misfire policies.
-const (
-	// MisfireSkip drops missed slots and waits for the next one. It is the
-	// default.
-	MisfireSkip MisfirePolicy = "skip"
-	// MisfireRunOnce runs one catch-up job for all missed slots, then
-	// follows the schedule.
-	MisfireRunOnce MisfirePolicy = "catch_up"
-)
-
-// PeriodicInfo describes one periodic task as the scheduler stored it.
-type PeriodicInfo struct {
-	Task     string    `json:"task"`
-	Schedule string    `json:"schedule"` // "@every 1h0m0s" or the cron spec
-	Misfire  string    `json:"misfire"`
-	NextRun  time.Time `json:"next_run"`
-	LastRun  time.Time `json:"last_run,omitzero"` // the last slot enqueued; zero if none
-	// LastJobID is the job enqueued for LastRun, and LastOutcome its state:
-	// "pending", "scheduled", "processing", "completed", "failed", or ""
-	// if it never ran. A completed job without a result is deleted, so a
-	// job that is gone reads "completed".
-	LastJobID   JobID  `json:"last_job_id,omitzero"`
-	LastOutcome string `json:"last_outcome,omitempty"`
-}
+// PeriodicInfo describes one periodic task as the scheduler stored it;
+// see queuemaxtype.PeriodicInfo for its fields.
+type PeriodicInfo = queuemaxtype.PeriodicInfo
 
 // PeriodicTasks lists the periodic tasks registered in the data directory
 // by any process, with their next and last runs.
 func (c *Client) PeriodicTasks(ctx context.Context) ([]PeriodicInfo, error) {
-	states, err := c.st.PeriodicList(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]PeriodicInfo, len(states))
-	for i, s := range states {
-		p := PeriodicInfo{Task: s.Task, Schedule: s.Schedule, Misfire: s.Misfire, NextRun: s.NextRun, LastRun: s.LastRun, LastJobID: s.LastJobID}
-		if s.LastJobID != 0 {
-			if p.LastOutcome, err = engine.LastOutcome(ctx, c.st, s.LastJobID); err != nil {
-				return nil, err
-			}
-		}
-		out[i] = p
-	}
-	return out, nil
-}
-
-// parsePeriodic parses a handler's schedule.
-func parsePeriodic(p *Periodic) (cron.Schedule, string, error) {
-	return schedule.Parse(p.Every, p.Cron)
+	return engine.PeriodicTasks(ctx, c.st)
 }
 
 // newScheduler returns the periodic scheduler of c's periodic handlers

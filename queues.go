@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"time"
 
-	"github.com/queuemax/queuemax/runtime/admission"
 	"github.com/queuemax/queuemax/runtime/enqueue"
 	"github.com/queuemax/queuemax/runtime/store"
 )
@@ -32,54 +30,6 @@ var (
 // CheckQueueName reports whether name may name a queue; the error matches
 // ErrInvalidQueue and says what is wrong.
 func CheckQueueName(name string) error { return store.CheckQueueName(name) }
-
-// QueueConfig configures one named queue of Config.Queues.
-type QueueConfig struct {
-	// MaxWorkers is how many of Config.Workers may run this queue's jobs
-	// at once; the queue never takes more, however many of its jobs wait.
-	// It must be at least 1 (a queue that should not run is paused with
-	// Client.Pause, or left out of Queues).
-	MaxWorkers int
-}
-
-// QueueInfo is one queue as Client.Queues and Stats report it.
-type QueueInfo struct {
-	Name       string `json:"name"`
-	Pending    int64  `json:"pending"`    // ready now
-	Scheduled  int64  `json:"scheduled"`  // waiting for a run-at or retry time
-	Processing int64  `json:"processing"` // running, on any process
-	// Paused is true while claims skip the queue (Client.Pause), since
-	// PausedAt.
-	Paused   bool      `json:"paused"`
-	PausedAt time.Time `json:"paused_at,omitzero"`
-	// MaxWorkers is this client's Config.Queues entry for the queue; for
-	// the default queue, the workers the named queues leave; 0 for a
-	// queue this client does not configure.
-	MaxWorkers int `json:"max_workers,omitempty"`
-	// Limits are the queue's global limits (Client.SetQueueLimits); zero
-	// if it has none.
-	Limits QueueLimits `json:"limits,omitzero"`
-}
-
-// checkQueues validates Config.Queues against Workers (and Autoscale.Min,
-// the fewest workers autoscaling may leave).
-func (c Config) checkQueues() error {
-	if len(c.Queues) == 0 {
-		return nil
-	}
-	qs := make(map[string]int, len(c.Queues))
-	for name, q := range c.Queues {
-		qs[name] = q.MaxWorkers
-	}
-	workers, field := c.Workers, "Workers"
-	if c.Autoscale != nil {
-		workers, field = c.Autoscale.WithDefaults().Min, "Autoscale.Min"
-	}
-	if f, msg := admission.CheckQueues(qs, workers, field); f != "" {
-		return &ConfigError{f, msg}
-	}
-	return nil
-}
 
 // checkHandlerQueues validates each handler's TaskOptions.Queue: a valid
 // name, and one this client works (listed in Config.Queues, when set).

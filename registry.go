@@ -6,19 +6,9 @@ import (
 	"slices"
 	"time"
 
-	"github.com/queuemax/queuemax/queuemaxtype"
 	"github.com/queuemax/queuemax/runtime/engine"
+	"github.com/queuemax/queuemax/runtime/enqueue"
 )
-
-// WorkerInfo is one running process's entry in the live worker registry;
-// see queuemaxtype.WorkerInfo
-// (go doc github.com/queuemax/queuemax/queuemaxtype.WorkerInfo) for its
-// fields and methods.
-type WorkerInfo = queuemaxtype.WorkerInfo
-
-// RateLimitInfo is one token-bucket rate limiter's state; see
-// queuemaxtype.RateLimitInfo.
-type RateLimitInfo = queuemaxtype.RateLimitInfo
 
 // Worker registry timing; see WorkerInfo.
 const (
@@ -55,7 +45,7 @@ func (c *Client) registryInfo() WorkerInfo {
 	return w
 }
 
-// aliases returns each handler's declared earlier names (engine.Renames).
+// aliases returns each handler's declared earlier names (enqueue.Renames).
 func (c *Client) aliases() map[string][]string {
 	out := make(map[string][]string, len(c.handlers))
 	for name, h := range c.handlers {
@@ -76,10 +66,6 @@ func (c *Client) Workers(ctx context.Context) ([]WorkerInfo, error) {
 	}
 	return engine.Workers(ctx, c.st, c.now())
 }
-
-// TaskInfo is one task's backlog in Stats, with how many live workers run
-// it; see queuemaxtype.TaskInfo.
-type TaskInfo = queuemaxtype.TaskInfo
 
 // fillRegistry adds the per-task backlog, the live workers and, when this
 // process runs no engine, their breaker and rate-limit states to s
@@ -104,4 +90,18 @@ func (c *Client) fillRegistry(ctx context.Context, s *Stats, local bool) error {
 		s.RateLimit, s.RateLimitPer, s.TokensAvailable = g.Limit, g.Per, g.Tokens
 	}
 	return nil
+}
+
+// newSchemas builds the check of payloads of tasks this client has no
+// handler of, against the schemas live workers publish (see
+// enqueue.Schemas).
+func (c *Client) newSchemas() *enqueue.Schemas {
+	return &enqueue.Schemas{Refresh: c.registryRefresh(), Read: func(ctx context.Context) ([]map[string]json.RawMessage, error) {
+		ws, err := c.Workers(ctx)
+		out := make([]map[string]json.RawMessage, len(ws))
+		for i, w := range ws {
+			out[i] = w.Schemas
+		}
+		return out, err
+	}}
 }

@@ -1,12 +1,10 @@
 package queuemax
 
 import (
-	"context"
 	"encoding/json"
 	"reflect"
 
 	"github.com/queuemax/queuemax/internal/codec"
-	"github.com/queuemax/queuemax/runtime/enqueue"
 )
 
 // PayloadSchema returns the JSON Schema (draft 2020-12) of the payloads
@@ -25,18 +23,4 @@ func PayloadSchema(t reflect.Type) json.RawMessage { return codec.PayloadSchema(
 // anyOf and not; others are ignored). Errors are *PayloadShapeError.
 func CheckSchema(task string, raw json.RawMessage, schema json.RawMessage) error {
 	return codec.CheckSchema(task, raw, schema)
-}
-
-// newSchemas builds the check of payloads of tasks this client has no
-// handler of, against the schemas live workers publish (see
-// enqueue.Schemas).
-func (c *Client) newSchemas() *enqueue.Schemas {
-	return &enqueue.Schemas{Refresh: c.registryRefresh(), Read: func(ctx context.Context) ([]map[string]json.RawMessage, error) {
-		ws, err := c.Workers(ctx)
-		out := make([]map[string]json.RawMessage, len(ws))
-		for i, w := range ws {
-			out[i] = w.Schemas
-		}
-		return out, err
-	}}
 }

@@ -5,15 +5,8 @@ import (
 	"os"
 	"time"
 
-	"github.com/queuemax/queuemax/runtime/store"
 	"github.com/queuemax/queuemax/runtime/store/sqlitestore"
 )
-
-// Store is where a client keeps its jobs, for Config.Store. Programs do not
-// implement it: they open one, such as the PostgreSQL store of module
-// github.com/queuemax/queuemax/queuemaxpg, and pass it in. Nil means the
-// embedded SQLite store. docs/stores.md says how to write a store.
-type Store = store.Store
 
 // openSQLite opens the default store, the embedded SQLite one, from the
 // Config fields that belong to it; shards is zero to use the count already

@@ -24,6 +24,43 @@ type Task[A any] struct {
 	check func(json.RawMessage) error
 }
 
+// EnqueueParams describes one job for EnqueueMany.
+type EnqueueParams struct {
+	// Task is the task name: one of the client's handlers or a task of
+	// the store's task catalogue, by its full name, an alias or a short
+	// one (SendEmail) that matches exactly one; other names are
+	// ErrUnknownTask unless Opts.AllowUnknownTask or
+	// Config.AllowUnknownTasks is set (see Client.Enqueue).
+	Task string
+	// Payload is JSON-encoded and must encode to an object: a struct, a
+	// map, or a json.RawMessage holding an object.
+	Payload any
+	// Opts overrides the task's defaults.
+	Opts Opts
+
+	defaults *TaskOptions
+	// validate is a typed handle's payload check (DecodeArgs into its
+	// type), used when no handler of the task is registered here; args
+	// is that type.
+	validate func(json.RawMessage) error
+	args     reflect.Type
+}
+
+// Tx is an application's own database transaction, passed to the …Tx
+// enqueue methods (Client.EnqueueTx, Task.EnqueueTx, the generated
+// DelayTx, ScheduleAtTx, MapTx, …) so that the jobs are written in it.
+//
+// With the PostgreSQL store (queuemaxpg) it is either a pgx.Tx (from
+// pgx.Conn.Begin or pgxpool.Pool.Begin, github.com/jackc/pgx/v5) or a
+// *sql.Tx of database/sql opened with pgx's stdlib driver (sql.Open("pgx",
+// dsn) or stdlib.OpenDBFromPool). The transaction must be on the database
+// the store opened. Any other value is an error naming its type.
+//
+// Tx is an alias of any so that the code calling these methods, generated
+// stubs included, does not import a database driver; the store checks the
+// type at run time.
+type Tx = any
+
 // NewTask returns the handle for task name on c with the task's defaults.
 func NewTask[A any](c *Client, name string, defaults TaskOptions) Task[A] {
 	return Task[A]{c: c, name: name, def: defaults, check: validator[A](name)}
@@ -133,6 +170,16 @@ func (t Task[A]) Stats(ctx context.Context) (TaskStats, error) {
 		return TaskStats{}, ErrNotBound
 	}
 	return t.c.TaskStats(ctx, t.name)
+}
+
+// TaskStats returns the counts of one task's jobs by status.
+func (c *Client) TaskStats(ctx context.Context, task string) (TaskStats, error) {
+	m, err := c.st.TaskCounts(ctx, task)
+	if err != nil {
+		return TaskStats{}, err
+	}
+	return TaskStats{Name: task, Pending: m[StatusPending], Scheduled: m[StatusScheduled],
+		Processing: m[StatusProcessing], Failed: m[StatusFailed], Completed: m[StatusCompleted]}, nil
 }
 
 // TaskStats counts one task's stored jobs by status.

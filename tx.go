@@ -8,21 +8,6 @@ import (
 	"github.com/queuemax/queuemax/runtime/store"
 )
 
-// Tx is an application's own database transaction, passed to the …Tx
-// enqueue methods (Client.EnqueueTx, Task.EnqueueTx, the generated
-// DelayTx, ScheduleAtTx, MapTx, …) so that the jobs are written in it.
-//
-// With the PostgreSQL store (queuemaxpg) it is either a pgx.Tx (from
-// pgx.Conn.Begin or pgxpool.Pool.Begin, github.com/jackc/pgx/v5) or a
-// *sql.Tx of database/sql opened with pgx's stdlib driver (sql.Open("pgx",
-// dsn) or stdlib.OpenDBFromPool). The transaction must be on the database
-// the store opened. Any other value is an error naming its type.
-//
-// Tx is an alias of any so that the code calling these methods, generated
-// stubs included, does not import a database driver; the store checks the
-// type at run time.
-type Tx = any
-
 // EnqueueTx stores one job of task with payload inside tx, the
 // application's open transaction, and returns its ID: the job exists if
 // and only if tx commits, together with the application's own writes in

@@ -9,51 +9,22 @@ import (
 	"github.com/queuemax/queuemax/runtime/breaker"
 	"github.com/queuemax/queuemax/runtime/engine"
 	"github.com/queuemax/queuemax/runtime/ratelimit"
-	"github.com/queuemax/queuemax/runtime/scale"
 )
 
-// Hooks are optional callbacks around each job Run or Client.Work
-// executes; see queuemaxtype.Hooks for its fields and when each runs.
-type Hooks = queuemaxtype.Hooks
-
-// Autoscale makes Run vary how many jobs it executes at once between Min and
-// Max by the pending backlog, with queue-max's rule: above UpThreshold add
-// max(1, pending/UpThreshold) workers, below DownThreshold remove one,
-// checking every CheckInterval and acting at most once per Cooldown. Zero
-// fields mean Min 1, Max 10, UpThreshold 100, DownThreshold 10,
-// CheckInterval 60s and Cooldown 30s. See scale.Policy
-// (go doc github.com/queuemax/queuemax/runtime/scale.Policy) for its fields
-// and methods.
-type Autoscale = scale.Policy
-
-// WorkerState is the state of Run's engine.
-type WorkerState string
+// WorkerState is the state of Run's engine; see queuemaxtype.WorkerState.
+type WorkerState = queuemaxtype.WorkerState
 
 // Worker states.
 const (
-	WorkerIdle     WorkerState = "initialized"
-	WorkerRunning  WorkerState = "running"
-	WorkerStopping WorkerState = "stopping"
-	WorkerStopped  WorkerState = "stopped"
+	WorkerIdle     = queuemaxtype.WorkerIdle
+	WorkerRunning  = queuemaxtype.WorkerRunning
+	WorkerStopping = queuemaxtype.WorkerStopping
+	WorkerStopped  = queuemaxtype.WorkerStopped
 )
 
-// WorkerStats describes the engine of a running (or stopped) Run.
-type WorkerStats struct {
-	WorkerID          string        `json:"worker_id"`
-	State             WorkerState   `json:"state"`
-	Concurrency       int           `json:"concurrency"` // current worker count (changes with autoscaling)
-	Running           int           `json:"running"`     // jobs whose handler is executing now
-	Prefetched        int           `json:"prefetched"`  // claimed jobs waiting for a free worker (ClaimBatch > Workers)
-	Processed         int64         `json:"processed"`   // completed
-	Failed            int64         `json:"failed"`      // dead-lettered
-	Retried           int64         `json:"retried"`     // failed attempts that will retry
-	LeaseLost         int64         `json:"lease_lost"`  // acknowledgements rejected because the job was taken back
-	StartedAt         time.Time     `json:"started_at"`
-	Uptime            time.Duration `json:"-"`
-	UptimeSeconds     float64       `json:"uptime_seconds"`
-	ThroughputPerHour float64       `json:"throughput_jobs_per_hour"` // processed per wall-clock hour of uptime
-	CurrentJobs       []JobID       `json:"current_jobs,omitempty"`   // executing or prefetched
-}
+// WorkerStats describes the engine of a running (or stopped) Run; see
+// queuemaxtype.WorkerStats for its fields.
+type WorkerStats = queuemaxtype.WorkerStats
 
 // ShutdownGrace is how long Run waits, after the drain ends and running
 // jobs' contexts are cancelled, for their handlers to return. A handler
@@ -71,13 +42,6 @@ const (
 	autoClaimFactor = 50
 	maxAutoClaim    = 1000
 )
-
-// worker is one Run: the engine, plus what the API keeps about it (its
-// worker-registry entry).
-type worker struct {
-	*engine.Engine
-	c *Client
-}
 
 // newEngine builds the engine of one Run from the client's configuration:
 // the breakers and rate limiters it decides claims by, and the client's
@@ -253,27 +217,7 @@ func (c *Client) WorkerStats() (WorkerStats, bool) {
 	if e == nil {
 		return WorkerStats{}, false
 	}
-	es := e.Stats()
-	now := c.now()
-	s := WorkerStats{
-		WorkerID:      c.cfg.WorkerID,
-		State:         WorkerState(es.State),
-		Concurrency:   es.Concurrency,
-		Running:       es.Running,
-		Prefetched:    es.Prefetched,
-		Processed:     es.Processed,
-		Failed:        es.Failed,
-		Retried:       es.Retried,
-		LeaseLost:     es.LeaseLost,
-		StartedAt:     es.StartedAt,
-		Uptime:        now.Sub(es.StartedAt),
-		UptimeSeconds: now.Sub(es.StartedAt).Seconds(),
-		CurrentJobs:   es.CurrentJobs,
-	}
-	if h := s.Uptime.Hours(); h > 0 {
-		s.ThroughputPerHour = float64(s.Processed) / h
-	}
-	return s, true
+	return e.WorkerStats(c.cfg.WorkerID, c.now()), true
 }
 
 // fillStats adds the running engine's rate-limit and breaker state to s.

@@ -1,11 +1,9 @@
 package queuemax
 
 import (
+	"encoding/json"
 	"errors"
-	"fmt"
 	"slices"
-	"strconv"
-	"time"
 
 	"github.com/queuemax/queuemax/queuemaxtype"
 	"github.com/queuemax/queuemax/runtime/enqueue"
@@ -22,33 +20,16 @@ var ErrInvalidWorkflow = enqueue.ErrInvalidWorkflow
 // workflow.
 var ErrWorkflowNotFound = errors.New("queuemax: workflow not found")
 
-// WorkflowID identifies a stored workflow. Like a JobID it packs the shard
-// that holds the workflow (every step of a workflow is stored on one shard)
-// with a shard-local sequence number.
-type WorkflowID int64
+// WorkflowID identifies a stored workflow: like a JobID it packs the
+// shard that holds the workflow with a shard-local sequence number; see
+// queuemaxtype.WorkflowID for its methods (Shard, Seq, String).
+type WorkflowID = queuemaxtype.WorkflowID
 
 // NewWorkflowID returns the WorkflowID of workflow seq in shard.
-func NewWorkflowID(shard int, seq int64) WorkflowID {
-	return WorkflowID(queuemaxtype.NewJobID(shard, seq))
-}
-
-// Shard returns the shard index that holds the workflow.
-func (id WorkflowID) Shard() int { return JobID(id).Shard() }
-
-// Seq returns the shard-local sequence number.
-func (id WorkflowID) Seq() int64 { return JobID(id).Seq() }
-
-// String returns the decimal form of id, which ParseWorkflowID accepts.
-func (id WorkflowID) String() string { return strconv.FormatInt(int64(id), 10) }
+func NewWorkflowID(shard int, seq int64) WorkflowID { return queuemaxtype.NewWorkflowID(shard, seq) }
 
 // ParseWorkflowID parses the decimal form of a WorkflowID.
-func ParseWorkflowID(s string) (WorkflowID, error) {
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n <= 0 {
-		return 0, fmt.Errorf("queuemax: invalid workflow id %q (want a positive number)", s)
-	}
-	return WorkflowID(n), nil
-}
+func ParseWorkflowID(s string) (WorkflowID, error) { return queuemaxtype.ParseWorkflowID(s) }
 
 // WorkflowListParams selects workflows for Client.Workflows. The zero
 // value lists the newest 100 of every status.
@@ -84,11 +65,8 @@ type workflowStep struct {
 }
 
 // StepBinding makes a top-level payload key of a step take the stored
-// result of an earlier step, substituted when the step is released.
-type StepBinding struct {
-	Param string `json:"param"` // top-level key of the step's payload
-	From  string `json:"from"`  // the step whose result it takes
-}
+// result of an earlier step; see queuemaxtype.StepBinding for its fields.
+type StepBinding = queuemaxtype.StepBinding
 
 // StepOption configures one step of a workflow (After, AfterSettled,
 // Bind, StepOpts).
@@ -111,15 +89,6 @@ func After(steps ...string) StepOption {
 func AfterSettled(steps ...string) StepOption {
 	steps = slices.Clone(steps)
 	return stepOptionFunc(func(s *workflowStep) { s.settled = append(s.settled, steps...) })
-}
-
-// Bind makes the step's top-level payload key param take the stored result
-// of step from (the JSON its handler returned), substituted into the
-// payload when the step is released. It implies After(from).
-func Bind(param, from string) StepOption {
-	return stepOptionFunc(func(s *workflowStep) {
-		s.binds = append(s.binds, StepBinding{Param: param, From: from})
-	})
 }
 
 // StepOpts sets the enqueue options of a step's job (priority, queue, run
@@ -178,7 +147,7 @@ func (w *Workflow) checkStep(s *workflowStep) error {
 	_, added := w.index[s.name]
 	binds := make([]store.WorkflowBind, len(s.binds))
 	for i, b := range s.binds {
-		binds[i] = store.WorkflowBind{Param: b.Param, From: b.From}
+		binds[i] = store.WorkflowBind(b)
 	}
 	return enqueue.CheckStepAdd(w.name, s.name, s.task, added, s.deps(), binds)
 }
@@ -207,47 +176,37 @@ func (w *Workflow) Validate() error {
 	return enqueue.CheckGraph(w.name, names, deps)
 }
 
-// WorkflowStatus is the state of a stored workflow.
-type WorkflowStatus string
+// The stored workflow as Client.Workflow and Workflows return it; the
+// types are defined, with their full documentation, in package
+// queuemaxtype.
+type (
+	// WorkflowStatus is the state of a stored workflow; see
+	// queuemaxtype.WorkflowStatus.
+	WorkflowStatus = queuemaxtype.WorkflowStatus
+	// WorkflowInfo is a stored workflow; see queuemaxtype.WorkflowInfo for
+	// its fields.
+	WorkflowInfo = queuemaxtype.WorkflowInfo
+	// WorkflowStep is one step of a stored workflow; see
+	// queuemaxtype.WorkflowStep for its fields.
+	WorkflowStep = queuemaxtype.WorkflowStep
+)
 
-// Workflow statuses. A workflow is running until every step has ended; it
-// is then completed if every step completed, cancelled if it was cancelled
-// (Client.CancelWorkflow), and failed otherwise.
+// Workflow statuses; see queuemaxtype.WorkflowRunning and the others.
 const (
-	WorkflowRunning   WorkflowStatus = "running"
-	WorkflowCompleted WorkflowStatus = "completed"
-	WorkflowFailed    WorkflowStatus = "failed"
-	WorkflowCancelled WorkflowStatus = "cancelled"
+	WorkflowRunning   = queuemaxtype.WorkflowRunning
+	WorkflowCompleted = queuemaxtype.WorkflowCompleted
+	WorkflowFailed    = queuemaxtype.WorkflowFailed
+	WorkflowCancelled = queuemaxtype.WorkflowCancelled
 )
 
 // StepWaiting is the status of a workflow step whose dependencies have not
 // all ended yet: it has no claimable job. The other statuses of a step are
 // its job's.
-const StepWaiting Status = "waiting"
+const StepWaiting = queuemaxtype.StepWaiting
 
-// WorkflowInfo is a stored workflow as Client.Workflow returns it.
-type WorkflowInfo struct {
-	ID         WorkflowID     `json:"id"`
-	Name       string         `json:"name"`
-	Status     WorkflowStatus `json:"status"`
-	CreatedAt  time.Time      `json:"created_at"`
-	FinishedAt time.Time      `json:"finished_at"` // zero while running
-	Steps      []WorkflowStep `json:"steps,omitempty"`
-}
-
-// WorkflowStep is one step of a stored workflow.
-type WorkflowStep struct {
-	Name string `json:"name"`
-	Task string `json:"task"`
-	// JobID is the step's job (zero while the step is waiting, if the
-	// store creates the job only at release).
-	JobID JobID `json:"job_id"`
-	// Status is StepWaiting or the status of the step's job.
-	Status       Status        `json:"status"`
-	After        []string      `json:"after,omitempty"`         // steps it waits to complete
-	AfterSettled []string      `json:"after_settled,omitempty"` // steps it waits to end, however they end
-	Binds        []StepBinding `json:"binds,omitempty"`         // payload keys taken from other steps' results
-	// Reason says why a step was cancelled without running (a dependency
-	// that failed or was cancelled, or CancelWorkflow).
-	Reason string `json:"reason,omitempty"`
+// typedStep is what a typed handle adds to a step: its task's defaults and
+// payload check, as EnqueueParams carries them for Task.Enqueue.
+type typedStep struct {
+	defaults *TaskOptions
+	validate func(json.RawMessage) error
 }

@@ -122,31 +122,7 @@ func (c *Client) Workflow(ctx context.Context, id WorkflowID) (*WorkflowInfo, er
 	if err != nil {
 		return nil, err
 	}
-	return workflowInfo(r), nil
-}
-
-func workflowInfo(r *store.WorkflowRecord) *WorkflowInfo {
-	w := &WorkflowInfo{ID: WorkflowID(r.ID), Name: r.Name, Status: WorkflowStatus(r.Status),
-		CreatedAt: r.CreatedAt, FinishedAt: r.FinishedAt}
-	for _, s := range r.Steps {
-		st := WorkflowStep{Name: s.Name, Task: s.Task, JobID: s.JobID, After: s.After, AfterSettled: s.Settled, Reason: s.Reason}
-		for _, b := range s.Binds {
-			st.Binds = append(st.Binds, StepBinding{Param: b.Param, From: b.From})
-		}
-		switch s.State {
-		case store.StepWaiting:
-			st.Status = StepWaiting
-		case store.StepReady:
-			st.Status = s.Job
-			if st.Status == "" {
-				st.Status = StatusCompleted // its row was deleted as it completed
-			}
-		default:
-			st.Status = Status(s.State)
-		}
-		w.Steps = append(w.Steps, st)
-	}
-	return w
+	return engine.WorkflowInfo(r), nil
 }
 
 // Workflows lists stored workflows, newest first, without their steps
@@ -173,7 +149,7 @@ func (c *Client) Workflows(ctx context.Context, p WorkflowListParams) ([]*Workfl
 	}
 	out := make([]*WorkflowInfo, len(rs))
 	for i, r := range rs {
-		out[i] = workflowInfo(r)
+		out[i] = engine.WorkflowInfo(r)
 	}
 	return out, nil
 }
@@ -231,20 +207,8 @@ func StepResult(ctx context.Context, step string, v any) error {
 	return nil
 }
 
-// WorkflowCounts counts stored workflows by status (Stats.Workflows).
-type WorkflowCounts struct {
-	Running   int64 `json:"running"`
-	Completed int64 `json:"completed"`
-	Failed    int64 `json:"failed"`
-	Cancelled int64 `json:"cancelled"`
-}
-
 func (c *Client) fillWorkflowCounts(ctx context.Context, s *Stats) error {
-	n, err := c.st.WorkflowCounts(ctx)
-	if err != nil {
-		return err
-	}
-	s.Workflows = WorkflowCounts{Running: n[store.WorkflowRunning], Completed: n[store.WorkflowCompleted],
-		Failed: n[store.WorkflowFailed], Cancelled: n[store.WorkflowCancelled]}
-	return nil
+	n, err := engine.WorkflowCounts(ctx, c.st)
+	s.Workflows = n
+	return err
 }

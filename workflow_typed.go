@@ -2,7 +2,6 @@ package queuemax
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 )
 
@@ -59,6 +58,15 @@ func (in Input[T]) Into(dst *T, param string) StepOption {
 	return Bind(param, in.from)
 }
 
+// Bind makes the step's top-level payload key param take the stored result
+// of step from (the JSON its handler returned), substituted into the
+// payload when the step is released. It implies After(from).
+func Bind(param, from string) StepOption {
+	return stepOptionFunc(func(s *workflowStep) {
+		s.binds = append(s.binds, StepBinding{Param: param, From: from})
+	})
+}
+
 // WorkflowResult returns the stored result of step of the stored workflow
 // id, decoded into the step's result type: the typed counterpart of
 // reading Result of the step's job. It returns an error wrapping
@@ -84,13 +92,6 @@ func WorkflowResult[R any](ctx context.Context, c *Client, id WorkflowID, step S
 		return Result[R](ctx, c, s.JobID)
 	}
 	return zero, fmt.Errorf("%w %q: no step %q in workflow %d", ErrInvalidWorkflow, info.Name, step.name, id)
-}
-
-// typedStep is what a typed handle adds to a step: its task's defaults and
-// payload check, as EnqueueParams carries them for Task.Enqueue.
-type typedStep struct {
-	defaults *TaskOptions
-	validate func(json.RawMessage) error
 }
 
 // AddStep adds to wf a step named step that runs t's task with payload

@@ -71,6 +71,19 @@ func TestGoDoc_ShowsFieldsAndMethods(t *testing.T) {
 		"TaskInfo":              {"Pending", "Scheduled", "Workers"},
 		"GlobalLimitInfo":       {"Scope", "Concurrency", "Slots", "Keys", "func (g GlobalLimitInfo) String() string"},
 		"CircuitBreakerInfo":    {"State", "Failures", "OpenUntil", "ProbeOwner", "Held"},
+		"WorkerState":           {"type WorkerState string", "WorkerIdle", "WorkerRunning", "WorkerStopping", "WorkerStopped"},
+		"WorkerStats":           {"WorkerID", "State", "Prefetched", "LeaseLost", "UptimeSeconds", "ThroughputPerHour", "CurrentJobs"},
+		"HealthStatus":          {"type HealthStatus string", "HealthOK", "HealthDegraded", "HealthUnhealthy"},
+		"Health":                {"Status", "Problems", "Degraded", "Workers", "CheckedAt"},
+		"DegradedTask":          {"Task", "Breaker", "OpenUntil", "LastError"},
+		"PeriodicInfo":          {"Task", "Schedule", "Misfire", "NextRun", "LastRun", "LastJobID", "LastOutcome"},
+		"WorkflowID":            {"type WorkflowID int64", "func NewWorkflowID(shard int, seq int64) WorkflowID", "func ParseWorkflowID(s string) (WorkflowID, error)", "func (id WorkflowID) Shard() int"},
+		"WorkflowStatus":        {"type WorkflowStatus string", "WorkflowRunning", "WorkflowCompleted", "WorkflowFailed", "WorkflowCancelled"},
+		"WorkflowInfo":          {"ID", "Name", "Status", "CreatedAt", "FinishedAt", "Steps"},
+		"WorkflowStep":          {"JobID", "Status", "After", "AfterSettled", "Binds", "Reason"},
+		"StepBinding":           {"Param", "From"},
+		"WorkflowCounts":        {"Running", "Completed", "Failed", "Cancelled"},
+		"CatalogTask":           {"Name", "Aliases", "Schema", "Priority", "MaxRetries", "Queue", "UpdatedAt"},
 	}
 	for name, want := range cases {
 		t.Run(name, func(t *testing.T) {

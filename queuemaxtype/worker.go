@@ -63,3 +63,32 @@ type TaskInfo struct {
 	Scheduled int64 `json:"scheduled"`
 	Workers   int   `json:"workers"` // live registry entries that handle the task
 }
+
+// WorkerState is the state of Run's engine (queuemax.Client.WorkerStats).
+type WorkerState string
+
+// Worker states.
+const (
+	WorkerIdle     WorkerState = "initialized"
+	WorkerRunning  WorkerState = "running"
+	WorkerStopping WorkerState = "stopping"
+	WorkerStopped  WorkerState = "stopped"
+)
+
+// WorkerStats describes the engine of a running (or stopped) Run.
+type WorkerStats struct {
+	WorkerID          string        `json:"worker_id"`
+	State             WorkerState   `json:"state"`
+	Concurrency       int           `json:"concurrency"` // current worker count (changes with autoscaling)
+	Running           int           `json:"running"`     // jobs whose handler is executing now
+	Prefetched        int           `json:"prefetched"`  // claimed jobs waiting for a free worker (ClaimBatch > Workers)
+	Processed         int64         `json:"processed"`   // completed
+	Failed            int64         `json:"failed"`      // dead-lettered
+	Retried           int64         `json:"retried"`     // failed attempts that will retry
+	LeaseLost         int64         `json:"lease_lost"`  // acknowledgements rejected because the job was taken back
+	StartedAt         time.Time     `json:"started_at"`
+	Uptime            time.Duration `json:"-"`
+	UptimeSeconds     float64       `json:"uptime_seconds"`
+	ThroughputPerHour float64       `json:"throughput_jobs_per_hour"` // processed per wall-clock hour of uptime
+	CurrentJobs       []JobID       `json:"current_jobs,omitempty"`   // executing or prefetched
+}

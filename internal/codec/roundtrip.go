@@ -16,6 +16,16 @@ func EncodedFrom(v any, t reflect.Type) bool {
 	return t != nil && reflect.TypeOf(v) == t && RoundTrips(t)
 }
 
+// CheckUnless runs check on raw unless proven says it cannot fail (an
+// enqueue's validation of a payload EncodedFrom a value of the check's
+// own type).
+func CheckUnless(proven bool, check func(json.RawMessage) error, raw json.RawMessage) error {
+	if proven {
+		return nil
+	}
+	return check(raw)
+}
+
 // RoundTrips reports whether Decode into t accepts every JSON that
 // encoding/json's Marshal writes for a value of t (when Marshal succeeds):
 // the keys it writes are t's own, it omits only optional ones, it writes

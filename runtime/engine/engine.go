@@ -11,6 +11,7 @@ import (
 	"github.com/queuemax/queuemax/queuemaxtype"
 	"github.com/queuemax/queuemax/runtime/admission"
 	"github.com/queuemax/queuemax/runtime/breaker"
+	"github.com/queuemax/queuemax/runtime/enqueue"
 	"github.com/queuemax/queuemax/runtime/ratelimit"
 	"github.com/queuemax/queuemax/runtime/scale"
 	"github.com/queuemax/queuemax/runtime/store"
@@ -101,7 +102,7 @@ type Config struct {
 	// Renames, when set, are the tasks' earlier names: the waiting jobs
 	// stored under one are renamed before the first claim and at each
 	// maintenance round (renames.go).
-	Renames *Renames
+	Renames *enqueue.Renames
 	// Periodic, when set, runs the periodic scheduler while claiming.
 	Periodic Periodic
 	// Registry, when set, keeps this Run's worker-registry entry: written
@@ -409,6 +410,31 @@ func (e *Engine) BreakerOwner() string { return e.adm.BreakerOwner() }
 // QueueLimitsChanged tells the engine that the queues' stored limits
 // changed: it reads them again at its next claim round.
 func (e *Engine) QueueLimitsChanged() { e.adm.QueueLimitsChanged() }
+
+// WorkerStats is Stats as queuemax.Client.WorkerStats reports it: under
+// workerID, with the uptime and throughput at now.
+func (e *Engine) WorkerStats(workerID string, now time.Time) queuemaxtype.WorkerStats {
+	es := e.Stats()
+	s := queuemaxtype.WorkerStats{
+		WorkerID:      workerID,
+		State:         queuemaxtype.WorkerState(es.State),
+		Concurrency:   es.Concurrency,
+		Running:       es.Running,
+		Prefetched:    es.Prefetched,
+		Processed:     es.Processed,
+		Failed:        es.Failed,
+		Retried:       es.Retried,
+		LeaseLost:     es.LeaseLost,
+		StartedAt:     es.StartedAt,
+		Uptime:        now.Sub(es.StartedAt),
+		UptimeSeconds: now.Sub(es.StartedAt).Seconds(),
+		CurrentJobs:   es.CurrentJobs,
+	}
+	if h := s.Uptime.Hours(); h > 0 {
+		s.ThroughputPerHour = float64(s.Processed) / h
+	}
+	return s
+}
 
 // Stats returns the engine's counters.
 func (e *Engine) Stats() Stats {

@@ -17,6 +17,31 @@ import (
 // Stats, WaitIdle and WaitUntilEmpty, which forward here. unavailable is
 // the root's ErrShardUnavailable, which the errors wrap.
 
+// Health is the verdict of queuemax.Client.Health on a Stats snapshot
+// taken at checked: statsErr is Stats' error, perShard, tasks, workers and
+// breakers its PerShard, Tasks, the number of its Workers and its
+// Breakers. Problems (HealthProblems) make it unhealthy; an open or
+// half-open breaker makes it degraded, never unhealthy.
+func Health(checked time.Time, statsErr error, perShard []queuemaxtype.ShardStats, tasks map[string]queuemaxtype.TaskInfo,
+	workers int, breakers []queuemaxtype.CircuitBreakerInfo, unavailable error) queuemaxtype.Health {
+	h := queuemaxtype.Health{CheckedAt: checked, Workers: workers}
+	h.Problems = HealthProblems(statsErr, perShard, tasks, unavailable)
+	for _, b := range breakers {
+		if b.State == store.BreakerOpen || b.State == store.BreakerHalfOpen {
+			h.Degraded = append(h.Degraded, queuemaxtype.DegradedTask{Task: b.Task, Breaker: b.State, OpenUntil: b.OpenUntil, LastError: b.LastError})
+		}
+	}
+	switch {
+	case len(h.Problems) > 0:
+		h.Status = queuemaxtype.HealthUnhealthy
+	case len(h.Degraded) > 0:
+		h.Status = queuemaxtype.HealthDegraded
+	default:
+		h.Status = queuemaxtype.HealthOK
+	}
+	return h
+}
+
 // HealthProblems returns the reasons the queue does not work, one
 // sentence each, from a Stats snapshot: err is Stats' error, perShard and
 // tasks its PerShard and Tasks.

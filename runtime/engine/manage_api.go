@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/queuemax/queuemax/queuemaxtype"
 	"github.com/queuemax/queuemax/runtime/store"
 )
 
@@ -77,4 +78,25 @@ func LastOutcome(ctx context.Context, st store.Store, id store.JobID) (string, e
 		return "", err
 	}
 	return string(j.Status), nil
+}
+
+// PeriodicTasks lists the periodic tasks stored by any process's
+// scheduler, with their next and last runs and the last run's outcome
+// (queuemax.Client.PeriodicTasks).
+func PeriodicTasks(ctx context.Context, st store.Store) ([]queuemaxtype.PeriodicInfo, error) {
+	states, err := st.PeriodicList(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]queuemaxtype.PeriodicInfo, len(states))
+	for i, s := range states {
+		p := queuemaxtype.PeriodicInfo{Task: s.Task, Schedule: s.Schedule, Misfire: s.Misfire, NextRun: s.NextRun, LastRun: s.LastRun, LastJobID: s.LastJobID}
+		if s.LastJobID != 0 {
+			if p.LastOutcome, err = LastOutcome(ctx, st, s.LastJobID); err != nil {
+				return nil, err
+			}
+		}
+		out[i] = p
+	}
+	return out, nil
 }

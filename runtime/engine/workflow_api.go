@@ -6,12 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/queuemax/queuemax/queuemaxtype"
 	"github.com/queuemax/queuemax/runtime/enqueue"
 	"github.com/queuemax/queuemax/runtime/store"
 )
 
-// The logic of the root package's StepResult and Client.CancelWorkflow,
-// which forward here.
+// The logic of the root package's StepResult, Client.CancelWorkflow,
+// Workflow, Workflows and the workflow counts of Stats, which forward here.
 
 // StoredStepResult returns the stored result of step, a step of the
 // workflow whose step runs with ctx (see queuemax.StepResult). The errors
@@ -65,4 +66,43 @@ func AfterWorkflowCancel(ctx context.Context, ws store.WorkflowStore, ev *Events
 			log.WarnContext(ctx, "workflow end events: claim ends", "err", err)
 		}
 	}
+}
+
+// WorkflowInfo is a stored workflow as queuemax.Client.Workflow and
+// Workflows return it: a step's status is StepWaiting, its job's status,
+// completed for a released step whose row was deleted as it completed, or
+// the status it ended with.
+func WorkflowInfo(r *store.WorkflowRecord) *queuemaxtype.WorkflowInfo {
+	w := &queuemaxtype.WorkflowInfo{ID: queuemaxtype.WorkflowID(r.ID), Name: r.Name, Status: queuemaxtype.WorkflowStatus(r.Status),
+		CreatedAt: r.CreatedAt, FinishedAt: r.FinishedAt}
+	for _, s := range r.Steps {
+		st := queuemaxtype.WorkflowStep{Name: s.Name, Task: s.Task, JobID: s.JobID, After: s.After, AfterSettled: s.Settled, Reason: s.Reason}
+		for _, b := range s.Binds {
+			st.Binds = append(st.Binds, queuemaxtype.StepBinding{Param: b.Param, From: b.From})
+		}
+		switch s.State {
+		case store.StepWaiting:
+			st.Status = queuemaxtype.StepWaiting
+		case store.StepReady:
+			st.Status = s.Job
+			if st.Status == "" {
+				st.Status = queuemaxtype.StatusCompleted // its row was deleted as it completed
+			}
+		default:
+			st.Status = queuemaxtype.Status(s.State)
+		}
+		w.Steps = append(w.Steps, st)
+	}
+	return w
+}
+
+// WorkflowCounts counts the stored workflows by status
+// (queuemax.Stats.Workflows).
+func WorkflowCounts(ctx context.Context, st store.Store) (queuemaxtype.WorkflowCounts, error) {
+	n, err := st.WorkflowCounts(ctx)
+	if err != nil {
+		return queuemaxtype.WorkflowCounts{}, err
+	}
+	return queuemaxtype.WorkflowCounts{Running: n[store.WorkflowRunning], Completed: n[store.WorkflowCompleted],
+		Failed: n[store.WorkflowFailed], Cancelled: n[store.WorkflowCancelled]}, nil
 }

@@ -27,6 +27,9 @@ type Names struct {
 	// Handlers maps each handler's name to its aliases; "" is a catch-all
 	// handler, which takes every name.
 	Handlers map[string][]string
+	// Renames are Handlers' earlier names, the engine's too; nil builds
+	// them from Handlers.
+	Renames *Renames
 	// Claimed are the names the client claims (its handlers', "" for a
 	// DefaultHandler; nil with a catch-all handler).
 	Claimed []string
@@ -41,6 +44,9 @@ type Names struct {
 	mu    sync.Mutex
 	at    time.Time
 	cache []CatalogEntry
+
+	renamesOnce sync.Once
+	renames     *Renames // Renames, or Handlers' (OldNameOf)
 }
 
 // Resolve checks an enqueued task name. typed enqueues (through a
@@ -116,26 +122,14 @@ func (n *Names) Resolve(ctx context.Context, name string, typed, allowUnknown bo
 
 // OldNameOf returns the handler that runs jobs stored under the task name
 // stored, when that is one of its aliases or an import-path form of its
-// name (a task's name before its package moved).
+// name (a task's name before its package moved): Renames.Of over Handlers.
 func (n *Names) OldNameOf(stored string) (string, bool) {
-	if stored == "" {
-		return "", false
-	}
-	if _, own := n.Handlers[stored]; own {
-		return "", false
-	}
-	for name, aliases := range n.Handlers {
-		if name != "" && slices.Contains(aliases, stored) {
-			return name, true
+	n.renamesOnce.Do(func() {
+		if n.renames = n.Renames; n.renames == nil {
+			n.renames = NewRenames(n.Handlers)
 		}
-	}
-	if strings.Contains(stored, "/") {
-		short := pathlessTask(stored)
-		if _, ok := n.Handlers[short]; ok && short != "" {
-			return short, true
-		}
-	}
-	return "", false
+	})
+	return n.renames.Of(stored)
 }
 
 // catalog returns the task catalogue, from the cache unless it is stale
