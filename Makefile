@@ -18,8 +18,9 @@ PLATFORMS := linux/amd64 linux/arm64 darwin/arm64 windows/amd64
 # The newest Go release CI also builds and runs the short tests with; the
 # go command fetches it from the module proxy (make test-newest).
 NEWEST_GO := go1.27.3
-# The tests of timing bounds (rates within 5%), which make test runs again
-# without the race detector, and make test-newest leaves to it.
+# The tests of timing bounds (rates within 5%, a job started within 10 s
+# behind 2,000 keys at their limit), in . and runtime/engine, which make
+# test runs again without the race detector, and make test-newest leaves to it.
 DEVNULL := /dev/null
 TIMING_TESTS := Processes_Global|GlobalLimits_Rate|QueueLimits_?Rate|LimitBy_ManyKeysAtLimit
 
