@@ -18,10 +18,11 @@ PLATFORMS := linux/amd64 linux/arm64 darwin/arm64 windows/amd64
 # The newest Go release CI also builds and runs the short tests with; the
 # go command fetches it from the module proxy (make test-newest).
 NEWEST_GO := go1.27.3
-# The tests of timing bounds (rates within 5%), which make test runs again
-# without the race detector, and make test-newest leaves to it.
+# The tests of timing bounds (rates within 5%, a job started within 10 s
+# behind 2,000 keys at their limit), in . and runtime/engine, which make
+# test runs again without the race detector, and make test-newest leaves to it.
 DEVNULL := /dev/null
-TIMING_TESTS := Processes_Global|GlobalLimits_Rate|QueueLimits_?Rate
+TIMING_TESTS := Processes_Global|GlobalLimits_Rate|QueueLimits_?Rate|LimitBy_ManyKeysAtLimit
 
 .PHONY: all test check-size tidy test-short test-newest vet cross lint fmt generate check-generated golden demo bench bench-pg bench-go release clean
 
@@ -30,8 +31,8 @@ all: test
 ## test: vet (on every platform), check formatting, generated files and tracked-file sizes, then run every test with -race and -shuffle (the install test included)
 test: lint cross check-generated check-size
 	@export QUEUEMAX_OVERLAY_FLAGS="-race -shuffle=on"; $(call EACH,$(GO) test -race -shuffle=on -timeout 30m $(PKGS))
-	@echo "== . (global limits: rates and timing bounds, without the race detector)"
-	@$(GO) test -count=1 -timeout 10m -run '$(TIMING_TESTS)' .
+	@echo "== . and runtime/engine (global limits: rates and timing bounds, without the race detector)"
+	@$(GO) test -count=1 -timeout 10m -run '$(TIMING_TESTS)' . ./runtime/engine
 	@echo "== internal/pgfaults (PostgreSQL failover at full size, 10,000 jobs each, without the race detector)"
 	@cd internal/pgfaults && $(GO) test -count=1 -timeout 10m -run 'TestFailover' .
 

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -157,38 +156,5 @@ func TestOpts_MetadataAndTags(t *testing.T) {
 		func(context.Context, struct{}) error { return nil })}})
 	if !errors.Is(err, ErrInvalidTag) || !strings.Contains(err.Error(), `"t.BadTags"`) {
 		t.Errorf("Open with bad task tags: %v, want ErrInvalidTag naming the handler", err)
-	}
-}
-
-// TestTimeout_HandlerIgnoringItsContext: an attempt that outlives its
-// timeout is a retryable *TimeoutError even when the handler ignores its
-// context and returns nil: it is retried, then dead-lettered, never
-// recorded completed.
-func TestTimeout_HandlerIgnoringItsContext(t *testing.T) {
-	t.Parallel()
-	var calls atomic.Int32
-	h := Handler{Name: "t.Stubborn", Options: TaskOptions{Timeout: 50 * time.Millisecond, MaxRetries: Ptr(1), RetryDelay: time.Millisecond},
-		Func: func(ctx context.Context, _ *Job) (any, error) {
-			calls.Add(1)
-			<-ctx.Done() // past the deadline, then claims success
-			return "done", nil
-		}}
-	b := setup(t, Config{Handlers: []Handler{h}})
-	id, err := b.c.Enqueue(b.ctx, "t.Stubborn", struct{}{}, Opts{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	failed := collect(b.c, EventFailed, EventCompleted)
-	defer run(t, b.c)()
-	e := waitEvents(t, failed, 1)[0]
-	if e.Kind != EventFailed || e.JobID != id {
-		t.Fatalf("event %+v, want the job failed", e)
-	}
-	j, err := b.c.Job(b.ctx, id)
-	if err != nil || j.Status != StatusFailed || !strings.Contains(j.LastError, "exceeded 50ms timeout") || j.Result != nil {
-		t.Errorf("job = %+v, %v; want failed with the 50ms timeout, no result", j, err)
-	}
-	if n := calls.Load(); n != 2 {
-		t.Errorf("handler ran %d times, want 2 (the timeout is retryable)", n)
 	}
 }

@@ -96,41 +96,6 @@ func TestClient_Run(t *testing.T) {
 		}
 	})
 
-	t.Run("LeaseLostCompletionRejected", func(t *testing.T) {
-		t.Parallel()
-		started, release := make(chan struct{}), make(chan struct{})
-		h := DefineResult("t.Lost", TaskOptions{}, func(ctx context.Context, _ echoArgs) (string, error) {
-			close(started)
-			<-release
-			return "stale", nil
-		})
-		b := setup(t, Config{Shards: 1, Handlers: []Handler{h}})
-		stop := run(t, b.c)
-		id, _ := b.c.Enqueue(b.ctx, "t.Lost", echoArgs{}, Opts{})
-		<-started
-		// Another worker takes the job over (as after a stuck timeout and
-		// a new claim), in one statement so that Run cannot re-claim it in
-		// between.
-		queueMaxWrite(t, b.dir, 0, `UPDATE fila SET lease = lease + 1, worker_id = 'other' WHERE status = 'processing'`)
-		j, err := b.c.Job(b.ctx, id)
-		if err != nil || j.WorkerID != "other" {
-			t.Fatalf("job after takeover = %+v, %v", j, err)
-		}
-		other := []*Job{j}
-		close(release)
-		stop()
-		ws, _ := b.c.WorkerStats()
-		if ws.LeaseLost != 1 || ws.Processed != 0 {
-			t.Errorf("worker stats lease_lost=%d processed=%d, want 1 and 0", ws.LeaseLost, ws.Processed)
-		}
-		if err := b.c.Complete(b.ctx, other[0], "fresh"); err != nil {
-			t.Fatalf("Complete by owner: %v", err)
-		}
-		if r, err := Result[string](b.ctx, b.c, id); r != "fresh" {
-			t.Errorf("result = %q, %v; want the owner's", r, err)
-		}
-	})
-
 	t.Run("BreakerOpensAfterFailures", func(t *testing.T) {
 		t.Parallel()
 		h := Define("t.Down", TaskOptions{MaxRetries: Ptr(0)}, func(context.Context, echoArgs) error { return httpErr{503} })
@@ -183,51 +148,6 @@ func TestClient_Events(t *testing.T) {
 	}
 }
 
-func TestClient_RunAutoscales(t *testing.T) {
-	t.Parallel()
-	release := make(chan struct{})
-	h := Define("t.Block", TaskOptions{}, func(ctx context.Context, _ echoArgs) error {
-		select {
-		case <-release:
-		case <-ctx.Done():
-		}
-		return nil
-	})
-	b := setup(t, Config{Shards: 2, Handlers: []Handler{h}, Workers: 1,
-		Autoscale: &Autoscale{Min: 1, Max: 6, UpThreshold: 50, DownThreshold: 5, CheckInterval: 10 * time.Millisecond, Cooldown: time.Nanosecond}})
-	params := make([]EnqueueParams, 400)
-	for i := range params {
-		params[i] = EnqueueParams{Task: "t.Block", Payload: echoArgs{i}}
-	}
-	if _, err := b.c.EnqueueMany(b.ctx, params); err != nil {
-		t.Fatal(err)
-	}
-	run(t, b.c)
-	waitFor := func(what string, cond func(WorkerStats) bool) {
-		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		tick := time.NewTicker(5 * time.Millisecond)
-		defer tick.Stop()
-		for range tick.C {
-			if ws, ok := b.c.WorkerStats(); ok && cond(ws) {
-				return
-			}
-			if time.Now().After(deadline) {
-				ws, _ := b.c.WorkerStats()
-				t.Fatalf("%s: worker stats %+v", what, ws)
-			}
-		}
-	}
-	waitFor("scale up to Max under a backlog", func(ws WorkerStats) bool { return ws.Concurrency == 6 && ws.Running == 6 })
-	t.Log("scaled up")
-	close(release)
-	if err := b.c.WaitIdle(b.ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Log("idle")
-	waitFor("scale down to Min once drained", func(ws WorkerStats) bool { return ws.Concurrency == 1 })
-}
-
 func TestClient_Stop(t *testing.T) {
 	t.Parallel()
 	started := make(chan struct{})
@@ -252,72 +172,5 @@ func TestClient_Stop(t *testing.T) {
 	j, _ := b.c.Job(b.ctx, id)
 	if j.Status != StatusPending || j.Attempts != 0 {
 		t.Errorf("job after Stop = %s attempts=%d, want pending with the attempt refunded", j.Status, j.Attempts)
-	}
-}
-
-func TestClient_RunPerTaskBreakers(t *testing.T) {
-	t.Parallel()
-	var healthy atomic.Bool
-	a := Define("t.A", TaskOptions{MaxRetries: Ptr(0)}, func(context.Context, echoArgs) error {
-		if healthy.Load() {
-			return nil
-		}
-		return httpErr{503}
-	})
-	bh := Define("t.B", TaskOptions{}, func(context.Context, echoArgs) error { return nil })
-	b := setup(t, Config{Shards: 1, Handlers: []Handler{a, bh}, CircuitThreshold: 2, CircuitTimeout: 50 * time.Millisecond, Workers: 1})
-	failed := collect(b.c, EventFailed)
-	completed := collect(b.c, EventCompleted)
-	run(t, b.c)
-	b.c.Enqueue(b.ctx, "t.A", echoArgs{}, Opts{})
-	b.c.Enqueue(b.ctx, "t.A", echoArgs{}, Opts{})
-	waitEvents(t, failed, 2)
-	// t.A is open, or already half-open if the machine is slow; either
-	// way it is not closed, and t.B is.
-	s, _ := b.c.Stats(b.ctx)
-	if s.Circuits["t.A"] == "closed" || s.Circuits["t.B"] != "closed" || s.CircuitState == "closed" {
-		t.Fatalf("circuits = %v (overall %s), want t.A tripped and t.B closed", s.Circuits, s.CircuitState)
-	}
-	// t.B keeps running while t.A's breaker is open.
-	b.c.Enqueue(b.ctx, "t.B", echoArgs{}, Opts{})
-	if e := waitEvents(t, completed, 1)[0]; e.Task != "t.B" {
-		t.Fatalf("completed %s, want t.B", e.Task)
-	}
-	// After the timeout t.A's probe finds no job and is released; a later
-	// t.A job is still let through, and its success closes the breaker.
-	healthy.Store(true)
-	b.c.Enqueue(b.ctx, "t.A", echoArgs{}, Opts{})
-	if e := waitEvents(t, completed, 1)[0]; e.Task != "t.A" {
-		t.Fatalf("completed %s, want t.A", e.Task)
-	}
-	s, _ = b.c.Stats(b.ctx)
-	if s.Circuits["t.A"] != "closed" {
-		t.Errorf("t.A circuit = %s after a successful probe, want closed", s.Circuits["t.A"])
-	}
-}
-
-func TestClient_RunRateLimitedTaskDoesNotBlockOthers(t *testing.T) {
-	t.Parallel()
-	slow := Define("t.Slow", TaskOptions{RateLimit: Rate{Limit: 1, Per: time.Hour}}, func(context.Context, echoArgs) error { return nil })
-	fast := Define("t.Fast", TaskOptions{}, func(context.Context, echoArgs) error { return nil })
-	b := setup(t, Config{Shards: 1, Handlers: []Handler{slow, fast}, Workers: 2})
-	evs := collect(b.c, EventCompleted)
-	for range 5 {
-		b.c.Enqueue(b.ctx, "t.Slow", echoArgs{}, Opts{})
-	}
-	for range 20 {
-		b.c.Enqueue(b.ctx, "t.Fast", echoArgs{}, Opts{})
-	}
-	run(t, b.c)
-	count := map[string]int{}
-	for _, e := range waitEvents(t, evs, 21) {
-		count[e.Task]++
-	}
-	if count["t.Slow"] != 1 || count["t.Fast"] != 20 {
-		t.Errorf("completed %v, want 1 t.Slow (one token per hour) and all 20 t.Fast", count)
-	}
-	ts, _ := b.c.TaskStats(b.ctx, "t.Slow")
-	if ts.Pending != 4 || ts.Processing != 0 {
-		t.Errorf("t.Slow stats = %+v, want 4 pending and none holding a worker", ts)
 	}
 }

@@ -32,7 +32,15 @@ type live struct {
 // hs; adjust l.cfg and l.exec, then call start.
 func newLive(t *testing.T, hs map[string]*Handler) *live {
 	t.Helper()
-	st, err := sqlitestore.Open(t.Context(), sqlitestore.Options{Dir: t.TempDir(), Shards: 1})
+	return newLiveIn(t, t.TempDir(), 1, hs)
+}
+
+// newLiveIn is newLive on the data directory dir of shards shards: a
+// second one on the same directory is another process (its own store,
+// worker ID and events) sharing the queue.
+func newLiveIn(t *testing.T, dir string, shards int, hs map[string]*Handler) *live {
+	t.Helper()
+	st, err := sqlitestore.Open(t.Context(), sqlitestore.Options{Dir: dir, Shards: shards})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +49,7 @@ func newLive(t *testing.T, hs map[string]*Handler) *live {
 	l := &live{t: t, st: st, ev: NewEvents(log, time.Now)}
 	wake := make(chan struct{}, 1)
 	l.exec = ExecConfig{Store: st, Handlers: hs, Events: l.ev, RetryDelay: time.Second, MaxSnoozes: 100, Wake: wake, Log: log}
-	l.cfg = Config{Store: st, WorkerID: "w1", Shards: 1, Workers: 8, ClaimBatch: 8,
+	l.cfg = Config{Store: st, WorkerID: "w1", Shards: shards, Workers: 8, ClaimBatch: 8,
 		PollInterval: time.Millisecond, HeartbeatInterval: time.Second, RecoveryInterval: time.Minute,
 		DrainTimeout: 5 * time.Second, ShutdownGrace: time.Second, StuckTimeout: time.Minute,
 		Tasks: slices.Sorted(func(yield func(string) bool) {

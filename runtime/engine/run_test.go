@@ -279,3 +279,34 @@ func TestRun_ScheduledJobsWaitForRunAt(t *testing.T) {
 		t.Errorf("job ran at %v, before its run-at %v", ran, at)
 	}
 }
+
+// TestRun_TimeoutWhenHandlerIgnoresItsContext: an attempt that outlives
+// its timeout is a retryable timeout even when the handler ignores its
+// context and returns success: it is retried, then dead-lettered, never
+// recorded completed.
+func TestRun_TimeoutWhenHandlerIgnoresItsContext(t *testing.T) {
+	t.Parallel()
+	var calls atomic.Int64
+	h := handle(func(ctx context.Context, _ *store.Job) (any, error) {
+		calls.Add(1)
+		<-ctx.Done() // past the deadline, then claims success
+		return "done", nil
+	})
+	h.Timeout = 50 * time.Millisecond
+	l := newLive(t, map[string]*Handler{"t.Stubborn": h})
+	l.start()
+	ids, err := l.st.Insert(t.Context(), []store.InsertParams{{Task: "t.Stubborn", Payload: []byte(`{}`), MaxAttempts: 2,
+		RetryDelay: time.Millisecond, Now: time.Now().UTC()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := l.wait(1, queuemaxtype.EventFailed, queuemaxtype.EventCompleted)[0]; e.Kind != queuemaxtype.EventFailed || e.JobID != ids[0] {
+		t.Fatalf("event %+v, want job %d failed", e, ids[0])
+	}
+	if j := l.job(ids[0]); j.Status != store.StatusFailed || !strings.Contains(j.LastError, "exceeded 50ms timeout") || j.Result != nil {
+		t.Errorf("job = %s %q result %s; want failed with the 50ms timeout, no result", j.Status, j.LastError, j.Result)
+	}
+	if n := calls.Load(); n != 2 {
+		t.Errorf("handler ran %d times, want 2 (the timeout is retryable)", n)
+	}
+}
