@@ -20,10 +20,11 @@ import (
 // steps while the test kills one with SIGKILL and starts another, again
 // and again. Step one returns a value, step two walks five items with a
 // cursor, step three reads both. Every side effect is appended as one line
-// (event, job, step, pid) to a record file outside the queue, with
+// (event, job, step, pid, time) to a record file outside the queue, with
 // O_APPEND. The record must show each side effect happening once per job,
 // except where a killed process had already done it (it died before its
-// step, or its item's cursor, was recorded), that no step ran with another
+// step, or its item's cursor, was recorded) or a live one had done it a
+// stuck timeout earlier (it stalled, and recovery took its job back), that no step ran with another
 // step's wrong result, and every job must complete. QUEUEMAX_STEP_CHAOS
 // sets the number of jobs (default 200).
 
@@ -32,6 +33,8 @@ const (
 	stepChaosRecordEnv = "QUEUEMAX_STEP_RECORD"
 	stepChaosTask      = "stepchaos.Job"
 	stepChaosItems     = 5
+	// stepChaosStuck is the children's stuck timeout.
+	stepChaosStuck = 2 * time.Second
 )
 
 type stepChaosArgs struct {
@@ -51,7 +54,7 @@ func stepChaosChild(ctx context.Context, dir string, shards int, say func(string
 		mu.Lock()
 		defer mu.Unlock()
 		// One write of one line: O_APPEND keeps lines of processes apart.
-		fmt.Fprintf(f, "%s %d %s %d\n", ev, n, step, os.Getpid())
+		fmt.Fprintf(f, "%s %d %s %d %d\n", ev, n, step, os.Getpid(), time.Now().UnixNano())
 	}
 	work := func() { time.Sleep(time.Duration(rand.IntN(12000)) * time.Microsecond) }
 	h := Define(stepChaosTask, TaskOptions{MaxRetries: Ptr(100)}, func(ctx context.Context, a stepChaosArgs) error {
@@ -92,7 +95,7 @@ func stepChaosChild(ctx context.Context, dir string, shards int, say func(string
 	})
 	c, err := Open(ctx, childConfig(dir, shards, Config{
 		Logger: slog.New(slog.DiscardHandler), Handlers: []Handler{h}, Workers: 2, HeartbeatInterval: 100 * time.Millisecond,
-		StuckTimeout: 2 * time.Second, RecoveryInterval: 100 * time.Millisecond, DrainTimeout: time.Second}))
+		StuckTimeout: stepChaosStuck, RecoveryInterval: 100 * time.Millisecond, DrainTimeout: time.Second}))
 	if err != nil {
 		say("error %v", err)
 		return 1
@@ -198,14 +201,19 @@ func stepChaos(t *testing.T, b *testBundle, dir string, shards int, env []string
 		t.Fatal(err)
 	}
 	defer f.Close()
-	effects := map[string][]int{} // "job/step" → the pids that did it, in order
+	type effect struct {
+		pid int
+		at  int64
+	}
+	effects := map[string][]effect{} // "job/step" → who did it when, in order
 	sc := bufio.NewScanner(f)
 	line := 0
 	for sc.Scan() {
 		line++
 		var ev, step string
 		var job, pid int
-		if _, err := fmt.Sscanf(sc.Text(), "%s %d %s %d", &ev, &job, &step, &pid); err != nil {
+		var at int64
+		if _, err := fmt.Sscanf(sc.Text(), "%s %d %s %d %d", &ev, &job, &step, &pid, &at); err != nil {
 			// A process killed mid-write leaves at most a torn last line.
 			t.Logf("record line %d %q: %v (a torn write of a killed process?)", line, sc.Text(), err)
 			continue
@@ -215,7 +223,7 @@ func stepChaos(t *testing.T, b *testBundle, dir string, shards int, env []string
 			t.Errorf("job %d step %s read a wrong result (pid %d)", job, step, pid)
 		case "effect":
 			k := strconv.Itoa(job) + "/" + step
-			effects[k] = append(effects[k], pid)
+			effects[k] = append(effects[k], effect{pid, at})
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -230,26 +238,29 @@ func stepChaos(t *testing.T, b *testBundle, dir string, shards int, env []string
 	for i := range n {
 		for si, s := range steps {
 			k := strconv.Itoa(i) + "/" + s
-			pids := effects[k]
-			if len(pids) == 0 {
+			es := effects[k]
+			if len(es) == 0 {
 				t.Errorf("side effect %s never happened", k)
 				continue
 			}
 			// Every effect but the last was done by a process killed
 			// inside that step, before it recorded the step (or the
-			// item's cursor): it did nothing of a later step or item.
-			for _, pid := range pids[:len(pids)-1] {
-				if !killed[pid] {
-					t.Errorf("side effect %s happened %d times: pid %d, which was not killed, did it before another process did it again", k, len(pids), pid)
+			// item's cursor), or by a live one that stalled there past
+			// the stuck timeout (recovery took its job back): it did
+			// nothing of a later step or item.
+			for x, e := range es[:len(es)-1] {
+				gap := time.Duration(es[x+1].at - e.at)
+				if !killed[e.pid] && gap < stepChaosStuck {
+					t.Errorf("side effect %s happened %d times: pid %d, which was not killed, did it %v before another process did it again (stuck timeout %v)", k, len(es), e.pid, gap, stepChaosStuck)
 				}
 				for _, later := range steps[si+1:] {
-					if slices.Contains(effects[strconv.Itoa(i)+"/"+later], pid) {
-						t.Errorf("side effect %s happened %d times: pid %d did it and went on to %s, so the step was recorded, yet it ran again", k, len(pids), pid, later)
+					if slices.ContainsFunc(effects[strconv.Itoa(i)+"/"+later], func(l effect) bool { return l.pid == e.pid }) {
+						t.Errorf("side effect %s happened %d times: pid %d did it and went on to %s, so the step was recorded, yet it ran again", k, len(es), e.pid, later)
 						break
 					}
 				}
 			}
-			repeats += len(pids) - 1
+			repeats += len(es) - 1
 		}
 	}
 	t.Logf("%d jobs of 3 steps (%d side effects each), %d processes, %d kills, %d side effects repeated after a kill",
