@@ -397,17 +397,17 @@ func testQueueSaturatedPrefetch(t *testing.T, cfg Config) {
 	var loweredAt atomic.Int64 // unix ns
 	release := make(chan struct{})
 	h := Define("t.QSat", TaskOptions{Queue: "sat"}, func(ctx context.Context, a echoArgs) error {
-		s := span{start: time.Now()}
+		s := span{Start: time.Now()}
 		first := started.Add(1) <= 4
 		if first {
 			<-release // the first four hold every worker until the cap changed
 		}
-		s.end = time.Now()
+		s.End = time.Now()
 		mu.Lock()
 		switch {
 		case first:
 			old = append(old, s)
-		case loweredAt.Load() != 0 && s.start.UnixNano() > loweredAt.Load():
+		case loweredAt.Load() != 0 && s.Start.UnixNano() > loweredAt.Load():
 			later = append(later, s)
 		}
 		mu.Unlock()
@@ -488,7 +488,7 @@ func testQueueSaturatedPrefetch(t *testing.T, cfg Config) {
 	for _, s := range later {
 		at := 0
 		for _, o := range all {
-			if !o.start.After(s.start) && o.end.After(s.start) {
+			if !o.Start.After(s.Start) && o.End.After(s.Start) {
 				at++
 			}
 		}
@@ -524,7 +524,7 @@ func testQueueConcurrency(t *testing.T, cfg Config) {
 	var running, most, started atomic.Int64
 	release := make(chan struct{})
 	h := Define("t.QLim", TaskOptions{Queue: "lim"}, func(ctx context.Context, a echoArgs) error {
-		s := span{start: time.Now()}
+		s := span{Start: time.Now()}
 		n := running.Add(1)
 		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
 		}
@@ -534,7 +534,7 @@ func testQueueConcurrency(t *testing.T, cfg Config) {
 			time.Sleep(time.Millisecond) // the job's work
 		}
 		running.Add(-1)
-		s.end = time.Now()
+		s.End = time.Now()
 		mu.Lock()
 		spans = append(spans, s)
 		mu.Unlock()
@@ -721,14 +721,14 @@ func testWideAndKeyConcurrency(t *testing.T, cfg Config) {
 	held := make(chan struct{})
 	release := make(chan struct{})
 	h := Define(task, TaskOptions{GlobalConcurrency: 3, KeyConcurrency: 1, LimitBy: "customer"}, func(ctx context.Context, a custArgs) error {
-		s := span{start: time.Now()}
+		s := span{Start: time.Now()}
 		if a.Customer == 0 && a.N == 0 {
 			holding.Do(func() { close(held) })
 			<-release
 		} else {
 			time.Sleep(3 * time.Millisecond) // the job's work
 		}
-		s.end = time.Now()
+		s.End = time.Now()
 		mu.Lock()
 		spans = append(spans, s)
 		perCust[a.Customer] = append(perCust[a.Customer], s)

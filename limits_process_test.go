@@ -187,7 +187,7 @@ func spansOf(evs []glEvent, cut time.Time, kid int) []span {
 		if e.start {
 			open[k] = e.at
 		} else if s, ok := open[k]; ok {
-			out = append(out, span{s, e.at})
+			out = append(out, span{Start: s, End: e.at})
 			delete(open, k)
 		}
 	}
@@ -195,7 +195,7 @@ func spansOf(evs []glEvent, cut time.Time, kid int) []span {
 		if cut.Before(s) {
 			cut = s
 		}
-		out = append(out, span{s, cut})
+		out = append(out, span{Start: s, End: cut})
 	}
 	return out
 }
@@ -271,8 +271,8 @@ func testProcessConcurrencyKill(t *testing.T, cfg Config) {
 	back := time.Time{}
 	for _, s := range spansOf(surv, time.Now(), -1) {
 		for _, o := range spansOf(surv, time.Now(), -1) {
-			if s != o && s.start.After(killed) && !o.start.After(s.start) && o.end.After(s.start) && (back.IsZero() || s.start.Before(back)) {
-				back = s.start
+			if s != o && s.Start.After(killed) && !o.Start.After(s.Start) && o.End.After(s.Start) && (back.IsZero() || s.Start.Before(back)) {
+				back = s.Start
 			}
 		}
 	}

@@ -34,7 +34,7 @@ var layers = []struct {
 	prefixes []string
 }{
 	{"leaf types and pure helpers", []string{"/queuemaxtype", "/internal/clock", "/internal/codec", "/internal/cputime",
-		"/internal/suggest", "/internal/repomod", "/internal/pgtest", "/runtime/shard"}},
+		"/internal/suggest", "/internal/repomod", "/internal/pgtest", "/internal/limitcheck", "/runtime/shard"}},
 	{"formats over the leaf types", []string{"/internal/jsonl", "/internal/jsonview"}},
 	{"the store contract", []string{"/runtime/store"}},
 	{"engine parts and stores", []string{"/runtime/breaker", "/runtime/ratelimit", "/runtime/scale", "/runtime/enqueue", "/runtime/admission",

@@ -344,14 +344,14 @@ func TestWideAndKeyLimits_Concurrency(t *testing.T) {
 	h := handle(func(_ context.Context, j *store.Job) (any, error) {
 		var a custArgs
 		argsOf(t, j, &a)
-		s := span{start: time.Now()}
+		s := span{Start: time.Now()}
 		if a.Customer == 0 && a.N == 0 {
 			holding.Do(func() { close(held) })
 			<-release
 		} else {
 			time.Sleep(3 * time.Millisecond) // the job's work
 		}
-		s.end = time.Now()
+		s.End = time.Now()
 		mu.Lock()
 		spans = append(spans, s)
 		perCust[a.Customer] = append(perCust[a.Customer], s)

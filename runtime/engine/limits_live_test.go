@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queuemax/queuemax/internal/limitcheck"
 	"github.com/queuemax/queuemax/queuemaxtype"
 	"github.com/queuemax/queuemax/runtime/admission"
 	"github.com/queuemax/queuemax/runtime/store"
@@ -19,65 +20,18 @@ import (
 // engines: two engines on one data directory are two processes sharing
 // the queue, their limits held in the store.
 
-// span is one execution as its handler saw it.
-type span struct{ start, end time.Time }
+// span, maxOverlap, maxInWindow and checkRate are internal/limitcheck's,
+// shared with the root package's limit tests.
+type span = limitcheck.Span
 
-// maxOverlap returns the most spans running at one instant.
-func maxOverlap(spans []span) int {
-	type ev struct {
-		t time.Time
-		d int
-	}
-	evs := make([]ev, 0, 2*len(spans))
-	for _, s := range spans {
-		evs = append(evs, ev{s.start, 1}, ev{s.end, -1})
-	}
-	// An end and a start at the same instant do not overlap.
-	sort.Slice(evs, func(i, j int) bool {
-		if !evs[i].t.Equal(evs[j].t) {
-			return evs[i].t.Before(evs[j].t)
-		}
-		return evs[i].d < evs[j].d
-	})
-	n, most := 0, 0
-	for _, e := range evs {
-		n += e.d
-		most = max(most, n)
-	}
-	return most
-}
+var (
+	maxOverlap  = limitcheck.MaxOverlap
+	maxInWindow = limitcheck.MaxInWindow
+)
 
-// checkRate fails t when a window of per holds more than n of starts (a
-// rate of n per per). The engine moves a start's token to the instant it
-// calls the handler, and a token stays out for per and a margin of per/50
-// (20 ms a second); the test's handler reads its own clock once it runs,
-// and the move is a store write of its own. Under the race detector on a
-// loaded machine both can come late: there the windows checked are a
-// tenth shorter and may hold a claim's worth more (claim: a process's
-// free workers), and `make test` runs these tests again without the race
-// detector, where the exact bound holds (TIMING_TESTS in the Makefile).
 func checkRate(t *testing.T, starts []time.Time, n int, per time.Duration, claim int) {
 	t.Helper()
-	w, most := per, n
-	if raceEnabled {
-		w, most = per-per/10, n+claim
-	}
-	if m := maxInWindow(starts, w); m > most {
-		t.Errorf("%d starts within %v; want at most the burst, %d (%d under the race detector)", m, w, n, n+claim)
-	}
-}
-
-// maxInWindow returns the most times within any window of length w.
-func maxInWindow(ts []time.Time, w time.Duration) int {
-	sort.Slice(ts, func(i, j int) bool { return ts[i].Before(ts[j]) })
-	most, lo := 0, 0
-	for hi := range ts {
-		for ts[hi].Sub(ts[lo]) >= w {
-			lo++
-		}
-		most = max(most, hi-lo+1)
-	}
-	return most
+	limitcheck.Rate(t, starts, n, per, claim, raceEnabled)
 }
 
 // waitFor polls cond until it holds, failing t after 30 s.
@@ -205,7 +159,7 @@ func TestGlobalLimits_TwoEngines(t *testing.T) {
 	h := handle(func(ctx context.Context, j *store.Job) (any, error) {
 		var a nArgs
 		argsOf(t, j, &a)
-		s := span{start: time.Now()}
+		s := span{Start: time.Now()}
 		raise(&most, running.Add(1))
 		if a.N == 0 {
 			close(holding)
@@ -214,7 +168,7 @@ func TestGlobalLimits_TwoEngines(t *testing.T) {
 			time.Sleep(2 * time.Millisecond) // the job's work
 		}
 		running.Add(-1)
-		s.end = time.Now()
+		s.End = time.Now()
 		mu.Lock()
 		spans = append(spans, s)
 		mu.Unlock()

@@ -38,7 +38,7 @@ func TestQueueLimits_Concurrency(t *testing.T) {
 	var running, most, started atomic.Int64
 	release := make(chan struct{})
 	h := handle(func(context.Context, *store.Job) (any, error) {
-		s := span{start: time.Now()}
+		s := span{Start: time.Now()}
 		raise(&most, running.Add(1))
 		if started.Add(1) <= 2 {
 			<-release // the first two hold their slots until the test saw them
@@ -46,7 +46,7 @@ func TestQueueLimits_Concurrency(t *testing.T) {
 			time.Sleep(time.Millisecond) // the job's work
 		}
 		running.Add(-1)
-		s.end = time.Now()
+		s.End = time.Now()
 		mu.Lock()
 		spans = append(spans, s)
 		mu.Unlock()
@@ -172,17 +172,17 @@ func TestQueueLimits_SaturatedPrefetch(t *testing.T) {
 	var loweredAt atomic.Int64 // unix ns
 	release := make(chan struct{})
 	h := handle(func(context.Context, *store.Job) (any, error) {
-		s := span{start: time.Now()}
+		s := span{Start: time.Now()}
 		first := started.Add(1) <= 4
 		if first {
 			<-release // the first four hold every worker until the cap changed
 		}
-		s.end = time.Now()
+		s.End = time.Now()
 		mu.Lock()
 		switch {
 		case first:
 			old = append(old, s)
-		case loweredAt.Load() != 0 && s.start.UnixNano() > loweredAt.Load():
+		case loweredAt.Load() != 0 && s.Start.UnixNano() > loweredAt.Load():
 			later = append(later, s)
 		}
 		mu.Unlock()
@@ -241,7 +241,7 @@ func TestQueueLimits_SaturatedPrefetch(t *testing.T) {
 	for _, s := range later {
 		at := 0
 		for _, o := range all {
-			if !o.start.After(s.start) && o.end.After(s.start) {
+			if !o.Start.After(s.Start) && o.End.After(s.Start) {
 				at++
 			}
 		}
