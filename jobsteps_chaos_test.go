@@ -263,6 +263,6 @@ func stepChaos(t *testing.T, b *testBundle, dir string, shards int, env []string
 			repeats += len(es) - 1
 		}
 	}
-	t.Logf("%d jobs of 3 steps (%d side effects each), %d processes, %d kills, %d side effects repeated after a kill",
+	t.Logf("%d jobs of 3 steps (%d side effects each), %d processes, %d kills, %d side effects repeated after a kill or a stall",
 		n, len(steps), procs, kills, repeats)
 }
