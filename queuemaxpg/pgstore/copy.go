@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/queuemax/queuemax/runtime/store"
@@ -180,11 +181,22 @@ var be = binary.BigEndian
 // header extension.
 const copyHeader = "PGCOPY\n\377\r\n\000\000\000\000\000\000\000\000\000"
 
-// encodeCopy returns jobs with their ids as one binary COPY stream of
-// cols.
-func encodeCopy(cols []jobCol, jobs []store.InsertParams, seqs []int64) []byte {
-	b := make([]byte, 0, len(copyHeader)+len(jobs)*(96+len(cols)*4)+2)
-	b = append(b, copyHeader...)
+// copyBufs holds COPY streams' buffers for reuse: a batch of 1,000 jobs
+// is a buffer of ~150 kB, which costs more to allocate (and zero, and
+// collect) than to encode into. insertCopy returns a buffer only once
+// COPY has succeeded, when pgconn's reader of it has finished; a buffer
+// above copyBufMax is left to the collector.
+var copyBufs sync.Pool
+
+const copyBufMax = 4 << 20
+
+// encodeCopy appends jobs with their ids as one binary COPY stream of
+// cols to b[:0].
+func encodeCopy(b []byte, cols []jobCol, jobs []store.InsertParams, seqs []int64) []byte {
+	if need := len(copyHeader) + len(jobs)*(96+len(cols)*4) + 2; cap(b) < need {
+		b = make([]byte, 0, need)
+	}
+	b = append(b[:0], copyHeader...)
 	for i := range jobs {
 		j := &jobs[i]
 		b = be.AppendUint16(b, uint16(len(cols)))
@@ -216,10 +228,19 @@ func (s *Store) insertCopy(ctx context.Context, jobs []store.InsertParams) ([]st
 		return nil, fmt.Errorf("queuemax: insert jobs: %d ids taken for %d jobs", len(seqs), len(jobs))
 	}
 	slices.Sort(seqs)
-	data := encodeCopy(copyCols(s.host), jobs, seqs)
+	var buf []byte
+	if p, ok := copyBufs.Get().(*[]byte); ok {
+		buf = *p
+	}
+	data := encodeCopy(buf, copyCols(s.host), jobs, seqs)
 	tag, err := conn.Conn().PgConn().CopyFrom(ctx, bytes.NewReader(data), s.q.copy)
 	if err != nil {
+		// pgconn may return before its reader of data stops: data is
+		// not reused.
 		return nil, fmt.Errorf("queuemax: insert jobs (COPY): %w", err)
+	}
+	if cap(data) <= copyBufMax {
+		copyBufs.Put(&data)
 	}
 	if n := tag.RowsAffected(); int(n) != len(jobs) {
 		return nil, fmt.Errorf("queuemax: insert jobs (COPY): %d rows written for %d jobs", n, len(jobs))

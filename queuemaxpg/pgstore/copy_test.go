@@ -1,6 +1,7 @@
 package pgstore
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"testing"
@@ -93,5 +94,30 @@ func TestInsertCopy_SameJobsAsInsert(t *testing.T) {
 				t.Error("a batch below copyMin is copyable")
 			}
 		})
+	}
+}
+
+// encodeCopy writes the same stream into a reused buffer as into a new
+// one, whatever the buffer held before: a larger batch's stream, or a
+// smaller one's (then the buffer is too small and replaced).
+func TestEncodeCopy_ReusedBuffer(t *testing.T) {
+	batch := func(n int) ([]store.InsertParams, []int64) {
+		jobs := make([]store.InsertParams, n)
+		seqs := make([]int64, n)
+		for i := range jobs {
+			jobs[i] = store.InsertParams{Task: "t", Payload: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i)), Tags: []string{"a"}}
+			seqs[i] = int64(100 + i)
+		}
+		return jobs, seqs
+	}
+	cols := copyCols(false)
+	bigJobs, bigSeqs := batch(3 * copyMin)
+	smallJobs, smallSeqs := batch(copyMin)
+	big, small := encodeCopy(nil, cols, bigJobs, bigSeqs), encodeCopy(nil, cols, smallJobs, smallSeqs)
+	if got := encodeCopy(encodeCopy(nil, cols, bigJobs, bigSeqs), cols, smallJobs, smallSeqs); !bytes.Equal(got, small) {
+		t.Errorf("a small batch into a big batch's buffer: %d bytes, want %d", len(got), len(small))
+	}
+	if got := encodeCopy(make([]byte, 0, len(small)), cols, bigJobs, bigSeqs); !bytes.Equal(got, big) {
+		t.Errorf("a big batch into a small batch's buffer: %d bytes, want %d", len(got), len(big))
 	}
 }

@@ -121,9 +121,13 @@ func CheckUnique(u queuemaxtype.UniqueOpts) error {
 }
 
 // EncodePayload marshals v (a json.RawMessage or []byte is taken as it
-// is) and checks it with CheckPayload.
+// is) and checks it with CheckPayload. What json.Marshal returns is not
+// scanned for validity again: encoding/json writes valid JSON and checks
+// what a MarshalJSON method returns (an invalid one is Marshal's error),
+// so only the size, the object and the depth are left to check.
 func EncodePayload(v any) (json.RawMessage, error) {
 	var raw []byte
+	valid := false
 	switch p := v.(type) {
 	case json.RawMessage:
 		raw = p
@@ -134,9 +138,9 @@ func EncodePayload(v any) (json.RawMessage, error) {
 		if err != nil {
 			return nil, &PayloadError{Reason: "not JSON-encodable: " + err.Error()}
 		}
-		raw = b
+		raw, valid = b, true
 	}
-	if err := CheckPayload(raw); err != nil {
+	if err := checkPayload(raw, valid); err != nil {
 		return nil, err
 	}
 	return raw, nil
@@ -145,7 +149,11 @@ func EncodePayload(v any) (json.RawMessage, error) {
 // CheckPayload validates raw JSON: an object, at most MaxPayloadBytes,
 // nested at most MaxPayloadDepth levels (the root object is level 0). Its
 // error is a *PayloadError.
-func CheckPayload(raw []byte) error {
+func CheckPayload(raw []byte) error { return checkPayload(raw, false) }
+
+// checkPayload is CheckPayload, without the validity scan when raw is
+// known to be valid JSON (encoding/json's own output).
+func checkPayload(raw []byte, valid bool) error {
 	if len(raw) > MaxPayloadBytes {
 		return &PayloadError{Reason: fmt.Sprintf("%d bytes exceeds the %d-byte limit", len(raw), MaxPayloadBytes)}
 	}
@@ -157,7 +165,7 @@ func CheckPayload(raw []byte) error {
 		}
 		return &PayloadError{Reason: "must be a JSON object, got " + kind}
 	}
-	if !json.Valid(raw) {
+	if !valid && !json.Valid(raw) {
 		return &PayloadError{Reason: "not valid JSON"}
 	}
 	// Depth scan, as queue-max counts it: the root object is level 0, and a
