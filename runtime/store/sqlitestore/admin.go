@@ -466,8 +466,9 @@ func (sh *shardDB) forFile(q string) string {
 }
 
 // sqlPendingHeads is the first pending job in claim order of each queue
-// (perQueueSQL): the shard's head is the first of them.
-var sqlPendingHeads = perQueueSQL("", "1", "1")
+// (perQueueSQL): the shard's head is the first of them. It names no index:
+// a read-only store may read a file from before idx_qm_ready.
+var sqlPendingHeads = strings.Replace(perQueueSQL("", "1", "1"), fromReady, "fila", 1)
 
 func shardStats(ctx context.Context, sh *shardDB, st *store.ShardStats, now time.Time) error {
 	// One partial index per kind of status (sqlStatusCounts): the counts

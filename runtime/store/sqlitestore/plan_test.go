@@ -11,8 +11,17 @@ import (
 // whole job table, whose kept finished rows can outnumber the waiting
 // ones by far (the idle cost must not grow with them), and the claims
 // must walk a claim index in order rather than sort.
+//
+// Both layouts: the queue-max layout's idx_qm_pop (every pending row,
+// for queue-max's own pop) must not draw a claim of ours off its index.
 func TestQueryPlans(t *testing.T) {
-	st, err := Open(t.Context(), Options{Dir: t.TempDir(), Shards: 1})
+	for _, layout := range []Layout{LayoutNative, LayoutQueueMax} {
+		t.Run(string(layout), func(t *testing.T) { testQueryPlans(t, layout) })
+	}
+}
+
+func testQueryPlans(t *testing.T, layout Layout) {
+	st, err := Open(t.Context(), Options{Dir: t.TempDir(), Shards: 1, Layout: layout})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,6 +65,15 @@ func TestQueryPlans(t *testing.T) {
 		{"complete and keep", sqlCompleteKeepSet, []any{`[[1,2,"",null,"x"]]`}, nil},
 		{"complete, plain round", sqlCompleteDeleteLite, []any{`{"1":2}`, ""}, []string{"SEARCH f USING INTEGER PRIMARY KEY (rowid=?)"}},
 		{"complete and keep, plain round", sqlCompleteKeepLite, []any{`{"1":"2026-01-01T00:00:00.000Z2"}`, ""}, []string{"SEARCH fila USING INTEGER PRIMARY KEY (rowid=?)"}},
+	}
+	if layout == LayoutQueueMax {
+		// queue-max 0.2.0's pop (its behaviour spec, §6.6).
+		tests = append(tests, struct {
+			name, sql string
+			args      []any
+			want      []string
+		}{"queue-max's pop", `SELECT * FROM fila WHERE status = 'pending' AND (next_retry_at IS NULL OR next_retry_at <= ?)
+			ORDER BY priority DESC, id LIMIT 1`, []any{now}, []string{"SCAN fila USING INDEX idx_qm_pop"}})
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -28,7 +28,13 @@ func notPaused(q string) string {
 // order. A statement that repeats one of these predicates literally is
 // what lets SQLite use that partial index; one that says only
 // status = 'pending' reads neither and scans the table.
+//
+// A statement that walks the default queue's jobs names idx_qm_ready
+// (fromReady): in the queue-max layout idx_qm_pop (every pending row, for
+// queue-max's own pop) matches the same predicate, and SQLite would walk
+// it, stepping over the named queues' jobs.
 const (
+	fromReady       = `fila INDEXED BY idx_qm_ready`
 	sqlDefaultQueue = `queue = '` + store.DefaultQueue + `'`
 	sqlNamedQueue   = `queue <> '` + store.DefaultQueue + `'`
 	sqlReadyDefault = `status = 'pending' AND ` + sqlDefaultQueue
@@ -57,7 +63,7 @@ func perQueueSQL(cond, keep, lim string) string {
 			UNION ALL
 			SELECT (SELECT queue FROM fila WHERE ` + sqlReadyNamed + ` AND queue > h.q ORDER BY queue LIMIT 1)
 			FROM h WHERE h.q IS NOT NULL)
-		SELECT id, priority FROM (SELECT id, priority FROM fila WHERE ` + sqlReadyDefault + cond + `
+		SELECT id, priority FROM (SELECT id, priority FROM ` + fromReady + ` WHERE ` + sqlReadyDefault + cond + `
 			ORDER BY priority DESC, id LIMIT CASE WHEN ` + k(`'`+store.DefaultQueue+`'`) + ` THEN ` + lim + ` ELSE 0 END)
 		UNION ALL
 		SELECT f.id, f.priority FROM h JOIN fila f ON f.id IN (SELECT id FROM fila
@@ -89,9 +95,13 @@ func claimQueuesSQL(n, q, def int) string {
 		}
 		// A paused queue's branch takes nothing, tested in its LIMIT,
 		// once: as a WHERE term it would be tested at every row.
-		branches[i] = fmt.Sprintf(`SELECT id, priority FROM (SELECT id, priority FROM fila
+		from := "fila"
+		if i == def {
+			from = fromReady
+		}
+		branches[i] = fmt.Sprintf(`SELECT id, priority FROM (SELECT id, priority FROM %s
 			WHERE %s AND (next_retry_at IS NULL OR next_retry_at <= ?2)%s
-			ORDER BY priority DESC, id LIMIT CASE WHEN %s THEN ?%d ELSE 0 END)`, ready, tasks, notPaused(fmt.Sprintf("?%d", name)), limit)
+			ORDER BY priority DESC, id LIMIT CASE WHEN %s THEN ?%d ELSE 0 END)`, from, ready, tasks, notPaused(fmt.Sprintf("?%d", name)), limit)
 	}
 	return sqlClaimSet + `
 		WHERE id IN (SELECT id FROM (` + strings.Join(branches, `

@@ -39,14 +39,14 @@ const (
 	sqlClaimSet = `UPDATE fila SET status = 'processing', worker_id = ?1, heartbeat = ?2, started_at = ?2,
 		tentativas = tentativas + 1, lease = ?3, completed_at = NULL, cancel_requested = 0`
 	sqlClaimHead = sqlClaimSet + `
-		WHERE id IN (SELECT id FROM fila WHERE ` + sqlReadyDefault + `
+		WHERE id IN (SELECT id FROM ` + fromReady + ` WHERE ` + sqlReadyDefault + `
 			AND (next_retry_at IS NULL OR next_retry_at <= ?2)`
 	// sqlHasReady is the read-only probe run before taking the write lock:
 	// are jobs of the default queue pending, are scheduled ones due (then
 	// the claim promotes them first), are jobs of named queues pending
 	// (then the claim takes the per-queue form, claimMixedSQL)? One seek
 	// of a partial index each.
-	sqlHasReady = `SELECT EXISTS (SELECT 1 FROM fila WHERE ` + sqlReadyDefault + `),
+	sqlHasReady = `SELECT EXISTS (SELECT 1 FROM ` + fromReady + ` WHERE ` + sqlReadyDefault + `),
 		EXISTS (SELECT 1 FROM fila WHERE status = 'scheduled' AND next_retry_at <= ?),
 		EXISTS (SELECT 1 FROM fila WHERE ` + sqlReadyNamed + `)`
 	sqlCompleteDelete = `DELETE FROM fila WHERE id = ? AND lease = ? AND status = 'processing' AND (? = '' OR worker_id = ?)`
