@@ -51,11 +51,10 @@ const (
 // queue name written as the placeholder $q; it is tested once per queue
 // (the default queue's in its LIMIT: SQLite would test a WHERE term
 // without a column at every row), so a paused, capped or filtered-out
-// queue's backlog is never read. The
-// caller orders the union by priority DESC, id and cuts it to lim: that
-// is the shard's claim order over every accepted queue. The cost is one
-// seek per queue with pending jobs plus at most lim index entries per
-// accepted queue, whatever the backlogs.
+// queue's backlog is never read. The caller orders the union by priority
+// DESC, id and cuts it to lim: that is the shard's claim order over every
+// accepted queue. The cost is one seek per queue with pending jobs plus at
+// most lim index entries per accepted queue, whatever the backlogs.
 func perQueueSQL(cond, keep, lim string) string {
 	k := func(q string) string { return strings.ReplaceAll(keep, "$q", q) }
 	return `WITH RECURSIVE h(q) AS (
@@ -89,16 +88,12 @@ func claimQueuesSQL(n, q, def int) string {
 		// index serves the branch) and then prepare the statement again
 		// at every execution, which costs more than running it. The
 		// default queue's branch names its queue by the literal only.
-		ready := sqlReadyNamed + fmt.Sprintf(` AND queue = +?%d`, name)
+		from, ready := "fila", sqlReadyNamed+fmt.Sprintf(` AND queue = +?%d`, name)
 		if i == def {
-			ready = sqlReadyDefault
+			from, ready = fromReady, sqlReadyDefault
 		}
 		// A paused queue's branch takes nothing, tested in its LIMIT,
 		// once: as a WHERE term it would be tested at every row.
-		from := "fila"
-		if i == def {
-			from = fromReady
-		}
 		branches[i] = fmt.Sprintf(`SELECT id, priority FROM (SELECT id, priority FROM %s
 			WHERE %s AND (next_retry_at IS NULL OR next_retry_at <= ?2)%s
 			ORDER BY priority DESC, id LIMIT CASE WHEN %s THEN ?%d ELSE 0 END)`, from, ready, tasks, notPaused(fmt.Sprintf("?%d", name)), limit)
