@@ -50,12 +50,14 @@ type floorResult struct {
 
 // Floor SQL. The claim sets what any lease-based claim must set and returns
 // what a worker needs to run the job; the delete is the acknowledgement.
+// The rows are the default queue's, which idx_qm_ready holds (its
+// predicate is repeated so that the claim walks it).
 const (
 	floorInsert = `INSERT INTO fila (payload, status, priority, tentativas, max_tentativas, retry_delay, task,
 		created_at, shard_id) VALUES (?, 'pending', 0, 0, 4, 60, ?, ?, ?)`
 	floorClaim = `UPDATE fila SET status = 'processing', worker_id = ?1, heartbeat = ?2, started_at = ?2,
 		tentativas = tentativas + 1, lease = ?3
-		WHERE id IN (SELECT id FROM fila WHERE status = 'pending' ORDER BY priority DESC, id LIMIT ?4)
+		WHERE id IN (SELECT id FROM fila WHERE status = 'pending' AND queue = 'default' ORDER BY priority DESC, id LIMIT ?4)
 		RETURNING id, payload, task, tentativas`
 	floorDelete = `DELETE FROM fila WHERE id = ?`
 )

@@ -260,8 +260,9 @@ const sqlPruneFinished = `DELETE FROM fila WHERE ` + sqlFinished + ` AND status 
 	AND julianday(coalesce(completed_at, created_at)) < julianday(?)`
 
 // sqlHasWork asks whether a job is pending, scheduled or processing, one
-// partial index per status.
-const sqlHasWork = `SELECT EXISTS (SELECT 1 FROM fila WHERE status = 'pending')
+// partial index per status (two for pending: one per claim index).
+const sqlHasWork = `SELECT EXISTS (SELECT 1 FROM fila WHERE ` + sqlReadyDefault + `)
+	OR EXISTS (SELECT 1 FROM fila WHERE ` + sqlReadyNamed + `)
 	OR EXISTS (SELECT 1 FROM fila WHERE status = 'scheduled') OR EXISTS (SELECT 1 FROM fila WHERE status = 'processing')`
 
 // pruneBatch is how many completed rows one transaction of Prune deletes.
@@ -439,10 +440,12 @@ func (s *Store) Stats(ctx context.Context) ([]store.ShardStats, error) {
 }
 
 // sqlWaitingCounts and sqlFinishedCounts count a shard's rows by status,
-// each term on its partial index (idx_qm_ready, idx_qm_due, idx_heartbeat,
-// idx_qm_done): the status literals are what let SQLite use them.
+// each term on its partial index (idx_qm_ready and idx_qm_claim_queue,
+// idx_qm_due, idx_heartbeat, idx_qm_done): the literal predicates are what
+// let SQLite use them.
 const (
-	sqlWaitingCounts = `SELECT (SELECT count(*) FROM fila WHERE status = 'pending'),
+	sqlWaitingCounts = `SELECT (SELECT count(*) FROM fila WHERE ` + sqlReadyDefault + `)
+			+ (SELECT count(*) FROM fila WHERE ` + sqlReadyNamed + `),
 		(SELECT count(*) FROM fila WHERE ` + settledScheduled + `),
 		(SELECT count(*) FROM fila WHERE status = 'processing')`
 	sqlFinishedCounts = `SELECT status, count(*) FROM fila WHERE ` + sqlFinished + ` GROUP BY status`
@@ -451,11 +454,27 @@ const (
 	sqlFinished = `status IN ('failed', 'completed', 'cancelled')`
 )
 
+// forFile adapts a statement that counts pending rows on their claim
+// indexes to sh: a queue-max file opened read-only before our migrations
+// has no queue column, and its pending rows are read by status alone.
+func (sh *shardDB) forFile(q string) string {
+	if !sh.noQueue {
+		return q
+	}
+	q = strings.ReplaceAll(q, sqlReadyDefault, `status = 'pending'`)
+	return strings.ReplaceAll(q, sqlReadyNamed, `0`)
+}
+
+// sqlPendingHeads is the first pending job in claim order of each queue
+// (perQueueSQL): the shard's head is the first of them. It names no index:
+// a read-only store may read a file from before idx_qm_ready.
+var sqlPendingHeads = strings.Replace(perQueueSQL("", "1", "1"), fromReady, "fila", 1)
+
 func shardStats(ctx context.Context, sh *shardDB, st *store.ShardStats, now time.Time) error {
 	// One partial index per kind of status (sqlStatusCounts): the counts
 	// never read the table, however many finished rows are kept.
 	var pending, scheduled, processing int64
-	if err := sh.r.QueryRowContext(ctx, sqlWaitingCounts).Scan(&pending, &scheduled, &processing); err != nil {
+	if err := sh.r.QueryRowContext(ctx, sh.forFile(sqlWaitingCounts)).Scan(&pending, &scheduled, &processing); err != nil {
 		return err
 	}
 	store.SetCount(st, store.StatusPending, pending)
@@ -490,8 +509,12 @@ func shardStats(ctx context.Context, sh *shardDB, st *store.ShardStats, now time
 	st.Pending -= later
 	st.Scheduled += later
 	var oldest, avgStart sql.NullString
+	heads := sqlPendingHeads
+	if sh.noQueue {
+		heads = `SELECT id, priority FROM fila WHERE status = 'pending'`
+	}
 	if err := sh.r.QueryRowContext(ctx, `SELECT
-		(SELECT created_at FROM fila WHERE status = 'pending' ORDER BY priority DESC, id LIMIT 1),
+		(SELECT created_at FROM fila WHERE id = (SELECT id FROM (`+heads+`) ORDER BY priority DESC, id LIMIT 1)),
 		(SELECT avg(julianday(started_at)) FROM fila WHERE status = 'processing'),
 		(SELECT count(*) FROM dead_letter_queue),
 		coalesce((SELECT total_jobs_processed FROM shard_metadata WHERE shard_id = ?), 0),
@@ -545,7 +568,7 @@ func (s *Store) HasWork(ctx context.Context) (bool, error) {
 	}
 	for _, sh := range s.shards {
 		var has bool
-		if err := sh.r.QueryRowContext(ctx, sqlHasWork).Scan(&has); err != nil {
+		if err := sh.r.QueryRowContext(ctx, sh.forFile(sqlHasWork)).Scan(&has); err != nil {
 			return false, fmt.Errorf("shard %d: %w", sh.idx, err)
 		}
 		if has {

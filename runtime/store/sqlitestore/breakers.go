@@ -184,14 +184,15 @@ const (
 func (s *Store) claimProbeShard(ctx context.Context, sh *shardDB, p store.ClaimParams, tier string) (*store.Job, error) {
 	lease := rand.Int64N(1<<62) + 1
 	start := time.Now()
-	where := `status = 'pending' AND (next_retry_at IS NULL OR next_retry_at <= ?2)` + sqlNotPaused + tier
+	cond := ` AND (next_retry_at IS NULL OR next_retry_at <= ?2)` + tier
+	keep := notPaused("$q")
 	args := []any{p.WorkerID, nil, lease}
 	if len(p.Tasks) > 0 {
-		where += ` AND coalesce(task, '') IN (SELECT value FROM json_each(?4))`
+		cond += ` AND coalesce(task, '') IN (SELECT value FROM json_each(?4))`
 		args = append(args, jsonStrings(p.Tasks))
 	}
 	if p.Queues != nil {
-		where += ` AND queue IN (SELECT value FROM json_each(?5))`
+		keep += ` AND $q IN (SELECT value FROM json_each(?5))`
 		if len(p.Tasks) == 0 {
 			args = append(args, "[]") // ?4 unused
 		}
@@ -211,7 +212,9 @@ func (s *Store) claimProbeShard(ctx context.Context, sh *shardDB, p store.ClaimP
 			return err
 		}
 		args[1] = now
-		rows, err := tx.QueryContext(ctx, sqlClaimSet+` WHERE id = (SELECT id FROM fila WHERE `+where+`
+		// The first job in claim order of each queue, so that a paused
+		// queue's backlog is never read (perQueueSQL).
+		rows, err := tx.QueryContext(ctx, sqlClaimSet+` WHERE id = (SELECT id FROM (`+perQueueSQL(cond, keep, "1")+`)
 			ORDER BY priority DESC, id LIMIT 1) RETURNING `+claimColumns, args...)
 		if err != nil {
 			return err

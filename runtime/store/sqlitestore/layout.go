@@ -68,6 +68,18 @@ var layoutObjects = []struct {
 		queueMax: []string{sqlTagsInsertTrigger},
 	},
 	{
+		// queue-max 0.2.0 pops with status = 'pending' and no queue, which
+		// no claim index of ours serves since idx_qm_ready holds the
+		// default queue's jobs only (schema 19); without this index its
+		// pop would read the whole table (its own idx_pop_job is dropped
+		// at our every open, see migrate). It costs every job of the
+		// queue-max layout one more index entry; the native layout, which
+		// queue-max cannot open, goes without.
+		name:     "idx_qm_pop",
+		native:   []string{`DROP INDEX IF EXISTS idx_qm_pop`},
+		queueMax: []string{sqlQueueMaxPopIndex},
+	},
+	{
 		// queue-max 0.2.0 runs CREATE INDEX IF NOT EXISTS idx_pop_job
 		// whenever it opens a shard file; a view of that name makes the
 		// statement fail ("there is already a table named idx_pop_job"),
@@ -79,6 +91,10 @@ var layoutObjects = []struct {
 		queueMax: []string{`DROP VIEW IF EXISTS idx_pop_job`},
 	},
 }
+
+// sqlQueueMaxPopIndex serves queue-max's pop (ORDER BY priority DESC, id
+// over the pending rows), queue-max layout only.
+const sqlQueueMaxPopIndex = `CREATE INDEX IF NOT EXISTS idx_qm_pop ON fila(priority DESC, id) WHERE status = 'pending'`
 
 // sqlTagsInsertTrigger keeps qm_job_tags in step with inserted fila rows
 // whoever writes them (queue-max layout).

@@ -15,10 +15,17 @@ import (
 
 var _ store.KeyClaimer = (*Store)(nil)
 
-// keyedWhere is the ready rows of one task (?3) under the claim's queue
-// filter (?4, a JSON array; NULL: any queue).
-const keyedWhere = `status = 'pending' AND (next_retry_at IS NULL OR next_retry_at <= ?2)
-	AND coalesce(task, '') = ?3 AND (?4 IS NULL OR queue IN (SELECT value FROM json_each(?4)))` + sqlNotPaused
+// sqlPeekKeys reads the first ?5 ready rows of one task (?3) in claim
+// order, under the claim's queue filter (?4, a JSON array; NULL: any
+// queue), with their payload's value at path ?1: up to ?5 of each queue
+// the filter keeps (perQueueSQL), so that a paused or filtered-out
+// queue's backlog is never read.
+var sqlPeekKeys = `SELECT id, priority, queue, payload -> ?1 FROM fila WHERE id IN (SELECT id FROM (` +
+	perQueueSQL(`
+			AND (next_retry_at IS NULL OR next_retry_at <= ?2) AND coalesce(task, '') = ?3`,
+		`(?4 IS NULL OR $q IN (SELECT value FROM json_each(?4))) AND `+notPaused("$q"), "?5") + `)
+		ORDER BY priority DESC, id LIMIT ?5)
+	ORDER BY priority DESC, id`
 
 func queueFilter(qs []store.QueueLimit) any {
 	if qs == nil {
@@ -60,8 +67,8 @@ func (s *Store) PeekKeys(ctx context.Context, p store.ClaimParams, by string, ma
 		if err != nil {
 			return out, err
 		}
-		var pending, due bool
-		if err := sh.stmts.hasReady.QueryRowContext(ctx, now).Scan(&pending, &due); err != nil {
+		var pending, due, named bool
+		if err := sh.stmts.hasReady.QueryRowContext(ctx, now).Scan(&pending, &due, &named); err != nil {
 			return out, fmt.Errorf("shard %d: probe: %w", i, err)
 		}
 		if due && sh.w != nil {
@@ -71,11 +78,10 @@ func (s *Store) PeekKeys(ctx context.Context, p store.ClaimParams, by string, ma
 			}); err != nil {
 				return out, fmt.Errorf("shard %d: promote: %w", i, err)
 			}
-		} else if !pending {
+		} else if !pending && !named {
 			continue
 		}
-		rows, err := sh.r.QueryContext(ctx, `SELECT id, priority, queue, payload -> ?1 FROM fila WHERE `+keyedWhere+`
-			ORDER BY priority DESC, id LIMIT ?5`, path, now, p.Tasks[0], queueFilter(p.Queues), max-len(out))
+		rows, err := sh.r.QueryContext(ctx, sqlPeekKeys, path, now, p.Tasks[0], queueFilter(p.Queues), max-len(out))
 		if err != nil {
 			return out, fmt.Errorf("shard %d: peek: %w", i, err)
 		}

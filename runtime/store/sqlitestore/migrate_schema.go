@@ -71,6 +71,11 @@ func migrate(ctx context.Context, db *sql.DB, shardIdx int, layout Layout) error
 			return fmt.Errorf("drop queue-max index %s: %w", idx, err)
 		}
 	}
+	// The index that serves queue-max's pop instead (a layout object; a
+	// file of this layout recorded before schema 19 gets it here).
+	if _, err := db.ExecContext(ctx, sqlQueueMaxPopIndex); err != nil {
+		return fmt.Errorf("queue-max pop index: %w", err)
+	}
 	return nil
 }
 

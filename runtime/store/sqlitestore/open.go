@@ -79,14 +79,18 @@ type shardDB struct {
 	commit committer
 	stmts  stmts
 	// full remembers that the last claim filled its batch, so the next
-	// claim can skip the read-only probe for work.
-	full atomic.Bool
+	// claim can skip the read-only probe for work (see Claim); named is
+	// the last probe's answer to whether named queues had pending jobs,
+	// and probed when that probe ran (Unix nanoseconds).
+	full, named atomic.Bool
+	probed      atomic.Int64
 	// cols is jobColumns as this file can answer it, and dlqCols the
 	// dead-letter listing's columns: a queue-max file opened read-only
 	// (not migrated) lacks our columns, which read as NULL.
 	cols, dlqCols string
 	taskCol       string // "task", or "NULL" in such a file
 	hasTags       bool   // the file has the tags column and qm_job_tags
+	noQueue       bool   // such a file: no queue column, none of our claim indexes (forFile)
 	dlqTaskCol    string
 	wf            wfStmts // workflow.go
 	// layout is the file's layout (layout.go); record says Open must
@@ -139,6 +143,7 @@ func (sh *shardDB) readColumns(ctx context.Context) error {
 		sh.taskCol = "NULL"
 	}
 	sh.hasTags = fila["tags"]
+	sh.noQueue = !fila["queue"]
 	if !dlq["task"] {
 		sh.dlqTaskCol = "NULL"
 	}

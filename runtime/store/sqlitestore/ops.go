@@ -50,24 +50,37 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) ([]*store.Job, e
 		if err != nil {
 			return out, err
 		}
-		// A shard whose last claim filled its batch is claimed from at
-		// once (and promotes due jobs first); any other is probed on a
-		// reader first, which also says whether anything is due.
-		promote := true
-		if !sh.full.Load() {
+		// A shard is probed on a reader first: whether jobs of the
+		// default queue are pending, whether scheduled ones are due (then
+		// the claim promotes them first) and whether named queues have
+		// pending jobs. Only when neither named queues' jobs are pending
+		// nor due ones promoted does the claim take the default queue's
+		// jobs alone (sqlClaim, the cheapest); otherwise it takes them
+		// per queue (claimMixedSQL). A shard whose last claim filled its
+		// batch is claimed from at once, promoting due jobs first, in the
+		// form its last probe chose, and probed again once that probe is
+		// fullProbeAge old. A job enqueued in a named queue after the
+		// probe that chose the default queue's claim stays pending until
+		// the next probe: the default queue's claim never reads it.
+		promote, named := true, sh.named.Load()
+		if !sh.full.Load() || time.Duration(time.Now().UnixNano()-sh.probed.Load()) > fullProbeAge {
 			var pending bool
-			if err := sh.stmts.hasReady.QueryRowContext(ctx, now).Scan(&pending, &promote); err != nil {
+			if err := sh.stmts.hasReady.QueryRowContext(ctx, now).Scan(&pending, &promote, &named); err != nil {
 				if firstErr == nil {
 					firstErr = fmt.Errorf("shard %d: probe: %w", i, err)
 				}
 				continue
 			}
-			if !pending && !promote {
+			sh.named.Store(named)
+			sh.probed.Store(time.Now().UnixNano())
+			if !pending && !named && !promote {
 				continue
 			}
+			// Due jobs promoted by the claim may be named queues'.
+			named = named || promote
 		}
 		want := p.Max - len(out)
-		jobs, err := s.claimShard(ctx, sh, p, start, want, promote, out)
+		jobs, err := s.claimShard(ctx, sh, p, start, want, promote, named, out)
 		if err != nil {
 			if firstErr == nil {
 				firstErr = fmt.Errorf("shard %d: claim: %w", i, err)
@@ -84,6 +97,12 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) ([]*store.Job, e
 	return out, firstErr
 }
 
+// fullProbeAge is how old the last probe of a shard whose claims fill
+// their batches may be before its next claim probes it again: a job of a
+// named queue enqueued while the default queue's claim was chosen waits at
+// most this long.
+const fullProbeAge = 10 * time.Millisecond
+
 // stamp returns the caller's time now, advanced by the real time elapsed
 // since start: a claim or heartbeat that waited for the write lock records
 // when it was written, not when it was asked for, so a slow commit under
@@ -94,17 +113,18 @@ func stamp(now, start time.Time) time.Time { return now.Add(time.Since(start)) }
 // priority then FIFO order. With promote, due scheduled jobs are made
 // pending first.
 func (s *Store) claimShard(ctx context.Context, sh *shardDB, p store.ClaimParams, start time.Time, want int,
-	promote bool, out []*store.Job) ([]*store.Job, error) {
+	promote, named bool, out []*store.Job) ([]*store.Job, error) {
 	lease := rand.Int64N(1<<62) + 1
 	if sh.w == nil {
 		return nil, store.ErrReadOnly
 	}
 	var filtered *sql.Stmt
-	if len(p.Tasks) > 0 || len(p.Queues) > 0 || skipsQueues(p) {
+	variant := claimVariant(p, named)
+	if len(p.Tasks) > 0 || len(p.Queues) > 0 || variant != -1 {
 		// Prepared before joining a group: the writer's only connection is
 		// busy inside one.
 		var err error
-		if filtered, err = sh.stmts.claimFor(ctx, sh.w, len(p.Tasks), len(p.Queues), claimVariant(p)); err != nil {
+		if filtered, err = sh.stmts.claimFor(ctx, sh.w, len(p.Tasks), len(p.Queues), variant); err != nil {
 			return nil, err
 		}
 	}

@@ -16,40 +16,93 @@ import (
 const sqlNotPaused = `
 			AND queue NOT IN (SELECT name FROM qm_queues WHERE paused_at IS NOT NULL)`
 
+// notPaused is sqlNotPaused for one queue name (an expression): tested
+// once per queue, not per row.
+func notPaused(q string) string {
+	return q + ` NOT IN (SELECT name FROM qm_queues WHERE paused_at IS NOT NULL)`
+}
+
+// The claim indexes' predicates: every pending row is in exactly one of
+// them. idx_qm_ready holds the default queue's ready jobs (most jobs) by
+// claim order, idx_qm_claim_queue the named queues' by queue, then claim
+// order. A statement that repeats one of these predicates literally is
+// what lets SQLite use that partial index; one that says only
+// status = 'pending' reads neither and scans the table.
+//
+// A statement that walks the default queue's jobs names idx_qm_ready
+// (fromReady): in the queue-max layout idx_qm_pop (every pending row, for
+// queue-max's own pop) matches the same predicate, and SQLite would walk
+// it, stepping over the named queues' jobs.
+const (
+	fromReady       = `fila INDEXED BY idx_qm_ready`
+	sqlDefaultQueue = `queue = '` + store.DefaultQueue + `'`
+	sqlNamedQueue   = `queue <> '` + store.DefaultQueue + `'`
+	sqlReadyDefault = `status = 'pending' AND ` + sqlDefaultQueue
+	sqlReadyNamed   = `status = 'pending' AND ` + sqlNamedQueue
+)
+
+// perQueueSQL returns a select of (id, priority) of up to lim ready rows
+// of each queue whose name keep accepts, those rows meeting cond (terms
+// that start with AND, on fila's columns): the default queue's walk
+// idx_qm_ready in claim order; the named queues with pending jobs are
+// found by a recursive skip-scan of idx_qm_claim_queue (one seek from
+// each queue to the next, however many jobs it holds), and each accepted
+// one is walked in claim order up to lim. keep is a condition on the
+// queue name written as the placeholder $q; it is tested once per queue
+// (the default queue's in its LIMIT: SQLite would test a WHERE term
+// without a column at every row), so a paused, capped or filtered-out
+// queue's backlog is never read. The caller orders the union by priority
+// DESC, id and cuts it to lim: that is the shard's claim order over every
+// accepted queue. The cost is one seek per queue with pending jobs plus at
+// most lim index entries per accepted queue, whatever the backlogs.
+func perQueueSQL(cond, keep, lim string) string {
+	k := func(q string) string { return strings.ReplaceAll(keep, "$q", q) }
+	return `WITH RECURSIVE h(q) AS (
+			SELECT (SELECT queue FROM fila WHERE ` + sqlReadyNamed + ` ORDER BY queue LIMIT 1)
+			UNION ALL
+			SELECT (SELECT queue FROM fila WHERE ` + sqlReadyNamed + ` AND queue > h.q ORDER BY queue LIMIT 1)
+			FROM h WHERE h.q IS NOT NULL)
+		SELECT id, priority FROM (SELECT id, priority FROM ` + fromReady + ` WHERE ` + sqlReadyDefault + cond + `
+			ORDER BY priority DESC, id LIMIT CASE WHEN ` + k(`'`+store.DefaultQueue+`'`) + ` THEN ` + lim + ` ELSE 0 END)
+		UNION ALL
+		SELECT f.id, f.priority FROM h JOIN fila f ON f.id IN (SELECT id FROM fila
+			WHERE ` + sqlReadyNamed + ` AND queue = h.q` + cond + ` ORDER BY priority DESC, id LIMIT ` + lim + `)
+		WHERE h.q IS NOT NULL AND ` + k("h.q")
+}
+
 // claimQueuesSQL returns the claim statement for n task names and q
 // queues, each queue capped, def the position of the default queue among
 // them (-1: not among them): one branch per queue walks a claim index in
 // order and stops at its cap, and the union is cut to ?4 by priority then
 // id. Bound as ?1 worker, ?2 now, ?3 lease, ?4 max, ?5 … ?n+4 the tasks,
 // then each queue's name and cap (see appendQueueArgs). A named queue's
-// branch walks idx_qm_claim_queue, which the default queue's jobs never
-// enter (the literal test is what lets SQLite use that partial index); the
-// default queue's branch walks idx_qm_ready.
+// branch walks idx_qm_claim_queue, the default queue's idx_qm_ready (the
+// literal predicates are what let SQLite use those partial indexes).
 func claimQueuesSQL(n, q, def int) string {
 	tasks := taskFilterSQL(n)
 	branches := make([]string, q)
 	for i := range branches {
 		name, limit := n+5+2*i, n+6+2*i
-		named := ` AND ` + sqlNamedQueue
+		// queue = +?N, not queue = ?N: SQLite would compare ?N with
+		// idx_qm_ready's queue = 'default' (to see whether that partial
+		// index serves the branch) and then prepare the statement again
+		// at every execution, which costs more than running it. The
+		// default queue's branch names its queue by the literal only.
+		from, ready := "fila", sqlReadyNamed+fmt.Sprintf(` AND queue = +?%d`, name)
 		if i == def {
-			named = ""
+			from, ready = fromReady, sqlReadyDefault
 		}
-		branches[i] = fmt.Sprintf(`SELECT id, priority FROM (SELECT id, priority FROM fila
-			WHERE status = 'pending'%s AND queue = ?%d AND (next_retry_at IS NULL OR next_retry_at <= ?2)%s
-			AND ?%d NOT IN (SELECT name FROM qm_queues WHERE paused_at IS NOT NULL)
-			ORDER BY priority DESC, id LIMIT ?%d)`, named, name, tasks, name, limit)
+		// A paused queue's branch takes nothing, tested in its LIMIT,
+		// once: as a WHERE term it would be tested at every row.
+		branches[i] = fmt.Sprintf(`SELECT id, priority FROM (SELECT id, priority FROM %s
+			WHERE %s AND (next_retry_at IS NULL OR next_retry_at <= ?2)%s
+			ORDER BY priority DESC, id LIMIT CASE WHEN %s THEN ?%d ELSE 0 END)`, from, ready, tasks, notPaused(fmt.Sprintf("?%d", name)), limit)
 	}
 	return sqlClaimSet + `
 		WHERE id IN (SELECT id FROM (` + strings.Join(branches, `
 			UNION ALL `) + `) ORDER BY priority DESC, id LIMIT ?4)
 		RETURNING ` + claimColumns
 }
-
-// sqlNamedQueue is the part of idx_qm_claim_queue's predicate that keeps
-// the default queue's jobs out of it: most jobs are in the default queue,
-// and its claims walk idx_qm_ready, so they would only pay for an entry in
-// one more index at enqueue and at claim.
-const sqlNamedQueue = `queue <> '` + store.DefaultQueue + `'`
 
 // defaultQueueAt returns the position of the default queue in qs, or -1.
 func defaultQueueAt(qs []store.QueueLimit) int {
@@ -62,10 +115,18 @@ func defaultQueueAt(qs []store.QueueLimit) int {
 }
 
 // queueCountsSQL counts the unfinished jobs per queue (column col) and
-// status: one branch per status, each on its partial index, so that kept
-// finished rows are never read.
+// status: one branch per status and claim index, each on its partial
+// index, so that kept finished rows are never read.
 func queueCountsSQL(col string) string {
-	return `SELECT ` + col + `, 'pending', count(*) FROM fila WHERE status = 'pending' GROUP BY 1
+	if col == "NULL" {
+		// A queue-max file never migrated: no queue column, no claim
+		// index of ours to keep to.
+		return `SELECT NULL, 'pending', count(*) FROM fila WHERE status = 'pending'
+		UNION ALL SELECT NULL, 'scheduled', count(*) FROM fila WHERE ` + settledScheduled + `
+		UNION ALL SELECT NULL, 'processing', count(*) FROM fila WHERE status = 'processing'`
+	}
+	return `SELECT ` + col + `, 'pending', count(*) FROM fila WHERE ` + sqlReadyDefault + ` GROUP BY 1
+		UNION ALL SELECT ` + col + `, 'pending', count(*) FROM fila WHERE ` + sqlReadyNamed + ` GROUP BY 1
 		UNION ALL SELECT ` + col + `, 'scheduled', count(*) FROM fila WHERE ` + settledScheduled + ` GROUP BY 1
 		UNION ALL SELECT ` + col + `, 'processing', count(*) FROM fila WHERE status = 'processing' GROUP BY 1`
 }

@@ -2,7 +2,7 @@ package sqlitestore
 
 // schemaVersion is the version written to shard_metadata.version once every
 // migration has run. Versions 1 and 2 are queue-max's; 3 and later are ours.
-const schemaVersion = 18
+const schemaVersion = 19
 
 // baseSchema creates queue-max's tables exactly as queue-max 0.2.0 does
 // (same names, columns, types, defaults and CHECK), so that files written by
@@ -304,5 +304,18 @@ var migrations = []migration{
 		version:    18,
 		name:       "retry_delay_ms: the backoff base to the millisecond",
 		addColumns: [][3]string{{"fila", "retry_delay_ms", "INTEGER"}},
+	},
+	{
+		// Each pending row now has exactly one claim index entry: the
+		// default queue's in idx_qm_ready, a named queue's in
+		// idx_qm_claim_queue. Every queue's ready jobs are then a run of
+		// one index of their own, so a claim that leaves a paused or
+		// capped queue out never steps over its backlog (claimMixedSQL).
+		version: 19,
+		name:    "idx_qm_ready holds the default queue's ready jobs only",
+		stmts: []string{
+			`DROP INDEX IF EXISTS idx_qm_ready`,
+			`CREATE INDEX IF NOT EXISTS idx_qm_ready ON fila(priority DESC, id) WHERE ` + sqlReadyDefault,
+		},
 	},
 }

@@ -7,14 +7,22 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+
+	"github.com/queuemax/queuemax/runtime/store"
 )
 
 var (
-	// sqlClaim claims a batch in one statement. The subquery walks
-	// idx_qm_claim in order (status, priority DESC, id), so it stops after
-	// LIMIT rows instead of sorting the shard.
-	sqlClaim     = sqlClaimHead + sqlClaimTail
-	sqlClaimTail = ` ORDER BY priority DESC, id LIMIT ?4)
+	// sqlClaim claims a batch of the default queue's jobs in one
+	// statement, the claim of a shard whose pending jobs are all in the
+	// default queue (the probe says so). The subquery walks idx_qm_ready
+	// in order (priority DESC, id), so it stops after LIMIT rows instead
+	// of sorting the shard.
+	sqlClaim = sqlClaimHead + sqlClaimTail
+	// sqlClaimTail takes nothing while the default queue is paused,
+	// tested once in the LIMIT (as a WHERE term SQLite would test it at
+	// every row, and walk the whole paused backlog).
+	sqlClaimTail = ` ORDER BY priority DESC, id
+			LIMIT CASE WHEN '` + store.DefaultQueue + `' NOT IN (SELECT name FROM qm_queues WHERE paused_at IS NOT NULL) THEN ?4 ELSE 0 END)
 		RETURNING ` + claimColumns
 )
 
@@ -31,13 +39,16 @@ const (
 	sqlClaimSet = `UPDATE fila SET status = 'processing', worker_id = ?1, heartbeat = ?2, started_at = ?2,
 		tentativas = tentativas + 1, lease = ?3, completed_at = NULL, cancel_requested = 0`
 	sqlClaimHead = sqlClaimSet + `
-		WHERE id IN (SELECT id FROM fila WHERE status = 'pending'
-			AND (next_retry_at IS NULL OR next_retry_at <= ?2)` + sqlNotPaused
+		WHERE id IN (SELECT id FROM ` + fromReady + ` WHERE ` + sqlReadyDefault + `
+			AND (next_retry_at IS NULL OR next_retry_at <= ?2)`
 	// sqlHasReady is the read-only probe run before taking the write lock:
-	// are jobs pending, and are scheduled ones due (then the claim
-	// promotes them first)?
-	sqlHasReady = `SELECT EXISTS (SELECT 1 FROM fila WHERE status = 'pending'),
-		EXISTS (SELECT 1 FROM fila WHERE status = 'scheduled' AND next_retry_at <= ?)`
+	// are jobs of the default queue pending, are scheduled ones due (then
+	// the claim promotes them first), are jobs of named queues pending
+	// (then the claim takes the per-queue form, claimMixedSQL)? One seek
+	// of a partial index each.
+	sqlHasReady = `SELECT EXISTS (SELECT 1 FROM ` + fromReady + ` WHERE ` + sqlReadyDefault + `),
+		EXISTS (SELECT 1 FROM fila WHERE status = 'scheduled' AND next_retry_at <= ?),
+		EXISTS (SELECT 1 FROM fila WHERE ` + sqlReadyNamed + `)`
 	sqlCompleteDelete = `DELETE FROM fila WHERE id = ? AND lease = ? AND status = 'processing' AND (? = '' OR worker_id = ?)`
 	sqlCompleteKeep   = `UPDATE fila SET status = 'completed', result = ?, completed_at = ?, worker_id = NULL,
 		heartbeat = NULL, lease = NULL, last_error = NULL, error_type = NULL, error_stack = NULL
@@ -159,19 +170,20 @@ type stmts struct {
 
 	// claimTasks holds claim statements filtered by n task names and q
 	// queues, the default queue at position d (key {n, q, d}, q = 0: no
-	// queue filter), prepared on first use: parsing the claim costs more
-	// than running it.
+	// queue filter; d = skipVariant or mixedVariant: claimMixedSQL),
+	// prepared on first use: parsing the claim costs more than running it.
 	mu         sync.Mutex
 	claimTasks map[[3]int]*sql.Stmt
 }
 
 // claimFor returns the claim statement filtered by n task names and, when
 // q > 0, capped per queue for q queues, the default queue at position def
-// (see claimQueuesSQL), preparing it on w the first time.
+// (see claimQueuesSQL), or, for def mixedVariant or skipVariant, the
+// per-queue claim (claimMixedSQL), preparing it on w the first time.
 func (s *stmts) claimFor(ctx context.Context, w *sql.DB, n, q, def int) (*sql.Stmt, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if q == 0 && def != skipVariant {
+	if q == 0 && def != skipVariant && def != mixedVariant {
 		def = -1
 	}
 	key := [3]int{n, q, def}
@@ -179,9 +191,12 @@ func (s *stmts) claimFor(ctx context.Context, w *sql.DB, n, q, def int) (*sql.St
 		return st, nil
 	}
 	text := claimSQLFor(n)
-	if def == skipVariant {
-		text = claimSkipSQL(n)
-	} else if q > 0 {
+	switch {
+	case def == skipVariant:
+		text = claimMixedSQL(n, true)
+	case def == mixedVariant:
+		text = claimMixedSQL(n, false)
+	case q > 0:
 		text = claimQueuesSQL(n, q, def)
 	}
 	st, err := w.PrepareContext(ctx, text)
@@ -195,8 +210,8 @@ func (s *stmts) claimFor(ctx context.Context, w *sql.DB, n, q, def int) (*sql.St
 	return st, nil
 }
 
-// claimSQLFor returns the claim statement restricted to n task names,
-// bound as ?5 … ?n+4.
+// claimSQLFor returns the claim of the default queue's jobs restricted to
+// n task names, bound as ?5 … ?n+4.
 func claimSQLFor(n int) string {
 	return sqlClaimHead + taskFilterSQL(n) + sqlClaimTail
 }

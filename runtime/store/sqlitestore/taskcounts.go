@@ -10,12 +10,15 @@ import (
 	"github.com/queuemax/queuemax/runtime/store"
 )
 
-// sqlTaskBacklog and sqlWaitingCount read one partial index per status
-// (idx_qm_ready, idx_qm_due): kept finished rows are never read.
+// sqlTaskBacklog and sqlWaitingCount read the partial indexes of pending
+// (idx_qm_ready, idx_qm_claim_queue) and scheduled (idx_qm_due) jobs: kept
+// finished rows are never read.
 const (
-	sqlTaskBacklog = `SELECT coalesce(task, ''), 'pending', count(*) FROM fila WHERE status = 'pending' GROUP BY 1
+	sqlTaskBacklog = `SELECT coalesce(task, ''), 'pending', count(*) FROM fila WHERE ` + sqlReadyDefault + ` GROUP BY 1
+		UNION ALL SELECT coalesce(task, ''), 'pending', count(*) FROM fila WHERE ` + sqlReadyNamed + ` GROUP BY 1
 		UNION ALL SELECT coalesce(task, ''), 'scheduled', count(*) FROM fila WHERE ` + settledScheduled + ` GROUP BY 1`
-	sqlWaitingCount = `SELECT (SELECT count(*) FROM fila WHERE status = 'pending')
+	sqlWaitingCount = `SELECT (SELECT count(*) FROM fila WHERE ` + sqlReadyDefault + `)
+		+ (SELECT count(*) FROM fila WHERE ` + sqlReadyNamed + `)
 		+ (SELECT count(*) FROM fila WHERE ` + settledScheduled + `)`
 )
 

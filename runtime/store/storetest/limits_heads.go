@@ -174,11 +174,14 @@ func BenchmarkKeyHeads(b *testing.B, open func(b *testing.B) store.Store) {
 
 // BenchmarkClaimBehindPaused measures one claim of one job of the default
 // queue behind 100,000 ready jobs of a paused queue ahead of it in claim
-// order ("Paused"), and behind 100,000 of a queue at its cap
-// ("Capped": the claim of the other queues leaves the capped one out).
+// order ("Paused"), behind 100,000 of a queue at its cap ("Capped": the
+// claim caps that queue at 0; "Skipped": the claim of the other queues
+// leaves it out, as a round does once the capped queue was claimed
+// apart), and one job of a named queue behind 100,000 of the paused
+// default queue ("PausedDefault").
 func BenchmarkClaimBehindPaused(b *testing.B, open func(b *testing.B) store.Store) {
 	const backlog = 100_000
-	run := func(b *testing.B, paused bool) {
+	run := func(b *testing.B, mode string) {
 		st := open(b)
 		ctx := b.Context()
 		batch := make([]store.InsertParams, 0, 1000)
@@ -193,24 +196,31 @@ func BenchmarkClaimBehindPaused(b *testing.B, open func(b *testing.B) store.Stor
 				}
 			}
 		}
-		add("p", backlog)
-		add(store.DefaultQueue, b.N)
+		held, want := "p", store.DefaultQueue
+		if mode == "PausedDefault" {
+			held, want = store.DefaultQueue, "q"
+		}
+		add(held, backlog)
+		add(want, b.N)
 		p := store.ClaimParams{WorkerID: "w1", Max: 1, Now: t0}
-		if paused {
-			qa := st
-			if err := qa.QueuePause(ctx, "p", t0); err != nil {
+		switch mode {
+		case "Paused", "PausedDefault":
+			if err := st.QueuePause(ctx, held, t0); err != nil {
 				b.Fatal(err)
 			}
-		} else {
-			p.Queues = []store.QueueLimit{{Queue: "p", Max: 0}, {Queue: store.DefaultQueue, Max: 1}}
+		case "Capped":
+			p.Queues = []store.QueueLimit{{Queue: held, Max: 0}, {Queue: want, Max: 1}}
+		case "Skipped":
+			p.SkipQueues = []string{held}
 		}
 		b.ResetTimer()
 		for range b.N {
-			if jobs, err := st.Claim(ctx, p); err != nil || len(jobs) != 1 || jobs[0].Queue != "" && jobs[0].Queue != store.DefaultQueue {
+			if jobs, err := st.Claim(ctx, p); err != nil || len(jobs) != 1 || store.QueueOf(jobs[0].Queue) != want {
 				b.Fatalf("Claim = %d jobs, %v", len(jobs), err)
 			}
 		}
 	}
-	b.Run("Paused", func(b *testing.B) { run(b, true) })
-	b.Run("Capped", func(b *testing.B) { run(b, false) })
+	for _, mode := range []string{"Paused", "Capped", "Skipped", "PausedDefault"} {
+		b.Run(mode, func(b *testing.B) { run(b, mode) })
+	}
 }

@@ -155,6 +155,72 @@ func testQueues(t *testing.T, open func(shards int) store.Store) {
 		}
 	})
 
+	t.Run("ClaimOrderAcrossQueues", func(t *testing.T) {
+		t.Parallel()
+		st := open(1)
+		ctx := t.Context()
+		// Jobs of the default queue and of named queues, interleaved, of
+		// two priorities; the paused queue p's jobs come first.
+		type job struct {
+			queue, task string
+			prio        store.Priority
+		}
+		var ins []store.InsertParams
+		for _, j := range []job{
+			{"p", "t", store.PriorityLow}, {"", "t", store.PriorityLow}, {"a", "t", store.PriorityHigh},
+			{"b", "t", store.PriorityLow}, {"", "t", store.PriorityHigh}, {"p", "t", store.PriorityHigh},
+			{"a", "t", store.PriorityLow}, {"", "t.x", store.PriorityLow}, {"b", "t.x", store.PriorityHigh},
+		} {
+			ins = append(ins, store.InsertParams{Task: j.task, Payload: json.RawMessage(`{}`), MaxAttempts: 1, Queue: j.queue, Priority: j.prio, Now: t0})
+		}
+		ids, err := st.Insert(ctx, ins)
+		if err != nil {
+			t.Fatalf("Insert: %v", err)
+		}
+		claim := func(what string, p store.ClaimParams, want ...int) {
+			t.Helper()
+			p.WorkerID, p.Now = "w1", t0
+			got, err := st.Claim(ctx, p)
+			if err != nil {
+				t.Fatalf("Claim %s: %v", what, err)
+			}
+			var gotIDs, wantIDs []store.JobID
+			for _, j := range got {
+				gotIDs = append(gotIDs, j.ID)
+			}
+			for _, i := range want {
+				wantIDs = append(wantIDs, ids[i])
+			}
+			if diff := cmp.Diff(wantIDs, gotIDs); diff != "" {
+				t.Errorf("Claim %s mismatch (-want +got):\n%s", what, diff)
+			}
+		}
+		if err := st.QueuePause(ctx, "p", t0); err != nil {
+			t.Fatalf("QueuePause: %v", err)
+		}
+		claim("first two, p paused", store.ClaimParams{Max: 2}, 2, 4)
+		claim("task t.x", store.ClaimParams{Max: 5, Tasks: []string{"t.x"}}, 8, 7)
+		if err := st.QueuePause(ctx, store.DefaultQueue, t0); err != nil {
+			t.Fatalf("QueuePause: %v", err)
+		}
+		claim("p and default paused", store.ClaimParams{Max: 10}, 3, 6)
+		for _, q := range []string{"p", store.DefaultQueue} {
+			if err := st.QueueResume(ctx, q, t0); err != nil {
+				t.Fatalf("QueueResume: %v", err)
+			}
+		}
+		claim("the rest, skipping b", store.ClaimParams{Max: 10, SkipQueues: []string{"b"}}, 5, 0, 1)
+		// A scheduled job of a named queue that came due is promoted and
+		// claimed by the same claim, with no other job pending.
+		due, err := st.Insert(ctx, []store.InsertParams{{Task: "t", Payload: json.RawMessage(`{}`), MaxAttempts: 1,
+			Queue: "a", RunAt: t0.Add(-time.Second), Now: t0.Add(-time.Minute)}})
+		if err != nil {
+			t.Fatalf("Insert: %v", err)
+		}
+		ids = append(ids, due...)
+		claim("the due job of a", store.ClaimParams{Max: 10}, len(ids)-1)
+	})
+
 	t.Run("PauseAndResume", func(t *testing.T) {
 		t.Parallel()
 		st := open(3)
