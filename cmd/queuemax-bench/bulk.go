@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -141,7 +142,7 @@ func pgBulkEnqueue(ctx context.Context, c *queuemax.Client, n int) (float64, []q
 
 // The inbox's columns: those the store's COPY writes (bulkJobCols) and
 // created_at, the rest of a pending job being defaults.
-const inboxCols = "id, shard, partition_key, task, payload, priority, max_attempts, retry_delay, metadata, timeout_ms, tags, queue, created_at"
+var inboxCols = strings.Join(append(slices.Clip(bulkJobCols), "created_at"), ", ")
 
 // inboxSwap makes schema {s}'s jobs table an append-only inbox under
 // the store: the stored table is renamed jobs_stored (its sequence keeps
@@ -156,7 +157,7 @@ CREATE TRIGGER jobs_notify AFTER INSERT ON {s}.jobs FOR EACH STATEMENT EXECUTE F
 
 // inboxMove moves up to 1,000 jobs from the inbox into the stored jobs
 // table in one statement, set-based, as a claim would before it claims.
-const inboxMove = `WITH m AS (DELETE FROM {s}.jobs WHERE ctid = ANY(ARRAY(SELECT ctid FROM {s}.jobs LIMIT 1000)) RETURNING ` + inboxCols + `)
+var inboxMove = `WITH m AS (DELETE FROM {s}.jobs WHERE ctid = ANY(ARRAY(SELECT ctid FROM {s}.jobs LIMIT 1000)) RETURNING ` + inboxCols + `)
 INSERT INTO {s}.jobs_stored (` + inboxCols + `) SELECT ` + inboxCols + ` FROM m`
 
 // pgBulkInbox measures the ceiling of an untried design (issue 35): an

@@ -1,15 +1,13 @@
-//go:build unix
-
 package queuemaxpg_test
 
 import (
 	"context"
 	"log/slog"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/queuemax/queuemax"
+	"github.com/queuemax/queuemax/internal/cputime"
 	"github.com/queuemax/queuemax/internal/pgtest"
 	"github.com/queuemax/queuemax/queuemaxpg"
 )
@@ -34,14 +32,7 @@ func BenchmarkEnqueueManyTyped(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer c.Close()
-	cpu := func() time.Duration {
-		var ru syscall.Rusage
-		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-			b.Fatal(err)
-		}
-		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	}
-	c0 := cpu()
+	c0, ok := cputime.Process()
 	jobs := 0
 	for b.Loop() {
 		ps := make([]queuemax.EnqueueParams, 1000)
@@ -53,5 +44,7 @@ func BenchmarkEnqueueManyTyped(b *testing.B) {
 		}
 		jobs += len(ps)
 	}
-	b.ReportMetric(float64(cpu()-c0)/float64(time.Microsecond)/float64(max(jobs, 1)), "client-µs/job")
+	if c1, _ := cputime.Process(); ok {
+		b.ReportMetric(float64(c1-c0)/float64(time.Microsecond)/float64(max(jobs, 1)), "client-µs/job")
+	}
 }
