@@ -28,7 +28,19 @@ const (
 	// LimitBy "customer", beside the task-wide limits); 0: none. The
 	// jobs are then custArgs{Customer: N % 5, N}.
 	glKeyConcEnv = "QUEUEMAX_TEST_GL_KEY_CONC"
+	// glStuckEnv is the children's StuckTimeout, the life of a limit's
+	// slot without a renewal (renewed every 200ms); empty: glStuck.
+	glStuckEnv = "QUEUEMAX_TEST_GL_STUCK"
 )
+
+// glStuck is the children's StuckTimeout unless a test sets glStuckEnv.
+// A live process's slots expire when their renewals, store writes, are
+// late by more than it less a renewal period: under the race detector on
+// a loaded machine a second was too short (a process lost its slots while
+// its jobs ran, and another rightly took them), so only the kill -9 test,
+// which measures how soon a killed process's slots come back, runs with
+// one second.
+const glStuck = 5 * time.Second
 
 // limitsChildMain runs mode "glimits": 10 workers on t.Limited until
 // SIGTERM, printing "s NANOS N" at each start and "e NANOS N" at each end
@@ -81,8 +93,12 @@ func limitsChildMain(ctx context.Context, mode, dir string, shards int, say func
 			}
 		}
 	}()
+	stuck, err := time.ParseDuration(os.Getenv(glStuckEnv))
+	if err != nil {
+		stuck = glStuck
+	}
 	c, err := Open(ctx, childConfig(dir, shards, Config{Handlers: []Handler{h}, Workers: 10, Logger: slog.New(slog.DiscardHandler),
-		HeartbeatInterval: 200 * time.Millisecond, StuckTimeout: time.Second, RecoveryInterval: 200 * time.Millisecond}))
+		HeartbeatInterval: 200 * time.Millisecond, StuckTimeout: stuck, RecoveryInterval: 200 * time.Millisecond}))
 	if err != nil {
 		say("error %v", err)
 		return 1, true
@@ -97,10 +113,10 @@ func limitsChildMain(ctx context.Context, mode, dir string, shards int, say func
 }
 
 // glStall is the shortest stall of a "glimits" child that it reports. Its
-// leases and slots are renewed every 200ms and expire after a second
-// without renewal; a stall of the whole process (the race detector on a
-// loaded machine) can let them expire while its jobs run, and another
-// process then rightly takes them.
+// leases and slots are renewed every 200ms and expire after its
+// StuckTimeout (a second in the kill -9 test) without renewal; a stall of
+// the whole process (the race detector on a loaded machine) can let them
+// expire while its jobs run, and another process then rightly takes them.
 const glStall = 300 * time.Millisecond
 
 // glEvent is a start or an end printed by a "glimits" child.
@@ -363,7 +379,7 @@ func testProcessConcurrency(t *testing.T, cfg Config) {
 // every job ends.
 func testProcessConcurrencyKill(t *testing.T, cfg Config) {
 	const n = 30
-	r, _ := startLimitKids(t, cfg, n, glConcEnv+"=2", glSleepEnv+"=100ms")
+	r, _ := startLimitKids(t, cfg, n, glConcEnv+"=2", glSleepEnv+"=100ms", glStuckEnv+"=1s")
 	// The victim is the first process that starts a job: it holds a slot.
 	vi := -1
 	r.wait(t, "a job to start", 60*time.Second, func(evs []glEvent) bool {
