@@ -149,8 +149,9 @@ type Config struct {
 	// committed to a shard (a stat of each shard's WAL file, no SQL), so a
 	// foreign enqueue is picked up within about this long; after 200ms of
 	// quiet the check backs off to 4×PollInterval, after 2s to
-	// 10×PollInterval. Zero means 5ms. Enqueues from this process wake Run
-	// at once; on PostgreSQL, LISTEN/NOTIFY does (its listener polls).
+	// 20×PollInterval (100ms by default). Zero means 5ms. Enqueues from
+	// this process wake Run at once; on PostgreSQL, LISTEN/NOTIFY does
+	// (its listener polls).
 	PollInterval time.Duration
 	// HeartbeatInterval is how often running jobs' heartbeats are renewed,
 	// and how often Run refreshes its worker registry entry (at least
