@@ -265,7 +265,7 @@ func (e *Engine) Run(ctx context.Context) {
 	for _, s := range e.backgroundServices() {
 		svc.Go(func() { run(bg, s) })
 	}
-	e.adoptRenamed(ctx) // before the first claim
+	e.tasks(ctx) // before the first claim
 	if e.cfg.Registry != nil {
 		e.cfg.Registry.RegisterFirst(ctx)
 	}

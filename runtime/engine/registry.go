@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -44,7 +45,8 @@ type Registry struct {
 	e       *Engine         // set by New
 	started bool            // RunOnce's first round (at start, RegisterFirst's) has passed; RunOnce's goroutine only
 	failing bool            // RunOnce's goroutine only
-	warned  map[string]bool // tasks warnUnhandled reported; maintenance's goroutine only
+	warnMu  sync.Mutex      // Run's start and maintenance both warn
+	warned  map[string]bool // tasks warnUnhandled reported; under warnMu
 }
 
 // workerSeq tells apart the registry keys of several Runs in one process.
@@ -150,14 +152,16 @@ func (r *Registry) Close(ctx context.Context) {
 // warnUnhandled logs, once per task until it recovers, every task with
 // pending jobs that no live worker runs (a misspelt or renamed task, a
 // service that is down). Maintenance calls it every RecoveryInterval.
-func (r *Registry) warnUnhandled(ctx context.Context) {
+func (r *Registry) warnUnhandled(ctx context.Context, backlog map[string]store.TaskBacklog) {
 	if len(r.Info.Tasks) == 0 {
 		return // a catch-all runs every task
 	}
-	f, err := ReadFleet(ctx, r.Store, r.Now())
+	f, err := readFleet(ctx, r.Store, r.Now(), backlog)
 	if err != nil {
 		return
 	}
+	r.warnMu.Lock()
+	defer r.warnMu.Unlock()
 	now := make(map[string]bool)
 	for task, ti := range f.Tasks {
 		if ti.Pending == 0 || ti.Workers > 0 || slices.Contains(r.Info.Tasks, task) {
@@ -219,15 +223,22 @@ type Fleet struct {
 
 // ReadFleet reads st's worker registry and task backlog at now.
 func ReadFleet(ctx context.Context, st store.Store, now time.Time) (Fleet, error) {
+	return readFleet(ctx, st, now, nil)
+}
+
+// readFleet is ReadFleet with the task backlog already read (nil: read
+// it).
+func readFleet(ctx context.Context, st store.Store, now time.Time, backlog map[string]store.TaskBacklog) (Fleet, error) {
 	var f Fleet
 	workers, err := Workers(ctx, st, now)
 	if err != nil {
 		return f, err
 	}
 	f.Workers = workers
-	backlog, err := st.TaskBacklog(ctx)
-	if err != nil {
-		return f, err
+	if backlog == nil {
+		if backlog, err = st.TaskBacklog(ctx); err != nil {
+			return f, err
+		}
 	}
 	f.Tasks = make(map[string]queuemaxtype.TaskInfo, len(backlog))
 	for _, task := range slices.Sorted(maps.Keys(backlog)) {

@@ -19,6 +19,11 @@ func Adopt(ctx context.Context, r *enqueue.Renames, st store.Store, log *slog.Lo
 	if err != nil {
 		return 0, err
 	}
+	return adoptFrom(ctx, r, st, log, backlog)
+}
+
+// adoptFrom is Adopt over backlog, the store's TaskBacklog.
+func adoptFrom(ctx context.Context, r *enqueue.Renames, st store.Store, log *slog.Logger, backlog map[string]store.TaskBacklog) (int64, error) {
 	var total int64
 	for stored := range backlog {
 		to, ok := r.Of(stored)
@@ -37,15 +42,36 @@ func Adopt(ctx context.Context, r *enqueue.Renames, st store.Store, log *slog.Lo
 	return total, nil
 }
 
-// adoptRenamed runs Config.Renames' Adopt; the outage log reports a
-// failure once per outage, and its recovery.
-func (e *Engine) adoptRenamed(ctx context.Context) {
-	if e.cfg.Renames == nil {
+// tasks adopts the jobs stored under the tasks' earlier names
+// (Config.Renames) and warns of tasks with pending jobs no live worker
+// runs (Config.Registry), from one read of the task backlog, which scans
+// every waiting job: Run does it before its first claim, maintenance
+// every RecoveryInterval (its first round, at Run's start, leaves it to
+// Run). The outage log reports a renaming failure once per outage, and
+// its recovery.
+func (e *Engine) tasks(ctx context.Context) {
+	r := e.cfg.Registry
+	if r != nil && len(r.Info.Tasks) == 0 {
+		r = nil // a catch-all runs every task: nothing to warn of
+	}
+	if e.cfg.Renames == nil && r == nil {
 		return
 	}
-	_, err := Adopt(ctx, e.cfg.Renames, e.cfg.Store, e.log)
+	backlog, err := e.cfg.Store.TaskBacklog(ctx)
+	if err == nil && e.cfg.Renames != nil {
+		var n int64
+		n, err = adoptFrom(ctx, e.cfg.Renames, e.cfg.Store, e.log, backlog)
+		if n > 0 && err == nil && r != nil {
+			backlog, err = e.cfg.Store.TaskBacklog(ctx) // the renamed jobs' tasks changed
+		}
+	}
 	if ctx.Err() != nil {
 		return
 	}
-	e.Outage(ctx, "task renames", "queuemax: cannot rename jobs stored under earlier task names", err)
+	if e.cfg.Renames != nil {
+		e.Outage(ctx, "task renames", "queuemax: cannot rename jobs stored under earlier task names", err)
+	}
+	if err == nil && r != nil {
+		r.warnUnhandled(ctx, backlog)
+	}
 }

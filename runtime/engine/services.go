@@ -142,6 +142,7 @@ func (r *rescuer) RunOnce(ctx context.Context, now time.Time) {
 type maintenance struct {
 	e           *Engine
 	lastCleanup time.Time
+	started     bool // the first round (at Run's start) has passed
 }
 
 func (m *maintenance) Name() string            { return "maintenance" }
@@ -160,10 +161,11 @@ func (m *maintenance) RunOnce(ctx context.Context, now time.Time) {
 		}
 	}
 	e.cfg.Alerts.Check(ctx, true)
-	e.adoptRenamed(ctx)
-	if e.cfg.Registry != nil {
-		e.cfg.Registry.warnUnhandled(ctx)
+	// Run's start adopted renamed tasks' jobs and warned a moment ago.
+	if m.started {
+		e.tasks(ctx)
 	}
+	m.started = true
 }
 
 // autoscaler adjusts how many jobs may run at once by the backlog.
