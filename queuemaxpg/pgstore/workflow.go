@@ -276,8 +276,8 @@ func (s *Store) CancelWorkflow(ctx context.Context, id int64, now time.Time) (bo
 			`UPDATE {s}.workflows SET cancelled = true WHERE id = $2 AND $1::timestamptz IS NOT NULL`,
 			`UPDATE {s}.wf_steps SET blocked = coalesce(blocked, 'workflow cancelled') WHERE wf_id = $2 AND state = 'waiting' AND $1::timestamptz IS NOT NULL`,
 			`UPDATE {s}.jobs SET status = 'cancelled', completed_at = @now, last_error = 'workflow cancelled', error_type = 'WorkflowCancelled'
-				WHERE `+wfJobsOf+` AND wf_id = $2 AND status IN ('pending', 'scheduled')`,
-			`UPDATE {s}.jobs SET cancel_requested = true WHERE `+wfJobsOf+` AND wf_id = $2 AND status = 'processing' AND $1::timestamptz IS NOT NULL`,
+				WHERE ` + wfJobsOf + ` AND wf_id = $2 AND status IN ('pending', 'scheduled')`,
+			`UPDATE {s}.jobs SET cancel_requested = true WHERE ` + wfJobsOf + ` AND wf_id = $2 AND status = 'processing' AND $1::timestamptz IS NOT NULL`,
 		} {
 			if _, err := tx.Exec(ctx, s.x(q), now, seq); err != nil {
 				return err
