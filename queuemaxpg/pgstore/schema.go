@@ -29,7 +29,7 @@ package pgstore
 // notifyWindow ago (see notify.go).
 
 // schemaVersion is the newest migration this binary knows.
-const schemaVersion = 17
+const schemaVersion = 18
 
 type migration struct {
 	version int
@@ -244,4 +244,5 @@ var migrations = []migration{
 			`ALTER TABLE {s}.jobs ALTER COLUMN retry_delay SET DEFAULT 60000`},
 	},
 	workflowIndexMigration, // workflow_cost.go
+	workflowEndsMigration,  // workflow_cost.go
 }

@@ -144,6 +144,9 @@ func (s *Store) insertWorkflow(ctx context.Context, tx querier, p *store.Workflo
 
 const wfColumns = `id, shard, name, status, created_at, finished_at`
 
+// wfColumnsOf is wfColumns of the workflows row aliased w.
+const wfColumnsOf = `w.id, w.shard, w.name, w.status, w.created_at, w.finished_at`
+
 func scanWorkflow(r pgx.Row) (*store.WorkflowRecord, error) {
 	var (
 		id            int64
@@ -388,6 +391,7 @@ func (s *Store) pruneWorkflows(ctx context.Context, p store.PruneParams, now tim
 			`DELETE FROM {s}.wf_edges WHERE job IN (SELECT job_id FROM {s}.wf_steps WHERE wf_id = ANY($1::bigint[]))`,
 			`DELETE FROM {s}.wf_binds WHERE job IN (SELECT job_id FROM {s}.wf_steps WHERE wf_id = ANY($1::bigint[]))`,
 			`DELETE FROM {s}.wf_steps WHERE wf_id = ANY($1::bigint[])`,
+			`DELETE FROM {s}.wf_ends WHERE id = ANY($1::bigint[])`,
 		} {
 			if _, err := tx.Exec(ctx, s.sql(q), ids); err != nil {
 				return err

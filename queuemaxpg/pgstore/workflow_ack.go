@@ -123,7 +123,8 @@ const sqlWfAck = `
 				ELSE w.status END,
 			finished_at = CASE WHEN w.unended = wc.n THEN wc.at ELSE w.finished_at END,
 			finisher = CASE WHEN w.unended = wc.n THEN wc.last ELSE w.finisher END
-		FROM wc WHERE w.id = wc.wf_id),`
+		FROM wc WHERE w.id = wc.wf_id RETURNING w.id, w.unended = 0 AS ended),
+	we AS (INSERT INTO {s}.wf_ends (id) SELECT id FROM wu WHERE ended ON CONFLICT DO NOTHING),`
 
 // sqlWfNotify runs sqlWfAck's nt: the one ready notification of the
 // dependents the acknowledgement released (jobs_ready skips its rows). A
