@@ -224,7 +224,12 @@ func (s *Store) Workflows(ctx context.Context, p store.WorkflowFilter) ([]*store
 		args = append(args, v)
 		return fmt.Sprintf("$%d", len(args))
 	}
-	if p.Status != "" {
+	switch p.Status {
+	case "":
+	case store.WorkflowRunning:
+		// A constant, so that every plan can read workflows_running.
+		conds = append(conds, "status = 'running'")
+	default:
 		conds = append(conds, "status = "+arg(p.Status))
 	}
 	if p.Name != "" {
