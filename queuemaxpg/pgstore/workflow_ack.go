@@ -11,7 +11,9 @@ import "strings"
 // own: one update of the ended steps, one of their dependents (counted
 // off, and made ready when it was their last dependency), one of the
 // released jobs (made claimable, their bound keys filled in) and one of
-// the workflows.
+// the workflows, the ends among them recorded in wf_ends for their events
+// (since migration 18), and one ready notification if it released any
+// (since migration 17; jobs_ready skips its rows).
 //
 // It marks its statement (queuemax.wf_ack set to the statement's start
 // time, which the statements of its triggers share) so that the row
