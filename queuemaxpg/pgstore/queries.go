@@ -210,7 +210,7 @@ const (
 	c AS (INSERT INTO {s}.counters AS c (shard, slot, processed)
 		SELECT shard, $5, count(*) FROM done GROUP BY shard
 		ON CONFLICT (shard, slot) DO UPDATE SET processed = c.processed + excluded.processed)
-	SELECT id, lease FROM done`
+	SELECT id, lease FROM done{wfnotify}`
 
 	// sqlFail records a batch of failures in one statement: retries go
 	// back to pending or scheduled, dead ones to failed with a dead-letter
@@ -265,7 +265,7 @@ func buildQueries(schema string, host bool) queries {
 		insertQuiet:    expand(quiet.Replace(sqlInsert), schema, host),
 		insertOneQuiet: expand(quiet.Replace(sqlInsertOne), schema, host),
 		complete:       expand(plainAck.Replace(sqlComplete), schema, host),
-		completeWf:     expand(wfAck.Replace(sqlComplete), schema, host),
+		completeWf:     strings.ReplaceAll(expand(wfAck.Replace(sqlComplete), schema, host), "{q}", strings.ReplaceAll(schema, "'", "''")),
 		fail:           expand(sqlFail, schema, host),
 		heartbeat:      expand(sqlHeartbeat, schema, host),
 		release:        expand(sqlRelease, schema, host),

@@ -29,7 +29,7 @@ package pgstore
 // notifyWindow ago (see notify.go).
 
 // schemaVersion is the newest migration this binary knows.
-const schemaVersion = 16
+const schemaVersion = 19
 
 type migration struct {
 	version int
@@ -243,4 +243,7 @@ var migrations = []migration{
 		stmts: []string{`UPDATE {s}.jobs SET retry_delay = LEAST(retry_delay::bigint * 1000, 2147483647) WHERE retry_delay <> 0`,
 			`ALTER TABLE {s}.jobs ALTER COLUMN retry_delay SET DEFAULT 60000`},
 	},
+	workflowIndexMigration,  // workflow_cost.go
+	workflowEndsMigration,   // workflow_cost.go
+	workflowFill50Migration, // workflow_cost.go
 }

@@ -144,6 +144,9 @@ func (s *Store) insertWorkflow(ctx context.Context, tx querier, p *store.Workflo
 
 const wfColumns = `id, shard, name, status, created_at, finished_at`
 
+// wfColumnsOf is wfColumns of the workflows row aliased w.
+const wfColumnsOf = `w.id, w.shard, w.name, w.status, w.created_at, w.finished_at`
+
 func scanWorkflow(r pgx.Row) (*store.WorkflowRecord, error) {
 	var (
 		id            int64
@@ -221,7 +224,12 @@ func (s *Store) Workflows(ctx context.Context, p store.WorkflowFilter) ([]*store
 		args = append(args, v)
 		return fmt.Sprintf("$%d", len(args))
 	}
-	if p.Status != "" {
+	switch p.Status {
+	case "":
+	case store.WorkflowRunning:
+		// A constant, so that every plan can read workflows_running.
+		conds = append(conds, "status = 'running'")
+	default:
 		conds = append(conds, "status = "+arg(p.Status))
 	}
 	if p.Name != "" {
@@ -276,8 +284,8 @@ func (s *Store) CancelWorkflow(ctx context.Context, id int64, now time.Time) (bo
 			`UPDATE {s}.workflows SET cancelled = true WHERE id = $2 AND $1::timestamptz IS NOT NULL`,
 			`UPDATE {s}.wf_steps SET blocked = coalesce(blocked, 'workflow cancelled') WHERE wf_id = $2 AND state = 'waiting' AND $1::timestamptz IS NOT NULL`,
 			`UPDATE {s}.jobs SET status = 'cancelled', completed_at = @now, last_error = 'workflow cancelled', error_type = 'WorkflowCancelled'
-				WHERE wf_id = $2 AND status IN ('pending', 'scheduled')`,
-			`UPDATE {s}.jobs SET cancel_requested = true WHERE wf_id = $2 AND status = 'processing' AND $1::timestamptz IS NOT NULL`,
+				WHERE ` + wfJobsOf + ` AND wf_id = $2 AND status IN ('pending', 'scheduled')`,
+			`UPDATE {s}.jobs SET cancel_requested = true WHERE ` + wfJobsOf + ` AND wf_id = $2 AND status = 'processing' AND $1::timestamptz IS NOT NULL`,
 		} {
 			if _, err := tx.Exec(ctx, s.x(q), now, seq); err != nil {
 				return err
@@ -325,7 +333,10 @@ func (s *Store) FinishedBy(ctx context.Context, jobs []store.JobID) ([]*store.Wo
 	for i, j := range jobs {
 		seqs[i] = j.Seq()
 	}
-	rows, err := s.query(ctx, `SELECT `+wfColumns+` FROM {s}.workflows WHERE finisher = ANY($1::bigint[])`, seqs)
+	// By the step's row then its workflow's, both by primary key.
+	rows, err := s.query(ctx, `SELECT w.id, w.shard, w.name, w.status, w.created_at, w.finished_at
+		FROM {s}.wf_steps st JOIN {s}.workflows w ON w.id = st.wf_id AND w.finisher = st.job_id
+		WHERE st.job_id = ANY($1::bigint[])`, seqs)
 	if err != nil {
 		return nil, err
 	}
@@ -375,7 +386,8 @@ func (s *Store) pruneWorkflows(ctx context.Context, p store.PruneParams, now tim
 			return err
 		}
 		workflows = len(ids)
-		tag, err := tx.Exec(ctx, s.sql(`DELETE FROM {s}.jobs WHERE wf_id = ANY($1::bigint[])`), ids)
+		tag, err := tx.Exec(ctx, s.sql(`DELETE FROM {s}.jobs WHERE id = ANY(ARRAY(SELECT job_id FROM {s}.wf_steps WHERE wf_id = ANY($1::bigint[])))
+			AND wf_id = ANY($1::bigint[])`), ids)
 		if err != nil {
 			return err
 		}
@@ -384,6 +396,7 @@ func (s *Store) pruneWorkflows(ctx context.Context, p store.PruneParams, now tim
 			`DELETE FROM {s}.wf_edges WHERE job IN (SELECT job_id FROM {s}.wf_steps WHERE wf_id = ANY($1::bigint[]))`,
 			`DELETE FROM {s}.wf_binds WHERE job IN (SELECT job_id FROM {s}.wf_steps WHERE wf_id = ANY($1::bigint[]))`,
 			`DELETE FROM {s}.wf_steps WHERE wf_id = ANY($1::bigint[])`,
+			`DELETE FROM {s}.wf_ends WHERE id = ANY($1::bigint[])`,
 		} {
 			if _, err := tx.Exec(ctx, s.sql(q), ids); err != nil {
 				return err

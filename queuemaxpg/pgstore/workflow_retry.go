@@ -173,13 +173,12 @@ func (s *Store) ClaimWorkflowEnds(ctx context.Context, p store.ClaimEndsParams) 
 		for _, id := range p.IDs {
 			seqs = append(seqs, store.JobID(id).Seq())
 		}
-		rows, err = s.query(ctx, `UPDATE {s}.workflows SET announced = true
-			WHERE id = ANY($1::bigint[]) AND NOT announced AND status <> 'running' RETURNING `+wfColumns, seqs)
+		rows, err = s.query(ctx, `WITH e AS (DELETE FROM {s}.wf_ends WHERE id = ANY($1::bigint[]) RETURNING id)
+			SELECT `+wfColumnsOf+` FROM e JOIN {s}.workflows w ON w.id = e.id ORDER BY w.id`, seqs)
 	} else {
-		rows, err = s.query(ctx, `UPDATE {s}.workflows SET announced = true WHERE id IN (
-				SELECT id FROM {s}.workflows WHERE NOT announced AND status <> 'running' ORDER BY id LIMIT $1
-				FOR UPDATE SKIP LOCKED)
-			AND NOT announced RETURNING `+wfColumns, p.MaxRows())
+		rows, err = s.query(ctx, `WITH e AS (DELETE FROM {s}.wf_ends WHERE id IN (
+				SELECT id FROM {s}.wf_ends ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED) RETURNING id)
+			SELECT `+wfColumnsOf+` FROM e JOIN {s}.workflows w ON w.id = e.id ORDER BY w.id`, p.MaxRows())
 	}
 	if err != nil {
 		return nil, fmt.Errorf("queuemax: claim workflow ends: %w", err)
