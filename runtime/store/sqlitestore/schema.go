@@ -2,7 +2,7 @@ package sqlitestore
 
 // schemaVersion is the version written to shard_metadata.version once every
 // migration has run. Versions 1 and 2 are queue-max's; 3 and later are ours.
-const schemaVersion = 19
+const schemaVersion = 20
 
 // baseSchema creates queue-max's tables exactly as queue-max 0.2.0 does
 // (same names, columns, types, defaults and CHECK), so that files written by
@@ -318,4 +318,5 @@ var migrations = []migration{
 			`CREATE INDEX IF NOT EXISTS idx_qm_ready ON fila(priority DESC, id) WHERE ` + sqlReadyDefault,
 		},
 	},
+	workflowTriggersMigration, // workflow_triggers.go
 }
