@@ -151,7 +151,9 @@ func (r *Registry) Close(ctx context.Context) {
 
 // warnUnhandled logs, once per task until it recovers, every task with
 // pending jobs that no live worker runs (a misspelt or renamed task, a
-// service that is down). Maintenance calls it every RecoveryInterval.
+// service that is down), from backlog (the store's TaskBacklog, or nil to
+// read it). Engine.tasks calls it at Run's start and every
+// RecoveryInterval.
 func (r *Registry) warnUnhandled(ctx context.Context, backlog map[string]store.TaskBacklog) {
 	if len(r.Info.Tasks) == 0 {
 		return // a catch-all runs every task
