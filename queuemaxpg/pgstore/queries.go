@@ -30,6 +30,9 @@ type queries struct {
 	insertWorkflow string
 }
 
+// The schema's placeholders in the statement texts: {s} the quoted schema,
+// {q} the same as a string literal's text (inside '…').
+//
 // Clock placeholders in the statement texts:
 //
 //	@now     the current time: the caller's Now in $1 (host clock) or the
@@ -47,7 +50,8 @@ func expand(q, schema string, host bool) string {
 	if host {
 		now, rownow = "$1::timestamptz", "u.at"
 	}
-	return strings.NewReplacer("{s}", schema, "@now", now, "@rownow", rownow, "@owner", owner).Replace(q)
+	return strings.NewReplacer("{s}", schema, "{q}", strings.ReplaceAll(schema, "'", "''"),
+		"@now", now, "@rownow", rownow, "@owner", owner).Replace(q)
 }
 
 const us = ` * interval '1 microsecond'`
@@ -265,13 +269,13 @@ func buildQueries(schema string, host bool) queries {
 		insertQuiet:    expand(quiet.Replace(sqlInsert), schema, host),
 		insertOneQuiet: expand(quiet.Replace(sqlInsertOne), schema, host),
 		complete:       expand(plainAck.Replace(sqlComplete), schema, host),
-		completeWf:     strings.ReplaceAll(expand(wfAck.Replace(sqlComplete), schema, host), "{q}", strings.ReplaceAll(schema, "'", "''")),
+		completeWf:     expand(wfAck.Replace(sqlComplete), schema, host),
 		fail:           expand(sqlFail, schema, host),
 		heartbeat:      expand(sqlHeartbeat, schema, host),
 		release:        expand(sqlRelease, schema, host),
 	}
 	q.copy = copySQL(schema, host)
-	q.insertWorkflow = strings.ReplaceAll(expand(sqlInsertWorkflow, schema, host), "{q}", strings.ReplaceAll(schema, "'", "''"))
+	q.insertWorkflow = expand(sqlInsertWorkflow, schema, host)
 	q.nextIDs = `SELECT array_agg(nextval('` + strings.ReplaceAll(schema, "'", "''") + `.jobs_id_seq')) FROM generate_series(1, $1)`
 	// Unique jobs only; see unique.go.
 	q.insertUnique = expand(loud.Replace(sqlInsertUnique), schema, host)

@@ -334,7 +334,7 @@ func (s *Store) FinishedBy(ctx context.Context, jobs []store.JobID) ([]*store.Wo
 		seqs[i] = j.Seq()
 	}
 	// By the step's row then its workflow's, both by primary key.
-	rows, err := s.query(ctx, `SELECT w.id, w.shard, w.name, w.status, w.created_at, w.finished_at
+	rows, err := s.query(ctx, `SELECT `+wfColumnsOf+`
 		FROM {s}.wf_steps st JOIN {s}.workflows w ON w.id = st.wf_id AND w.finisher = st.job_id
 		WHERE st.job_id = ANY($1::bigint[])`, seqs)
 	if err != nil {
